@@ -1,0 +1,11 @@
+"""Complementary RL for any PPO agent: an experience bank and a co-evolving experience extractor.
+
+The core package knows nothing about Stable-Baselines3; see :mod:`integrations.sb3`.
+"""
+
+from .bank import BankConfig, ExperienceBank, Provenance
+from .errors import BankFileError, ExperienceError
+
+__version__ = "0.1.0"
+
+__all__ = ["ExperienceBank", "BankConfig", "Provenance", "BankFileError", "ExperienceError", "__version__"]

@@ -1,0 +1,17 @@
+"""The experience bank: stable-id entries, HNSW retrieval, utility, merge, eviction, persistence."""
+
+from .bank import ExperienceBank
+from .config import BankConfig
+from .lock import RWLock
+from .provenance import Provenance
+from .results import AddResult, MergeResult, QueryResult
+
+__all__ = [
+    "ExperienceBank",
+    "BankConfig",
+    "Provenance",
+    "AddResult",
+    "QueryResult",
+    "MergeResult",
+    "RWLock",
+]

@@ -1,0 +1,97 @@
+"""Configuration of an :class:`~experience_wrappers.bank.ExperienceBank`."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+__all__ = ["BankConfig", "SPACES"]
+
+SPACES = ("l2", "cosine", "ip")
+
+
+def _positive(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not value > 0:  # type: ignore[operator]
+        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not value >= 0:  # type: ignore[operator]
+        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+
+
+def _finite(instance: object, attribute: attrs.Attribute, value: float | None) -> None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be finite (or None), got {value!r}")
+
+
+def _int(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{attribute.name} must be an int, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class BankConfig:
+    """Every knob of the bank, validated when the config is built.
+
+    Distances are in hnswlib's units for ``space``: squared Euclidean distance for
+    ``"l2"``, ``1 - cosine similarity`` for ``"cosine"`` and ``1 - dot`` for ``"ip"``.
+    The default key encoders return unit-norm keys, so with ``"l2"`` a distance of
+    0.01 means a cosine similarity of about 0.995.
+
+    Attributes:
+        capacity: most entries held; beyond it the lowest-utility, then oldest, are evicted.
+        space: hnswlib space, one of ``"l2"``, ``"cosine"``, ``"ip"``.
+        M: hnswlib graph degree.
+        ef_construction: hnswlib build-time beam width.
+        ef_search: hnswlib query-time beam width (raised to the candidate count when smaller).
+        dedup_threshold: a new entry closer than this to an entry of the same task
+            updates that entry instead of being added (0 turns dedup off).
+        merge_threshold: :meth:`ExperienceBank.merge` joins entries closer than this.
+        merge_k: neighbours examined per entry when merging.
+        temperature: utility sampling temperature (0.7-1.2 recommended).
+        diversity_penalty: score penalty ``diversity_penalty * log(1 + times retrieved)``.
+        utility_floor: entries with utility below this are never returned (None: no floor).
+        candidate_factor: kNN oversampling before re-ranking (k * factor candidates).
+        initial_utility: utility of a new entry when the caller gives none.
+        utilisation_window: queries over which ``stats()["utilisation"]`` is measured.
+        seed: seed of the bank's sampler (None: fresh entropy).
+
+    >>> BankConfig(capacity=100).capacity
+    100
+    >>> BankConfig(space="hamming")
+    Traceback (most recent call last):
+    ...
+    ValueError: space must be one of ('l2', 'cosine', 'ip'), got 'hamming'
+    """
+
+    capacity: int = attrs.field(default=4096, validator=[_int, _positive])
+    space: str = attrs.field(default="l2")
+    M: int = attrs.field(default=16, validator=[_int, _positive])
+    ef_construction: int = attrs.field(default=200, validator=[_int, _positive])
+    ef_search: int = attrs.field(default=64, validator=[_int, _positive])
+    dedup_threshold: float = attrs.field(default=0.01, converter=float, validator=[_non_negative, _finite])
+    merge_threshold: float = attrs.field(default=0.05, converter=float, validator=[_non_negative, _finite])
+    merge_k: int = attrs.field(default=16, validator=[_int, _positive])
+    temperature: float = attrs.field(default=1.0, converter=float, validator=[_positive, _finite])
+    diversity_penalty: float = attrs.field(default=0.4, converter=float, validator=[_non_negative, _finite])
+    utility_floor: float | None = attrs.field(default=None, validator=_finite)
+    candidate_factor: int = attrs.field(default=4, validator=[_int, _positive])
+    initial_utility: float = attrs.field(default=0.0, converter=float, validator=_finite)
+    utilisation_window: int = attrs.field(default=1000, validator=[_int, _positive])
+    seed: int | None = attrs.field(default=0)
+
+    @space.validator
+    def _check_space(self, attribute: attrs.Attribute, value: str) -> None:
+        if value not in SPACES:
+            raise ValueError(f"space must be one of {SPACES}, got {value!r}")
+
+    @seed.validator
+    def _check_seed(self, attribute: attrs.Attribute, value: int | None) -> None:
+        if value is not None:
+            _int(self, attribute, value)
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict (the inverse of ``BankConfig(**d)``)."""
+        return attrs.asdict(self)

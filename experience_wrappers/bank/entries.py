@@ -1,0 +1,124 @@
+"""Columnar storage of bank entries, addressed by stable ids.
+
+Entries live in dense numpy columns. Removing an entry moves the last row into its
+slot, so the columns stay dense; ids never change, only slots do. This module knows
+nothing about indexing, locking or retrieval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["EntryStore", "COLUMNS"]
+
+# name -> (dtype, per-entry width key or None for scalars)
+COLUMNS: dict[str, tuple[type, str | None]] = {
+    "id": (np.int64, None),
+    "key": (np.float32, "key_dim"),
+    "value": (np.float32, "value_dim"),
+    "prior": (np.float32, "prior_dim"),
+    "context": (np.float16, "context_dim"),
+    "sample_logp": (np.float32, None),
+    "utility": (np.float64, None),
+    "n_retrieved": (np.int64, None),
+    "n_credited": (np.int64, None),
+    "n_trained": (np.int64, None),
+    "last_retrieved": (np.int64, None),
+    "last_trained": (np.int64, None),
+    "task_id": (np.int64, None),
+    "provenance": (np.int8, None),
+    "created_step": (np.int64, None),
+    "extractor_version": (np.int64, None),
+}
+
+DIM_NAMES = ("key_dim", "value_dim", "prior_dim", "context_dim")
+
+
+class EntryStore:
+    """Dense, growable columns of entries with an id -> slot map.
+
+    >>> s = EntryStore({"key_dim": 2, "value_dim": 1, "prior_dim": 0, "context_dim": 0})
+    >>> slots = s.append(2)
+    >>> s.cols["id"][slots] = [7, 8]; s.reindex(slots)
+    >>> s.remove_ids([7]); s.size, s.slots_of([8]).tolist()
+    (1, [0])
+    """
+
+    def __init__(self, dims: dict[str, int], initial: int = 64) -> None:
+        self.dims = {name: int(dims[name]) for name in DIM_NAMES}
+        self.size = 0
+        self.cols: dict[str, np.ndarray] = {}
+        for name, (dtype, width) in COLUMNS.items():
+            shape: tuple[int, ...] = (initial,) if width is None else (initial, self.dims[width])
+            self.cols[name] = np.zeros(shape, dtype=dtype)
+        self._slot: dict[int, int] = {}
+
+    # -- views -----------------------------------------------------------------
+    def view(self, name: str) -> np.ndarray:
+        """The live rows of one column (a view: do not keep it across writes)."""
+        return self.cols[name][: self.size]
+
+    def __contains__(self, entry_id: int) -> bool:
+        return int(entry_id) in self._slot
+
+    def ids(self) -> np.ndarray:
+        return self.view("id").copy()
+
+    def slots_of(self, ids: Iterable[int]) -> np.ndarray:
+        """Slots of ids that must exist (KeyError otherwise)."""
+        return np.fromiter((self._slot[int(i)] for i in ids), dtype=np.int64)
+
+    def find(self, ids: np.ndarray) -> np.ndarray:
+        """Slots of ids, -1 where an id is not in the store."""
+        return np.fromiter((self._slot.get(int(i), -1) for i in np.ravel(ids)), dtype=np.int64,
+                           count=np.size(ids)).reshape(np.shape(ids))
+
+    # -- writes ----------------------------------------------------------------
+    def append(self, n: int) -> np.ndarray:
+        """Reserve ``n`` zeroed rows at the end; returns their slots (ids set by the caller)."""
+        need = self.size + n
+        cap = len(self.cols["id"])
+        if need > cap:
+            new_cap = max(need, 2 * cap)
+            for name, col in self.cols.items():
+                grown = np.zeros((new_cap,) + col.shape[1:], dtype=col.dtype)
+                grown[: self.size] = col[: self.size]
+                self.cols[name] = grown
+        slots = np.arange(self.size, need, dtype=np.int64)
+        for col in self.cols.values():
+            col[slots] = 0
+        self.size = need
+        return slots
+
+    def reindex(self, slots: np.ndarray) -> None:
+        """Record the ids written into ``slots``."""
+        ids = self.cols["id"]
+        for s in np.asarray(slots).tolist():
+            self._slot[int(ids[s])] = int(s)
+
+    def remove_ids(self, ids: Iterable[int]) -> None:
+        """Remove entries by id, keeping the columns dense (swap with the last row)."""
+        for entry_id in ids:
+            slot = self._slot.pop(int(entry_id))
+            last = self.size - 1
+            if slot != last:
+                for col in self.cols.values():
+                    col[slot] = col[last]
+                self._slot[int(self.cols["id"][slot])] = slot
+            self.size = last
+
+    def load_columns(self, cols: dict[str, np.ndarray]) -> None:
+        """Replace everything with ``cols`` (already validated)."""
+        n = len(cols["id"])
+        self.size = 0
+        self.append(n)
+        for name in COLUMNS:
+            self.cols[name][:n] = cols[name]
+        self._slot = {}
+        self.reindex(np.arange(n))
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """Copies of the live rows of every column."""
+        return {name: self.view(name).copy() for name in COLUMNS}

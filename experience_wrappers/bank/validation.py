@@ -1,0 +1,89 @@
+"""Checks of caller input; each error names the argument and shows the value received."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_unit"]
+
+
+def _describe(x: Any) -> str:
+    arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    return f"array of shape {arr.shape} and dtype {arr.dtype}"
+
+
+def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> np.ndarray:
+    """A finite 2-D float matrix (a 1-D vector is taken as one row).
+
+    >>> as_matrix("keys", [1.0, 2.0], 2).shape
+    (1, 2)
+    >>> as_matrix("keys", [[1.0, float("nan")]], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: keys contains NaN or inf (array of shape (1, 2) and dtype float64)
+    """
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name} must be an array of numbers, got {type(x).__name__}: {exc}") from exc
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be a real numeric array, got {_describe(arr)}")
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D, got {_describe(arr)}")
+    if dim is not None and arr.shape[1] != dim:
+        raise ValueError(f"{name} must have {dim} columns, got {_describe(arr)}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf ({_describe(arr)})")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def as_int_vector(name: str, x: Any, n: int) -> np.ndarray:
+    """An int64 vector of length ``n``; a scalar is broadcast.
+
+    >>> as_int_vector("task_ids", 3, 2).tolist()
+    [3, 3]
+    """
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0)):
+        raise ValueError(f"{name} must be integers, got {_describe(arr)}")
+    if arr.ndim == 0:
+        arr = np.full(n, int(arr))
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {_describe(arr)}")
+    return arr.astype(np.int64)
+
+
+def as_float_vector(name: str, x: Any, n: int) -> np.ndarray:
+    """A finite float64 vector of length ``n``; a scalar is broadcast."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be real numbers, got {_describe(arr)}")
+    arr = arr.astype(np.float64)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {_describe(arr)}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf: {arr}")
+    return arr
+
+
+def check_positive_int(name: str, x: Any) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x <= 0:
+        raise ValueError(f"{name} must be a positive int, got {x!r}")
+    return int(x)
+
+
+def check_unit(name: str, x: Any) -> float:
+    """A float in [0, 1]."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number in [0, 1], got {x!r}") from exc
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {x!r}")
+    return v

@@ -1,0 +1,15 @@
+"""Frozen query encoders: observation (and task id) -> key vector."""
+
+from .base import KeyEncoder, normalise_rows
+from .callable import CallableKeyEncoder
+from .flatten import batch_flatten, flat_dim
+from .random_projection import RandomProjectionKeyEncoder
+
+__all__ = [
+    "KeyEncoder",
+    "RandomProjectionKeyEncoder",
+    "CallableKeyEncoder",
+    "batch_flatten",
+    "flat_dim",
+    "normalise_rows",
+]

@@ -1,0 +1,51 @@
+"""The key-encoder interface: observation (and task id) -> frozen key vector."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KeyEncoder", "normalise_rows"]
+
+
+def normalise_rows(x: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+    """Scale each row to unit L2 norm (rows of zeros stay zero).
+
+    >>> normalise_rows(np.array([[3.0, 4.0], [0.0, 0.0]], dtype=np.float32)).tolist()
+    [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+    """
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.maximum(norms, eps)).astype(np.float32, copy=False)
+
+
+class KeyEncoder(abc.ABC):
+    """Maps observations to key vectors for bank retrieval.
+
+    A key encoder is frozen: the same observation must give the same key for the whole
+    of training, or entries written early could never be found again. Subclasses set
+    ``key_dim`` and implement :meth:`encode` on a *batch* of observations, laid out as
+    a vector env returns them (an array with a leading batch axis, or a dict of such
+    arrays). Keys are float32 rows; the default encoders return unit-norm rows so the
+    bank's default thresholds apply.
+    """
+
+    key_dim: int
+
+    @abc.abstractmethod
+    def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
+        """Keys of a batch: ``(n, key_dim)`` float32, for ``n`` observations."""
+
+    def __call__(self, obs: Any, task_id: int = 0) -> np.ndarray:
+        """The key of one observation, shape ``(key_dim,)``."""
+        batch = _add_batch_axis(obs)
+        return self.encode(batch, np.array([task_id], dtype=np.int64))[0]
+
+
+def _add_batch_axis(obs: Any) -> Any:
+    if isinstance(obs, dict):
+        return {k: _add_batch_axis(v) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(_add_batch_axis(v) for v in obs)
+    return np.asarray(obs)[None]

@@ -1,0 +1,78 @@
+"""The default key encoder: a frozen, seeded random projection of the flattened observation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from .base import KeyEncoder, normalise_rows
+from .flatten import batch_flatten, flat_dim
+
+__all__ = ["RandomProjectionKeyEncoder"]
+
+
+class RandomProjectionKeyEncoder(KeyEncoder):
+    """Flatten, normalise with fixed rules, project with a seeded Gaussian matrix, unit-normalise.
+
+    Nothing is fitted to data, so keys never change meaning during training. When the flat
+    observation is no longer than ``key_dim`` the projection is skipped (the normalised
+    observation itself is the key, zero-padded), which keeps every distinction the
+    observation makes. ``task_weight`` > 0 adds a seeded random direction per task id,
+    so tasks separate in key space even when their observations look alike.
+
+    Args:
+        observation_space: the space of the observations to encode (the base env's).
+        key_dim: length of the key.
+        seed: seed of the projection.
+        task_weight: weight of the task direction (0: keys ignore the task id).
+
+    >>> enc = RandomProjectionKeyEncoder(spaces.Box(-1.0, 1.0, (100,)), key_dim=16)
+    >>> k = enc(np.zeros(100, dtype=np.float32) + 0.5)
+    >>> k.shape, round(float(np.linalg.norm(k)), 4)
+    ((16,), 1.0)
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        key_dim: int = 32,
+        seed: int = 0,
+        task_weight: float = 0.0,
+    ) -> None:
+        if isinstance(key_dim, bool) or not isinstance(key_dim, int) or key_dim <= 0:
+            raise ValueError(f"key_dim must be a positive int, got {key_dim!r}")
+        if not np.isfinite(task_weight) or task_weight < 0:
+            raise ValueError(f"task_weight must be finite and >= 0, got {task_weight!r}")
+        self.observation_space = observation_space
+        self.key_dim = key_dim
+        self.seed = seed
+        self.task_weight = float(task_weight)
+        self.input_dim = flat_dim(observation_space)
+        rng = np.random.default_rng(seed)
+        if self.input_dim <= key_dim:
+            self._proj = None
+        else:
+            self._proj = (rng.standard_normal((self.input_dim, key_dim)) / np.sqrt(key_dim)).astype(
+                np.float32
+            )
+
+    def _task_directions(self, task_ids: np.ndarray) -> np.ndarray:
+        out = np.empty((len(task_ids), self.key_dim), dtype=np.float32)
+        for i, t in enumerate(task_ids):
+            v = np.random.default_rng([self.seed, 7919, int(t)]).standard_normal(self.key_dim)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
+        x = batch_flatten(self.observation_space, obs_batch)
+        if self._proj is None:
+            keys = np.zeros((len(x), self.key_dim), dtype=np.float32)
+            keys[:, : self.input_dim] = x
+        else:
+            keys = x @ self._proj
+        keys = normalise_rows(keys)
+        if self.task_weight > 0:
+            keys = normalise_rows(keys + self.task_weight * self._task_directions(np.asarray(task_ids)))
+        return keys

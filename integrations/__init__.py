@@ -1,0 +1,1 @@
+"""Optional integrations with environments and training libraries (never imported by the core)."""
