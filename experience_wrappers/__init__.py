@@ -5,7 +5,24 @@ The core package knows nothing about Stable-Baselines3; see :mod:`integrations.s
 
 from .bank import BankConfig, ExperienceBank, Provenance
 from .errors import BankFileError, ExperienceError
+from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
+from .manager import Episode, ExperienceManager, ManagerConfig
+from .wrappers import ExperienceWrapper
 
 __version__ = "0.1.0"
 
-__all__ = ["ExperienceBank", "BankConfig", "Provenance", "BankFileError", "ExperienceError", "__version__"]
+__all__ = [
+    "ExperienceBank",
+    "BankConfig",
+    "Provenance",
+    "ExperienceWrapper",
+    "ExperienceManager",
+    "ManagerConfig",
+    "Episode",
+    "KeyEncoder",
+    "RandomProjectionKeyEncoder",
+    "CallableKeyEncoder",
+    "BankFileError",
+    "ExperienceError",
+    "__version__",
+]

@@ -124,11 +124,15 @@ class ExperienceBank:
         vals = as_matrix("values", values, None if self._store is None else self._store.dims["value_dim"])
         if len(vals) != n:
             raise ValueError(f"values must have {n} rows (one per key), got {len(vals)}")
+        for name, arr in (("keys", keys_arr), ("values", vals)):
+            if arr.shape[1] == 0:
+                raise ValueError(f"{name} must have at least one column, got {arr.shape}")
         tasks = as_int_vector("task_ids", task_ids, n)
         util = as_float_vector("utility", self.config.initial_utility if utility is None else utility, n)
         pri = self._optional("prior", prior, n, np.float32)
         ctx = self._optional("context", context, n, np.float16)
-        logp = as_float_vector("sample_logp", 0.0 if sample_logp is None else sample_logp, n)
+        logp = as_float_vector("sample_logp", 0.0 if sample_logp is None else sample_logp, n,
+                               dtype=np.float32)
         prov = Provenance(int(provenance))
         step, extractor_version = int(step), int(extractor_version)
         if self.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
@@ -187,6 +191,8 @@ class ExperienceBank:
             id_of_item = dict(zip(kept_items.tolist(), new_ids.tolist(), strict=True))
             for i in np.flatnonzero(source >= 0).tolist():
                 result_ids[i] = id_of_item.get(int(source[i]), -1)
+            if len(evicted):  # an entry refreshed above may have been evicted to make room
+                result_ids[np.isin(result_ids, evicted)] = -1
             added = np.zeros(n, dtype=bool)
             added[kept_items] = True
             return AddResult(ids=result_ids, added=added, evicted=evicted)
@@ -197,7 +203,7 @@ class ExperienceBank:
             return np.zeros((n, width or 0), dtype=dtype)
         if width == 0:
             raise ValueError(f"this bank stores no {name} ({name}_dim=0), but {name} was given")
-        arr = as_matrix(name, x, width, dtype=np.float32)
+        arr = as_matrix(name, x, width, dtype=dtype)
         if len(arr) != n:
             raise ValueError(f"{name} must have {n} rows (one per key), got {len(arr)}")
         return arr.astype(dtype)
@@ -463,7 +469,8 @@ class ExperienceBank:
         Entries are visited by utility (highest first), then age (oldest first); each
         unvisited entry takes its unvisited neighbours (among its ``merge_k`` nearest)
         closer than ``threshold`` (default ``merge_threshold``). The survivor keeps its id,
-        key, context and sample log-prob; its value and prior become the cluster's
+        key and context; its sample log-prob becomes NaN (its value is no longer the
+        sampled one, so a trainer must recompute it); its value and prior become the cluster's
         average weighted by :func:`~experience_wrappers.bank.merge.merge_weights`; its
         utility the credit-weighted mean; counters are summed; provenance becomes
         ``MERGED``; creation step the earliest; extractor version the latest.
@@ -499,6 +506,7 @@ class ExperienceBank:
                     c[name][lead] = c[name][s].max()
                 c["created_step"][lead] = c["created_step"][s].min()
                 c["provenance"][lead] = int(Provenance.MERGED)
+                c["sample_logp"][lead] = np.nan  # the value is no longer the sampled one
                 merged[int(c["id"][lead])] = [int(i) for i in c["id"][s[1:]]]
             gone = np.array([i for v in merged.values() for i in v], dtype=np.int64)
             if len(gone):

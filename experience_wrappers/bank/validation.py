@@ -38,7 +38,16 @@ def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> n
         raise ValueError(f"{name} must have {dim} columns, got {_describe(arr)}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf ({_describe(arr)})")
+    _check_range(name, arr, dtype)
     return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def _check_range(name: str, arr: np.ndarray, dtype: type) -> None:
+    """Finite values too large for ``dtype`` would be stored as inf: refuse them."""
+    limit = np.finfo(dtype).max
+    if arr.size and np.abs(arr).max() > limit:
+        raise ValueError(f"{name} has values beyond the range of {np.dtype(dtype).name} "
+                         f"(|x| > {float(limit):g}): {_describe(arr)}")
 
 
 def as_int_vector(name: str, x: Any, n: int) -> np.ndarray:
@@ -57,8 +66,8 @@ def as_int_vector(name: str, x: Any, n: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def as_float_vector(name: str, x: Any, n: int) -> np.ndarray:
-    """A finite float64 vector of length ``n``; a scalar is broadcast."""
+def as_float_vector(name: str, x: Any, n: int, dtype: type = np.float64) -> np.ndarray:
+    """A finite float64 vector of length ``n`` (representable in ``dtype``); a scalar is broadcast."""
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiu":
         raise ValueError(f"{name} must be real numbers, got {_describe(arr)}")
@@ -69,6 +78,7 @@ def as_float_vector(name: str, x: Any, n: int) -> np.ndarray:
         raise ValueError(f"{name} must be a scalar or have shape ({n},), got {_describe(arr)}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf: {arr}")
+    _check_range(name, arr, dtype)
     return arr
 
 

@@ -23,7 +23,7 @@ def squash_unbounded(x: np.ndarray) -> np.ndarray:
 def batch_flatten(space: spaces.Space, batch: Any) -> np.ndarray:
     """Flatten a batch (leading axis) of observations of ``space`` to ``(n, flat_dim)`` float32.
 
-    Box values are mapped to [-1, 1] when both bounds are finite, otherwise squashed with
+    Box values are mapped to [-1, 1] when both bounds are finite (and less than 1e6 apart), otherwise squashed with
     :func:`squash_unbounded`; Discrete and MultiDiscrete become one-hot; MultiBinary stays 0/1;
     Dict and Tuple spaces are concatenated in key order.
 
@@ -35,11 +35,12 @@ def batch_flatten(space: spaces.Space, batch: Any) -> np.ndarray:
         x = np.asarray(batch, dtype=np.float64).reshape(len(batch), -1)
         low = np.broadcast_to(space.low, space.shape).reshape(-1).astype(np.float64)
         high = np.broadcast_to(space.high, space.shape).reshape(-1).astype(np.float64)
-        bounded = np.isfinite(low) & np.isfinite(high) & (high > low)
+        # bounds of 1e6 and wider (e.g. float32 max) say nothing about scale: squash those too
+        bounded = np.isfinite(low) & np.isfinite(high) & (high > low) & (high - low < 1e6)
         out = squash_unbounded(x)
         if bounded.any():
-            mid = (high + low) / 2.0
-            half = np.where(bounded, (high - low) / 2.0, 1.0)
+            lo, hi = np.where(bounded, low, -1.0), np.where(bounded, high, 1.0)
+            mid, half = (hi + lo) / 2.0, (hi - lo) / 2.0
             out = np.where(bounded, (x - mid) / half, out)
         return out.astype(np.float32)
     if isinstance(space, spaces.Discrete):

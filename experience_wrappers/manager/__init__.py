@@ -1,0 +1,19 @@
+"""The experience manager: attribution, distillation, extractor training, merges."""
+
+from .attribution import FreeBaseline, utility_decay
+from .config import ManagerConfig
+from .episode import Episode, outcome_of, success_from_info
+from .manager import ExperienceManager, manager_for_bank
+from .priors import segment_priors
+
+__all__ = [
+    "ExperienceManager",
+    "ManagerConfig",
+    "Episode",
+    "FreeBaseline",
+    "manager_for_bank",
+    "outcome_of",
+    "segment_priors",
+    "success_from_info",
+    "utility_decay",
+]

@@ -1,0 +1,69 @@
+"""A finished episode as the wrappers hand it to the manager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+__all__ = ["Episode", "outcome_of", "success_from_info"]
+
+
+def success_from_info(info: dict[str, Any]) -> bool | None:
+    """Success as the env reports it (``info["success"]``, else SB3's ``info["is_success"]``), or None.
+
+    >>> success_from_info({"is_success": 1.0}), success_from_info({})
+    (True, None)
+    """
+    for key in ("success", "is_success"):
+        if key in info and info[key] is not None:
+            return bool(np.asarray(info[key]).item())
+    return None
+
+
+@attrs.define(kw_only=True)
+class Episode:
+    """One finished episode.
+
+    Attributes:
+        observations: the observations actions were taken from, one per step, stacked
+            (an array with a leading time axis, or a dict of such arrays).
+        actions: ``(T, ...)`` actions as the env received them.
+        rewards: ``(T,)`` rewards.
+        success: success at the end as the env reported it, or None when it does not say.
+        guided: whether the episode was experience-guided.
+        injected_ids: every entry id shown to the agent during the episode.
+        task_id: the task of the episode.
+        env_steps: the global step count when it ended (for provenance).
+    """
+
+    observations: Any
+    actions: np.ndarray
+    rewards: np.ndarray
+    success: bool | None
+    guided: bool
+    injected_ids: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    task_id: int = 0
+    env_steps: int = 0
+
+    @property
+    def length(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def episode_return(self) -> float:
+        return float(np.sum(self.rewards))
+
+    @property
+    def outcome(self) -> float:
+        return outcome_of(self.success, self.episode_return)
+
+
+def outcome_of(success: bool | None, episode_return: float) -> float:
+    """The outcome the method optimises: success (0/1) when the env reports it, else the return.
+
+    >>> outcome_of(True, -3.0), outcome_of(None, 12.5)
+    (1.0, 12.5)
+    """
+    return float(success) if success is not None else float(episode_return)

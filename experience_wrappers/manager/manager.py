@@ -1,0 +1,457 @@
+"""The experience manager: episodes in; credits, bank entries and extractor updates out."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from ..bank import ExperienceBank, Provenance
+from ..bank.persistence import atomic_folder, read_meta, sha256_file
+from ..errors import BankFileError
+from ..extractor import (
+    ActionCoder,
+    ExperienceExtractor,
+    ExtractorConfig,
+    ExtractorTrainer,
+    encode_segment,
+)
+from ..keys import KeyEncoder, RandomProjectionKeyEncoder
+from .attribution import FreeBaseline, utility_decay
+from .config import ManagerConfig
+from .episode import Episode
+from .priors import prior_dim, segment_priors
+
+__all__ = ["ExperienceManager", "manager_for_bank"]
+
+log = logging.getLogger(__name__)
+
+_REGISTRY: weakref.WeakKeyDictionary[ExperienceBank, ExperienceManager] = weakref.WeakKeyDictionary()
+
+
+def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
+                     key_encoder: KeyEncoder | None = None, **config: Any) -> ExperienceManager:
+    """The manager that serves ``bank``, created on first use, so every wrapper on one bank shares it."""
+    mgr = _REGISTRY.get(bank)
+    if mgr is None:
+        mgr = ExperienceManager(bank, observation_space, action_space, key_encoder=key_encoder,
+                                config=ManagerConfig(**config))
+        return mgr
+    if mgr.observation_space != observation_space or mgr.action_space != action_space:
+        raise ValueError(
+            "this bank is already served by a manager for other spaces "
+            f"(observation {mgr.observation_space}, action {mgr.action_space}); got observation "
+            f"{observation_space}, action {action_space}. Use one bank per env family."
+        )
+    if key_encoder is not None and key_encoder is not mgr.key_encoder:
+        raise ValueError("this bank's manager already has a different key_encoder; pass the same object")
+    if config and ManagerConfig(**{**mgr.config.to_dict(), **config}) != mgr.config:
+        raise ValueError(f"this bank's manager already has another config ({mgr.config}); got {config}")
+    return mgr
+
+
+@attrs.define
+class _Sample:
+    """A credited entry waiting for an extractor update."""
+
+    context: np.ndarray
+    z: np.ndarray
+    logp: float
+    rewards: list[float]
+
+
+class ExperienceManager:
+    """Owns the distillation queue, outcome attribution, the extractor and bank maintenance.
+
+    For every finished :class:`Episode` it (1) credits the entries that guided it with the
+    outcome delta against experience-free episodes of the same task, (2) distils the
+    episode: one segment every ``segment_every`` steps, keyed by the frozen key of the
+    segment's first state, valued by the extractor's sampled experience vector, (3) trains
+    the extractor when a batch of credited samples is ready, and a self-supervised step
+    when a batch of fresh segments is. ``merge()`` folds near duplicates.
+
+    In ``async`` mode all of that runs on a background thread: ``submit`` only enqueues.
+    ``flush()`` waits until every submitted episode is processed.
+
+    Args:
+        bank: the bank to write into.
+        observation_space: the base env's observation space (before the wrapper).
+        action_space: the env's action space.
+        key_encoder: frozen key encoder (default: a seeded random projection).
+        config: a :class:`ManagerConfig`.
+    """
+
+    STATE_FORMAT = "complementary-rl.manager"
+    STATE_VERSION = 1
+
+    def __init__(self, bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
+                 *, key_encoder: KeyEncoder | None = None, config: ManagerConfig | None = None) -> None:
+        if not isinstance(bank, ExperienceBank):
+            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+        if bank in _REGISTRY:
+            raise ValueError("this bank already has a manager; use manager_for_bank(bank, ...) to share it")
+        self.config = config or ManagerConfig()
+        self.bank = bank
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.key_encoder = key_encoder or RandomProjectionKeyEncoder(observation_space)
+        self.action_coder = ActionCoder(action_space)
+        self.is_box = isinstance(action_space, spaces.Box)
+        self.prior_dim = prior_dim(action_space, self.action_coder.dim)
+        self.extractor_config = ExtractorConfig(
+            state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
+            exp_dim=self.config.exp_dim, hidden=self.config.hidden, max_len=self.config.max_len,
+            lr=self.config.lr, seed=self.config.seed, discrete_actions=bool(self.action_coder.discrete))
+        self._check_bank_dims(bank)
+        self.extractor = ExperienceExtractor(self.extractor_config)
+        self.trainer = ExtractorTrainer(self.extractor)
+        self._generator = torch.Generator().manual_seed(self.config.seed)
+        self.baseline = FreeBaseline(self.config.baseline_window)
+        # schedules, set by the callback
+        self.guided_ratio = 0.5
+        self.progress = 0.0
+        self.rollouts = 0
+        # statistics
+        self._stats_lock = threading.Lock()
+        self.episodes_submitted = 0
+        self.episodes_processed = 0
+        self.entries_added = 0
+        self._recent: dict[str, deque[float]] = {n: deque(maxlen=100) for n in
+                                                 ("guided_outcome", "free_outcome", "delta")}
+        self.last_losses: dict[str, float] = {}
+        self.ssl_updates = 0
+        # training buffers (touched by the worker only)
+        self._samples: dict[int, _Sample] = {}
+        self._ssl_contexts: list[np.ndarray] = []
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+        _REGISTRY[bank] = self
+
+    # ------------------------------------------------------------------ setup
+    @property
+    def exp_dim(self) -> int:
+        return self.config.exp_dim
+
+    @property
+    def context_dim(self) -> int:
+        return self.extractor_config.context_size
+
+    def _check_bank_dims(self, bank: ExperienceBank) -> None:
+        want = {"key_dim": self.key_encoder.key_dim, "value_dim": self.config.exp_dim,
+                "prior_dim": self.prior_dim, "context_dim": self.extractor_config.context_size}
+        if bank.dims is not None and bank.dims != want:
+            raise ValueError(f"bank dims {bank.dims} do not match this manager's {want} "
+                             "(key encoder, exp_dim, action space or max_len differ)")
+
+    # ------------------------------------------------------------- submission
+    def submit(self, episode: Episode) -> None:
+        """Hand a finished episode over (processed now in sync mode, queued in async mode)."""
+        self._raise_worker_error()
+        if self._closed:
+            raise RuntimeError("this manager is closed")
+        with self._stats_lock:
+            self.episodes_submitted += 1
+        if self.config.mode == "sync":
+            self._process(episode)
+        else:
+            self._ensure_worker()
+            self._queue.put(("episode", episode))
+
+    def request_merge(self) -> None:
+        """Merge near-duplicate entries (now in sync mode, on the worker in async mode)."""
+        self._raise_worker_error()
+        if self.config.mode == "sync":
+            self._merge()
+        else:
+            self._ensure_worker()
+            self._queue.put(("merge", None))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every submitted episode and request is processed."""
+        if self._worker is not None:
+            done = threading.Event()
+            self._queue.put(("flush", done))
+            if not done.wait(timeout):
+                raise TimeoutError(f"the manager did not finish its queue within {timeout} s")
+        self._raise_worker_error()
+
+    def close(self) -> None:
+        """Process what is queued, then stop the worker."""
+        if self._worker is not None and self._worker.is_alive():
+            self._queue.put(("stop", None))
+            self._worker.join()
+        self._worker = None
+        self._raise_worker_error()
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._run, name="crl-manager", daemon=True)
+            self._worker.start()
+
+    def _run(self) -> None:
+        while True:
+            kind, item = self._queue.get()
+            try:
+                if kind == "episode":
+                    self._process(item)
+                elif kind == "merge":
+                    self._merge()
+                elif kind == "flush":
+                    item.set()
+                elif kind == "stop":
+                    return
+            except BaseException as exc:  # surfaced to the actor at its next call
+                log.exception("experience manager worker failed")
+                self._error = exc
+                if kind == "flush":
+                    item.set()
+            finally:
+                self._queue.task_done()
+
+    def _raise_worker_error(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise RuntimeError("the experience manager's worker failed") from err
+
+    # ------------------------------------------------------------- processing
+    def _process(self, ep: Episode) -> None:
+        self._attribute(ep)
+        self._distil(ep)
+        self._train_if_ready()
+        with self._stats_lock:
+            self.episodes_processed += 1
+
+    def _attribute(self, ep: Episode) -> None:
+        outcome = ep.outcome
+        if not ep.guided:
+            self.baseline.add(ep.task_id, outcome)
+            with self._stats_lock:
+                self._recent["free_outcome"].append(outcome)
+            return
+        with self._stats_lock:
+            self._recent["guided_outcome"].append(outcome)
+        delta = self.baseline.delta(ep.task_id, outcome, ep.success is not None)
+        ids = np.unique(np.asarray(ep.injected_ids, dtype=np.int64))
+        if delta is None or ids.size == 0:
+            return
+        with self._stats_lock:
+            self._recent["delta"].append(delta)
+        found = self.bank.update(ids, delta, utility_decay(self.progress, self.config.decay_start,
+                                                           self.config.decay_end))
+        ids = ids[found]
+        if ids.size == 0:
+            return
+        if self.config.extractor_reward == "delta":
+            reward = delta
+        else:
+            reward = 1.0 if (ep.success if ep.success is not None else delta > 0) else -1.0
+        entries = self.bank.get(ids)
+        for i, entry_id in enumerate(ids.tolist()):
+            s = self._samples.get(entry_id)
+            if s is None:
+                self._samples[entry_id] = _Sample(entries["context"][i].astype(np.float32),
+                                                  entries["value"][i].copy(),
+                                                  float(entries["sample_logp"][i]), [reward])
+            else:
+                s.rewards.append(reward)
+
+    def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
+        return self.key_encoder.encode(observations, np.full(n, task_id, dtype=np.int64))
+
+    def _segments(self, ep: Episode) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Keys, contexts and priors of an episode's segments, and their start steps."""
+        n = ep.length
+        keys = self.keys_of(ep.observations, ep.task_id, n)
+        acts = self.action_coder.encode(ep.actions)
+        every = self.config.segment_every
+        starts = np.arange(0, n, every) if every else np.zeros(1, dtype=np.int64)
+        rewards = np.asarray(ep.rewards, dtype=np.float64)
+        contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.config.max_len)
+                             for s in starts.tolist()])
+        priors = segment_priors(acts, starts, self.config.prior_horizon, self.is_box)
+        return keys[starts], contexts, priors, starts
+
+    def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED) -> int:
+        if ep.length == 0:
+            return 0
+        keys, contexts, priors, _ = self._segments(ep)
+        z, logp, util = self.extractor.propose(contexts, self._generator)
+        keep = np.ones(len(z), dtype=bool)
+        if self.config.skip_below is not None and provenance != Provenance.DEMO:
+            keep = util >= self.config.skip_below
+        if keep.any():
+            res = self.bank.add(keys[keep], z[keep], task_ids=ep.task_id, prior=priors[keep],
+                                context=contexts[keep], sample_logp=logp[keep], provenance=provenance,
+                                step=ep.env_steps, extractor_version=self.trainer.updates)
+            self._forget(res.evicted)
+            with self._stats_lock:
+                self.entries_added += int(res.added.sum())
+        self._ssl_contexts.extend(contexts)
+        return int(keep.sum())
+
+    def _forget(self, ids: np.ndarray) -> None:
+        for i in np.asarray(ids).tolist():
+            self._samples.pop(int(i), None)
+
+    def _train_if_ready(self) -> None:
+        cfg = self.config
+        if len(self._ssl_contexts) >= cfg.ssl_batch_size:
+            batch = np.stack(self._ssl_contexts[-cfg.ssl_batch_size:])
+            self._ssl_contexts.clear()
+            out = self.trainer.ssl_update(batch)
+            with self._stats_lock:
+                self.ssl_updates += 1
+                self.last_losses.update({f"ssl_{k}": v for k, v in out.items()})
+        if len(self._samples) >= cfg.batch_size:
+            self._train_step()
+
+    def _train_step(self) -> None:
+        ids = np.fromiter(list(self._samples)[: self.config.batch_size], dtype=np.int64)
+        samples = [self._samples.pop(int(i)) for i in ids]
+        contexts = np.stack([s.context for s in samples])
+        z = np.stack([s.z for s in samples])
+        logp = np.array([s.logp for s in samples], dtype=np.float32)
+        rewards = np.array([np.mean(s.rewards) for s in samples], dtype=np.float32)
+        stale = ~np.isfinite(logp)  # merged entries: their value was averaged, recompute
+        if stale.any():
+            with torch.no_grad():
+                inputs, lengths = self.extractor.decode(contexts[stale])
+                logp[stale] = self.extractor.distribution(inputs, lengths).log_prob(
+                    torch.from_numpy(z[stale])).numpy()
+        present = np.array([i in self.bank for i in ids.tolist()])
+        n_trained = np.zeros(len(ids), dtype=np.int64)
+        recent = np.zeros(len(ids), dtype=bool)
+        if present.any():
+            e = self.bank.get(ids[present])
+            n_trained[present] = e["n_trained"]
+            recent[present] = (e["last_trained"] >= 0) & (e["last_trained"] >= self.trainer.updates - 1)
+        out = self.trainer.update(contexts, z, logp, rewards, n_trained, recent)
+        self.bank.mark_trained(ids[present], self.trainer.updates)
+        with self._stats_lock:
+            self.last_losses.update(out)
+
+    def _merge(self) -> None:
+        res = self.bank.merge()
+        for survivor, gone in res.merged.items():
+            for g in gone:
+                s = self._samples.pop(g, None)
+                if s is not None and survivor in self._samples:
+                    self._samples[survivor].rewards.extend(s.rewards)
+
+    # ----------------------------------------------------------- demonstrations
+    def ingest(self, episode: Episode, provenance: Provenance = Provenance.DEMO) -> int:
+        """Distil an episode into the bank without crediting anything (for demonstrations).
+
+        Returns the number of segments written. Runs on the calling thread.
+        """
+        return self._distil(episode, provenance)
+
+    # ------------------------------------------------------------------ stats
+    def stats(self) -> dict[str, float]:
+        """Running figures for logging: outcomes of guided and free episodes, deltas, losses."""
+        with self._stats_lock:
+            out: dict[str, float] = {
+                "episodes_submitted": float(self.episodes_submitted),
+                "episodes_processed": float(self.episodes_processed),
+                "entries_added": float(self.entries_added),
+                "extractor_updates": float(self.trainer.updates),
+                "ssl_updates": float(self.ssl_updates),
+                "queue": float(self.pending),
+                "guided_ratio": float(self.guided_ratio),
+            }
+            for name, values in self._recent.items():
+                out[name] = float(np.mean(values)) if values else float("nan")
+            out.update({f"loss_{k}": v for k, v in self.last_losses.items()})
+        return out
+
+    def free_baseline(self, task_id: int = 0) -> float | None:
+        return self.baseline.mean(task_id)
+
+    # ------------------------------------------------------------- save/load
+    def save(self, path: str | Path) -> Path:
+        """Save bank, extractor and schedules to a folder (after processing what is queued)."""
+        self.flush()
+        path = Path(path)
+        tmp, commit = atomic_folder(path)
+        self.bank.save(tmp / "bank")
+        self.trainer.save(tmp / "extractor.pt")
+        ids = np.fromiter(self._samples, dtype=np.int64, count=len(self._samples))
+        samples = list(self._samples.values())
+        ctx_dim, exp = self.context_dim, self.exp_dim
+        np.savez(tmp / "samples.npz", ids=ids,
+                 context=np.stack([s.context for s in samples]) if samples else np.zeros((0, ctx_dim), np.float32),
+                 z=np.stack([s.z for s in samples]) if samples else np.zeros((0, exp), np.float32),
+                 logp=np.array([s.logp for s in samples], dtype=np.float32),
+                 reward_sum=np.array([sum(s.rewards) for s in samples], dtype=np.float64),
+                 reward_count=np.array([len(s.rewards) for s in samples], dtype=np.int64),
+                 generator=self._generator.get_state().numpy())
+        state = {
+            "format": self.STATE_FORMAT, "version": self.STATE_VERSION,
+            "config": self.config.to_dict(), "extractor_config": self.extractor_config.to_dict(),
+            "key_dim": self.key_encoder.key_dim, "key_encoder": type(self.key_encoder).__name__,
+            "guided_ratio": self.guided_ratio, "progress": self.progress, "rollouts": self.rollouts,
+            "episodes_submitted": self.episodes_submitted, "episodes_processed": self.episodes_processed,
+            "entries_added": self.entries_added, "ssl_updates": self.ssl_updates,
+            "baseline": self.baseline.state_dict(),
+            "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz")},
+        }
+        (tmp / "manager.json").write_text(json.dumps(state, indent=1))
+        (tmp / "meta.json").write_text(json.dumps({"format": self.STATE_FORMAT, "version": self.STATE_VERSION,
+                                                   "files": state["files"]}))
+        commit()
+        return path
+
+    def restore(self, path: str | Path) -> None:
+        """Replace this manager's bank, extractor and schedules with those saved at ``path``.
+
+        Wrappers keep working: they reach the bank through the manager.
+        """
+        path = Path(path)
+        read_meta(path, self.STATE_FORMAT, self.STATE_VERSION)
+        try:
+            state = json.loads((path / "manager.json").read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise BankFileError(f"cannot load manager state from {str(path)!r}: {exc}") from exc
+        if state.get("extractor_config") != self.extractor_config.to_dict():
+            raise BankFileError(f"saved extractor config {state.get('extractor_config')} does not match "
+                                f"this manager's {self.extractor_config.to_dict()}")
+        bank = ExperienceBank.load(path / "bank")
+        self._check_bank_dims(bank)
+        trainer = ExtractorTrainer.load(path / "extractor.pt")
+        self.flush()
+        _REGISTRY.pop(self.bank, None)
+        self.bank = bank
+        _REGISTRY[bank] = self
+        self.trainer = trainer
+        self.extractor = trainer.extractor
+        with np.load(path / "samples.npz", allow_pickle=False) as z:
+            self._samples = {
+                int(i): _Sample(z["context"][j], z["z"][j], float(z["logp"][j]),
+                                [float(z["reward_sum"][j]) / max(int(z["reward_count"][j]), 1)]
+                                * int(z["reward_count"][j]))
+                for j, i in enumerate(z["ids"].tolist())}
+            self._generator.set_state(torch.from_numpy(z["generator"]))
+        self.guided_ratio = float(state["guided_ratio"])
+        self.progress = float(state["progress"])
+        self.rollouts = int(state["rollouts"])
+        self.episodes_submitted = int(state["episodes_submitted"])
+        self.episodes_processed = int(state["episodes_processed"])
+        self.entries_added = int(state["entries_added"])
+        self.ssl_updates = int(state["ssl_updates"])
+        self.baseline.load_state_dict(state["baseline"])

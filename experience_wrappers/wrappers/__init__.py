@@ -1,0 +1,8 @@
+"""Gymnasium wrappers that inject retrieved experience into observations."""
+
+from .experience_wrapper import ExperienceWrapper
+from .injector import ExperienceInjector
+from .spaces import BASE_KEY, EXPERIENCE_KEYS, base_keys, experience_space
+
+__all__ = ["ExperienceWrapper", "ExperienceInjector", "experience_space", "base_keys",
+           "BASE_KEY", "EXPERIENCE_KEYS"]

@@ -1,0 +1,136 @@
+"""``ExperienceWrapper``: experience retrieval, injection and episode recording for one env."""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils import RecordConstructorArgs
+
+from ..bank import ExperienceBank
+from ..keys import KeyEncoder
+from ..manager import ExperienceManager, manager_for_bank, success_from_info
+from .checks import check_finite_observation
+from .injector import ExperienceInjector, TaskIdSource
+from .spaces import BASE_KEY, experience_space
+
+__all__ = ["ExperienceWrapper"]
+
+
+def _batch(obs: Any) -> Any:
+    if isinstance(obs, dict):
+        return {key: np.asarray(v)[None] for key, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(np.asarray(v)[None] for v in obs)
+    return np.asarray(obs)[None]
+
+
+class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
+    """Show retrieved experience to the agent and hand finished episodes to the manager.
+
+    At each reset the episode is drawn experience-guided (probability
+    ``manager.guided_ratio``, scheduled by :class:`~integrations.sb3.CRLCallback`) or
+    experience-free. Guided episodes retrieve ``k`` entries at reset and every
+    ``retrieve_every`` steps; free ones show zeros with mask 0. The observation becomes a
+    Dict: the original observation (its own keys if it was a Dict, else under
+    ``"observation"``) plus ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``,
+    ``experience_mask`` ``(k,)`` and, with ``action_prior=True``,
+    ``experience_action_prior``. ``info`` carries ``experience_guided``,
+    ``experience_ids`` (the entries shown) and, at an episode's end,
+    ``experience_outcome``. The wrapper trains nothing.
+
+    Every wrapper on one bank shares one :class:`ExperienceManager` (created on first
+    use; pass ``manager`` or ``key_encoder`` / ``manager_kwargs`` to choose).
+
+    Args:
+        env: the env to wrap.
+        bank: the experience bank.
+        k: entries shown per step.
+        retrieve_every: retrieve again every this many steps (0: only at reset).
+        key_encoder: frozen key encoder of the (unwrapped) observations.
+        task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
+        action_prior: add the entries' action priors to the observation.
+        query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation).
+        learn: hand episodes to the manager (False for evaluation envs).
+        manager: an existing manager of this bank.
+        manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
+        seed: seed of the guided / free draws.
+
+    >>> env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
+    >>> obs, info = env.reset(seed=0)
+    >>> sorted(obs), obs in env.observation_space
+    (['experience', 'experience_mask', 'experience_utility', 'observation'], True)
+    """
+
+    def __init__(self, env: gym.Env, bank: ExperienceBank, *, k: int = 4, retrieve_every: int = 8,
+                 key_encoder: KeyEncoder | None = None, task_id: TaskIdSource = 0,
+                 action_prior: bool = False, query_mode: str = "utility", learn: bool = True,
+                 manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
+                 seed: int | None = None) -> None:
+        # the bank and manager are shared objects: record them, never copy them
+        RecordConstructorArgs.__init__(self, _disable_deepcopy=True, bank=bank, k=k, retrieve_every=retrieve_every,
+                                       key_encoder=key_encoder, task_id=task_id, action_prior=action_prior,
+                                       query_mode=query_mode, learn=learn, manager=manager,
+                                       manager_kwargs=manager_kwargs, seed=seed)
+        gym.Wrapper.__init__(self, env)
+        if not isinstance(bank, ExperienceBank):
+            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+        if manager is None:
+            manager = manager_for_bank(bank, env.observation_space, env.action_space,
+                                       key_encoder=key_encoder, **(manager_kwargs or {}))
+        elif manager.bank is not bank:
+            raise ValueError("manager serves another bank than the one given")
+        self.experience_manager = manager
+        self.injector = ExperienceInjector(manager, 1, env.observation_space, k=k,
+                                           retrieve_every=retrieve_every, task_id=task_id,
+                                           action_prior=action_prior, query_mode=query_mode,
+                                           learn=learn, seed=seed)
+        self.observation_space = experience_space(env.observation_space, k, manager.exp_dim,
+                                                  manager.prior_dim if action_prior else None)
+        self._last_obs: Any = None
+        self._ended = True
+
+    @property
+    def bank(self) -> ExperienceBank:
+        return self.experience_manager.bank
+
+    def set_force_guided(self, value: bool | None) -> None:
+        """Force every episode guided (True) or free (False); None restores the schedule."""
+        self.injector.force_guided = value
+
+    def _wrap(self, obs: Any) -> dict[str, Any]:
+        out = self.injector.observation(_batch(obs))
+        wrapped = {key: v[0] for key, v in out.items()}
+        if not isinstance(obs, dict):
+            wrapped[BASE_KEY] = obs
+        else:
+            wrapped.update(obs)
+        return wrapped
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        if seed is not None:
+            self.injector.rng = np.random.default_rng([seed, 0x5EED])
+        obs, info = self.env.reset(seed=seed, options=options)
+        check_finite_observation(obs, "reset")
+        self.injector.begin(np.array([0]), _batch(obs), [info])
+        self._last_obs, self._ended = obs, False
+        return self._wrap(obs), {**info, **self.injector.info(0)}
+
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._ended:
+            raise RuntimeError("step() called before reset() or after the episode ended; call reset()")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        check_finite_observation(obs, "step")
+        inj = self.injector
+        step_info = inj.info(0)
+        inj.record(_batch(self._last_obs), np.asarray([action]), np.asarray([reward], dtype=np.float64))
+        self._last_obs = obs
+        if terminated or truncated:
+            ep = inj.finish(0, success_from_info(info))
+            step_info["experience_outcome"] = ep.outcome
+            self._ended = True
+        elif len(inj.due()):
+            inj.retrieve(np.array([0]), _batch(obs))
+        return self._wrap(obs), reward, terminated, truncated, {**info, **step_info}

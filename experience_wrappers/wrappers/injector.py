@@ -1,0 +1,198 @@
+"""Per-env episode state shared by the single-env wrapper and the VecEnv wrapper.
+
+Both wrappers drive an :class:`ExperienceInjector` over ``n`` envs: it decides which
+episodes are experience-guided, retrieves for all guided envs in one batched bank query,
+records what happened, and hands finished episodes to the manager. Keeping this in one
+place is what makes both wrappers produce the same observations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..manager import Episode, ExperienceManager
+from .spaces import BASE_KEY
+
+__all__ = ["ExperienceInjector", "TaskIdSource"]
+
+TaskIdSource = int | Callable[[Any, dict], int]
+
+
+def _take(obs: Any, i: int) -> Any:
+    if isinstance(obs, dict):
+        return {key: np.array(v[i], copy=True) for key, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(np.array(v[i], copy=True) for v in obs)
+    return np.array(obs[i], copy=True)
+
+
+def _stack(items: list[Any]) -> Any:
+    first = items[0]
+    if isinstance(first, dict):
+        return {key: np.stack([it[key] for it in items]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(np.stack([it[j] for it in items]) for j in range(len(first)))
+    return np.stack(items)
+
+
+def _subset(obs: Any, rows: np.ndarray) -> Any:
+    if isinstance(obs, dict):
+        return {key: np.asarray(v)[rows] for key, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(np.asarray(v)[rows] for v in obs)
+    return np.asarray(obs)[rows]
+
+
+class ExperienceInjector:
+    """Experience state of ``n`` envs: guided flags, shown entries, recorded episodes.
+
+    Args:
+        manager: the manager (its bank, key encoder, guided ratio) that receives episodes.
+        n_envs: number of envs.
+        k: entries shown per step.
+        retrieve_every: retrieve again every this many steps (0: only at episode start).
+        task_id: a fixed task id, or ``fn(obs, info) -> int`` called at each reset.
+        action_prior: add ``experience_action_prior`` to observations.
+        query_mode: the bank's query mode (``"utility"``, ``"knn"``, ``"random"``).
+        filter_by_task: retrieve only entries of the episode's task.
+        learn: hand finished episodes to the manager (False for evaluation envs).
+        seed: seed of the guided / free draws.
+    """
+
+    def __init__(self, manager: ExperienceManager, n_envs: int, observation_space: spaces.Space, *,
+                 k: int = 4, retrieve_every: int = 0, task_id: TaskIdSource = 0,
+                 action_prior: bool = False, query_mode: str = "utility", filter_by_task: bool = True,
+                 learn: bool = True, seed: int | None = None) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        if isinstance(retrieve_every, bool) or not isinstance(retrieve_every, int) or retrieve_every < 0:
+            raise ValueError(f"retrieve_every must be an int >= 0, got {retrieve_every!r}")
+        if query_mode not in ("utility", "knn", "random"):
+            raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {query_mode!r}")
+        if not (callable(task_id) or (isinstance(task_id, (int, np.integer)) and not isinstance(task_id, bool))):
+            raise ValueError(f"task_id must be an int or a callable (obs, info) -> int, got {task_id!r}")
+        self.manager = manager
+        self.n = n_envs
+        self.observation_space = observation_space
+        self.k, self.retrieve_every = k, retrieve_every
+        self.task_source = task_id
+        self.action_prior = action_prior
+        self.query_mode, self.filter_by_task, self.learn = query_mode, filter_by_task, learn
+        self.force_guided: bool | None = None
+        self.rng = np.random.default_rng(seed)
+        d, p = manager.exp_dim, manager.prior_dim
+        self.values = np.zeros((n_envs, k, d), np.float32)
+        self.utility = np.zeros((n_envs, k), np.float32)
+        self.mask = np.zeros((n_envs, k), np.float32)
+        self.prior = np.zeros((n_envs, k, p), np.float32)
+        self.ids = np.full((n_envs, k), -1, np.int64)
+        self.guided = np.zeros(n_envs, bool)
+        self.steps = np.zeros(n_envs, np.int64)
+        self.task_ids = np.zeros(n_envs, np.int64)
+        self.env_steps = 0
+        self._obs: list[list[Any]] = [[] for _ in range(n_envs)]
+        self._actions: list[list[Any]] = [[] for _ in range(n_envs)]
+        self._rewards: list[list[float]] = [[] for _ in range(n_envs)]
+        self._injected: list[set[int]] = [set() for _ in range(n_envs)]
+
+    # ---------------------------------------------------------------- episodes
+    def begin(self, rows: np.ndarray, obs: Any, infos: list[dict]) -> None:
+        """Start new episodes in ``rows`` (``obs`` and ``infos`` hold those rows only)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size == 0:
+            return
+        ratio = self.manager.guided_ratio if self.force_guided is None else float(self.force_guided)
+        draws = self.rng.random(len(rows))
+        for j, r in enumerate(rows.tolist()):
+            self.guided[r] = draws[j] < ratio
+            self.steps[r] = 0
+            self.task_ids[r] = self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
+            self._obs[r], self._actions[r], self._rewards[r] = [], [], []
+            self._injected[r] = set()
+            self._clear(r)
+        guided = self.guided[rows]
+        if guided.any():
+            self.retrieve(rows[guided], _subset(obs, np.flatnonzero(guided)))
+
+    def _task_of(self, obs: Any, info: dict) -> int:
+        if callable(self.task_source):
+            t = self.task_source(obs, info)
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                raise ValueError(f"task_id function must return an int, got {t!r}")
+            return int(t)
+        return int(self.task_source)
+
+    def _clear(self, r: int) -> None:
+        self.values[r] = 0
+        self.utility[r] = 0
+        self.mask[r] = 0
+        self.prior[r] = 0
+        self.ids[r] = -1
+
+    def retrieve(self, rows: np.ndarray, obs: Any) -> None:
+        """One batched bank query for ``rows`` (``obs`` holds those rows only)."""
+        mgr = self.manager
+        tasks = self.task_ids[rows]
+        keys = mgr.key_encoder.encode(obs, tasks)
+        if not np.all(np.isfinite(keys)):
+            raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
+        res = mgr.bank.query(keys, self.k, task_ids=tasks if self.filter_by_task else None,
+                             mode=self.query_mode, record=self.learn)
+        m = res.mask
+        self.mask[rows] = m
+        self.ids[rows] = res.ids
+        self.utility[rows] = res.utility
+        if res.values.shape[-1] == self.values.shape[-1]:
+            self.values[rows] = res.values
+        if res.prior.shape[-1] == self.prior.shape[-1]:
+            self.prior[rows] = res.prior
+        for j, r in enumerate(rows.tolist()):
+            self._injected[r].update(res.ids[j][m[j]].tolist())
+
+    def record(self, obs: Any, actions: np.ndarray, rewards: np.ndarray) -> None:
+        """Record one step of every env: the observation acted on, the action, the reward."""
+        for r in range(self.n):
+            self._obs[r].append(_take(obs, r))
+            self._actions[r].append(np.array(actions[r], copy=True))
+            self._rewards[r].append(float(rewards[r]))
+        self.steps += 1
+        self.env_steps += self.n
+
+    def finish(self, r: int, success: bool | None) -> Episode:
+        """Close env ``r``'s episode and hand it to the manager (when learning)."""
+        ep = Episode(observations=_stack(self._obs[r]), actions=np.stack(self._actions[r]),
+                     rewards=np.asarray(self._rewards[r], dtype=np.float64), success=success,
+                     guided=bool(self.guided[r]),
+                     injected_ids=np.fromiter(self._injected[r], dtype=np.int64, count=len(self._injected[r])),
+                     task_id=int(self.task_ids[r]), env_steps=self.env_steps)
+        self._obs[r], self._actions[r], self._rewards[r] = [], [], []
+        if self.learn:
+            self.manager.submit(ep)
+        return ep
+
+    def due(self) -> np.ndarray:
+        """Envs in a guided episode whose step count calls for a new retrieval."""
+        if self.retrieve_every <= 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self.guided & (self.steps > 0) & (self.steps % self.retrieve_every == 0))
+
+    # ------------------------------------------------------------ observations
+    def observation(self, obs: Any, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Wrapped observations of ``rows`` (all envs by default); ``obs`` holds those rows."""
+        rows = np.arange(self.n) if rows is None else np.asarray(rows)
+        out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
+        out["experience"] = self.values[rows].copy()
+        out["experience_utility"] = self.utility[rows].copy()
+        out["experience_mask"] = self.mask[rows].copy()
+        if self.action_prior:
+            out["experience_action_prior"] = self.prior[rows].copy()
+        return out
+
+    def info(self, r: int) -> dict[str, Any]:
+        return {"experience_guided": bool(self.guided[r]),
+                "experience_ids": self.ids[r][self.mask[r] > 0].copy(),
+                "experience_task_id": int(self.task_ids[r])}

@@ -1,0 +1,43 @@
+"""The wrapped observation space: the original observation plus the experience channel."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_keys"]
+
+BASE_KEY = "observation"
+EXPERIENCE_KEYS = ("experience", "experience_utility", "experience_mask", "experience_action_prior")
+
+
+def experience_space(base: spaces.Space, k: int, exp_dim: int, prior_dim: int | None) -> spaces.Dict:
+    """The Dict space of wrapped observations.
+
+    A Dict base keeps its own keys at the top level (SB3 rejects a Dict inside a Dict);
+    any other base goes under ``"observation"``. Then ``experience`` ``(k, exp_dim)``,
+    ``experience_utility`` ``(k,)``, ``experience_mask`` ``(k,)`` and, when ``prior_dim``
+    is given, ``experience_action_prior`` ``(k, prior_dim)``.
+
+    >>> s = experience_space(spaces.Box(-1, 1, (3,)), k=2, exp_dim=4, prior_dim=None)
+    >>> list(s.spaces), s["experience"].shape
+    (['observation', 'experience', 'experience_utility', 'experience_mask'], (2, 4))
+    """
+    if isinstance(base, spaces.Dict):
+        clash = [key for key in base.spaces if key in EXPERIENCE_KEYS]
+        if clash:
+            raise ValueError(f"the observation already has the key(s) {clash}; the wrapper needs them")
+        parts = dict(base.spaces)
+    else:
+        parts = {BASE_KEY: base}
+    parts["experience"] = spaces.Box(-np.inf, np.inf, (k, exp_dim), np.float32)
+    parts["experience_utility"] = spaces.Box(-np.inf, np.inf, (k,), np.float32)
+    parts["experience_mask"] = spaces.Box(0.0, 1.0, (k,), np.float32)
+    if prior_dim is not None:
+        parts["experience_action_prior"] = spaces.Box(-np.inf, np.inf, (k, prior_dim), np.float32)
+    return spaces.Dict(parts)
+
+
+def base_keys(space: spaces.Dict) -> list[str]:
+    """The keys of a wrapped Dict space that belong to the original observation."""
+    return [key for key in space.spaces if key not in EXPERIENCE_KEYS]

@@ -1,0 +1,27 @@
+"""Stable-Baselines3 integration: callback, VecEnv wrapper, policy pieces, evaluation, persistence."""
+
+from .advantages import regroup_advantages
+from .callback import CRLCallback
+from .discovery import find_experience
+from .distillation import distillation_step
+from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
+from .persistence import load_crl, save_crl
+from .policy import ActionPriorPolicy, prior_mixture
+from .vec_env import ExperienceVecEnv
+
+__all__ = [
+    "CRLCallback",
+    "ExperienceVecEnv",
+    "ExperienceFeaturesExtractor",
+    "ActionPriorPolicy",
+    "crl_policy_kwargs",
+    "regroup_advantages",
+    "distillation_step",
+    "evaluate_with_and_without_experience",
+    "run_episodes",
+    "find_experience",
+    "save_crl",
+    "load_crl",
+    "prior_mixture",
+]

@@ -1,0 +1,179 @@
+"""``CRLCallback``: Complementary RL on any SB3 on-policy agent, through public hooks only."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from experience_wrappers import ExperienceManager
+from experience_wrappers.wrappers import ExperienceInjector
+
+from .advantages import regroup_advantages
+from .discovery import find_experience
+from .distillation import distillation_step
+
+__all__ = ["CRLCallback"]
+
+log = logging.getLogger(__name__)
+
+
+def _linear(schedule: tuple[float, float] | float, progress: float) -> float:
+    if isinstance(schedule, (int, float)):
+        return float(schedule)
+    start, end = schedule
+    return float(start + (end - start) * min(max(progress, 0.0), 1.0))
+
+
+class CRLCallback(BaseCallback):
+    """Drive the co-evolution loop from inside ``model.learn``; works with no arguments.
+
+    It finds the experience wrappers (and their manager) in the training env, then:
+
+    * schedules the guided ratio (default 0.5 -> 0.8 over training) and the manager's
+      training progress (which sets the utility decay schedule);
+    * regroups advantages at each rollout's end: guided and free samples are normalised
+      separately (PPO's own minibatch normalisation is turned off, said once in the log);
+    * optionally runs experience distillation on guided episodes that beat the free baseline;
+    * asks the manager to merge near duplicates every ``merge_every`` rollouts;
+    * logs ``bank/``, ``extractor/`` and ``crl/`` figures through SB3's logger.
+
+    Args:
+        guided_ratio: a constant, or ``(start, end)`` linear over training.
+        merge_every: rollouts between merges (0: never).
+        subgroup_advantages: normalise guided and free advantages separately.
+        distill_coef: weight of the distillation step (0: off), annealed linearly to 0.
+        prior_weight: ``(start, end)`` schedule of an :class:`ActionPriorPolicy`'s weight
+            (None: leave the policy's own value).
+        flush_at_end: wait for the manager's queue when training ends.
+    """
+
+    def __init__(self, guided_ratio: tuple[float, float] | float = (0.5, 0.8), merge_every: int = 5,
+                 subgroup_advantages: bool = True, distill_coef: float = 0.0,
+                 prior_weight: tuple[float, float] | float | None = None, flush_at_end: bool = True,
+                 verbose: int = 0) -> None:
+        super().__init__(verbose)
+        for v in np.atleast_1d(np.asarray(guided_ratio, dtype=float)):
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"guided_ratio values must be in [0, 1], got {guided_ratio!r}")
+        if isinstance(merge_every, bool) or not isinstance(merge_every, int) or merge_every < 0:
+            raise ValueError(f"merge_every must be an int >= 0, got {merge_every!r}")
+        if not np.isfinite(distill_coef) or distill_coef < 0:
+            raise ValueError(f"distill_coef must be finite and >= 0, got {distill_coef!r}")
+        self.guided_ratio = guided_ratio
+        self.merge_every = merge_every
+        self.subgroup_advantages = subgroup_advantages
+        self.distill_coef = float(distill_coef)
+        self.prior_weight = prior_weight
+        self.flush_at_end = flush_at_end
+        self.managers: list[ExperienceManager] = []
+        self.injectors: list[ExperienceInjector] = []
+        self._recent = {"guided": deque(maxlen=100), "free": deque(maxlen=100), "delta": deque(maxlen=100)}
+
+    @property
+    def manager(self) -> ExperienceManager:
+        """The (first) manager found in the training env."""
+        return self.managers[0]
+
+    # ------------------------------------------------------------------ setup
+    def _init_callback(self) -> None:
+        self.managers, self.injectors = find_experience(self.training_env)
+        if self.subgroup_advantages and getattr(self.model, "normalize_advantage", False):
+            self.model.normalize_advantage = False
+            msg = ("CRLCallback: PPO's per-minibatch advantage normalisation is off; advantages are "
+                   "normalised per subgroup (guided / free) at each rollout's end")
+            log.info(msg)
+            if self.verbose:
+                print(msg)
+        if self.distill_coef > 0 and "experience_action_prior" not in self.model.observation_space.spaces:
+            raise ValueError("distill_coef > 0 needs ExperienceWrapper(..., action_prior=True)")
+        n_envs, n_steps = self.training_env.num_envs, getattr(self.model, "n_steps", 1)
+        self._guided = np.zeros((n_steps, n_envs), dtype=bool)
+        self._episode = np.zeros((n_steps, n_envs), dtype=np.int64)
+        self._ep_counter = np.arange(n_envs, dtype=np.int64)
+        self._good: dict[int, float] = {}
+
+    def _progress(self) -> float:
+        total = getattr(self.model, "_total_timesteps", 0) or 1
+        return min(1.0, self.num_timesteps / total)
+
+    def _on_rollout_start(self) -> None:
+        p = self._progress()
+        ratio = _linear(self.guided_ratio, p)
+        for m in self.managers:
+            m.guided_ratio = ratio
+            m.progress = p
+        if self.prior_weight is not None and hasattr(self.model.policy, "prior_weight"):
+            self.model.policy.prior_weight = _linear(self.prior_weight, p)
+        self._good = {}
+
+    # ------------------------------------------------------------------- steps
+    def _on_step(self) -> bool:
+        infos = self.locals.get("infos", [])
+        buf = getattr(self.model, "rollout_buffer", None)
+        pos = buf.pos if buf is not None else 0
+        n_envs = len(infos)
+        if pos < len(self._guided):
+            self._guided[pos, :n_envs] = [bool(i.get("experience_guided", False)) for i in infos]
+            self._episode[pos, :n_envs] = self._ep_counter[:n_envs]
+        for e, info in enumerate(infos):
+            if "experience_outcome" not in info:
+                continue
+            outcome = float(info["experience_outcome"])
+            task = int(info.get("experience_task_id", 0))
+            if info.get("experience_guided", False):
+                self._recent["guided"].append(outcome)
+                base = self.managers[0].free_baseline(task)
+                if base is not None:
+                    delta = outcome - base
+                    self._recent["delta"].append(delta)
+                    if delta > 0:
+                        self._good[int(self._ep_counter[e])] = min(delta, 1.0)
+            else:
+                self._recent["free"].append(outcome)
+            self._ep_counter[e] += n_envs
+        return True
+
+    def _on_rollout_end(self) -> None:
+        buf = self.model.rollout_buffer
+        guided = self._guided[: buf.buffer_size, : buf.n_envs]
+        if self.subgroup_advantages:
+            buf.advantages[:] = regroup_advantages(buf.advantages, guided).astype(buf.advantages.dtype)
+        if self.distill_coef > 0 and self._good:
+            ep = self._episode[: buf.buffer_size, : buf.n_envs]
+            chosen = np.isin(ep, list(self._good)) & guided
+            positions = np.argwhere(chosen)
+            weights = np.array([self._good[int(ep[s, e])] for s, e in positions], dtype=np.float32)
+            coef = self.distill_coef * (1.0 - self._progress())
+            self.logger.record("crl/distill_loss", distillation_step(self.model, positions, weights, coef))
+            self.logger.record("crl/distill_samples", len(positions))
+        for m in self.managers:
+            m.rollouts += 1
+            if self.merge_every and m.rollouts % self.merge_every == 0:
+                m.request_merge()
+        self._log()
+
+    def _log(self) -> None:
+        rec = self.logger.record
+        m = self.managers[0]
+        bank = m.bank.stats()
+        for key in ("size", "utilisation", "mean_utility"):
+            rec(f"bank/{key}", bank[key])
+        s = m.stats()
+        rec("extractor/updates", s["extractor_updates"])
+        rec("extractor/ssl_updates", s["ssl_updates"])
+        for key in ("loss", "pg_loss", "utility_loss", "diversity_loss", "ssl_loss"):
+            if f"loss_{key}" in s:
+                rec(f"extractor/{key}", s[f"loss_{key}"])
+        rec("crl/guided_ratio", m.guided_ratio)
+        rec("crl/queue", s["queue"])
+        for name, key in (("guided", "guided_success"), ("free", "free_success"), ("delta", "outcome_delta")):
+            if self._recent[name]:
+                rec(f"crl/{key}", float(np.mean(self._recent[name])))
+
+    def _on_training_end(self) -> None:
+        if self.flush_at_end:
+            for m in self.managers:
+                m.flush()

@@ -1,0 +1,49 @@
+"""Finding the experience wrappers (and their managers) inside an SB3 VecEnv."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
+
+from experience_wrappers import ExperienceManager, ExperienceWrapper
+from experience_wrappers.wrappers import ExperienceInjector
+
+from .vec_env import ExperienceVecEnv
+
+__all__ = ["find_experience"]
+
+
+def find_experience(venv: VecEnv) -> tuple[list[ExperienceManager], list[ExperienceInjector]]:
+    """Managers (deduplicated) and injectors of every experience wrapper in ``venv``.
+
+    Raises:
+        ValueError: no experience wrapper is found, or per-env wrappers live in
+            subprocesses (where the bank would be copied; use :class:`ExperienceVecEnv`).
+    """
+    env: VecEnv = venv
+    while isinstance(env, VecEnvWrapper):
+        if isinstance(env, ExperienceVecEnv):
+            return [env.manager], [env.injector]
+        env = env.venv
+    injectors: list[ExperienceInjector] = []
+    if isinstance(env, DummyVecEnv):
+        for e in env.envs:
+            w = e
+            while isinstance(w, gym.Wrapper):
+                if isinstance(w, ExperienceWrapper):
+                    injectors.append(w.injector)
+                    break
+                w = w.env
+    elif isinstance(env, SubprocVecEnv):
+        raise ValueError(
+            "per-env ExperienceWrappers inside a SubprocVecEnv each hold a copy of the bank; wrap the "
+            "SubprocVecEnv with integrations.sb3.ExperienceVecEnv(venv, bank) instead")
+    if not injectors:
+        raise ValueError(
+            "no experience wrapper found in the training env: wrap each env with ExperienceWrapper(env, bank) "
+            "or the VecEnv with ExperienceVecEnv(venv, bank)")
+    managers: list[ExperienceManager] = []
+    for inj in injectors:
+        if all(inj.manager is not m for m in managers):
+            managers.append(inj.manager)
+    return managers, injectors

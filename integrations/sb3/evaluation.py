@@ -1,0 +1,74 @@
+"""Evaluate an agent with experience and without it (the paper reports both)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from experience_wrappers.manager import outcome_of, success_from_info
+
+from .discovery import find_experience
+
+__all__ = ["evaluate_with_and_without_experience", "run_episodes"]
+
+
+def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True) -> dict[str, float]:
+    """Run ``n_episodes`` (spread evenly over the envs, as SB3's ``evaluate_policy`` does).
+
+    Returns mean return, mean length, success rate (NaN if the env reports no success)
+    and mean outcome (success, else return).
+    """
+    n = env.num_envs
+    targets = np.array([(n_episodes + i) // n for i in range(n)], dtype=int)
+    counts = np.zeros(n, dtype=int)
+    returns, lengths, successes, outcomes = [], [], [], []
+    cur_ret, cur_len = np.zeros(n), np.zeros(n, dtype=int)
+    obs = env.reset()
+    while (counts < targets).any():
+        actions, _ = model.predict(obs, deterministic=deterministic)
+        obs, rewards, dones, infos = env.step(actions)
+        cur_ret += rewards
+        cur_len += 1
+        for i in np.flatnonzero(dones).tolist():
+            if counts[i] < targets[i]:
+                s = success_from_info(infos[i])
+                returns.append(cur_ret[i])
+                lengths.append(cur_len[i])
+                outcomes.append(outcome_of(s, cur_ret[i]))
+                if s is not None:
+                    successes.append(float(s))
+                counts[i] += 1
+            cur_ret[i], cur_len[i] = 0.0, 0
+    return {"return": float(np.mean(returns)), "length": float(np.mean(lengths)),
+            "success": float(np.mean(successes)) if successes else float("nan"),
+            "outcome": float(np.mean(outcomes)), "episodes": float(len(returns))}
+
+
+def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | None = None, n_episodes: int = 20,
+                                         deterministic: bool = True) -> dict[str, Any]:
+    """Evaluate twice on ``env`` (default: the model's env): every episode guided, then every one free.
+
+    During evaluation nothing is learned: episodes are not handed to the manager and
+    retrieval counters are left alone. The schedule is restored afterwards.
+
+    Returns:
+        ``{"with_experience": {...}, "without_experience": {...}}`` as :func:`run_episodes` gives.
+    """
+    env = env or model.get_env()
+    if env is None:
+        raise ValueError("no env: pass one or give the model an env")
+    _, injectors = find_experience(env)
+    saved = [(inj.force_guided, inj.learn) for inj in injectors]
+    out: dict[str, Any] = {}
+    try:
+        for name, guided in (("with_experience", True), ("without_experience", False)):
+            for inj in injectors:
+                inj.force_guided, inj.learn = guided, False
+            out[name] = run_episodes(model, env, n_episodes, deterministic)
+    finally:
+        for inj, (force, learn) in zip(injectors, saved, strict=True):
+            inj.force_guided, inj.learn = force, learn
+    return out

@@ -1,0 +1,105 @@
+"""``ExperienceVecEnv``: the experience wrapper for a whole SB3 VecEnv, one batched query per step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+from experience_wrappers import ExperienceBank, ExperienceManager, KeyEncoder
+from experience_wrappers.manager import manager_for_bank, success_from_info
+from experience_wrappers.wrappers import ExperienceInjector, experience_space
+from experience_wrappers.wrappers.checks import check_finite_observation
+from experience_wrappers.wrappers.injector import TaskIdSource
+
+__all__ = ["ExperienceVecEnv"]
+
+
+def _rows(obs: Any, rows: np.ndarray) -> Any:
+    if isinstance(obs, dict):
+        return {key: np.asarray(v)[rows] for key, v in obs.items()}
+    return np.asarray(obs)[rows]
+
+
+class ExperienceVecEnv(VecEnvWrapper):
+    """Retrieval for all envs of a VecEnv in one batched bank query, in the main process.
+
+    Gives the same observations and infos as :class:`~experience_wrappers.ExperienceWrapper`
+    on each env, and works with ``SubprocVecEnv`` (whose workers cannot share a bank).
+    Terminal observations in ``info["terminal_observation"]`` are wrapped as well, so PPO
+    can bootstrap truncated episodes.
+
+    Arguments are those of :class:`~experience_wrappers.ExperienceWrapper`.
+    """
+
+    def __init__(self, venv: VecEnv, bank: ExperienceBank, *, k: int = 4, retrieve_every: int = 8,
+                 key_encoder: KeyEncoder | None = None, task_id: TaskIdSource = 0,
+                 action_prior: bool = False, query_mode: str = "utility", learn: bool = True,
+                 manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
+                 seed: int | None = None) -> None:
+        if not isinstance(bank, ExperienceBank):
+            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+        if manager is None:
+            manager = manager_for_bank(bank, venv.observation_space, venv.action_space,
+                                       key_encoder=key_encoder, **(manager_kwargs or {}))
+        elif manager.bank is not bank:
+            raise ValueError("manager serves another bank than the one given")
+        self.manager = manager
+        self.injector = ExperienceInjector(manager, venv.num_envs, venv.observation_space, k=k,
+                                           retrieve_every=retrieve_every, task_id=task_id,
+                                           action_prior=action_prior, query_mode=query_mode,
+                                           learn=learn, seed=seed)
+        space = experience_space(venv.observation_space, k, manager.exp_dim,
+                                 manager.prior_dim if action_prior else None)
+        super().__init__(venv, observation_space=space)
+        self._last_obs: Any = None
+        self._actions: np.ndarray | None = None
+
+    @property
+    def bank(self) -> ExperienceBank:
+        return self.manager.bank
+
+    def set_force_guided(self, value: bool | None) -> None:
+        """Force every episode guided (True) or free (False); None restores the schedule."""
+        self.injector.force_guided = value
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        check_finite_observation(obs, "reset")
+        infos = list(getattr(self.venv, "reset_infos", [{}] * self.num_envs))
+        self.injector.begin(np.arange(self.num_envs), obs, infos)
+        self._last_obs = obs
+        return self.injector.observation(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions)
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        check_finite_observation(obs, "step")
+        inj = self.injector
+        assert self._actions is not None, "step_wait() without step_async()"
+        step_infos = [inj.info(i) for i in range(self.num_envs)]
+        inj.record(self._last_obs, self._actions, rewards)
+        done_rows = np.flatnonzero(dones)
+        for i in done_rows.tolist():
+            term = infos[i].get("terminal_observation")
+            if term is not None:
+                one = inj.observation(_rows({k: v[None] for k, v in term.items()} if isinstance(term, dict)
+                                            else np.asarray(term)[None], np.array([0])), np.array([i]))
+                infos[i]["terminal_observation"] = {key: v[0] for key, v in one.items()}
+            ep = inj.finish(i, success_from_info(infos[i]))
+            step_infos[i]["experience_outcome"] = ep.outcome
+        if done_rows.size:
+            reset_infos = getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs
+            inj.begin(done_rows, _rows(obs, done_rows), [reset_infos[i] for i in done_rows.tolist()])
+        due = inj.due()
+        if due.size:
+            inj.retrieve(due, _rows(obs, due))
+        self._last_obs = obs
+        for i in range(self.num_envs):
+            infos[i].update(step_infos[i])
+        return inj.observation(obs), rewards, dones, infos
