@@ -311,6 +311,10 @@ class ExperienceManager:
 
     def _train_if_ready(self) -> None:
         cfg = self.config
+        if not cfg.train_extractor:
+            self._samples.clear()
+            self._ssl_contexts.clear()
+            return
         if len(self._ssl_contexts) >= cfg.ssl_batch_size:
             batch = np.stack(self._ssl_contexts[-cfg.ssl_batch_size:])
             self._ssl_contexts.clear()

@@ -1,0 +1,1 @@
+"""Benchmarks of Complementary RL against vanilla PPO (scripts; never imported by the library)."""

@@ -1,0 +1,57 @@
+"""The arms of a comparison: vanilla PPO, the full method, and the ablations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["Arm", "ARMS"]
+
+
+@attrs.frozen
+class Arm:
+    """How one arm differs from vanilla PPO.
+
+    Attributes:
+        name: the arm's name in result files.
+        crl: whether experience is used at all (False: vanilla PPO).
+        wrapper: extra ``ExperienceWrapper`` / ``ExperienceVecEnv`` arguments.
+        manager: extra ``ManagerConfig`` fields.
+        callback: extra ``CRLCallback`` arguments.
+        prior_policy: use :class:`~integrations.sb3.ActionPriorPolicy`.
+        question: what the arm answers.
+    """
+
+    name: str
+    crl: bool = True
+    wrapper: dict[str, Any] = attrs.field(factory=dict)
+    manager: dict[str, Any] = attrs.field(factory=dict)
+    callback: dict[str, Any] = attrs.field(factory=dict)
+    prior_policy: bool = False
+    question: str = ""
+
+
+_ALL = [
+    Arm("ppo", crl=False, question="the baseline: same policy network, no experience"),
+    Arm("crl", question="the full method with the library's defaults"),
+    Arm("crl-static", manager={"train_extractor": False},
+        question="does the extractor need to co-evolve (paper: a frozen extractor hurt)?"),
+    Arm("crl-all-guided", callback={"guided_ratio": 1.0},
+        question="are experience-free episodes needed (paper: all-guided falls behind)?"),
+    Arm("crl-mixed-adv", callback={"subgroup_advantages": False},
+        question="does per-subgroup advantage normalisation matter (paper: mixing collapsed)?"),
+    Arm("crl-random-retrieval", wrapper={"query_mode": "random"},
+        question="does retrieval by state and utility matter, or would any entry do?"),
+    Arm("crl-sync", manager={"mode": "sync"}, question="what does the background worker save in wall-clock?"),
+    Arm("crl-obs", question="experience reaches the actor through the observation only (as crl)"),
+    Arm("crl-prior", wrapper={"action_prior": True}, prior_policy=True, callback={"prior_weight": (1.0, 0.0)},
+        question="experience as a bias on the action logits (annealed to 0)"),
+    Arm("crl-distill", wrapper={"action_prior": True}, callback={"distill_coef": 0.1},
+        question="experience distillation toward retrieved actions on guided episodes that beat free ones"),
+    Arm("crl-all3", wrapper={"action_prior": True}, prior_policy=True,
+        callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1},
+        question="all three ways at once"),
+]
+
+ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

@@ -1,0 +1,92 @@
+"""Environment families for the benchmarks: how to build envs, encoders and policies for each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import gymnasium as gym
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+from experience_wrappers import ExperienceBank, ExperienceWrapper, KeyEncoder
+
+__all__ = ["Family", "family_of"]
+
+
+@attrs.frozen
+class Family:
+    """What the benchmarks need to know about one kind of environment.
+
+    Attributes:
+        name: ``"classic"``, ``"minihack"`` or ``"metaworld"``.
+        make_vec: ``make_vec(env_id, n_envs, seed, wrapper_class, wrapper_kwargs) -> VecEnv``.
+        base_policy_kwargs: policy kwargs of vanilla PPO (the base encoder).
+        base_extractor: ``(class, kwargs)`` of the base encoder inside the CRL extractor
+            (None: SB3's CombinedExtractor).
+        key_encoder: ``fn(observation_space) -> KeyEncoder`` (None: the default projection).
+        task_id: the wrapper's ``task_id`` argument.
+    """
+
+    name: str
+    make_vec: Callable[..., VecEnv]
+    base_policy_kwargs: dict[str, Any] = attrs.field(factory=dict)
+    base_extractor: tuple[type, dict[str, Any]] | None = None
+    key_encoder: Callable[[gym.Space], KeyEncoder] | None = None
+    task_id: Any = 0
+
+
+def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
+                 wrapper_kwargs: dict | None = None) -> VecEnv:
+    return make_vec_env(env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv,
+                        wrapper_class=wrapper_class, wrapper_kwargs=wrapper_kwargs)
+
+
+def _minihack_family() -> Family:
+    from integrations.minihack import GlyphCNNExtractor, MiniHackKeyEncoder, make_minihack_vec_env
+
+    def make_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
+                 wrapper_kwargs: dict | None = None) -> VecEnv:
+        return make_minihack_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrapper_class,
+                                     wrapper_kwargs=wrapper_kwargs)
+
+    return Family("minihack", make_vec,
+                  base_policy_kwargs={"features_extractor_class": GlyphCNNExtractor},
+                  base_extractor=(GlyphCNNExtractor, {}),
+                  key_encoder=lambda space: MiniHackKeyEncoder(space))
+
+
+def _metaworld_family() -> Family:
+    from integrations.metaworld import make_mt10_vec_env, task_id_from_obs
+
+    def make_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
+                 wrapper_kwargs: dict | None = None) -> VecEnv:
+        return make_mt10_vec_env(n_envs_per_task=max(1, n_envs // 10), seed=seed,
+                                 wrapper_class=wrapper_class, wrapper_kwargs=wrapper_kwargs)
+
+    return Family("metaworld", make_vec, task_id=lambda obs, info: task_id_from_obs(obs))
+
+
+def family_of(env_id: str) -> Family:
+    """The family of an env id (MiniHack ids, ``Meta-World/MT10``, else any gymnasium id)."""
+    if env_id.startswith("MiniHack-"):
+        return _minihack_family()
+    if env_id.startswith("Meta-World/"):
+        return _metaworld_family()
+    return Family("classic", _classic_vec)
+
+
+def build_env(env_id: str, n_envs: int, seed: int, bank: ExperienceBank | None,
+              wrapper_kwargs: dict[str, Any] | None = None, manager_kwargs: dict[str, Any] | None = None,
+              family: Family | None = None) -> VecEnv:
+    """A VecEnv for one run; with a bank, each env is wrapped in an :class:`ExperienceWrapper`."""
+    fam = family or family_of(env_id)
+    if bank is None:
+        return fam.make_vec(env_id, n_envs, seed)
+    probe = fam.make_vec(env_id, 1, seed)
+    key_encoder = fam.key_encoder(probe.observation_space) if fam.key_encoder else None
+    probe.close()
+    kwargs = {"bank": bank, "key_encoder": key_encoder, "task_id": fam.task_id, "seed": seed,
+              "manager_kwargs": {"seed": seed, **(manager_kwargs or {})}, **(wrapper_kwargs or {})}
+    return fam.make_vec(env_id, n_envs, seed, wrapper_class=ExperienceWrapper, wrapper_kwargs=kwargs)

@@ -1,0 +1,94 @@
+"""Train one (environment, arm, seed) run and return its result record."""
+
+from __future__ import annotations
+
+import platform
+import time
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import CallbackList
+
+from experience_wrappers import ExperienceBank
+from integrations.sb3 import ActionPriorPolicy, CRLCallback, crl_policy_kwargs, find_experience
+from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
+
+from .arms import Arm
+from .envs import build_env, family_of
+from .tracking import CurveTracker
+
+__all__ = ["train_run", "versions"]
+
+PPO_KEYS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "ent_coef", "gamma", "gae_lambda",
+            "clip_range", "vf_coef", "max_grad_norm")
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("complementary-rl", "torch", "stable-baselines3", "gymnasium", "numpy", "hnswlib",
+                 "minihack", "nle", "metaworld", "mujoco"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
+              eval_episodes: int = 0, torch_threads: int = 1) -> dict[str, Any]:
+    """Train PPO (with or without Complementary RL) and return curves, timings and evaluation."""
+    torch.set_num_threads(torch_threads)
+    steps = int(total_steps or hyper["n_timesteps"])
+    n_envs = int(hyper.get("n_envs", 8))
+    fam = family_of(env_id)
+    bank = ExperienceBank(seed=seed) if arm.crl else None
+    env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
+    ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}
+    if arm.crl:
+        base_cls, base_kwargs = fam.base_extractor or (None, None)
+        policy_kwargs = crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs)
+        policy: Any = ActionPriorPolicy if arm.prior_policy else "MultiInputPolicy"
+    else:
+        policy_kwargs = dict(fam.base_policy_kwargs)
+        policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
+    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, **ppo_kwargs)
+    tracker = CurveTracker()
+    callbacks = [tracker]
+    crl_cb = None
+    if arm.crl:
+        crl_cb = CRLCallback(**arm.callback)
+        callbacks.append(crl_cb)
+    t0 = time.perf_counter()
+    model.learn(steps, callback=CallbackList(callbacks))
+    wall = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "env_id": env_id, "arm": arm.name, "seed": seed, "total_steps": int(model.num_timesteps),
+        "n_envs": n_envs, "hyperparameters": hyper, "arm_config": {
+            "wrapper": arm.wrapper, "manager": arm.manager,
+            "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
+            "prior_policy": arm.prior_policy},
+        "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
+        "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
+        "final_outcome": tracker.rate(), "episodes": tracker.episodes, "curve": tracker.curve,
+        "versions": versions(), "torch_threads": torch_threads,
+    }
+    if crl_cb is not None:
+        m = crl_cb.manager
+        result["crl"] = {"bank": m.bank.stats(), "manager": m.stats()}
+    if eval_episodes:
+        if arm.crl:
+            result["evaluation"] = evaluate_with_and_without_experience(model, env, eval_episodes,
+                                                                         deterministic=False)
+        else:
+            result["evaluation"] = {"without_experience": run_episodes(model, env, eval_episodes,
+                                                                       deterministic=False)}
+    if arm.crl:
+        for mgr in find_experience(env)[0]:
+            mgr.close()
+    env.close()
+    result["final_outcome_mean_last"] = float(np.mean([c["outcome"] for c in tracker.curve[-5:]
+                                                       if c["outcome"] is not None] or [np.nan]))
+    return result

@@ -1,0 +1,71 @@
+"""A callback that records learning curves: rolling success (or return), episodes, wall-clock."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from experience_wrappers.manager import success_from_info
+
+__all__ = ["CurveTracker"]
+
+
+class CurveTracker(BaseCallback):
+    """Rolling outcome over the last ``window`` finished episodes, recorded at every rollout's end.
+
+    Outcome is success when the env reports it (``info["success"]`` / ``info["is_success"]``),
+    else the episode return from SB3's Monitor. Guided and free episodes are also tracked
+    separately when the env is experience-wrapped.
+    """
+
+    def __init__(self, window: int = 100, thresholds: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)) -> None:
+        super().__init__()
+        self.window = window
+        self.thresholds = thresholds
+        self.recent: deque[float] = deque(maxlen=window)
+        self.recent_guided: deque[float] = deque(maxlen=window)
+        self.recent_free: deque[float] = deque(maxlen=window)
+        self.first_reached: dict[str, int | None] = {f"{t:g}": None for t in thresholds}
+        self.episodes = 0
+        self.curve: list[dict[str, Any]] = []
+        self.uses_success: bool | None = None
+        self._t0 = time.perf_counter()
+
+    def _on_training_start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def rate(self) -> float | None:
+        return float(np.mean(self.recent)) if len(self.recent) >= min(self.window, 20) else None
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if not done:
+                continue
+            s = success_from_info(info)
+            if self.uses_success is None:
+                self.uses_success = s is not None
+            value = float(s) if s is not None else float(info.get("episode", {}).get("r", np.nan))
+            self.recent.append(value)
+            if "experience_guided" in info:
+                (self.recent_guided if info["experience_guided"] else self.recent_free).append(value)
+            self.episodes += 1
+            rate = self.rate()
+            if rate is not None and len(self.recent) >= self.window and self.uses_success:
+                for t in self.thresholds:
+                    key = f"{t:g}"
+                    if self.first_reached[key] is None and rate >= t:
+                        self.first_reached[key] = int(self.num_timesteps)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        def mean(q: deque[float]) -> float | None:
+            return float(np.mean(q)) if q else None
+
+        self.curve.append({"steps": int(self.num_timesteps), "episodes": self.episodes,
+                           "outcome": self.rate(), "guided": mean(self.recent_guided),
+                           "free": mean(self.recent_free),
+                           "wall_s": round(time.perf_counter() - self._t0, 3)})

@@ -1,0 +1,48 @@
+"""MiniHack integration: env factories, success detection, a glyph CNN extractor and key encoder.
+
+Needs the ``minihack`` extra (``pip install complementary-rl[minihack]``) to make envs;
+the extractor and the key encoder only need the core dependencies. The core package
+``experience_wrappers`` never imports this one.
+"""
+
+from .envs import (
+    DEFAULT_OBSERVATION_KEYS,
+    END_STATUS_ABORTED,
+    END_STATUS_DEATH,
+    END_STATUS_RUNNING,
+    END_STATUS_SUCCESS,
+    LAST_ACTION_KEY,
+    LastAction,
+    MiniHackCompat,
+    MiniHackSuccess,
+    StepLimitTruncation,
+    import_minihack,
+    make_minihack_env,
+    make_minihack_vec_env,
+    max_episode_steps,
+)
+from .features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
+from .keys import DEFAULT_BLSTATS_KEY_FIELDS, DEFAULT_KEY_WEIGHTS, MiniHackKeyEncoder
+
+__all__ = [
+    "DEFAULT_BLSTATS_KEY_FIELDS",
+    "DEFAULT_KEY_WEIGHTS",
+    "DEFAULT_OBSERVATION_KEYS",
+    "END_STATUS_ABORTED",
+    "END_STATUS_DEATH",
+    "END_STATUS_RUNNING",
+    "END_STATUS_SUCCESS",
+    "LAST_ACTION_KEY",
+    "GlyphCNNExtractor",
+    "LastAction",
+    "MiniHackCompat",
+    "MiniHackKeyEncoder",
+    "MiniHackSuccess",
+    "StepLimitTruncation",
+    "import_minihack",
+    "make_minihack_env",
+    "make_minihack_vec_env",
+    "max_episode_steps",
+    "minihack_policy_kwargs",
+    "normalise_blstats",
+]
