@@ -325,15 +325,13 @@ class ExperienceBank:
         tasks = None if task_ids is None else as_int_vector("task_ids", task_ids, n)
         vdim = 0 if dims is None else dims["value_dim"]
         pdim = 0 if dims is None else dims["prior_dim"]
-        out_ids = np.full((n, k), -1, dtype=np.int64)
-        out_d = np.full((n, k), np.inf)
-        mask = np.zeros((n, k), dtype=bool)
         with self._lock.read():
             store = self._store
             if store is None or store.size == 0:
-                return QueryResult(ids=out_ids, values=np.zeros((n, k, vdim), np.float32),
+                return QueryResult(ids=np.full((n, k), -1, dtype=np.int64),
+                                   values=np.zeros((n, k, vdim), np.float32),
                                    utility=np.zeros((n, k)), prior=np.zeros((n, k, pdim), np.float32),
-                                   distances=out_d, mask=mask)
+                                   distances=np.full((n, k), np.inf), mask=np.zeros((n, k), dtype=bool))
             if mode != "random":
                 m = min(store.size, k * self.config.candidate_factor)
                 if mode == "knn" and self.config.utility_floor is None:
@@ -353,12 +351,19 @@ class ExperienceBank:
                                               temp, self.config.diversity_penalty)
                     cols, mask = sample_without_replacement(scores, valid, k, generator)
                 else:  # nearest first / random order, among the valid
-                    order = np.argsort(~valid, axis=1, kind="stable")[:, :k]
-                    cols = np.pad(order, ((0, 0), (0, k - order.shape[1])))
-                    mask = np.pad(np.take_along_axis(valid, order, axis=1), ((0, 0), (0, k - order.shape[1])))
-                chosen = np.where(mask, np.take_along_axis(slots, cols, axis=1), 0)
+                    if valid.all():  # the usual case: candidate order is the answer
+                        cols = np.arange(min(k, valid.shape[1]))[None, :].repeat(n, axis=0)
+                        mask = np.ones(cols.shape, dtype=bool)
+                    else:
+                        cols = np.argsort(~valid, axis=1, kind="stable")[:, :k]
+                        mask = np.take_along_axis(valid, cols, axis=1)
+                    if cols.shape[1] < k:  # fewer candidates than k: pad (np.pad is slow, avoid it)
+                        cols = np.concatenate([cols, np.zeros((n, k - cols.shape[1]), np.int64)], axis=1)
+                        mask = np.concatenate([mask, np.zeros((n, k - mask.shape[1]), bool)], axis=1)
+                rows = np.arange(n)[:, None]
+                chosen = np.where(mask, slots[rows, cols], 0)
                 out_ids = np.where(mask, store.cols["id"][chosen], -1)
-                out_d = np.where(mask, np.take_along_axis(cand_d, cols, axis=1), np.inf)
+                out_d = np.where(mask, cand_d[rows, cols], np.inf)
                 values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32)
                 prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32)
                 utility = np.where(mask, store.cols["utility"][chosen], 0.0)

@@ -44,8 +44,11 @@ def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> n
 
 def _check_range(name: str, arr: np.ndarray, dtype: type) -> None:
     """Finite values too large for ``dtype`` would be stored as inf: refuse them."""
-    limit = np.finfo(dtype).max
-    if arr.size and np.abs(arr).max() > limit:
+    limit = float(np.finfo(dtype).max)
+    kind = arr.dtype.kind
+    if (np.finfo(arr.dtype).max if kind == "f" else np.iinfo(arr.dtype).max) <= limit:
+        return  # every value of arr's dtype fits (the usual case: float32 in, float32 out)
+    if arr.size and (float(arr.max()) > limit or float(arr.min()) < -limit):
         raise ValueError(f"{name} has values beyond the range of {np.dtype(dtype).name} "
                          f"(|x| > {float(limit):g}): {_describe(arr)}")
 

@@ -188,7 +188,8 @@ class ExperienceManager:
         self._raise_worker_error()
 
     def close(self) -> None:
-        """Process what is queued, then stop the worker."""
+        """Process what is queued, then stop the worker; later submissions raise RuntimeError."""
+        self._closed = True
         if self._worker is not None and self._worker.is_alive():
             self._queue.put(("stop", None))
             self._worker.join()
@@ -404,6 +405,8 @@ class ExperienceManager:
                  logp=np.array([s.logp for s in samples], dtype=np.float32),
                  reward_sum=np.array([sum(s.rewards) for s in samples], dtype=np.float64),
                  reward_count=np.array([len(s.rewards) for s in samples], dtype=np.int64),
+                 ssl_contexts=(np.stack(self._ssl_contexts).astype(np.float32) if self._ssl_contexts
+                               else np.zeros((0, ctx_dim), np.float32)),
                  generator=self._generator.get_state().numpy())
         state = {
             "format": self.STATE_FORMAT, "version": self.STATE_VERSION,
@@ -438,24 +441,35 @@ class ExperienceManager:
         bank = ExperienceBank.load(path / "bank")
         self._check_bank_dims(bank)
         trainer = ExtractorTrainer.load(path / "extractor.pt")
+        # read and check everything before touching this manager: a bad file changes nothing
+        try:
+            with np.load(path / "samples.npz", allow_pickle=False) as z:
+                samples = {
+                    int(i): _Sample(z["context"][j], z["z"][j], float(z["logp"][j]),
+                                    [float(z["reward_sum"][j]) / max(int(z["reward_count"][j]), 1)]
+                                    * int(z["reward_count"][j]))
+                    for j, i in enumerate(z["ids"].tolist())}
+                generator_state = torch.from_numpy(z["generator"])
+                ssl_contexts = list(z["ssl_contexts"]) if "ssl_contexts" in z.files else []
+            scalars = {"guided_ratio": float(state["guided_ratio"]), "progress": float(state["progress"]),
+                       "rollouts": int(state["rollouts"]),
+                       "episodes_submitted": int(state["episodes_submitted"]),
+                       "episodes_processed": int(state["episodes_processed"]),
+                       "entries_added": int(state["entries_added"]), "ssl_updates": int(state["ssl_updates"])}
+            baseline = FreeBaseline(self.config.baseline_window)
+            baseline.load_state_dict(state["baseline"])
+            torch.Generator().set_state(generator_state)
+        except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+            raise BankFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
         self.flush()
         _REGISTRY.pop(self.bank, None)
         self.bank = bank
         _REGISTRY[bank] = self
         self.trainer = trainer
         self.extractor = trainer.extractor
-        with np.load(path / "samples.npz", allow_pickle=False) as z:
-            self._samples = {
-                int(i): _Sample(z["context"][j], z["z"][j], float(z["logp"][j]),
-                                [float(z["reward_sum"][j]) / max(int(z["reward_count"][j]), 1)]
-                                * int(z["reward_count"][j]))
-                for j, i in enumerate(z["ids"].tolist())}
-            self._generator.set_state(torch.from_numpy(z["generator"]))
-        self.guided_ratio = float(state["guided_ratio"])
-        self.progress = float(state["progress"])
-        self.rollouts = int(state["rollouts"])
-        self.episodes_submitted = int(state["episodes_submitted"])
-        self.episodes_processed = int(state["episodes_processed"])
-        self.entries_added = int(state["entries_added"])
-        self.ssl_updates = int(state["ssl_updates"])
-        self.baseline.load_state_dict(state["baseline"])
+        self._samples = samples
+        self._ssl_contexts = ssl_contexts
+        self._generator.set_state(generator_state)
+        for name, value in scalars.items():
+            setattr(self, name, value)
+        self.baseline = baseline

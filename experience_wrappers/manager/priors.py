@@ -21,7 +21,7 @@ def segment_priors(encoded_actions: np.ndarray, starts: np.ndarray, horizon: int
     distribution (the first action weighs most); Box rows give ``[mean, std]``.
 
     >>> acts = np.eye(2, dtype=np.float32)[[0, 0, 1]]
-    >>> segment_priors(acts, np.array([0, 2]), horizon=2, box=False).round(3).tolist()
+    >>> segment_priors(acts, np.array([0, 2]), horizon=2, box=False).astype(float).round(3).tolist()
     [[0.975, 0.025], [0.025, 0.975]]
     """
     rows = []

@@ -13,7 +13,7 @@ from ..keys import KeyEncoder
 from ..manager import ExperienceManager, manager_for_bank, success_from_info
 from .checks import check_finite_observation
 from .injector import ExperienceInjector, TaskIdSource
-from .spaces import BASE_KEY, experience_space
+from .spaces import experience_space
 
 __all__ = ["ExperienceWrapper"]
 
@@ -100,13 +100,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self.injector.force_guided = value
 
     def _wrap(self, obs: Any) -> dict[str, Any]:
-        out = self.injector.observation(_batch(obs))
-        wrapped = {key: v[0] for key, v in out.items()}
-        if not isinstance(obs, dict):
-            wrapped[BASE_KEY] = obs
-        else:
-            wrapped.update(obs)
-        return wrapped
+        return self.injector.observation_of(0, obs)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:

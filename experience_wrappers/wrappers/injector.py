@@ -183,13 +183,23 @@ class ExperienceInjector:
     # ------------------------------------------------------------ observations
     def observation(self, obs: Any, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Wrapped observations of ``rows`` (all envs by default); ``obs`` holds those rows."""
-        rows = np.arange(self.n) if rows is None else np.asarray(rows)
+        sel = slice(None) if rows is None else np.asarray(rows)
         out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
-        out["experience"] = self.values[rows].copy()
-        out["experience_utility"] = self.utility[rows].copy()
-        out["experience_mask"] = self.mask[rows].copy()
+        out["experience"] = self.values[sel].copy()
+        out["experience_utility"] = self.utility[sel].copy()
+        out["experience_mask"] = self.mask[sel].copy()
         if self.action_prior:
-            out["experience_action_prior"] = self.prior[rows].copy()
+            out["experience_action_prior"] = self.prior[sel].copy()
+        return out
+
+    def observation_of(self, r: int, obs: Any) -> dict[str, Any]:
+        """The wrapped observation of env ``r`` alone (no batch axis); ``obs`` is its own."""
+        out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
+        out["experience"] = self.values[r].copy()
+        out["experience_utility"] = self.utility[r].copy()
+        out["experience_mask"] = self.mask[r].copy()
+        if self.action_prior:
+            out["experience_action_prior"] = self.prior[r].copy()
         return out
 
     def info(self, r: int) -> dict[str, Any]:

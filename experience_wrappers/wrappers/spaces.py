@@ -21,7 +21,7 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int, prior_dim: int | 
 
     >>> s = experience_space(spaces.Box(-1, 1, (3,)), k=2, exp_dim=4, prior_dim=None)
     >>> list(s.spaces), s["experience"].shape
-    (['observation', 'experience', 'experience_utility', 'experience_mask'], (2, 4))
+    (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 4))
     """
     if isinstance(base, spaces.Dict):
         clash = [key for key in base.spaces if key in EXPERIENCE_KEYS]

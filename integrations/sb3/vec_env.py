@@ -88,9 +88,7 @@ class ExperienceVecEnv(VecEnvWrapper):
         for i in done_rows.tolist():
             term = infos[i].get("terminal_observation")
             if term is not None:
-                one = inj.observation(_rows({k: v[None] for k, v in term.items()} if isinstance(term, dict)
-                                            else np.asarray(term)[None], np.array([0])), np.array([i]))
-                infos[i]["terminal_observation"] = {key: v[0] for key, v in one.items()}
+                infos[i]["terminal_observation"] = inj.observation_of(i, term)
             ep = inj.finish(i, success_from_info(infos[i]))
             step_infos[i]["experience_outcome"] = ep.outcome
         if done_rows.size:

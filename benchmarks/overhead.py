@@ -1,0 +1,142 @@
+"""Wall-clock overhead of Complementary RL against vanilla PPO, measured side by side.
+
+For each env (CartPole-v1, the worst case since its steps cost almost nothing, and
+MiniHack-Room-5x5-v0), the arms are trained for the same number of steps, alternating
+arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike:
+
+* ``ppo``: vanilla PPO (MultiInputPolicy on MiniHack's Dict observation, MlpPolicy on CartPole);
+* ``crl-same-net``: PPO + CRL with the *same* policy network as ``ppo`` (the glyph CNN ignores
+  the experience keys; on CartPole a CombinedExtractor reads them): the cost of the wrapper,
+  retrieval, manager and callback alone;
+* ``crl``: PPO + CRL with the attention features extractor (the library's default policy);
+* ``crl-sync``: as ``crl`` but with the manager in sync mode (distillation and extractor
+  training on the actor's thread): async vs sync wall-clock at equal steps.
+
+It prints steps/s, the ratios to ``ppo``, async vs sync, and a profile of one CRL run on
+CartPole (where the time goes); results go to ``benchmarks/results/overhead.json``.
+
+Run::
+
+    python -m benchmarks.overhead                    # 2 rounds x 8192 steps per arm and env
+    python -m benchmarks.overhead --steps 4096 --rounds 1 --envs CartPole-v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+
+from experience_wrappers import ExperienceBank
+from integrations.sb3 import CRLCallback, crl_policy_kwargs, find_experience
+
+from .config import load_hyperparams
+from .envs import build_env, family_of
+from .run import PPO_KEYS, versions
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ARMS = ("ppo", "crl-same-net", "crl", "crl-sync")
+
+
+def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False) -> dict[str, Any]:
+    """Train one arm for ``steps`` and time ``model.learn`` (env and model construction excluded)."""
+    hyper = load_hyperparams(env_id)
+    fam = family_of(env_id)
+    crl = arm != "ppo"
+    bank = ExperienceBank(seed=seed) if crl else None
+    env = build_env(env_id, int(hyper["n_envs"]), seed, bank,
+                    manager_kwargs={"mode": "sync"} if arm == "crl-sync" else None, family=fam)
+    if arm == "ppo":
+        policy_kwargs = dict(fam.base_policy_kwargs)
+    elif arm == "crl-same-net":
+        policy_kwargs = dict(fam.base_policy_kwargs)
+    else:
+        base_cls, base_kwargs = fam.base_extractor or (None, None)
+        policy_kwargs = crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs)
+    policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
+    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs,
+                **{k: hyper[k] for k in PPO_KEYS if k in hyper})
+    callback = CRLCallback() if crl else None
+    prof = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    model.learn(steps, callback=callback)
+    if prof:
+        prof.disable()
+    wall = time.perf_counter() - t0
+    out: dict[str, Any] = {"env_id": env_id, "arm": arm, "steps": int(model.num_timesteps), "wall_s": wall,
+                           "steps_per_s": model.num_timesteps / wall}
+    if crl:
+        mgr = find_experience(env)[0][0]
+        t1 = time.perf_counter()
+        mgr.flush()
+        out["flush_s"] = time.perf_counter() - t1
+        out["episodes_processed"] = mgr.stats()["episodes_processed"]
+        out["bank_size"] = len(mgr.bank)
+        mgr.close()
+    if prof:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(25)
+        out["profile_tottime"] = s.getvalue()
+    env.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    warnings.filterwarnings("ignore")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--envs", nargs="*", default=["CartPole-v1", "MiniHack-Room-5x5-v0"])
+    p.add_argument("--steps", type=int, default=8192)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.torch_threads)
+    runs: list[dict[str, Any]] = []
+    for r in range(args.rounds):
+        for env_id in args.envs:
+            for arm in ARMS:
+                res = measure(env_id, arm, args.steps, args.seed + r)
+                res["round"] = r
+                runs.append(res)
+                print(f"round {r} {env_id:24} {arm:13} {res['steps_per_s']:8.0f} steps/s "
+                      f"({res['wall_s']:.1f} s)", flush=True)
+    summary: dict[str, Any] = {}
+    print(f"\n{'env':24} {'arm':13} {'steps/s':>9} {'x ppo':>7}")
+    for env_id in args.envs:
+        sps = {arm: float(np.mean([x["steps_per_s"] for x in runs if x["env_id"] == env_id and x["arm"] == arm]))
+               for arm in ARMS}
+        walls = {arm: float(np.mean([x["wall_s"] + x.get("flush_s", 0.0) for x in runs
+                                     if x["env_id"] == env_id and x["arm"] == arm])) for arm in ARMS}
+        summary[env_id] = {"steps_per_s": sps, "ratio_to_ppo": {a: sps[a] / sps["ppo"] for a in ARMS},
+                           "wall_s_incl_flush": walls,
+                           "async_vs_sync_wall": walls["crl"] / walls["crl-sync"]}
+        for arm in ARMS:
+            print(f"{env_id:24} {arm:13} {sps[arm]:9.0f} {sps[arm] / sps['ppo']:7.2f}")
+        print(f"{env_id:24} async/sync wall-clock (incl. final flush): {summary[env_id]['async_vs_sync_wall']:.2f}")
+    prof = measure("CartPole-v1", "crl", args.steps, args.seed, profile=True)
+    print("\nprofile of one CRL run on CartPole (top functions by own time):")
+    print("\n".join(prof["profile_tottime"].splitlines()[:40]))
+    result = {"runs": runs, "summary": summary, "profile_cartpole_crl": prof["profile_tottime"],
+              "args": {k: str(v) for k, v in vars(args).items()}, "versions": versions(),
+              "command": "python -m benchmarks.overhead " + " ".join(argv or [])}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(f"\nwrote {args.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
