@@ -262,9 +262,12 @@ class ExperienceBank:
         store, index = self._store, self._index
         assert store is not None and index is not None
         n = len(keys)
-        ids = np.full((n, m), -1, dtype=np.int64)
-        dists = np.full((n, m), np.inf)
         if tasks is None or (len(self._task_counts) == 1 and np.all(tasks == next(iter(self._task_counts)))):
+            if m <= store.size:  # the usual case: one unfiltered search fills every row
+                try:
+                    return index.search(keys, m)
+                except RuntimeError:  # hnswlib could not fill m results: exact search instead
+                    return self._brute_nearest(keys, m, None)
             groups = [(np.arange(n), None, store.size)]
         else:
             groups = []
@@ -273,6 +276,8 @@ class ExperienceBank:
                 count = self._task_counts.get(t, 0)
                 if count:
                     groups.append((rows, t, count))
+        ids = np.full((n, m), -1, dtype=np.int64)
+        dists = np.full((n, m), np.inf)
         for rows, task, count in groups:
             mm = min(m, count)
             try:
@@ -364,8 +369,8 @@ class ExperienceBank:
                 chosen = np.where(mask, slots[rows, cols], 0)
                 out_ids = np.where(mask, store.cols["id"][chosen], -1)
                 out_d = np.where(mask, cand_d[rows, cols], np.inf)
-                values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32)
-                prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32)
+                values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32, copy=False)
+                prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32, copy=False)
                 utility = np.where(mask, store.cols["utility"][chosen], 0.0)
                 if record:
                     hit = chosen[mask]

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import uuid
+import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,7 +170,7 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
     try:
         with np.load(path / ENTRIES, allow_pickle=False) as z:
             cols = {name: z[name] for name in COLUMNS}
-    except (OSError, ValueError, KeyError, EOFError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise _fail(path, f"{ENTRIES} cannot be read ({exc})") from exc
     for name, (dtype, width) in COLUMNS.items():
         arr = cols[name]

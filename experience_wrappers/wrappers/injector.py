@@ -137,9 +137,7 @@ class ExperienceInjector:
         """One batched bank query for ``rows`` (``obs`` holds those rows only)."""
         mgr = self.manager
         tasks = self.task_ids[rows]
-        keys = mgr.key_encoder.encode(obs, tasks)
-        if not np.all(np.isfinite(keys)):
-            raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
+        keys = mgr.encode_keys(obs, tasks)
         res = mgr.bank.query(keys, self.k, task_ids=tasks if self.filter_by_task else None,
                              mode=self.query_mode, record=self.learn)
         m = res.mask

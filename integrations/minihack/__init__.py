@@ -23,6 +23,7 @@ from .envs import (
 )
 from .features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
 from .keys import DEFAULT_BLSTATS_KEY_FIELDS, DEFAULT_KEY_WEIGHTS, MiniHackKeyEncoder
+from .scripted import StairsSeeker
 
 __all__ = [
     "DEFAULT_BLSTATS_KEY_FIELDS",
@@ -38,6 +39,7 @@ __all__ = [
     "MiniHackCompat",
     "MiniHackKeyEncoder",
     "MiniHackSuccess",
+    "StairsSeeker",
     "StepLimitTruncation",
     "import_minihack",
     "make_minihack_env",

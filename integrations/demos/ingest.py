@@ -1,0 +1,49 @@
+"""Fill a bank with demonstrations, through the extractor, before training."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from experience_wrappers import ExperienceManager, Provenance
+from experience_wrappers.manager import Episode
+
+from .trajectories import as_demonstrations, validate_demonstration
+
+__all__ = ["ingest_demonstrations"]
+
+
+def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[Any] | Any,
+                          task_id: int = 0, only_successful: bool = False) -> int:
+    """Distil demonstrations into the manager's bank as entries with provenance ``demo``.
+
+    Each demonstration is cut into segments exactly as a finished episode is (keys from
+    the frozen key encoder, values from the extractor, action priors from the demonstrated
+    actions). Nothing is credited: demonstrations earn utility like any entry, when they
+    guide episodes that beat the free baseline. Every demonstration is validated before
+    any is written, so a malformed one changes nothing in the bank.
+
+    Args:
+        manager: the manager of the bank to fill (``env.experience_manager``, or
+            ``integrations.sb3.find_experience(venv)[0][0]``).
+        demonstrations: :class:`Demonstration` objects, dicts with observations / actions
+            (/ rewards / infos), or ``imitation``-style trajectories (``obs``, ``acts``, ``rews``).
+        task_id: task id of demonstrations that do not give one.
+        only_successful: skip demonstrations whose success is known to be False.
+
+    Returns:
+        The number of segments written (before deduplication).
+
+    Raises:
+        ValueError: a demonstration is ragged, or its actions / observations are outside the spaces.
+    """
+    demos = [validate_demonstration(d, manager.observation_space, manager.action_space, i)
+             for i, d in enumerate(as_demonstrations(demonstrations, task_id))]
+    written = 0
+    for d in demos:
+        if only_successful and d.success is False:
+            continue
+        ep = Episode(observations=d.observations, actions=d.actions, rewards=d.rewards, success=d.success,
+                     guided=False, task_id=d.task_id)
+        written += manager.ingest(ep, Provenance.DEMO)
+    return written

@@ -1,0 +1,97 @@
+"""Producing demonstrations: roll out a policy (trained or scripted) and save the episodes."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from experience_wrappers.errors import BankFileError
+from experience_wrappers.manager import success_from_info
+
+from .trajectories import Demonstration, stack_observations
+
+__all__ = ["record_demonstrations", "save_demonstrations", "load_demonstrations"]
+
+FORMAT, VERSION = "complementary-rl.demonstrations", 1
+
+
+def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes: int, seed: int = 0,
+                          only_successful: bool = False, max_attempts: int | None = None) -> list[Demonstration]:
+    """Roll ``policy(obs) -> action`` out in ``env`` (unwrapped by any experience wrapper).
+
+    A trained SB3 model works as ``lambda obs: model.predict(obs, deterministic=True)[0]``.
+    With ``only_successful`` only successful episodes are kept, trying at most
+    ``max_attempts`` episodes (default ``10 * n_episodes``).
+    """
+    demos: list[Demonstration] = []
+    attempts = 0
+    limit = max_attempts or 10 * n_episodes
+    while len(demos) < n_episodes and attempts < limit:
+        obs, info = env.reset(seed=seed + attempts)
+        attempts += 1
+        frames, actions, rewards = [], [], []
+        while True:
+            action = policy(obs)
+            frames.append(obs)
+            actions.append(np.asarray(action))
+            obs, reward, terminated, truncated, info = env.step(action)
+            rewards.append(float(reward))
+            if terminated or truncated:
+                break
+        success = success_from_info(info)
+        if only_successful and not success:
+            continue
+        demos.append(Demonstration(observations=stack_observations(frames), actions=np.stack(actions),
+                                   rewards=np.asarray(rewards), success=success))
+    return demos
+
+
+def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
+    """Write demonstrations to one ``.npz`` (concatenated arrays plus offsets; no pickle)."""
+    path = Path(path)
+    if not demos:
+        raise ValueError("no demonstrations to save")
+    lengths = np.array([len(d.actions) for d in demos], dtype=np.int64)
+    arrays: dict[str, np.ndarray] = {"lengths": lengths, "actions": np.concatenate([d.actions for d in demos]),
+                                     "rewards": np.concatenate([d.rewards for d in demos]),
+                                     "success": np.array([-1 if d.success is None else int(d.success) for d in demos]),
+                                     "task_id": np.array([d.task_id for d in demos], dtype=np.int64)}
+    first = demos[0].observations
+    if isinstance(first, dict):
+        for key in first:
+            arrays[f"obs/{key}"] = np.concatenate([np.asarray(d.observations[key])[: len(d.actions)] for d in demos])
+    else:
+        arrays["obs"] = np.concatenate([np.asarray(d.observations)[: len(d.actions)] for d in demos])
+    arrays["meta"] = np.frombuffer(json.dumps({"format": FORMAT, "version": VERSION}).encode(), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def load_demonstrations(path: str | Path) -> list[Demonstration]:
+    """Read a file written by :func:`save_demonstrations` (raises BankFileError if it can't be trusted)."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode())
+            if meta.get("format") != FORMAT or meta.get("version", 0) > VERSION:
+                raise BankFileError(f"{str(path)!r} is not a demonstrations file of a version this library reads: {meta}")
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise BankFileError(f"cannot read demonstrations from {str(path)!r}: {exc}") from exc
+    offsets = np.concatenate([[0], np.cumsum(data["lengths"])])
+    obs_keys = [k for k in data if k.startswith("obs/")]
+    demos = []
+    for i in range(len(data["lengths"])):
+        a, b = offsets[i], offsets[i + 1]
+        obs = {k[4:]: data[k][a:b] for k in obs_keys} if obs_keys else data["obs"][a:b]
+        s = int(data["success"][i])
+        demos.append(Demonstration(observations=obs, actions=data["actions"][a:b], rewards=data["rewards"][a:b],
+                                   success=None if s < 0 else bool(s), task_id=int(data["task_id"][i])))
+    return demos

@@ -1,0 +1,146 @@
+"""Demonstration trajectories: a plain record, conversion from common formats, validation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from gymnasium import spaces
+
+from experience_wrappers.manager import success_from_info
+
+__all__ = ["Demonstration", "as_demonstration", "validate_demonstration"]
+
+
+@attrs.define(kw_only=True)
+class Demonstration:
+    """One demonstrated episode.
+
+    Attributes:
+        observations: the observations the actions were taken from, ``T`` of them (an
+            array with a leading time axis or a dict of such arrays). ``T + 1`` are also
+            accepted (the final observation, as ``imitation`` stores it, is dropped).
+        actions: ``(T, ...)`` actions.
+        rewards: ``(T,)`` rewards (zeros when unknown).
+        success: whether the episode succeeded (read from the last info when not given).
+        task_id: the task id of the episode.
+    """
+
+    observations: Any
+    actions: np.ndarray
+    rewards: np.ndarray
+    success: bool | None = None
+    task_id: int = 0
+
+
+def _length(obs: Any) -> int:
+    if isinstance(obs, dict):
+        lengths = {k: len(v) for k, v in obs.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"observation keys have different lengths: {lengths}")
+        return next(iter(lengths.values()))
+    return len(obs)
+
+
+def _trim(obs: Any, n: int) -> Any:
+    if isinstance(obs, dict):
+        return {k: np.asarray(v)[:n] for k, v in obs.items()}
+    return np.asarray(obs)[:n]
+
+
+def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
+    """Convert a demonstration from a :class:`Demonstration`, a dict or an ``imitation``-style trajectory.
+
+    Dicts need ``observations`` (or ``obs``) and ``actions`` (or ``acts``), and may give
+    ``rewards`` (``rews``), ``infos``, ``success`` and ``task_id``. Objects with ``obs``,
+    ``acts`` and optionally ``rews`` / ``infos`` attributes (``imitation``'s
+    ``Trajectory`` and ``TrajectoryWithRew``) work as they are.
+
+    >>> d = as_demonstration({"obs": np.zeros((4, 2)), "acts": np.array([0, 1, 0]),
+    ...                       "infos": [{}, {}, {"is_success": True}]})
+    >>> len(d.actions), d.success
+    (3, True)
+    """
+    if isinstance(item, Demonstration):
+        return item
+    get = item.get if isinstance(item, dict) else (lambda name, default=None: getattr(item, name, default))
+    obs = get("observations", None)
+    obs = get("obs", None) if obs is None else obs
+    acts = get("actions", None)
+    acts = get("acts", None) if acts is None else acts
+    if obs is None or acts is None:
+        raise ValueError(f"a demonstration needs observations and actions, got {type(item).__name__} "
+                         f"with {sorted(item) if isinstance(item, dict) else 'neither'}")
+    acts = np.asarray(acts)
+    rews = get("rewards", None)
+    rews = get("rews", None) if rews is None else rews
+    rews = np.zeros(len(acts)) if rews is None else np.asarray(rews, dtype=np.float64)
+    infos = get("infos", None)
+    success = get("success", None)
+    if success is None and infos is not None and len(infos):
+        success = success_from_info(dict(infos[-1]))
+    t = get("task_id", None)
+    return Demonstration(observations=obs, actions=acts, rewards=rews, success=success,
+                         task_id=int(task_id if t is None else t))
+
+
+def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
+                           action_space: spaces.Space, index: int = 0) -> Demonstration:
+    """Check lengths, observations and actions against the spaces; returns a trimmed copy.
+
+    Raises:
+        ValueError: naming the demonstration's index and what is wrong.
+    """
+    where = f"demonstration {index}"
+    n = len(demo.actions)
+    if n == 0:
+        raise ValueError(f"{where} has no actions")
+    n_obs = _length(demo.observations)
+    if n_obs not in (n, n + 1):
+        raise ValueError(f"{where}: {n_obs} observations for {n} actions (ragged); expected {n} or {n + 1}")
+    if len(demo.rewards) != n:
+        raise ValueError(f"{where}: {len(demo.rewards)} rewards for {n} actions (ragged)")
+    if not np.all(np.isfinite(demo.rewards)):
+        raise ValueError(f"{where}: rewards contain NaN or inf")
+    obs = _trim(demo.observations, n)
+    for t in range(n):
+        a = demo.actions[t]
+        a = a.item() if isinstance(action_space, spaces.Discrete) and np.ndim(a) else a
+        if not action_space.contains(np.asarray(a, dtype=action_space.dtype) if not isinstance(
+                action_space, spaces.Discrete) else np.int64(a)):
+            raise ValueError(f"{where}: action {t} = {demo.actions[t]!r} is not in the action space {action_space}")
+    first = {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
+    if isinstance(observation_space, spaces.Dict) and not isinstance(first, dict):
+        raise ValueError(f"{where}: the env observes a Dict, the demonstration gives {type(first).__name__}")
+    for t in (0, n - 1):
+        o = {k: v[t] for k, v in obs.items()} if isinstance(obs, dict) else obs[t]
+        if not observation_space.contains(_cast(o, observation_space)):
+            raise ValueError(f"{where}: observation {t} is not in the observation space {observation_space}")
+    return Demonstration(observations=obs, actions=np.asarray(demo.actions), rewards=demo.rewards,
+                         success=demo.success, task_id=demo.task_id)
+
+
+def _cast(obs: Any, space: spaces.Space) -> Any:
+    if isinstance(space, spaces.Dict) and isinstance(obs, dict):
+        return {k: _cast(obs[k], s) for k, s in space.spaces.items() if k in obs}
+    if isinstance(space, spaces.Box):
+        return np.asarray(obs, dtype=space.dtype)
+    if isinstance(space, spaces.Discrete):
+        return np.int64(np.asarray(obs).item())
+    return np.asarray(obs)
+
+
+def as_demonstrations(items: Iterable[Any] | Any, task_id: int = 0) -> list[Demonstration]:
+    """A list of demonstrations from one or many items (see :func:`as_demonstration`)."""
+    if isinstance(items, (Demonstration, dict)) or hasattr(items, "acts"):
+        items = [items]
+    return [as_demonstration(it, task_id) for it in items]
+
+
+def stack_observations(frames: Sequence[Any]) -> Any:
+    """Stack per-step observations (arrays or dicts of arrays) along a new time axis."""
+    if isinstance(frames[0], dict):
+        return {k: np.stack([f[k] for f in frames]) for k in frames[0]}
+    return np.stack([np.asarray(f) for f in frames])

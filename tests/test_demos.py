@@ -1,0 +1,114 @@
+"""Demonstrations as initial experience: ingestion, validation, recording, files."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from experience_wrappers import BankFileError, ExperienceBank, ExperienceWrapper, Provenance
+from integrations.demos import (
+    Demonstration,
+    ingest_demonstrations,
+    load_demonstrations,
+    record_demonstrations,
+    save_demonstrations,
+)
+
+
+@pytest.fixture
+def cartpole():
+    bank = ExperienceBank(dedup_threshold=0.0)
+    env = ExperienceWrapper(gym.make("CartPole-v1"), bank, manager_kwargs={"mode": "sync", "segment_every": 4})
+    return env, bank
+
+
+def _random_demos(env, n=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return record_demonstrations(env.env, lambda obs: int(rng.integers(2)), n, seed=seed)
+
+
+def test_ingestion_creates_retrievable_demo_entries(cartpole):
+    env, bank = cartpole
+    demos = _random_demos(env)
+    n = ingest_demonstrations(env.experience_manager, demos)
+    expected = sum(int(np.ceil(len(d.actions) / 4)) for d in demos)
+    assert n == expected == len(bank)
+    entries = bank.entries()
+    assert set(entries["provenance"].tolist()) == {int(Provenance.DEMO)}
+    # the key of the first segment is the key of the first demonstrated observation
+    key = env.experience_manager.key_encoder(demos[0].observations[0])
+    hit = bank.query(key, k=1, mode="knn", record=False)
+    assert hit.mask[0, 0] and hit.distances[0, 0] < 1e-6
+    # priors are distributions over CartPole's two actions
+    np.testing.assert_allclose(entries["prior"].sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_imitation_style_trajectories_are_accepted(cartpole):
+    env, bank = cartpole
+    d = _random_demos(env, 1)[0]
+    obs_plus_final = np.concatenate([d.observations, d.observations[-1:]])  # T + 1, as imitation stores it
+
+    class Traj:
+        obs, acts, rews, infos = obs_plus_final, d.actions, d.rewards, None
+
+    assert ingest_demonstrations(env.experience_manager, [Traj()]) > 0
+    assert len(bank) > 0
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda d: {"obs": d.observations[:2], "acts": d.actions, "rews": d.rewards}, "ragged"),
+    (lambda d: {"obs": d.observations, "acts": d.actions, "rews": d.rewards[:-1]}, "ragged"),
+    (lambda d: {"obs": d.observations, "acts": d.actions + 5, "rews": d.rewards}, "not in the action space"),
+    (lambda d: {"obs": d.observations[:, :2], "acts": d.actions, "rews": d.rewards}, "not in the observation space"),
+    (lambda d: {"acts": d.actions}, "needs observations and actions"),
+])
+def test_malformed_demonstrations_change_nothing(cartpole, breakage, message):
+    env, bank = cartpole
+    good = _random_demos(env, 2)
+    ingest_demonstrations(env.experience_manager, good[:1])
+    before = bank.entries()
+    with pytest.raises(ValueError, match=message):
+        ingest_demonstrations(env.experience_manager, [good[1], breakage(good[1])])
+    after = bank.entries()
+    assert before.keys() == after.keys()
+    for k in before:
+        np.testing.assert_array_equal(before[k], after[k])
+
+
+def test_save_and_load_round_trip(tmp_path, cartpole):
+    env, _ = cartpole
+    demos = _random_demos(env, 3)
+    path = save_demonstrations(tmp_path / "demos.npz", demos)
+    back = load_demonstrations(path)
+    assert len(back) == 3
+    for a, b in zip(demos, back, strict=True):
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_array_equal(a.observations, b.observations)
+        assert a.success == b.success
+
+
+def test_damaged_demo_file_raises(tmp_path, cartpole):
+    env, _ = cartpole
+    path = save_demonstrations(tmp_path / "demos.npz", _random_demos(env, 1))
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(BankFileError):
+        load_demonstrations(path)
+
+
+def test_only_successful_skips_failures(cartpole):
+    env, bank = cartpole
+    d = _random_demos(env, 1)[0]
+    failed = Demonstration(observations=d.observations, actions=d.actions, rewards=d.rewards, success=False)
+    assert ingest_demonstrations(env.experience_manager, [failed], only_successful=True) == 0
+    assert len(bank) == 0
+
+
+def test_scripted_minihack_demonstrations_succeed():
+    pytest.importorskip("minihack")
+    from integrations.minihack import StairsSeeker, make_minihack_env
+
+    env = make_minihack_env("MiniHack-Room-5x5-v0", observation_keys=("glyphs_crop", "blstats", "chars_crop"))
+    demos = record_demonstrations(env, StairsSeeker(0), 3, only_successful=True)
+    assert len(demos) == 3 and all(d.success for d in demos)
+    assert all(len(d.actions) < 20 for d in demos)
