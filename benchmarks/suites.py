@@ -27,6 +27,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
     Suite("smoke", ("CartPole-v1",), ("ppo", "crl"), (0,), steps=4096, eval_episodes=4),
     Suite("easy", ("MiniHack-Room-Monster-5x5-v0", "MiniHack-Room-Ultimate-5x5-v0"), ("ppo", "crl"),
           (0, 1, 2, 3, 4), steps=150_000, thresholds=(0.9, 0.95)),
+    Suite("easy-60k", ("MiniHack-Room-Monster-5x5-v0", "MiniHack-Room-Ultimate-5x5-v0"), ("ppo", "crl"),
+          (0, 1, 2, 3, 4), steps=60_000, thresholds=(0.9, 0.95)),
     Suite("medium", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo", "crl"),
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8)),
     Suite("stretch", ("MiniHack-KeyRoom-S5-v0",), ("ppo", "crl"), (0, 1), steps=500_000),

@@ -1,0 +1,272 @@
+"""Turn benchmark result files into ``docs/benchmarks.md`` and PNG learning curves.
+
+Run::
+
+    python -m benchmarks.report                    # every suite under benchmarks/results/
+    python -m benchmarks.report --suites easy ways
+
+For each suite and task: per arm, the number of seeds, steps to each success threshold
+(mean, std and a 95 % bootstrap CI over the seeds that reached it, and how many did),
+area under the success curve, final success (mean and std across seeds), evaluation with
+and without experience, steps/s and wall-clock; a learning-curve plot (mean and range over
+seeds). Across tasks, each CRL arm against ``ppo``: IQM of final success and the
+probability of improvement (rliable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
+README = Path(__file__).resolve().parent.parent / "README.md"
+HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->"
+HEADLINE_SUITES = ("easy", "easy-60k", "medium", "mt10", "ways")
+
+
+def load_results(root: Path, suites: list[str] | None = None) -> dict[str, dict[str, dict[str, list[dict]]]]:
+    """``out[suite][env][arm] = [result, ...]`` sorted by seed."""
+    out: dict[str, dict[str, dict[str, list[dict]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for path in sorted(root.glob("*/*/*/seed*.json")):
+        suite = path.parts[-4]
+        if suites and suite not in suites:
+            continue
+        res = json.loads(path.read_text())
+        out[suite][res["env_id"]][res["arm"]].append(res)
+    for envs in out.values():
+        for arms in envs.values():
+            for runs in arms.values():
+                runs.sort(key=lambda r: r["seed"])
+    return out
+
+
+def bootstrap_ci(values: list[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile bootstrap CI of the mean (NaN, NaN for fewer than 2 values)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = rng.choice(v, size=(n_boot, len(v)), replace=True).mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def curve_of(run: dict, key: str = "outcome") -> tuple[np.ndarray, np.ndarray]:
+    pts = [(c["steps"], c[key]) for c in run["curve"] if c.get(key) is not None]
+    if not pts:
+        return np.zeros(0), np.zeros(0)
+    s, v = zip(*pts, strict=True)
+    return np.asarray(s, dtype=float), np.asarray(v, dtype=float)
+
+
+def auc(run: dict) -> float:
+    """Mean rolling outcome over the run (area under the curve divided by the steps)."""
+    s, v = curve_of(run)
+    if len(s) < 2:
+        return math.nan
+    return float(np.trapezoid(v, s) / (s[-1] - s[0]))
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.{digits}f}" if abs(x) < 1000 else f"{x / 1000:.1f}k"
+
+
+def arm_row(runs: list[dict], thresholds: list[str]) -> dict[str, Any]:
+    row: dict[str, Any] = {"seeds": [r["seed"] for r in runs]}
+    for t in thresholds:
+        reached = [r["first_reached"].get(t) for r in runs if r["first_reached"].get(t) is not None]
+        row[f"to_{t}"] = (reached, len(runs))
+    finals = [r["final_outcome"] for r in runs if r["final_outcome"] is not None]
+    row["final"] = finals
+    row["auc"] = [auc(r) for r in runs]
+    for name in ("with_experience", "without_experience"):
+        vals = [r["evaluation"][name]["success" if r["uses_success"] else "return"]
+                for r in runs if name in r.get("evaluation", {})]
+        row[name] = vals
+    row["sps"] = [r["steps_per_s"] for r in runs]
+    row["wall"] = [r["wall_s"] for r in runs]
+    row["steps"] = runs[0]["total_steps"]
+    return row
+
+
+def _mean_std(vals: list[float]) -> str:
+    vals = [v for v in vals if v is not None and not math.isnan(v)]
+    if not vals:
+        return "n/a"
+    return f"{np.mean(vals):.2f} ± {np.std(vals):.2f}"
+
+
+def steps_cell(reached: list[int], n: int) -> str:
+    if not reached:
+        return f"never (0/{n})"
+    lo, hi = bootstrap_ci(reached)
+    ci = f" [{lo / 1000:.1f}k, {hi / 1000:.1f}k]" if not math.isnan(lo) else ""
+    return f"{np.mean(reached) / 1000:.1f}k ± {np.std(reached) / 1000:.1f}k{ci} ({len(reached)}/{n})"
+
+
+def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for arm, runs in sorted(arms.items()):
+        grid = None
+        curves = []
+        for r in runs:
+            s, v = curve_of(r)
+            if len(s) < 2:
+                continue
+            grid = s if grid is None or len(s) < len(grid) else grid
+            curves.append((s, v))
+        if not curves or grid is None:
+            continue
+        ys = np.array([np.interp(grid, s, v) for s, v in curves])
+        ax.plot(grid, ys.mean(0), label=f"{arm} ({len(curves)} seeds)")
+        ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.15)
+    uses_success = next(iter(arms.values()))[0]["uses_success"]
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("success (last 100 episodes)" if uses_success else "return (last 100 episodes)")
+    ax.set_title(env_id, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def aggregate(suite_envs: dict[str, dict[str, list[dict]]]) -> list[str]:
+    """IQM of final success per arm and probability of improvement over ppo, across the suite's tasks."""
+    try:
+        from rliable import library as rly
+        from rliable import metrics
+    except Exception as exc:  # rliable is in the `bench` extra
+        return [f"(aggregate skipped: rliable unavailable: {exc})"]
+    arms = sorted({a for env in suite_envs.values() for a in env})
+    envs = sorted(suite_envs)
+    scores = {}
+    for arm in arms:
+        per_env = []
+        for env in envs:
+            runs = suite_envs[env].get(arm, [])
+            per_env.append([r["final_outcome"] for r in runs if r["final_outcome"] is not None])
+        n = min((len(v) for v in per_env), default=0)
+        if n >= 2 and next(iter(suite_envs[envs[0]].values()))[0]["uses_success"]:
+            scores[arm] = np.array([v[:n] for v in per_env]).T  # (seeds, tasks)
+    if "ppo" not in scores or len(scores) < 2:
+        return ["(aggregate needs >= 2 seeds per task for ppo and another arm, on success-based tasks)"]
+    iqm = {a: metrics.aggregate_iqm(s) for a, s in scores.items()}
+    lines = ["| arm | IQM of final success | P(arm > ppo) [95 % CI] |", "| --- | --- | --- |"]
+    for arm in sorted(scores):
+        if arm == "ppo":
+            lines.append(f"| ppo | {iqm[arm]:.3f} | |")
+            continue
+        n = min(len(scores[arm]), len(scores["ppo"]))
+        pair = {f"{arm},ppo": (scores[arm][:n], scores["ppo"][:n])}
+        est, ci = rly.get_interval_estimates(pair, metrics.probability_of_improvement, reps=1000)
+        key = f"{arm},ppo"
+        lines.append(f"| {arm} | {iqm[arm]:.3f} | {float(np.squeeze(est[key])):.2f} "
+                     f"[{float(ci[key][0].squeeze()):.2f}, {float(ci[key][1].squeeze()):.2f}] |")
+    return lines
+
+
+def render(results: dict, out_md: Path, fig_dir: Path) -> str:
+    lines = ["# Benchmarks", "",
+             "Generated by `python -m benchmarks.report` from the result files in `benchmarks/results/`;",
+             "each suite's runs come from `python -m benchmarks.runner --suite NAME` (the exact command is",
+             "in every result file). Success is the rolling success rate over the last 100 episodes.",
+             "Steps-to-threshold: mean ± std over the seeds that reached it, a 95 % bootstrap CI, and how",
+             "many seeds reached it. Evaluation: 50 sampled-action episodes (fewer for small suites), with",
+             "every episode guided, then every episode free.", ""]
+    for suite in sorted(results):
+        lines += [f"## Suite `{suite}`", ""]
+        for env_id in sorted(results[suite]):
+            arms = results[suite][env_id]
+            thresholds = sorted({t for runs in arms.values() for r in runs for t in r["first_reached"]
+                                 if any(rr["first_reached"].get(t) for rr in runs)}, key=float)
+            rows = {arm: arm_row(runs, thresholds) for arm, runs in arms.items()}
+            uses_success = next(iter(arms.values()))[0]["uses_success"]
+            what = "success" if uses_success else "return"
+            lines += [f"### {env_id}", ""]
+            head = ["arm", "seeds", "steps", *[f"steps to {float(t):.0%}" for t in thresholds],
+                    f"final {what}", "AUC", f"eval {what} with exp.", f"eval {what} without", "steps/s", "wall s"]
+            lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+            order = sorted(rows, key=lambda a: (a != "ppo", a != "crl", a))
+            for arm in order:
+                r = rows[arm]
+                cells = [arm, ",".join(map(str, r["seeds"])), f"{r['steps'] / 1000:.0f}k",
+                         *[steps_cell(*r[f"to_{t}"]) for t in thresholds],
+                         _mean_std(r["final"]), _mean_std(r["auc"]), _mean_std(r["with_experience"]),
+                         _mean_std(r["without_experience"]), f"{np.mean(r['sps']):.0f}", f"{np.mean(r['wall']):.0f}"]
+                lines.append("| " + " | ".join(cells) + " |")
+            png = fig_dir / f"{suite}_{env_id.replace('/', '_')}.png"
+            plot_curves(env_id, arms, png)
+            lines += ["", f"![{env_id} learning curves]({png.relative_to(out_md.parent).as_posix()})", ""]
+        agg = aggregate(results[suite])
+        lines += ["**Aggregate over the suite's tasks** (final success):", "", *agg, ""]
+    text = "\n".join(lines) + "\n"
+    return text
+
+
+def headline(results: dict) -> list[str]:
+    """The README's table: ppo vs crl per task of the headline suites that have results."""
+    lines = ["| suite | task | arm | seeds | final success | steps to 90 % | eval with / without exp. |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for suite in HEADLINE_SUITES:
+        for env_id, arms in sorted(results.get(suite, {}).items()):
+            for arm in ("ppo", "crl"):
+                runs = arms.get(arm)
+                if not runs:
+                    continue
+                r = arm_row(runs, ["0.9"])
+                lines.append(f"| {suite} | {env_id} | {arm} | {len(runs)} | {_mean_std(r['final'])} | "
+                             f"{steps_cell(*r['to_0.9'])} | {_mean_std(r['with_experience'])} / "
+                             f"{_mean_std(r['without_experience'])} |")
+    return lines if len(lines) > 2 else ["(no headline results yet)"]
+
+
+def update_readme(readme: Path, results: dict) -> None:
+    """Replace the block between the headline markers of the README (if both are there)."""
+    text = readme.read_text()
+    if HEADLINE_START not in text or HEADLINE_END not in text:
+        return
+    before, rest = text.split(HEADLINE_START, 1)
+    _, after = rest.split(HEADLINE_END, 1)
+    block = "\n".join(["", *headline(results), ""])
+    readme.write_text(before + HEADLINE_START + block + "\n" + HEADLINE_END + after)
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(description="Write docs/benchmarks.md from benchmark result files.")
+    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--suites", nargs="*")
+    p.add_argument("--out", type=Path, default=DOCS / "benchmarks.md")
+    p.add_argument("--analysis", type=Path, default=ANALYSIS, help="hand-written analysis placed before the tables")
+    p.add_argument("--readme", type=Path, default=README, help="README whose headline block is refreshed")
+    args = p.parse_args(argv)
+    results = load_results(args.results, args.suites)
+    text = render(results, args.out, args.out.parent / "figures")
+    if args.analysis.exists():
+        head, _, tables = text.partition("\n## ")
+        text = head + "\n" + args.analysis.read_text().strip() + "\n\n## " + tables
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    if args.readme.exists():
+        update_readme(args.readme, results)
+    print(f"wrote {args.out} ({sum(len(a) for s in results.values() for a in s.values())} env x arm groups)")
+    return text
+
+
+if __name__ == "__main__":
+    main()
