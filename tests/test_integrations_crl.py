@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -33,7 +32,12 @@ def _learn(venv, policy_kwargs, steps=256):
 
 def test_minihack_wrapped_checkers_and_short_learn():
     pytest.importorskip("minihack")
-    from integrations.minihack import GlyphCNNExtractor, MiniHackKeyEncoder, make_minihack_env, make_minihack_vec_env
+    from integrations.minihack import (
+        GlyphCNNExtractor,
+        MiniHackKeyEncoder,
+        make_minihack_env,
+        make_minihack_vec_env,
+    )
 
     base = make_minihack_env("MiniHack-Room-5x5-v0")
     bank = ExperienceBank()

@@ -145,6 +145,11 @@ class ExperienceManager:
         return self.config.exp_dim
 
     @property
+    def pg_updates(self) -> int:
+        """Outcome (policy-gradient) updates of the extractor: its version, in the bank's units."""
+        return self.trainer.updates - self.ssl_updates
+
+    @property
     def context_dim(self) -> int:
         return self.extractor_config.context_size
 
@@ -311,7 +316,7 @@ class ExperienceManager:
         if keep.any():
             res = self.bank.add(keys[keep], z[keep], task_ids=ep.task_id, prior=priors[keep],
                                 context=contexts[keep], sample_logp=logp[keep], provenance=provenance,
-                                step=ep.env_steps, extractor_version=self.trainer.updates)
+                                step=ep.env_steps, extractor_version=self.pg_updates)
             self._forget(res.evicted)
             with self._stats_lock:
                 self.entries_added += int(res.added.sum())
@@ -334,7 +339,7 @@ class ExperienceManager:
             out = self.trainer.ssl_update(batch)
             with self._stats_lock:
                 self.ssl_updates += 1
-                self.last_losses.update({f"ssl_{k}": v for k, v in out.items()})
+                self.last_losses.update({f"ssl_{k.removeprefix('ssl_')}": v for k, v in out.items()})
         if len(self._samples) >= cfg.batch_size:
             self._train_step()
 
@@ -357,9 +362,9 @@ class ExperienceManager:
         if present.any():
             e = self.bank.get(ids[present])
             n_trained[present] = e["n_trained"]
-            recent[present] = (e["last_trained"] >= 0) & (e["last_trained"] >= self.trainer.updates - 1)
+            recent[present] = (e["last_trained"] >= 0) & (e["last_trained"] >= self.pg_updates - 1)
         out = self.trainer.update(contexts, z, logp, rewards, n_trained, recent)
-        self.bank.mark_trained(ids[present], self.trainer.updates)
+        self.bank.mark_trained(ids[present], self.pg_updates)
         with self._stats_lock:
             self.last_losses.update(out)
 
@@ -388,6 +393,7 @@ class ExperienceManager:
                 "episodes_processed": float(self.episodes_processed),
                 "entries_added": float(self.entries_added),
                 "extractor_updates": float(self.trainer.updates),
+                "extractor_pg_updates": float(self.pg_updates),
                 "ssl_updates": float(self.ssl_updates),
                 "queue": float(self.pending),
                 "guided_ratio": float(self.guided_ratio),
@@ -431,8 +437,9 @@ class ExperienceManager:
             "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz")},
         }
         (tmp / "manager.json").write_text(json.dumps(state, indent=1))
+        files = {**state["files"], "manager.json": sha256_file(tmp / "manager.json")}
         (tmp / "meta.json").write_text(json.dumps({"format": self.STATE_FORMAT, "version": self.STATE_VERSION,
-                                                   "files": state["files"]}))
+                                                   "files": files}))
         commit()
         return path
 

@@ -37,8 +37,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     ``"observation"``) plus ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``,
     ``experience_mask`` ``(k,)`` and, with ``action_prior=True``,
     ``experience_action_prior``. ``info`` carries ``experience_guided``,
-    ``experience_ids`` (the entries shown) and, at an episode's end,
-    ``experience_outcome``. The wrapper trains nothing.
+    ``experience_ids`` (the entries shown in the observation the action was taken
+    from; after a re-retrieval the returned observation may show others) and, at an
+    episode's end, ``experience_outcome``. The wrapper trains nothing.
 
     Every wrapper on one bank shares one :class:`ExperienceManager` (created on first
     use; pass ``manager`` or ``key_encoder`` / ``manager_kwargs`` to choose).

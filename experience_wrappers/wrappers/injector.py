@@ -139,7 +139,7 @@ class ExperienceInjector:
         tasks = self.task_ids[rows]
         keys = mgr.encode_keys(obs, tasks)
         res = mgr.bank.query(keys, self.k, task_ids=tasks if self.filter_by_task else None,
-                             mode=self.query_mode, record=self.learn)
+                             mode=self.query_mode, record=self.learn, rng=self.rng)
         m = res.mask
         self.mask[rows] = m
         self.ids[rows] = res.ids

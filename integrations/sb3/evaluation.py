@@ -52,7 +52,10 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     """Evaluate twice on ``env`` (default: the model's env): every episode guided, then every one free.
 
     During evaluation nothing is learned: episodes are not handed to the manager and
-    retrieval counters are left alone. The schedule is restored afterwards.
+    retrieval counters are left alone. Afterwards the schedule is restored and the env is
+    reset (so no evaluation episode reaches the manager); when ``env`` is the model's own,
+    the model's last observation is updated, so training can continue. A separate
+    evaluation env on the same bank avoids touching the training env at all.
 
     Returns:
         ``{"with_experience": {...}, "without_experience": {...}}`` as :func:`run_episodes` gives.
@@ -71,4 +74,10 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     finally:
         for inj, (force, learn) in zip(injectors, saved, strict=True):
             inj.force_guided, inj.learn = force, learn
+        # start fresh episodes under the training settings (the evaluation episodes in flight
+        # are dropped, never handed to the manager) and keep the model's view of the env current
+        obs = env.reset()
+        if env is model.get_env():
+            model._last_obs = obs
+            model._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
     return out

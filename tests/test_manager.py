@@ -1,0 +1,565 @@
+"""The experience manager: outcome attribution, distillation, training, modes, persistence."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from experience_wrappers import (
+    BankFileError,
+    CallableKeyEncoder,
+    Episode,
+    ExperienceBank,
+    ExperienceManager,
+    ManagerConfig,
+    Provenance,
+)
+from experience_wrappers.manager import FreeBaseline, manager_for_bank, utility_decay
+
+OBS = spaces.Box(-1.0, 1.0, (4,), np.float32)
+ACT = spaces.Discrete(3)
+
+
+def make_manager(bank: ExperienceBank | None = None, key_encoder=None, **config) -> ExperienceManager:
+    config.setdefault("mode", "sync")
+    bank = bank if bank is not None else ExperienceBank(dedup_threshold=0.0)
+    return ExperienceManager(bank, OBS, ACT, key_encoder=key_encoder, config=ManagerConfig(**config))
+
+
+def make_episode(rng: np.random.Generator, length: int = 10, *, guided: bool = False,
+                 success: bool | None = None, total: float | None = None, injected=(),
+                 task: int = 0, obs: np.ndarray | None = None) -> Episode:
+    if obs is None:
+        obs = rng.uniform(-1, 1, (length, 4)).astype(np.float32)
+    length = len(obs)
+    rewards = np.zeros(length)
+    if total is not None:
+        rewards[-1] = total
+    return Episode(observations=obs, actions=rng.integers(0, 3, length), rewards=rewards,
+                   success=success, guided=guided, injected_ids=np.asarray(injected, dtype=np.int64),
+                   task_id=task, env_steps=length)
+
+
+def seeded_bank(mgr: ExperienceManager, rng: np.random.Generator, n_segments: int = 4) -> np.ndarray:
+    """Fill the bank with ``n_segments`` demo entries (valid contexts), give them distinct utilities."""
+    length = n_segments * mgr.config.segment_every
+    written = mgr.ingest(make_episode(rng, length))
+    assert written == n_segments
+    ids = mgr.bank.entries()["id"]
+    mgr.bank.update(ids, np.linspace(-0.5, 0.5, len(ids)), 0.5)  # u0 != 0, n_credited = 1
+    return ids
+
+
+def by_id(bank: ExperienceBank, ids) -> dict[str, np.ndarray]:
+    return bank.get(np.asarray(ids, dtype=np.int64))
+
+
+def assert_entries_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+# ----------------------------------------------------------------- attribution
+@pytest.mark.parametrize("progress", [0.0, 0.3, 1.0])
+def test_guided_episode_credits_exactly_the_injected_ids_with_the_delta(rng, progress):
+    mgr = make_manager(segment_every=4)
+    ids = seeded_bank(mgr, rng, 4)
+    mgr.progress = progress
+    injected, others = ids[[0, 2]], ids[[1, 3]]
+    before = mgr.bank.entries()
+    mgr.submit(make_episode(rng, guided=False, success=False))  # free: outcome 0
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=injected))
+    decay = utility_decay(progress)
+    got = by_id(mgr.bank, injected)
+    u0 = by_id_from(before, injected, "utility")
+    np.testing.assert_allclose(got["utility"], decay * u0 + (1 - decay) * 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(got["n_credited"], by_id_from(before, injected, "n_credited") + 1)
+    rest = by_id(mgr.bank, others)
+    np.testing.assert_array_equal(rest["utility"], by_id_from(before, others, "utility"))
+    np.testing.assert_array_equal(rest["n_credited"], by_id_from(before, others, "n_credited"))
+    # entries distilled from the two episodes start uncredited
+    new = np.setdiff1d(mgr.bank.entries()["id"], ids)
+    assert len(new) > 0
+    assert np.all(by_id(mgr.bank, new)["n_credited"] == 0)
+    assert mgr.stats()["delta"] == pytest.approx(1.0)
+
+
+def by_id_from(entries: dict[str, np.ndarray], ids, column: str) -> np.ndarray:
+    pos = {int(i): j for j, i in enumerate(entries["id"])}
+    return entries[column][[pos[int(i)] for i in ids]]
+
+
+def test_duplicate_injected_ids_are_credited_once(rng):
+    mgr = make_manager(segment_every=4)
+    ids = seeded_bank(mgr, rng, 2)
+    before = mgr.bank.get(ids)
+    mgr.submit(make_episode(rng, success=False))
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=[ids[0], ids[0], ids[0]]))
+    after = mgr.bank.get(ids)
+    assert after["n_credited"].tolist() == [before["n_credited"][0] + 1, before["n_credited"][1]]
+
+
+def test_no_credit_before_any_free_episode(rng):
+    mgr = make_manager(segment_every=4)
+    ids = seeded_bank(mgr, rng, 3)
+    before = mgr.bank.get(ids)
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids))
+    after = mgr.bank.get(ids)
+    np.testing.assert_array_equal(after["utility"], before["utility"])
+    np.testing.assert_array_equal(after["n_credited"], before["n_credited"])
+    assert np.isnan(mgr.stats()["delta"])
+    assert mgr.free_baseline() is None
+    # once a free episode exists the same kind of episode is credited
+    mgr.submit(make_episode(rng, success=False))
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids))
+    np.testing.assert_array_equal(mgr.bank.get(ids)["n_credited"], before["n_credited"] + 1)
+
+
+def test_baseline_is_per_task(rng):
+    mgr = make_manager(segment_every=4)
+    ids = seeded_bank(mgr, rng, 2)
+    before = mgr.bank.get(ids)
+    mgr.submit(make_episode(rng, success=False, task=1))  # a free episode of another task
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids, task=0))
+    np.testing.assert_array_equal(mgr.bank.get(ids)["n_credited"], before["n_credited"])
+
+
+def test_return_deltas_are_scaled_by_the_spread_of_free_returns(rng):
+    mgr = make_manager(segment_every=4)
+    ids = seeded_bank(mgr, rng, 2)
+    mgr.progress = 0.5
+    u0 = mgr.bank.get(ids)["utility"]
+    for total in (0.0, 10.0):  # mean 5, std 5
+        mgr.submit(make_episode(rng, total=total))
+    mgr.submit(make_episode(rng, guided=True, total=15.0, injected=ids))
+    decay = utility_decay(0.5)
+    expected_delta = (15.0 - 5.0) / 5.0
+    np.testing.assert_allclose(mgr.bank.get(ids)["utility"], decay * u0 + (1 - decay) * expected_delta)
+    assert mgr.stats()["delta"] == pytest.approx(expected_delta)
+
+
+def test_return_deltas_are_not_inflated_when_free_returns_barely_vary():
+    b = FreeBaseline()
+    b.add(0, 1.0)
+    b.add(0, 2.0)  # std 0.5: the divisor is floored at 1
+    assert b.delta(0, 3.5, is_success=False) == pytest.approx(2.0)
+    # success outcomes are never rescaled
+    b2 = FreeBaseline()
+    for v in (0.0, 0.0, 0.0, 1.0):
+        b2.add(0, v)
+    assert b2.delta(0, 1.0, is_success=True) == pytest.approx(0.75)
+
+
+def test_baseline_window_keeps_only_the_last_free_outcomes():
+    b = FreeBaseline(window=2)
+    for v in (100.0, 0.0, 1.0):
+        b.add(0, v)
+    assert b.mean(0) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("reward_mode", ["delta", "direct"])
+def test_extractor_reward_delta_or_direct(rng, reward_mode):
+    mgr = make_manager(segment_every=4, extractor_reward=reward_mode)
+    ids = seeded_bank(mgr, rng, 2)
+    mgr.submit(make_episode(rng, success=True))
+    mgr.submit(make_episode(rng, success=False))  # free mean 0.5
+    mgr.submit(make_episode(rng, guided=True, success=False, injected=[ids[0]]))  # delta -0.5
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=[ids[1]]))  # delta +0.5
+    rewards = {i: mgr._samples[int(i)].rewards for i in ids}
+    if reward_mode == "delta":
+        assert rewards[ids[0]] == [pytest.approx(-0.5)] and rewards[ids[1]] == [pytest.approx(0.5)]
+    else:
+        assert rewards[ids[0]] == [-1.0] and rewards[ids[1]] == [1.0]
+    # the bank's utility always follows the delta, whatever the extractor's reward
+    u = mgr.bank.get(ids)["utility"]
+    assert u[0] < 0 < u[1] or reward_mode == "direct" and u[0] < u[1]
+
+
+def test_direct_reward_without_success_uses_the_sign_of_the_delta(rng):
+    mgr = make_manager(segment_every=4, extractor_reward="direct")
+    ids = seeded_bank(mgr, rng, 2)
+    mgr.submit(make_episode(rng, total=5.0))
+    mgr.submit(make_episode(rng, guided=True, total=1.0, injected=[ids[0]]))
+    mgr.submit(make_episode(rng, guided=True, total=9.0, injected=[ids[1]]))
+    assert mgr._samples[int(ids[0])].rewards == [-1.0]
+    assert mgr._samples[int(ids[1])].rewards == [1.0]
+
+
+# ---------------------------------------------------------------- distillation
+@pytest.mark.parametrize(("length", "every", "starts"),
+                         [(10, 4, [0, 4, 8]), (8, 4, [0, 4]), (7, 0, [0]), (3, 8, [0])])
+def test_distillation_adds_one_entry_per_segment(rng, length, every, starts):
+    mgr = make_manager(segment_every=every)
+    ep = make_episode(rng, length, task=2)
+    mgr.submit(ep)
+    e = mgr.bank.entries()
+    assert len(mgr.bank) == len(starts) == mgr.entries_added
+    want_keys = mgr.key_encoder.encode(ep.observations[starts], np.full(len(starts), 2))
+    order = np.argsort(e["id"])
+    np.testing.assert_allclose(e["key"][order], want_keys, atol=1e-6)
+    np.testing.assert_allclose(e["prior"].sum(axis=1), 1.0, atol=1e-5)
+    assert np.all(e["prior"] > 0)
+    assert np.all(e["task_id"] == 2)
+    assert np.all(e["provenance"] == int(Provenance.EXTRACTED))
+    assert np.all(np.isfinite(e["value"])) and e["value"].shape == (len(starts), mgr.exp_dim)
+    assert np.all(np.isfinite(e["sample_logp"]))
+    assert np.all(e["utility"] == 0.0)
+
+
+def test_prior_follows_the_first_actions_of_a_segment(rng):
+    mgr = make_manager(segment_every=4, prior_horizon=2)
+    ep = make_episode(rng, 8)
+    ep.actions = np.array([2, 2, 2, 2, 0, 0, 1, 1])
+    mgr.submit(ep)
+    e = mgr.bank.entries()
+    prior = e["prior"][np.argsort(e["id"])]
+    assert prior[0].argmax() == 2 and prior[1].argmax() == 0
+
+
+def test_empty_episode_adds_nothing(rng):
+    mgr = make_manager()
+    mgr.submit(Episode(observations=np.zeros((0, 4), np.float32), actions=np.zeros(0, np.int64),
+                       rewards=np.zeros(0), success=None, guided=False))
+    assert len(mgr.bank) == 0 and mgr.episodes_processed == 1
+
+
+def test_skip_below_skips_low_predicted_utility(rng):
+    mgr = make_manager(segment_every=4, skip_below=1e9)
+    mgr.submit(make_episode(rng, 12))
+    assert len(mgr.bank) == 0
+    assert mgr.ingest(make_episode(rng, 8)) == 2  # demonstrations are always kept
+    assert np.all(mgr.bank.entries()["provenance"] == int(Provenance.DEMO))
+
+
+def _run_sequence(seed_rng_seed: int) -> tuple[ExperienceManager, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed_rng_seed)
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=7)
+    mgr.submit(make_episode(rng, 12, success=False))
+    for i in range(6):
+        ids = mgr.bank.entries()["id"]
+        mgr.submit(make_episode(rng, 12, guided=True, success=bool(i % 2), injected=ids[-4:]))
+        mgr.submit(make_episode(rng, 12, success=bool(i % 3 == 0)))
+    return mgr, mgr.bank.entries()
+
+
+def test_sync_mode_with_the_same_seed_builds_the_same_bank():
+    m1, a = _run_sequence(5)
+    m2, b = _run_sequence(5)
+    assert m1.trainer.updates > m1.ssl_updates > 0  # both kinds of update ran
+    assert_entries_equal(a, b)
+    for (n1, t1), (n2, t2) in zip(m1.extractor.state_dict().items(), m2.extractor.state_dict().items(),
+                                  strict=True):
+        assert n1 == n2
+        torch.testing.assert_close(t1, t2, rtol=0, atol=0)
+    # and a different extractor seed gives different values
+    rng = np.random.default_rng(5)
+    m3 = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=8)
+    m3.submit(make_episode(rng, 12, success=False))
+    assert not np.allclose(np.sort(m3.bank.entries()["value"], axis=0),
+                           np.sort(a["value"][:3], axis=0))
+
+
+# ------------------------------------------------------------------- training
+def test_extractor_trains_once_a_batch_of_credited_samples_exists(rng):
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=1000)
+    ids = seeded_bank(mgr, rng, 4)
+    mgr.submit(make_episode(rng, success=False))
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids[:3]))
+    assert mgr.trainer.updates == 0  # 3 credited samples < batch 4
+    assert np.all(mgr.bank.get(ids)["n_trained"] == 0)
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids[3:]))
+    assert mgr.trainer.updates == 1
+    trained = mgr.bank.get(ids)
+    np.testing.assert_array_equal(trained["n_trained"], 1)
+    np.testing.assert_array_equal(trained["last_trained"], 1)
+    assert np.isfinite(mgr.stats()["loss_loss"])
+    assert mgr.stats()["extractor_updates"] == 1.0
+    assert len(mgr._samples) == 0  # the batch was consumed
+
+
+def test_ssl_update_runs_on_fresh_segments(rng):
+    mgr = make_manager(segment_every=4, ssl_batch_size=5)
+    mgr.submit(make_episode(rng, 12))  # 3 segments
+    assert mgr.ssl_updates == 0
+    mgr.submit(make_episode(rng, 12))  # 6 >= 5
+    assert mgr.ssl_updates == 1
+    assert np.isfinite(mgr.stats()["loss_ssl_loss"])
+
+
+def test_training_changes_the_extractor(rng):
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=1000)
+    ids = seeded_bank(mgr, rng, 4)
+    w0 = {k: v.clone() for k, v in mgr.extractor.state_dict().items()}
+    mgr.submit(make_episode(rng, success=False))
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids))
+    assert mgr.trainer.updates == 1
+    changed = [k for k, v in mgr.extractor.state_dict().items() if not torch.equal(v, w0[k])]
+    assert changed
+
+
+# ---------------------------------------------------------------------- merges
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_request_merge_folds_duplicates(rng, mode):
+    mgr = make_manager(segment_every=4, mode=mode)
+    obs = rng.uniform(-1, 1, (8, 4)).astype(np.float32)
+    try:
+        mgr.ingest(make_episode(rng, obs=obs))
+        mgr.ingest(make_episode(rng, obs=obs))  # same keys: dedup is off, so 4 entries
+        assert len(mgr.bank) == 4
+        mgr.request_merge()
+        mgr.flush()
+        assert len(mgr.bank) == 2
+    finally:
+        mgr.close()
+
+
+# ------------------------------------------------------------------ async mode
+def test_async_mode_processes_every_episode_submitted_from_a_thread(rng):
+    mgr = make_manager(mode="async", segment_every=4)
+    episodes = [make_episode(rng, 8, success=bool(i % 2)) for i in range(50)]
+    errors: list[BaseException] = []
+
+    def producer():
+        try:
+            for ep in episodes:
+                mgr.submit(ep)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=producer)
+    t.start()
+    t.join(timeout=30)
+    try:
+        mgr.flush(timeout=60)
+        assert not errors
+        assert mgr.episodes_submitted == mgr.episodes_processed == 50
+        assert mgr.pending == 0
+        assert len(mgr.bank) > 0 and mgr.entries_added > 0
+        assert mgr.free_baseline() == pytest.approx(0.5)
+    finally:
+        mgr.close()
+
+
+def _gated_encoder(gate: threading.Event, bad_value: float | None = None) -> CallableKeyEncoder:
+    def fn(obs, tasks):
+        assert gate.wait(timeout=30)
+        obs = np.asarray(obs, dtype=np.float32)
+        if bad_value is not None and np.any(obs == bad_value):
+            raise ValueError("poisoned observation")
+        return obs
+    return CallableKeyEncoder(fn, key_dim=4)
+
+
+def test_async_submit_never_waits_for_processing(rng):
+    gate = threading.Event()  # the worker's key encoder blocks until the gate opens
+    mgr = make_manager(mode="async", segment_every=4, key_encoder=_gated_encoder(gate))
+    try:
+        t0 = time.perf_counter()
+        for _ in range(10):
+            mgr.submit(make_episode(rng, 8))
+        elapsed = time.perf_counter() - t0
+        assert elapsed < 5.0
+        assert mgr.episodes_submitted == 10
+        assert mgr.episodes_processed == 0
+        assert mgr.pending >= 9  # the worker holds at most one
+        gate.set()
+        mgr.flush(timeout=60)
+        assert mgr.episodes_processed == 10 and len(mgr.bank) == 20
+    finally:
+        gate.set()
+        mgr.close()
+
+
+def test_async_worker_errors_surface_at_the_next_call(rng):
+    gate = threading.Event()
+    gate.set()
+    mgr = make_manager(mode="async", segment_every=4, key_encoder=_gated_encoder(gate, bad_value=0.5))
+    poisoned = make_episode(rng, 8, obs=np.full((8, 4), 0.5, np.float32))
+    try:
+        mgr.submit(poisoned)
+        with pytest.raises(RuntimeError, match="worker failed") as info:
+            mgr.flush(timeout=30)
+        assert isinstance(info.value.__cause__, ValueError)
+        # the error is reported once; the worker keeps serving
+        mgr.submit(make_episode(rng, 8))
+        mgr.flush(timeout=30)
+        assert mgr.episodes_processed == 1
+        # an error also surfaces at submit
+        mgr.submit(poisoned)
+        deadline = time.monotonic() + 30
+        with pytest.raises(RuntimeError, match="worker failed"):
+            while time.monotonic() < deadline:
+                mgr.submit(make_episode(rng, 8))
+                time.sleep(0.01)
+        mgr.flush(timeout=30)
+    finally:
+        mgr.close()
+
+
+def test_sync_mode_errors_raise_at_submit(rng):
+    gate = threading.Event()
+    gate.set()
+    mgr = make_manager(segment_every=4, key_encoder=_gated_encoder(gate, bad_value=0.5))
+    with pytest.raises(ValueError, match="poisoned"):
+        mgr.submit(make_episode(rng, 8, obs=np.full((8, 4), 0.5, np.float32)))
+
+
+def test_closed_manager_refuses_episodes(rng):
+    mgr = make_manager(mode="async")
+    mgr.submit(make_episode(rng))
+    mgr.close()  # processes what is queued first
+    assert mgr.episodes_processed == 1
+    with pytest.raises(RuntimeError, match="closed"):
+        mgr.submit(make_episode(rng))
+    mgr.close()  # closing twice is harmless
+
+
+# ------------------------------------------------------------- save / restore
+def _trained_manager(rng: np.random.Generator) -> ExperienceManager:
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    ids = seeded_bank(mgr, rng, 4)
+    mgr.submit(make_episode(rng, success=False))
+    mgr.submit(make_episode(rng, success=True))
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids))
+    mgr.submit(make_episode(rng, guided=True, success=False, injected=ids[:2]))  # pending samples
+    mgr.guided_ratio, mgr.progress, mgr.rollouts = 0.65, 0.4, 7
+    # trainer.updates counts self-supervised steps too
+    assert mgr.ssl_updates >= 1 and mgr.trainer.updates - mgr.ssl_updates == 1
+    assert len(mgr._samples) == 2
+    return mgr
+
+
+def test_save_restore_round_trip(rng, tmp_path):
+    mgr = _trained_manager(rng)
+    mgr.save(tmp_path / "run")
+    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    fresh.restore(tmp_path / "run")
+    assert_entries_equal(mgr.bank.entries(), fresh.bank.entries())
+    assert fresh.bank is not mgr.bank and manager_for_bank(fresh.bank, OBS, ACT) is fresh
+    a, b = mgr.trainer.state_dict(), fresh.trainer.state_dict()
+    assert a["updates"] == b["updates"] > 1
+    for name, t in a["model"].items():
+        torch.testing.assert_close(b["model"][name], t, rtol=0, atol=0)
+    assert a["optimizer"]["param_groups"] == b["optimizer"]["param_groups"]
+    for sid, st in a["optimizer"]["state"].items():
+        for name, v in st.items():
+            torch.testing.assert_close(b["optimizer"]["state"][sid][name], v, rtol=0, atol=0)
+    assert fresh.baseline.state_dict() == mgr.baseline.state_dict()
+    assert (fresh.guided_ratio, fresh.progress, fresh.rollouts) == (0.65, 0.4, 7)
+    assert fresh.episodes_processed == mgr.episodes_processed
+    assert fresh.ssl_updates == mgr.ssl_updates and fresh.entries_added == mgr.entries_added
+    assert list(fresh._samples) == list(mgr._samples)
+    assert len(mgr._ssl_contexts) > 0  # fresh segments waiting for a self-supervised step
+    np.testing.assert_array_equal(np.stack(fresh._ssl_contexts), np.stack(mgr._ssl_contexts))
+    for i, s in mgr._samples.items():
+        np.testing.assert_array_equal(fresh._samples[i].z, s.z)
+        assert fresh._samples[i].rewards == pytest.approx(s.rewards)
+    # both continue identically: same sampler state, same weights, same bank
+    ep_rng_a, ep_rng_b = np.random.default_rng(99), np.random.default_rng(99)
+    ids = mgr.bank.entries()["id"][-2:]
+    for m, r in ((mgr, ep_rng_a), (fresh, ep_rng_b)):
+        m.submit(make_episode(r, guided=True, success=True, injected=ids))
+        m.submit(make_episode(r, 12))
+    assert mgr.trainer.updates == fresh.trainer.updates > a["updates"]
+    assert_entries_equal(mgr.bank.entries(), fresh.bank.entries())
+
+
+def test_save_flushes_async_work_first(rng, tmp_path):
+    mgr = make_manager(mode="async", segment_every=4)
+    try:
+        for _ in range(10):
+            mgr.submit(make_episode(rng, 8))
+        mgr.save(tmp_path / "run")
+        assert mgr.episodes_processed == 10
+        fresh = make_manager(segment_every=4)
+        fresh.restore(tmp_path / "run")
+        assert len(fresh.bank) == len(mgr.bank) == 20
+    finally:
+        mgr.close()
+
+
+@pytest.mark.parametrize("damage", ["no_meta", "truncate_extractor", "garbage_json", "bank_entries",
+                                    "missing_samples", "foreign_format", "missing_state_field"])
+def test_restore_from_a_damaged_folder_raises_bank_file_error(rng, tmp_path, damage):
+    mgr = _trained_manager(rng)
+    path = mgr.save(tmp_path / "run")
+    if damage == "no_meta":
+        (path / "meta.json").unlink()
+    elif damage == "truncate_extractor":
+        data = (path / "extractor.pt").read_bytes()
+        (path / "extractor.pt").write_bytes(data[: len(data) // 2])
+    elif damage == "garbage_json":
+        (path / "manager.json").write_text("{not json")
+    elif damage == "bank_entries":
+        victim = next(p for p in sorted((path / "bank").iterdir()) if p.name != "meta.json")
+        victim.write_bytes(victim.read_bytes()[:10])
+    elif damage == "missing_samples":
+        (path / "samples.npz").unlink()
+    elif damage == "foreign_format":
+        meta = json.loads((path / "meta.json").read_text())
+        meta["format"] = "something-else"
+        (path / "meta.json").write_text(json.dumps(meta))
+    elif damage == "missing_state_field":
+        state = json.loads((path / "manager.json").read_text())
+        del state["baseline"]
+        (path / "manager.json").write_text(json.dumps(state))
+    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    fresh.submit(make_episode(rng, 8))
+    before = fresh.bank.entries()
+    bank_before = fresh.bank
+    with pytest.raises(BankFileError):
+        fresh.restore(path)
+    # a failed restore leaves the manager as it was
+    assert fresh.bank is bank_before
+    assert_entries_equal(fresh.bank.entries(), before)
+    assert fresh.trainer.updates == 0 and fresh.rollouts == 0
+
+
+def test_restore_rejects_another_extractor_config(rng, tmp_path):
+    mgr = _trained_manager(rng)
+    mgr.save(tmp_path / "run")
+    other = make_manager(segment_every=4, exp_dim=8)
+    with pytest.raises(BankFileError, match="extractor config"):
+        other.restore(tmp_path / "run")
+
+
+def test_restore_from_a_missing_folder_raises(tmp_path):
+    with pytest.raises(BankFileError):
+        make_manager().restore(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------- dimensions
+def test_mismatched_bank_dims_raise_value_error(rng):
+    bank = ExperienceBank()
+    bank.add(rng.normal(size=(3, 8)).astype(np.float32), rng.normal(size=(3, 16)).astype(np.float32))
+    with pytest.raises(ValueError, match="bank dims"):
+        ExperienceManager(bank, OBS, ACT, config=ManagerConfig(mode="sync"))
+
+
+def test_a_bank_gets_one_manager(rng):
+    bank = ExperienceBank()
+    mgr = manager_for_bank(bank, OBS, ACT, mode="sync")
+    assert manager_for_bank(bank, OBS, ACT) is mgr
+    assert manager_for_bank(bank, OBS, ACT, mode="sync") is mgr
+    with pytest.raises(ValueError, match="already has a manager"):
+        ExperienceManager(bank, OBS, ACT)
+    with pytest.raises(ValueError, match="other spaces"):
+        manager_for_bank(bank, OBS, spaces.Discrete(5))
+    with pytest.raises(ValueError, match="another config"):
+        manager_for_bank(bank, OBS, ACT, mode="async")
+
+
+def test_manager_config_validates():
+    with pytest.raises(ValueError):
+        ManagerConfig(mode="later")
+    with pytest.raises(ValueError):
+        ManagerConfig(extractor_reward="bonus")
+    with pytest.raises(ValueError):
+        ManagerConfig(batch_size=0)
