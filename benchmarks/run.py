@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import platform
+import subprocess
 import time
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,8 +28,17 @@ PPO_KEYS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "ent_coef", "g
             "clip_range", "vf_coef", "max_grad_norm")
 
 
+def _git_commit() -> str:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
+    out = {"python": platform.python_version(), "commit": _git_commit()}
     for dist in ("complementary-rl", "torch", "stable-baselines3", "gymnasium", "numpy", "hnswlib",
                  "minihack", "nle", "metaworld", "mujoco"):
         try:
