@@ -181,7 +181,7 @@ def test_free_episodes_show_zeros_even_with_a_full_bank(cartpole_env):
         assert np.all(obs["experience"] == 0) and np.all(obs["experience_utility"] == 0)
         assert np.all(obs["experience_mask"] == 0)
         assert info["experience_guided"] is False
-        assert info["experience_ids"].size == 0
+        assert len(info["experience_ids"]) == 0
 
 
 def test_guided_episodes_show_the_retrieved_entries(cartpole_env):
@@ -244,7 +244,7 @@ def test_info_carries_guided_ids_and_outcome_at_the_end():
     assert last["experience_outcome"] == 1.0  # success, reported by is_success
     assert last["is_success"] is True  # the env's own info is kept
     assert len(last["experience_ids"]) > 0
-    assert set(last["experience_ids"].tolist()) <= set(env.bank.entries()["id"].tolist())
+    assert set(last["experience_ids"]) <= set(env.bank.entries()["id"].tolist())
     # without a success signal the outcome is the return
     cp = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs=SYNC)
     seen = run_episode(cp, seed=0)

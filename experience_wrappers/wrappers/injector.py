@@ -201,6 +201,8 @@ class ExperienceInjector:
         return out
 
     def info(self, r: int) -> dict[str, Any]:
+        """Per-step info of env ``r``. Plain Python values: SB3's DummyVecEnv deep-copies
+        every info at every step, and a tuple of ints costs nothing to copy."""
         return {"experience_guided": bool(self.guided[r]),
-                "experience_ids": self.ids[r][self.mask[r] > 0].copy(),
+                "experience_ids": tuple(self.ids[r][self.mask[r] > 0].tolist()),
                 "experience_task_id": int(self.task_ids[r])}
