@@ -18,18 +18,24 @@ At the smallest size at most 1e4 the add throughput with the default dedup is me
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
-import tempfile
-import time
-from pathlib import Path
 
-import hnswlib
-import numpy as np
+# One BLAS thread, like the single-threaded hnswlib arms (and a multi-threaded BLAS spins badly
+# on a shared machine). Must be set before numpy is imported; the caller's setting wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from experience_wrappers.bank import BankConfig, ExperienceBank
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import hnswlib  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experience_wrappers.bank import BankConfig, ExperienceBank  # noqa: E402
 
 F32 = np.float32
 
@@ -73,12 +79,18 @@ def pct(samples: list[float]) -> dict[str, float]:
             "mean_us": float(a.mean())}
 
 
-def time_each(fn, items) -> list[float]:
-    out = []
+def interleaved(fns: dict, items: list) -> dict[str, list[float]]:
+    """Time every function on every item, alternating between them item by item.
+
+    On a shared machine the load drifts; alternating puts the arms under the same load, so
+    their ratio means something even when the absolute numbers move.
+    """
+    out: dict[str, list[float]] = {name: [] for name in fns}
     for x in items:
-        t = time.perf_counter()
-        fn(x)
-        out.append(time.perf_counter() - t)
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn(x)
+            out[name].append(time.perf_counter() - t)
     return out
 
 
@@ -88,41 +100,45 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
     data, sample = clustered(n, d, n_clusters, args.spread, rng)
     values = rng.normal(size=(n, args.value_dim)).astype(F32)
     queries = sample(args.queries)
-    singles = [queries[i] for i in range(args.queries)]
-    singles_2d = [queries[i:i + 1] for i in range(args.queries)]
     batches = [queries[lo:lo + args.batch] for lo in range(0, args.queries - args.batch + 1, args.batch)]
     ids = np.arange(n, dtype=np.int64)
     res: dict = {"n": n, "dim": d, "clusters": n_clusters}
-    chunks = range(0, n, args.add_batch)
+    chunks = [(data[lo:lo + args.add_batch], ids[lo:lo + args.add_batch], values[lo:lo + args.add_batch])
+              for lo in range(0, n, args.add_batch)]
 
-    # ---- raw hnswlib, same parameters, one thread, same batches
+    # raw hnswlib with the bank's parameters, and the bank; fed the same batches, one thread each
     raw = hnswlib.Index(space=args.space, dim=d)
     raw.init_index(max_elements=n, M=args.M, ef_construction=args.ef_construction, random_seed=0)
     raw.set_ef(args.ef_search)
-    t = time.perf_counter()
-    for lo in chunks:
-        raw.add_items(data[lo:lo + args.add_batch], ids[lo:lo + args.add_batch], num_threads=1)
-    raw_add = time.perf_counter() - t
-    raw_single = time_each(lambda q: raw.knn_query(q, k=k, num_threads=1), singles_2d)
-    raw_batch = time_each(lambda q: raw.knn_query(q, k=k, num_threads=1), batches)
-    raw_labels, _ = raw.knn_query(queries, k=k, num_threads=1)
-    with tempfile.TemporaryDirectory() as tmp:
-        raw.save_index(os.path.join(tmp, "raw.bin"))
-        raw_bytes = os.path.getsize(os.path.join(tmp, "raw.bin"))
-
-    # ---- the bank
     cfg = BankConfig(capacity=n, space=args.space, M=args.M, ef_construction=args.ef_construction,
                      ef_search=args.ef_search, dedup_threshold=0.0, seed=0)
     bank = ExperienceBank(cfg)
-    t = time.perf_counter()
-    for lo in chunks:
-        bank.add(data[lo:lo + args.add_batch], values[lo:lo + args.add_batch])
-    bank_add = time.perf_counter() - t
+    adds = interleaved({"raw": lambda c: raw.add_items(c[0], c[1], num_threads=1),
+                        "bank": lambda c: bank.add(c[0], c[2])}, chunks)
+    raw_add, bank_add = sum(adds["raw"]), sum(adds["bank"])
     assert len(bank) == n
-    bank_single = time_each(lambda q: bank.query(q, k=k, mode="knn", record=False), singles)
-    bank_batch = time_each(lambda q: bank.query(q, k=k, mode="knn", record=False), batches)
-    util_single = time_each(lambda q: bank.query(q, k=k, mode="utility", record=False), singles)
+
+    # the utility arm gets another key than the kNN arms of the same round, so that it does not
+    # find the bank's index warm from the kNN query just before
+    other = np.roll(queries, len(queries) // 2, axis=0)
+    single = interleaved({
+        "raw": lambda q: raw.knn_query(q[0][None], k=k, num_threads=1),
+        "bank": lambda q: bank.query(q[0], k=k, mode="knn", record=False),
+        "utility": lambda q: bank.query(q[1], k=k, mode="utility", record=False),
+    }, list(zip(queries, other, strict=True)))
+    batch = interleaved({
+        "raw": lambda q: raw.knn_query(q, k=k, num_threads=1),
+        "bank": lambda q: bank.query(q, k=k, mode="knn", record=False),
+    }, batches)
+    raw_single, bank_single, util_single = single["raw"], single["bank"], single["utility"]
+    raw_batch, bank_batch = batch["raw"], batch["bank"]
+    raw_labels, _ = raw.knn_query(queries, k=k, num_threads=1)
     bank_labels = bank.query(queries, k=k, mode="knn", record=False).ids
+    with tempfile.TemporaryDirectory() as tmp:
+        raw.save_index(os.path.join(tmp, "raw.bin"))
+        raw_bytes = os.path.getsize(os.path.join(tmp, "raw.bin"))
+    raw = None  # free it before the brute-force arm
+
     store = bank._store
     entry_bytes = sum(col[: store.size].nbytes for col in store.cols.values())
     alloc_bytes = sum(col.nbytes for col in store.cols.values())
@@ -137,8 +153,9 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
     exact = brute.knn(queries[:n_exact], k)
     bf = {}
     if n <= args.bf_max:
-        bf_single = time_each(lambda q: brute.knn(q, k), singles_2d[: args.bf_queries])
-        bf_batch = time_each(lambda q: brute.knn(q, k), batches[: max(1, args.bf_queries // args.batch)])
+        bf_single = interleaved({"bf": lambda q: brute.knn(q[None], k)}, list(queries[: args.bf_queries]))["bf"]
+        bf_batch = interleaved({"bf": lambda q: brute.knn(q, k)},
+                               batches[: max(1, args.bf_queries // args.batch)])["bf"]
         bf = {"single": pct(bf_single), "batch": pct(bf_batch),
               "qps_batch": args.batch / float(np.mean(bf_batch))}
 
@@ -167,14 +184,14 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
     }
 
     if n <= 10_000 and not args.skip_dedup_arm:  # add throughput with the default dedup
-        dedup = ExperienceBank(capacity=n, space=args.space, M=args.M,
-                               ef_construction=args.ef_construction, ef_search=args.ef_search, seed=0)
-        t = time.perf_counter()
-        kept = 0
-        for lo in chunks:
-            kept += int(dedup.add(data[lo:lo + args.add_batch], values[lo:lo + args.add_batch]).added.sum())
-        res["bank_dedup"] = {"add_per_s": n / (time.perf_counter() - t), "kept": kept,
-                             "dedup_threshold": dedup.config.dedup_threshold}
+        common = dict(capacity=n, space=args.space, M=args.M, ef_construction=args.ef_construction,
+                      ef_search=args.ef_search, seed=0)
+        on, off = ExperienceBank(**common), ExperienceBank(**common, dedup_threshold=0.0)
+        kept = []
+        t = interleaved({"on": lambda c: kept.append(int(on.add(c[0], c[2]).added.sum())),
+                         "off": lambda c: off.add(c[0], c[2])}, chunks)
+        res["bank_dedup"] = {"add_per_s": n / sum(t["on"]), "add_per_s_dedup_off": n / sum(t["off"]),
+                             "kept": sum(kept), "dedup_threshold": on.config.dedup_threshold}
     return res
 
 
@@ -208,6 +225,8 @@ def fmt_table(results: list[dict]) -> str:
             bd = r["bank_dedup"]
             rows.append((f"{r['n']:,}", f"bank dedup={bd['dedup_threshold']}", f"{bd['add_per_s']:,.0f}",
                          "", "", "", "", "", f"kept {bd['kept']:,}", ""))
+            rows.append((f"{r['n']:,}", "bank dedup=0 (same run)", f"{bd['add_per_s_dedup_off']:,.0f}",
+                         "", "", "", "", "", "", ""))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "-" * len(lines[0]))

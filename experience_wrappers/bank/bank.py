@@ -348,30 +348,36 @@ class ExperienceBank:
                     cand_ids, cand_d = self._random_candidates(n, k, tasks, generator)
                 slots = store.find(cand_ids)
                 valid = slots >= 0
-                util = np.where(valid, store.cols["utility"][np.maximum(slots, 0)], -np.inf)
-                if self.config.utility_floor is not None:
-                    valid &= util >= self.config.utility_floor
+                floor = self.config.utility_floor
+                if mode == "utility" or floor is not None:
+                    util = np.where(valid, store.cols["utility"][np.maximum(slots, 0)], -np.inf)
+                    if floor is not None:
+                        valid &= util >= floor
                 if mode == "utility":
                     scores = retrieval_scores(util, store.cols["n_retrieved"][np.maximum(slots, 0)],
                                               temp, self.config.diversity_penalty)
                     cols, mask = sample_without_replacement(scores, valid, k, generator)
+                elif valid.shape[1] >= k and valid[:, :k].all():  # the usual case: the first k
+                    cols, mask = None, np.ones((n, k), dtype=bool)
                 else:  # nearest first / random order, among the valid
-                    if valid.all():  # the usual case: candidate order is the answer
-                        cols = np.arange(min(k, valid.shape[1]))[None, :].repeat(n, axis=0)
-                        mask = np.ones(cols.shape, dtype=bool)
-                    else:
-                        cols = np.argsort(~valid, axis=1, kind="stable")[:, :k]
-                        mask = np.take_along_axis(valid, cols, axis=1)
+                    cols = np.argsort(~valid, axis=1, kind="stable")[:, :k]
+                    mask = np.take_along_axis(valid, cols, axis=1)
                     if cols.shape[1] < k:  # fewer candidates than k: pad (np.pad is slow, avoid it)
                         cols = np.concatenate([cols, np.zeros((n, k - cols.shape[1]), np.int64)], axis=1)
                         mask = np.concatenate([mask, np.zeros((n, k - mask.shape[1]), bool)], axis=1)
-                rows = np.arange(n)[:, None]
-                chosen = np.where(mask, slots[rows, cols], 0)
-                out_ids = np.where(mask, store.cols["id"][chosen], -1)
-                out_d = np.where(mask, cand_d[rows, cols], np.inf)
-                values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32, copy=False)
-                prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32, copy=False)
-                utility = np.where(mask, store.cols["utility"][chosen], 0.0)
+                if cols is None:  # every pick is real: plain gathers, nothing to mask
+                    chosen = slots[:, :k]
+                    out_ids, out_d = store.cols["id"][chosen], cand_d[:, :k]
+                    values, prior = store.cols["value"][chosen], store.cols["prior"][chosen]
+                    utility = store.cols["utility"][chosen]
+                else:
+                    rows = np.arange(n)[:, None]
+                    chosen = np.where(mask, slots[rows, cols], 0)
+                    out_ids = np.where(mask, store.cols["id"][chosen], -1)
+                    out_d = np.where(mask, cand_d[rows, cols], np.inf)
+                    values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32, copy=False)
+                    prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32, copy=False)
+                    utility = np.where(mask, store.cols["utility"][chosen], 0.0)
                 if record:
                     hit = chosen[mask]
                     np.add.at(store.cols["n_retrieved"], hit, 1)

@@ -72,8 +72,8 @@ class EntryStore:
 
     def find(self, ids: np.ndarray) -> np.ndarray:
         """Slots of ids, -1 where an id is not in the store."""
-        return np.fromiter((self._slot.get(int(i), -1) for i in np.ravel(ids)), dtype=np.int64,
-                           count=np.size(ids)).reshape(np.shape(ids))
+        get = self._slot.get
+        return np.array([get(i, -1) for i in np.ravel(ids).tolist()], dtype=np.int64).reshape(np.shape(ids))
 
     # -- writes ----------------------------------------------------------------
     def append(self, n: int) -> np.ndarray:

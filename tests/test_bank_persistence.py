@@ -1,0 +1,305 @@
+"""Saving and loading banks: exact round trips, refusal of damaged or foreign folders, no pickle."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experience_wrappers.bank import ExperienceBank
+from experience_wrappers.errors import BankFileError
+
+F32 = np.float32
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_entries_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def assert_results_equal(a, b) -> None:
+    for field in ("ids", "values", "utility", "prior", "distances", "mask"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+
+
+def edit_meta(folder: Path, **changes) -> None:
+    meta = json.loads((folder / "meta.json").read_text())
+    meta.update(changes)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def rechecksum(folder: Path) -> None:
+    """Make meta.json's checksums match the data files again (a deliberate, valid-looking forgery)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["files"] = {name: sha256(folder / name) for name in meta["files"]}
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.fixture
+def bank() -> ExperienceBank:
+    """A used bank: two tasks, priors and contexts, retrievals, credits, a merge, evictions."""
+    rng = np.random.default_rng(5)
+    b = ExperienceBank(capacity=60, dedup_threshold=0.01, merge_threshold=0.05, seed=3)
+    for step in range(4):
+        keys = rng.normal(size=(25, 8)).astype(F32)
+        keys[:3] = keys[3:6] + 0.1  # near-duplicates for the merge
+        tasks = rng.integers(0, 2, 25)
+        tasks[:3] = tasks[3:6]
+        b.add(keys, rng.normal(size=(25, 4)), task_ids=tasks,
+              utility=rng.normal(size=25), prior=rng.normal(size=(25, 3)),
+              context=rng.normal(size=(25, 5)), sample_logp=rng.normal(size=25), step=step)
+    ids = b.entries()["id"]
+    b.update(ids[:10], rng.normal(size=10), 0.9)
+    b.mark_trained(ids[5:15], step=7)
+    b.query(rng.normal(size=(6, 8)).astype(F32), k=4)
+    near = b.entries()["key"][:2] + 0.001
+    b.add(near, np.ones((2, 4)), task_ids=b.entries()["task_id"][:2])
+    assert b.merge(0.5).n_removed > 0
+    b.remove(b.entries()["id"][-2:])
+    assert len(b) < 60 and b._index.deleted > 0  # free slots in the index
+    assert np.isnan(b.entries()["sample_logp"]).any()  # merged entries: NaN survives the trip
+    return b
+
+
+def test_round_trip_is_exact(bank, tmp_path):
+    path = bank.save(tmp_path / "bank")
+    loaded = ExperienceBank.load(path)
+    assert_entries_equal(bank.entries(), loaded.entries())
+    assert loaded.config == bank.config and loaded.dims == bank.dims
+    assert loaded.stats() == bank.stats()
+    q = np.random.default_rng(9).normal(size=(16, 8)).astype(F32)
+    assert_results_equal(bank.query(q, k=5, mode="knn"), loaded.query(q, k=5, mode="knn"))
+    for task in (0, 1):
+        assert_results_equal(bank.query(q, k=5, mode="knn", task_ids=task),
+                             loaded.query(q, k=5, mode="knn", task_ids=task))
+    # the sampler state travels: the bank's own rng draws the same picks on both
+    for _ in range(3):
+        assert_results_equal(bank.query(q, k=4), loaded.query(q, k=4))
+        assert_results_equal(bank.query(q, k=4, mode="random"), loaded.query(q, k=4, mode="random"))
+    assert_entries_equal(bank.entries(), loaded.entries())  # counters moved alike
+    # and life goes on identically: same new ids, same evictions, bounded index
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        keys, vals = rng.normal(size=(30, 8)).astype(F32), rng.normal(size=(30, 4))
+        a, b = bank.add(keys, vals), loaded.add(keys, vals)
+        np.testing.assert_array_equal(a.ids, b.ids)
+        np.testing.assert_array_equal(a.evicted, b.evicted)
+    assert loaded._index.max_elements <= loaded.config.capacity
+    assert_entries_equal(bank.entries(), loaded.entries())
+
+
+def test_folder_layout(bank, tmp_path):
+    path = bank.save(tmp_path / "bank")
+    assert sorted(p.name for p in path.iterdir()) == ["entries.npz", "index.bin", "meta.json"]
+    meta = json.loads((path / "meta.json").read_text())
+    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION
+    assert meta["files"]["index.bin"] == sha256(path / "index.bin")
+
+
+@pytest.mark.parametrize("kind", ["never_added", "dims_only", "emptied"])
+def test_empty_bank_round_trips(kind, tmp_path):
+    if kind == "never_added":
+        bank = ExperienceBank(capacity=5)
+    elif kind == "dims_only":
+        bank = ExperienceBank(capacity=5, key_dim=3, value_dim=2, prior_dim=1)
+    else:
+        bank = ExperienceBank(capacity=5, dedup_threshold=0.0)
+        bank.add(np.eye(3, dtype=F32), np.ones((3, 2), F32))
+        bank.evict(3)
+    loaded = ExperienceBank.load(bank.save(tmp_path / kind))
+    assert len(loaded) == 0 and loaded.dims == bank.dims
+    assert_entries_equal(bank.entries(), loaded.entries())
+    res = loaded.query(np.ones((2, 3), F32), k=2)
+    assert not res.mask.any()
+    added = loaded.add(np.eye(3, dtype=F32), np.ones((3, 2), F32))
+    assert added.added.all() and len(loaded) == 3
+    if kind == "emptied":
+        assert added.ids.tolist() == [3, 4, 5]  # ids are never reused, even across a save
+    hit = loaded.query(np.eye(3, dtype=F32), k=1, mode="knn")
+    assert hit.ids[:, 0].tolist() == added.ids.tolist()
+
+
+def test_save_over_existing_bank_replaces_it(bank, tmp_path):
+    path = tmp_path / "bank"
+    other = ExperienceBank(capacity=10, dedup_threshold=0.0)
+    other.add(np.eye(2, dtype=F32), np.ones((2, 1), F32))
+    other.save(path)
+    (path / "stray.txt").write_text("left by someone")
+    bank.save(path)
+    loaded = ExperienceBank.load(path)
+    assert_entries_equal(bank.entries(), loaded.entries())
+    assert not (path / "stray.txt").exists()  # the folder was replaced, not patched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank"]  # no temporary leftovers
+    other.save(path)  # and back again
+    assert len(ExperienceBank.load(path)) == 2
+
+
+def test_save_refuses_a_file_path_and_leaves_it_alone(bank, tmp_path):
+    target = tmp_path / "not-a-folder"
+    target.write_bytes(b"precious")
+    with pytest.raises(ValueError, match="folder"):
+        bank.save(target)
+    assert target.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"]
+
+
+@pytest.fixture
+def saved(bank, tmp_path) -> Path:
+    return bank.save(tmp_path / "bank")
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset % len(data)] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", ["index.bin", "entries.npz"])
+@pytest.mark.parametrize("where", [0, 100, -1])
+def test_flipped_byte_is_refused(saved, name, where):
+    _flip(saved / name, where)
+    with pytest.raises(BankFileError, match=f"{name}.*(damaged|checksum)"):
+        ExperienceBank.load(saved)
+
+
+@pytest.mark.parametrize("name", ["index.bin", "entries.npz"])
+def test_truncated_file_is_refused(saved, name):
+    data = (saved / name).read_bytes()
+    (saved / name).write_bytes(data[: len(data) // 2])
+    with pytest.raises(BankFileError, match=f"{name}.*truncated"):
+        ExperienceBank.load(saved)
+
+
+@pytest.mark.parametrize("name", ["index.bin", "entries.npz"])
+def test_missing_data_file_is_refused(saved, name):
+    (saved / name).unlink()
+    with pytest.raises(BankFileError, match=f"{name} is missing"):
+        ExperienceBank.load(saved)
+
+
+def test_missing_meta_is_refused(saved):
+    (saved / "meta.json").unlink()
+    with pytest.raises(BankFileError, match="no meta.json"):
+        ExperienceBank.load(saved)
+
+
+@pytest.mark.parametrize("text", ["{not json", "", "[1, 2]", "\udcff"])
+def test_garbled_meta_is_refused(saved, text):
+    (saved / "meta.json").write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(BankFileError, match="meta.json|format"):
+        ExperienceBank.load(saved)
+
+
+def test_foreign_format_is_refused(saved):
+    edit_meta(saved, format="someone-elses-index")
+    with pytest.raises(BankFileError, match="format is 'someone-elses-index'"):
+        ExperienceBank.load(saved)
+
+
+def test_newer_version_is_refused_with_the_version_error(saved):
+    edit_meta(saved, version=99)  # and nothing else: checksums cover only the data files
+    with pytest.raises(BankFileError, match=r"newer version.*99 > 1.*upgrade"):
+        ExperienceBank.load(saved)
+
+
+@pytest.mark.parametrize("version", [0, -1, "1", None, 1.5])
+def test_bad_version_is_refused(saved, version):
+    edit_meta(saved, version=version)
+    with pytest.raises(BankFileError, match="version"):
+        ExperienceBank.load(saved)
+
+
+def test_non_folder_paths_are_refused(tmp_path):
+    a_file = tmp_path / "file.bin"
+    a_file.write_bytes(b"\x00" * 10)
+    for path in (a_file, tmp_path / "nowhere", tmp_path):
+        with pytest.raises(BankFileError, match="cannot load experience bank"):
+            ExperienceBank.load(path)
+
+
+def test_loading_never_unpickles(saved, tmp_path):
+    """An npz with an object array (a pickle inside) is refused before anything runs."""
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))  # unpickling would create the marker file
+
+    with np.load(saved / "entries.npz") as z:
+        cols = {k: z[k] for k in z.files}
+    boom = np.empty(len(cols["id"]), dtype=object)
+    boom[:] = [Payload() for _ in range(len(boom))]
+    cols["id"] = boom
+    np.savez(saved / "entries.npz", **cols)  # np.savez pickles object arrays
+    rechecksum(saved)
+    with pytest.raises(BankFileError, match="entries.npz"):
+        ExperienceBank.load(saved)
+    assert not marker.exists()
+
+
+def _rewrite_entries(folder: Path, **changes) -> None:
+    with np.load(folder / "entries.npz") as z:
+        cols = {k: z[k] for k in z.files}
+    for name, fn in changes.items():
+        cols[name] = fn(cols[name])
+    np.savez(folder / "entries.npz", **cols)
+    rechecksum(folder)
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (dict(key=lambda a: a[:, :-1]), "column 'key'"),
+    (dict(utility=lambda a: a.astype(np.float32)), "column 'utility'"),
+    (dict(id=lambda a: np.concatenate([a[:1], a[:-1]])), "ids are duplicated"),
+    (dict(id=lambda a: a + 10_000), "out of range"),
+    (dict(id=lambda a: a[:-1]), "column 'id'"),
+])
+def test_forged_but_checksummed_entries_are_refused(saved, change, match):
+    _rewrite_entries(saved, **change)
+    with pytest.raises(BankFileError, match=match):
+        ExperienceBank.load(saved)
+
+
+def test_missing_column_is_refused(saved):
+    with np.load(saved / "entries.npz") as z:
+        cols = {k: z[k] for k in z.files if k != "utility"}
+    np.savez(saved / "entries.npz", **cols)
+    rechecksum(saved)
+    with pytest.raises(BankFileError, match="entries.npz cannot be read"):
+        ExperienceBank.load(saved)
+
+
+def test_index_of_another_bank_is_refused(saved, tmp_path):
+    other = ExperienceBank(capacity=60, dedup_threshold=0.0)
+    other.add(np.random.default_rng(0).normal(size=(5, 8)).astype(F32), np.ones((5, 4)))
+    other_path = other.save(tmp_path / "other")
+    os.replace(other_path / "index.bin", saved / "index.bin")
+    rechecksum(saved)
+    with pytest.raises(BankFileError, match="index.bin does not match"):
+        ExperienceBank.load(saved)
+
+
+@pytest.mark.parametrize(("changes", "match"), [
+    (dict(config={"capacity": 0}), "metadata is invalid"),
+    (dict(config={"capacity": 5}), "exceed the capacity"),
+    (dict(dims={"key_dim": 8}), "bad dims"),
+    (dict(size="many"), "metadata is invalid"),
+    (dict(rng_state={"bit_generator": "nope"}), "sampler state"),
+    (dict(files={}), "lists no"),
+    (dict(files=None), "lists no files"),
+])
+def test_bad_metadata_is_refused(saved, changes, match):
+    meta = json.loads((saved / "meta.json").read_text())
+    if "config" in changes:
+        changes["config"] = {**meta["config"], **changes["config"]}
+    edit_meta(saved, **changes)
+    with pytest.raises(BankFileError, match=match):
+        ExperienceBank.load(saved)
