@@ -1,0 +1,1 @@
+"""The test suite (a package, so its conftest does not clash with docs/conftest.py)."""
