@@ -563,3 +563,28 @@ def test_manager_config_validates():
         ManagerConfig(extractor_reward="bonus")
     with pytest.raises(ValueError):
         ManagerConfig(batch_size=0)
+
+
+def test_extractor_per_task_trains_each_task_on_its_own_episodes(rng, tmp_path):
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=1000, extractor_per_task=True)
+    shared_before = {k: v.clone() for k, v in mgr.trainer.extractor.state_dict().items()}
+    for task in (0, 1):
+        mgr.ingest(make_episode(rng, 16, task=task))
+    entries = mgr.bank.entries()
+    assert sorted(set(entries["task_id"].tolist())) == [0, 1]
+    assert sorted(mgr._task_trainers) == [0, 1]
+    assert mgr.trainer_for(0) is not mgr.trainer_for(1)
+    ids1 = entries["id"][entries["task_id"] == 1]
+    mgr.submit(make_episode(rng, success=False, task=1))
+    mgr.submit(make_episode(rng, guided=True, success=True, injected=ids1, task=1))
+    assert mgr.trainer_for(1).updates == 1 and mgr.trainer_for(0).updates == 0
+    assert mgr.pg_updates == 1
+    # the shared extractor is not used when each task has its own
+    for k, v in mgr.trainer.extractor.state_dict().items():
+        assert torch.equal(v, shared_before[k])
+    mgr.save(tmp_path / "m")
+    other = make_manager(segment_every=4, batch_size=4, ssl_batch_size=1000, extractor_per_task=True)
+    other.restore(tmp_path / "m")
+    assert sorted(other._task_trainers) == [0, 1] and other.trainer_for(1).updates == 1
+    for k, v in mgr.trainer_for(1).extractor.state_dict().items():
+        assert torch.equal(v, other.trainer_for(1).extractor.state_dict()[k])

@@ -32,6 +32,8 @@ class ManagerConfig:
         skip_below: skip adding a segment whose predicted utility is below this (None: never).
         decay_start, decay_end: the utility EMA decay follows a cosine from start to end
             over training progress (set by the callback).
+        extractor_per_task: one extractor per task id (each trained only on its task's
+            episodes) instead of one shared by all tasks; the bank stays shared.
         train_extractor: False freezes the extractor (the "static" ablation): entries are
             still distilled and credited, but the extractor never updates.
         seed: seed of the extractor's weights and sampling.
@@ -51,6 +53,7 @@ class ManagerConfig:
     skip_below: float | None = attrs.field(default=None)
     decay_start: float = attrs.field(default=0.99, converter=float, validator=[_nonneg, attrs.validators.le(1)])
     decay_end: float = attrs.field(default=0.95, converter=float, validator=[_nonneg, attrs.validators.le(1)])
+    extractor_per_task: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     train_extractor: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     seed: int = attrs.field(default=0)
 

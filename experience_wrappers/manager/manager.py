@@ -68,6 +68,7 @@ class _Sample:
     z: np.ndarray
     logp: float
     rewards: list[float]
+    task: int = 0
 
 
 class ExperienceManager:
@@ -133,6 +134,9 @@ class ExperienceManager:
         # training buffers (touched by the worker only)
         self._samples: dict[int, _Sample] = {}
         self._ssl_contexts: list[np.ndarray] = []
+        self._ssl_tasks: list[int] = []
+        self._task_trainers: dict[int, ExtractorTrainer] = {}
+        self.pg_update_count = 0
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -147,7 +151,18 @@ class ExperienceManager:
     @property
     def pg_updates(self) -> int:
         """Outcome (policy-gradient) updates of the extractor: its version, in the bank's units."""
-        return self.trainer.updates - self.ssl_updates
+        return self.pg_update_count
+
+    def trainer_for(self, task_id: int) -> ExtractorTrainer:
+        """The extractor trainer of a task: the shared one, or the task's own with
+        ``extractor_per_task`` (created on first use, seeded from the manager seed and the task)."""
+        if not self.config.extractor_per_task:
+            return self.trainer
+        trainer = self._task_trainers.get(int(task_id))
+        if trainer is None:
+            cfg = attrs.evolve(self.extractor_config, seed=self.config.seed + 7919 * (int(task_id) + 1))
+            trainer = self._task_trainers[int(task_id)] = ExtractorTrainer(ExperienceExtractor(cfg))
+        return trainer
 
     @property
     def context_dim(self) -> int:
@@ -273,7 +288,8 @@ class ExperienceManager:
             if s is None:
                 self._samples[entry_id] = _Sample(entries["context"][i].astype(np.float32),
                                                   entries["value"][i].copy(),
-                                                  float(entries["sample_logp"][i]), [reward])
+                                                  float(entries["sample_logp"][i]), [reward],
+                                                  task=int(entries["task_id"][i]))
             else:
                 s.rewards.append(reward)
 
@@ -309,7 +325,7 @@ class ExperienceManager:
         if ep.length == 0:
             return 0
         keys, contexts, priors, _ = self._segments(ep)
-        z, logp, util = self.extractor.propose(contexts, self._generator)
+        z, logp, util = self.trainer_for(ep.task_id).extractor.propose(contexts, self._generator)
         keep = np.ones(len(z), dtype=bool)
         if self.config.skip_below is not None and provenance != Provenance.DEMO:
             keep = util >= self.config.skip_below
@@ -321,6 +337,7 @@ class ExperienceManager:
             with self._stats_lock:
                 self.entries_added += int(res.added.sum())
         self._ssl_contexts.extend(contexts)
+        self._ssl_tasks.extend([int(ep.task_id)] * len(contexts))
         return int(keep.sum())
 
     def _forget(self, ids: np.ndarray) -> None:
@@ -332,19 +349,45 @@ class ExperienceManager:
         if not cfg.train_extractor:
             self._samples.clear()
             self._ssl_contexts.clear()
+            self._ssl_tasks.clear()
             return
-        if len(self._ssl_contexts) >= cfg.ssl_batch_size:
-            batch = np.stack(self._ssl_contexts[-cfg.ssl_batch_size:])
-            self._ssl_contexts.clear()
-            out = self.trainer.ssl_update(batch)
+        tasks = np.asarray(self._ssl_tasks, dtype=np.int64)
+        groups = np.unique(tasks) if cfg.extractor_per_task else np.zeros(1 if len(tasks) else 0, np.int64)
+        done = np.zeros(len(tasks), dtype=bool)
+        for task in groups.tolist():
+            rows = np.flatnonzero(tasks == task) if cfg.extractor_per_task else np.arange(len(tasks))
+            if len(rows) < cfg.ssl_batch_size:
+                continue
+            out = self.trainer_for(task).ssl_update(np.stack([self._ssl_contexts[r] for r in rows[-cfg.ssl_batch_size:]]))
+            done[rows] = True
             with self._stats_lock:
                 self.ssl_updates += 1
                 self.last_losses.update({f"ssl_{k.removeprefix('ssl_')}": v for k, v in out.items()})
-        if len(self._samples) >= cfg.batch_size:
-            self._train_step()
+        if done.any():
+            self._ssl_contexts = [c for c, d in zip(self._ssl_contexts, done, strict=True) if not d]
+            self._ssl_tasks = [t for t, d in zip(self._ssl_tasks, done, strict=True) if not d]
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                break
+            self._train_step(*batch)
 
-    def _train_step(self) -> None:
-        ids = np.fromiter(list(self._samples)[: self.config.batch_size], dtype=np.int64)
+    def _next_batch(self) -> tuple[np.ndarray, ExtractorTrainer] | None:
+        """The oldest ``batch_size`` credited samples (of one task with per-task extractors)."""
+        size = self.config.batch_size
+        if not self.config.extractor_per_task:
+            if len(self._samples) < size:
+                return None
+            return np.fromiter(list(self._samples)[:size], dtype=np.int64), self.trainer
+        by_task: dict[int, list[int]] = {}
+        for entry_id, sample in self._samples.items():
+            group = by_task.setdefault(sample.task, [])
+            group.append(entry_id)
+            if len(group) == size:
+                return np.asarray(group, dtype=np.int64), self.trainer_for(sample.task)
+        return None
+
+    def _train_step(self, ids: np.ndarray, trainer: ExtractorTrainer) -> None:
         samples = [self._samples.pop(int(i)) for i in ids]
         contexts = np.stack([s.context for s in samples])
         z = np.stack([s.z for s in samples])
@@ -353,8 +396,8 @@ class ExperienceManager:
         stale = ~np.isfinite(logp)  # merged entries: their value was averaged, recompute
         if stale.any():
             with torch.no_grad():
-                inputs, lengths = self.extractor.decode(contexts[stale])
-                logp[stale] = self.extractor.distribution(inputs, lengths).log_prob(
+                inputs, lengths = trainer.extractor.decode(contexts[stale])
+                logp[stale] = trainer.extractor.distribution(inputs, lengths).log_prob(
                     torch.from_numpy(z[stale])).numpy()
         present = np.array([i in self.bank for i in ids.tolist()])
         n_trained = np.zeros(len(ids), dtype=np.int64)
@@ -363,10 +406,11 @@ class ExperienceManager:
             e = self.bank.get(ids[present])
             n_trained[present] = e["n_trained"]
             recent[present] = (e["last_trained"] >= 0) & (e["last_trained"] >= self.pg_updates - 1)
-        out = self.trainer.update(contexts, z, logp, rewards, n_trained, recent)
-        self.bank.mark_trained(ids[present], self.pg_updates)
+        out = trainer.update(contexts, z, logp, rewards, n_trained, recent)
         with self._stats_lock:
+            self.pg_update_count += 1
             self.last_losses.update(out)
+        self.bank.mark_trained(ids[present], self.pg_updates)
 
     def _merge(self) -> None:
         res = self.bank.merge()
@@ -392,7 +436,7 @@ class ExperienceManager:
                 "episodes_submitted": float(self.episodes_submitted),
                 "episodes_processed": float(self.episodes_processed),
                 "entries_added": float(self.entries_added),
-                "extractor_updates": float(self.trainer.updates),
+                "extractor_updates": float(self.pg_update_count + self.ssl_updates),
                 "extractor_pg_updates": float(self.pg_updates),
                 "ssl_updates": float(self.ssl_updates),
                 "queue": float(self.pending),
@@ -414,6 +458,9 @@ class ExperienceManager:
         tmp, commit = atomic_folder(path)
         self.bank.save(tmp / "bank")
         self.trainer.save(tmp / "extractor.pt")
+        task_files = {t: f"extractor_task{t}.pt" for t in sorted(self._task_trainers)}
+        for t, name in task_files.items():
+            self._task_trainers[t].save(tmp / name)
         ids = np.fromiter(self._samples, dtype=np.int64, count=len(self._samples))
         samples = list(self._samples.values())
         ctx_dim, exp = self.context_dim, self.exp_dim
@@ -423,6 +470,8 @@ class ExperienceManager:
                  logp=np.array([s.logp for s in samples], dtype=np.float32),
                  reward_sum=np.array([sum(s.rewards) for s in samples], dtype=np.float64),
                  reward_count=np.array([len(s.rewards) for s in samples], dtype=np.int64),
+                 task=np.array([s.task for s in samples], dtype=np.int64),
+                 ssl_tasks=np.array(self._ssl_tasks, dtype=np.int64),
                  ssl_contexts=(np.stack(self._ssl_contexts).astype(np.float32) if self._ssl_contexts
                                else np.zeros((0, ctx_dim), np.float32)),
                  generator=self._generator.get_state().numpy())
@@ -433,8 +482,9 @@ class ExperienceManager:
             "guided_ratio": self.guided_ratio, "progress": self.progress, "rollouts": self.rollouts,
             "episodes_submitted": self.episodes_submitted, "episodes_processed": self.episodes_processed,
             "entries_added": self.entries_added, "ssl_updates": self.ssl_updates,
+            "pg_updates": self.pg_update_count, "task_extractors": {str(t): n for t, n in task_files.items()},
             "baseline": self.baseline.state_dict(),
-            "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz")},
+            "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
         }
         (tmp / "manager.json").write_text(json.dumps(state, indent=1))
         files = {**state["files"], "manager.json": sha256_file(tmp / "manager.json")}
@@ -460,21 +510,29 @@ class ExperienceManager:
         bank = ExperienceBank.load(path / "bank")
         self._check_bank_dims(bank)
         trainer = ExtractorTrainer.load(path / "extractor.pt")
+        try:
+            task_trainers = {int(t): ExtractorTrainer.load(path / str(name))
+                             for t, name in state.get("task_extractors", {}).items()}
+        except (TypeError, ValueError) as exc:
+            raise BankFileError(f"manager state at {str(path)!r} lists bad task extractors: {exc}") from exc
         # read and check everything before touching this manager: a bad file changes nothing
         try:
             with np.load(path / "samples.npz", allow_pickle=False) as z:
+                tasks = z["task"] if "task" in z.files else np.zeros(len(z["ids"]), np.int64)
                 samples = {
                     int(i): _Sample(z["context"][j], z["z"][j], float(z["logp"][j]),
                                     [float(z["reward_sum"][j]) / max(int(z["reward_count"][j]), 1)]
-                                    * int(z["reward_count"][j]))
+                                    * int(z["reward_count"][j]), task=int(tasks[j]))
                     for j, i in enumerate(z["ids"].tolist())}
                 generator_state = torch.from_numpy(z["generator"])
                 ssl_contexts = list(z["ssl_contexts"]) if "ssl_contexts" in z.files else []
+                ssl_tasks = z["ssl_tasks"].tolist() if "ssl_tasks" in z.files else [0] * len(ssl_contexts)
             scalars = {"guided_ratio": float(state["guided_ratio"]), "progress": float(state["progress"]),
                        "rollouts": int(state["rollouts"]),
                        "episodes_submitted": int(state["episodes_submitted"]),
                        "episodes_processed": int(state["episodes_processed"]),
-                       "entries_added": int(state["entries_added"]), "ssl_updates": int(state["ssl_updates"])}
+                       "entries_added": int(state["entries_added"]), "ssl_updates": int(state["ssl_updates"]),
+                       "pg_update_count": int(state.get("pg_updates", trainer.updates - int(state["ssl_updates"])))}
             baseline = FreeBaseline(self.config.baseline_window)
             baseline.load_state_dict(state["baseline"])
             torch.Generator().set_state(generator_state)
@@ -488,6 +546,8 @@ class ExperienceManager:
         self.extractor = trainer.extractor
         self._samples = samples
         self._ssl_contexts = ssl_contexts
+        self._ssl_tasks = [int(t) for t in ssl_tasks]
+        self._task_trainers = task_trainers
         self._generator.set_state(generator_state)
         for name, value in scalars.items():
             setattr(self, name, value)
