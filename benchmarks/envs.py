@@ -79,8 +79,9 @@ def family_of(env_id: str) -> Family:
 
 def build_env(env_id: str, n_envs: int, seed: int, bank: ExperienceBank | None,
               wrapper_kwargs: dict[str, Any] | None = None, manager_kwargs: dict[str, Any] | None = None,
-              family: Family | None = None) -> VecEnv:
-    """A VecEnv for one run; with a bank, each env is wrapped in an :class:`ExperienceWrapper`."""
+              family: Family | None = None, vec_wrapper: bool = False) -> VecEnv:
+    """A VecEnv for one run; with a bank, each env is wrapped in an :class:`ExperienceWrapper`
+    (or, with ``vec_wrapper``, the whole VecEnv in one :class:`ExperienceVecEnv`)."""
     fam = family or family_of(env_id)
     if bank is None:
         return fam.make_vec(env_id, n_envs, seed)
@@ -89,4 +90,9 @@ def build_env(env_id: str, n_envs: int, seed: int, bank: ExperienceBank | None,
     probe.close()
     kwargs = {"bank": bank, "key_encoder": key_encoder, "task_id": fam.task_id, "seed": seed,
               "manager_kwargs": {"seed": seed, **(manager_kwargs or {})}, **(wrapper_kwargs or {})}
+    if vec_wrapper:
+        from integrations.sb3 import ExperienceVecEnv
+
+        bank = kwargs.pop("bank")
+        return ExperienceVecEnv(fam.make_vec(env_id, n_envs, seed), bank, **kwargs)
     return fam.make_vec(env_id, n_envs, seed, wrapper_class=ExperienceWrapper, wrapper_kwargs=kwargs)

@@ -8,6 +8,8 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``crl-same-net``: PPO + CRL with the *same* policy network as ``ppo`` (the glyph CNN ignores
   the experience keys; on CartPole a CombinedExtractor reads them): the cost of the wrapper,
   retrieval, manager and callback alone;
+* ``crl-same-net-vec``: as ``crl-same-net`` with one ``ExperienceVecEnv`` around the VecEnv
+  (one batched retrieval per vector step) instead of a wrapper per env;
 * ``crl``: PPO + CRL with the attention features extractor (the library's default policy);
 * ``crl-sync``: as ``crl`` but with the manager in sync mode (distillation and extractor
   training on the actor's thread): async vs sync wall-clock at equal steps.
@@ -45,7 +47,7 @@ from .envs import build_env, family_of
 from .run import PPO_KEYS, versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ARMS = ("ppo", "crl-same-net", "crl", "crl-sync")
+ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync")
 
 
 def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False) -> dict[str, Any]:
@@ -55,10 +57,11 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     crl = arm != "ppo"
     bank = ExperienceBank(seed=seed) if crl else None
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank,
-                    manager_kwargs={"mode": "sync"} if arm == "crl-sync" else None, family=fam)
+                    manager_kwargs={"mode": "sync"} if arm == "crl-sync" else None, family=fam,
+                    vec_wrapper=arm == "crl-same-net-vec")
     if arm == "ppo":
         policy_kwargs = dict(fam.base_policy_kwargs)
-    elif arm == "crl-same-net":
+    elif arm.startswith("crl-same-net"):
         policy_kwargs = dict(fam.base_policy_kwargs)
     else:
         base_cls, base_kwargs = fam.base_extractor or (None, None)
