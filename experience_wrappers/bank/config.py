@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import attrs
+
+from ..validators import finite, is_int, non_negative, positive
 
 __all__ = ["BankConfig", "SPACES"]
 
 SPACES = ("l2", "cosine", "ip")
-
-
-def _positive(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not value > 0:  # type: ignore[operator]
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not value >= 0:  # type: ignore[operator]
-        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
-
-
-def _finite(instance: object, attribute: attrs.Attribute, value: float | None) -> None:
-    if value is not None and not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be finite (or None), got {value!r}")
-
-
-def _int(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{attribute.name} must be an int, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -66,20 +46,20 @@ class BankConfig:
     ValueError: space must be one of ('l2', 'cosine', 'ip'), got 'hamming'
     """
 
-    capacity: int = attrs.field(default=4096, validator=[_int, _positive])
+    capacity: int = attrs.field(default=4096, validator=[is_int, positive])
     space: str = attrs.field(default="l2")
-    M: int = attrs.field(default=16, validator=[_int, _positive])
-    ef_construction: int = attrs.field(default=200, validator=[_int, _positive])
-    ef_search: int = attrs.field(default=64, validator=[_int, _positive])
-    dedup_threshold: float = attrs.field(default=0.01, converter=float, validator=[_non_negative, _finite])
-    merge_threshold: float = attrs.field(default=0.05, converter=float, validator=[_non_negative, _finite])
-    merge_k: int = attrs.field(default=16, validator=[_int, _positive])
-    temperature: float = attrs.field(default=1.0, converter=float, validator=[_positive, _finite])
-    diversity_penalty: float = attrs.field(default=0.4, converter=float, validator=[_non_negative, _finite])
-    utility_floor: float | None = attrs.field(default=None, validator=_finite)
-    candidate_factor: int = attrs.field(default=4, validator=[_int, _positive])
-    initial_utility: float = attrs.field(default=0.0, converter=float, validator=_finite)
-    utilisation_window: int = attrs.field(default=1000, validator=[_int, _positive])
+    M: int = attrs.field(default=16, validator=[is_int, positive])
+    ef_construction: int = attrs.field(default=200, validator=[is_int, positive])
+    ef_search: int = attrs.field(default=64, validator=[is_int, positive])
+    dedup_threshold: float = attrs.field(default=0.01, converter=float, validator=[non_negative, finite])
+    merge_threshold: float = attrs.field(default=0.05, converter=float, validator=[non_negative, finite])
+    merge_k: int = attrs.field(default=16, validator=[is_int, positive])
+    temperature: float = attrs.field(default=1.0, converter=float, validator=[positive, finite])
+    diversity_penalty: float = attrs.field(default=0.4, converter=float, validator=[non_negative, finite])
+    utility_floor: float | None = attrs.field(default=None, validator=finite)
+    candidate_factor: int = attrs.field(default=4, validator=[is_int, positive])
+    initial_utility: float = attrs.field(default=0.0, converter=float, validator=finite)
+    utilisation_window: int = attrs.field(default=1000, validator=[is_int, positive])
     seed: int | None = attrs.field(default=0)
 
     @space.validator
@@ -90,7 +70,7 @@ class BankConfig:
     @seed.validator
     def _check_seed(self, attribute: attrs.Attribute, value: int | None) -> None:
         if value is not None:
-            _int(self, attribute, value)
+            is_int(self, attribute, value)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (the inverse of ``BankConfig(**d)``)."""

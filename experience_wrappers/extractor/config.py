@@ -2,38 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import attrs
 
+from ..validators import finite, is_bool, is_int, non_negative, positive
 from .segments import context_size, segment_dim
 
 __all__ = ["ExtractorConfig"]
-
-
-def _int(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{attribute.name} must be an int, got {value!r}")
-
-
-def _positive(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not value > 0:  # type: ignore[operator]
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not value >= 0:  # type: ignore[operator]
-        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
-
-
-def _finite(instance: object, attribute: attrs.Attribute, value: float) -> None:
-    if not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be finite, got {value!r}")
-
-
-def _bool(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{attribute.name} must be a bool, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -68,25 +42,25 @@ class ExtractorConfig:
     ValueError: action_dim must be > 0, got 0
     """
 
-    state_dim: int = attrs.field(validator=[_int, _positive])
-    action_dim: int = attrs.field(validator=[_int, _positive])
-    exp_dim: int = attrs.field(default=16, validator=[_int, _positive])
-    hidden: int = attrs.field(default=64, validator=[_int, _positive])
-    max_len: int = attrs.field(default=16, validator=[_int, _positive])
-    lr: float = attrs.field(default=3e-4, converter=float, validator=[_finite, _positive])
-    clip: float = attrs.field(default=0.1, converter=float, validator=[_finite, _positive])
+    state_dim: int = attrs.field(validator=[is_int, positive])
+    action_dim: int = attrs.field(validator=[is_int, positive])
+    exp_dim: int = attrs.field(default=16, validator=[is_int, positive])
+    hidden: int = attrs.field(default=64, validator=[is_int, positive])
+    max_len: int = attrs.field(default=16, validator=[is_int, positive])
+    lr: float = attrs.field(default=3e-4, converter=float, validator=[finite, positive])
+    clip: float = attrs.field(default=0.1, converter=float, validator=[finite, positive])
     utility_coef: float = attrs.field(
-        default=0.5, converter=float, validator=[_finite, _non_negative]
+        default=0.5, converter=float, validator=[finite, non_negative]
     )
     diversity_coef: float = attrs.field(
-        default=0.05, converter=float, validator=[_finite, _non_negative]
+        default=0.05, converter=float, validator=[finite, non_negative]
     )
-    ssl_coef: float = attrs.field(default=0.5, converter=float, validator=[_finite, _non_negative])
-    init_log_std: float = attrs.field(default=-0.5, converter=float, validator=_finite)
-    min_log_std: float = attrs.field(default=-3.0, converter=float, validator=_finite)
-    max_grad_norm: float = attrs.field(default=1.0, converter=float, validator=[_finite, _positive])
-    seed: int = attrs.field(default=0, validator=_int)
-    discrete_actions: bool = attrs.field(default=True, validator=_bool)
+    ssl_coef: float = attrs.field(default=0.5, converter=float, validator=[finite, non_negative])
+    init_log_std: float = attrs.field(default=-0.5, converter=float, validator=finite)
+    min_log_std: float = attrs.field(default=-3.0, converter=float, validator=finite)
+    max_grad_norm: float = attrs.field(default=1.0, converter=float, validator=[finite, positive])
+    seed: int = attrs.field(default=0, validator=is_int)
+    discrete_actions: bool = attrs.field(default=True, validator=is_bool)
 
     @clip.validator
     def _check_clip(self, attribute: attrs.Attribute, value: float) -> None:

@@ -3,7 +3,7 @@
 from .attribution import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode, outcome_of, success_from_info
-from .manager import ExperienceManager, manager_for_bank
+from .manager import ExperienceManager, manager_for_bank, resolve_manager
 from .priors import segment_priors
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "FreeBaseline",
     "manager_for_bank",
     "outcome_of",
+    "resolve_manager",
     "segment_priors",
     "success_from_info",
     "utility_decay",

@@ -32,7 +32,7 @@ from .config import ManagerConfig
 from .episode import Episode
 from .priors import prior_dim, segment_priors
 
-__all__ = ["ExperienceManager", "manager_for_bank"]
+__all__ = ["ExperienceManager", "manager_for_bank", "resolve_manager"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,20 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
     if config and ManagerConfig(**{**mgr.config.to_dict(), **config}) != mgr.config:
         raise ValueError(f"this bank's manager already has another config ({mgr.config}); got {config}")
     return mgr
+
+
+def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
+                    manager: ExperienceManager | None = None, key_encoder: KeyEncoder | None = None,
+                    manager_kwargs: dict[str, Any] | None = None) -> ExperienceManager:
+    """The manager a wrapper should use: the one given (which must serve ``bank``), else the bank's own."""
+    if not isinstance(bank, ExperienceBank):
+        raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+    if manager is None:
+        return manager_for_bank(bank, observation_space, action_space, key_encoder=key_encoder,
+                                **(manager_kwargs or {}))
+    if manager.bank is not bank:
+        raise ValueError("manager serves another bank than the one given")
+    return manager
 
 
 @attrs.define

@@ -10,7 +10,7 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys import KeyEncoder
-from ..manager import ExperienceManager, manager_for_bank, success_from_info
+from ..manager import ExperienceManager, resolve_manager, success_from_info
 from .checks import check_finite_observation
 from .injector import ExperienceInjector, TaskIdSource
 from .spaces import experience_space
@@ -75,13 +75,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
                                        query_mode=query_mode, learn=learn, manager=manager,
                                        manager_kwargs=manager_kwargs, seed=seed)
         gym.Wrapper.__init__(self, env)
-        if not isinstance(bank, ExperienceBank):
-            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
-        if manager is None:
-            manager = manager_for_bank(bank, env.observation_space, env.action_space,
-                                       key_encoder=key_encoder, **(manager_kwargs or {}))
-        elif manager.bank is not bank:
-            raise ValueError("manager serves another bank than the one given")
+        manager = resolve_manager(bank, env.observation_space, env.action_space, manager, key_encoder,
+                                  manager_kwargs)
         self.experience_manager = manager
         self.injector = ExperienceInjector(manager, 1, env.observation_space, k=k,
                                            retrieve_every=retrieve_every, task_id=task_id,

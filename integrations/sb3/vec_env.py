@@ -9,7 +9,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from experience_wrappers import ExperienceBank, ExperienceManager, KeyEncoder
-from experience_wrappers.manager import manager_for_bank, success_from_info
+from experience_wrappers.manager import resolve_manager, success_from_info
 from experience_wrappers.wrappers import ExperienceInjector, experience_space
 from experience_wrappers.wrappers.checks import check_finite_observation
 from experience_wrappers.wrappers.injector import TaskIdSource
@@ -39,13 +39,8 @@ class ExperienceVecEnv(VecEnvWrapper):
                  action_prior: bool = False, query_mode: str = "utility", learn: bool = True,
                  manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
                  seed: int | None = None) -> None:
-        if not isinstance(bank, ExperienceBank):
-            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
-        if manager is None:
-            manager = manager_for_bank(bank, venv.observation_space, venv.action_space,
-                                       key_encoder=key_encoder, **(manager_kwargs or {}))
-        elif manager.bank is not bank:
-            raise ValueError("manager serves another bank than the one given")
+        manager = resolve_manager(bank, venv.observation_space, venv.action_space, manager, key_encoder,
+                                  manager_kwargs)
         self.manager = manager
         self.injector = ExperienceInjector(manager, venv.num_envs, venv.observation_space, k=k,
                                            retrieve_every=retrieve_every, task_id=task_id,
