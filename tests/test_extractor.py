@@ -33,15 +33,6 @@ from experience_wrappers.extractor import (
 STATE_DIM, ACTION_DIM, MAX_LEN = 2, 2, 4
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny networks run fastest on one thread (and far faster than two on a busy machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny_config(**overrides) -> ExtractorConfig:
     kw = dict(state_dim=STATE_DIM, action_dim=ACTION_DIM, exp_dim=3, hidden=8, max_len=MAX_LEN)
     kw.update(overrides)

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3 import PPO
 from stable_baselines3.common import env_checker as sb3_env_checker
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from integrations.sb3 import CRLCallback, crl_policy_kwargs, find_experience
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _learn(venv, policy_kwargs, steps=256):

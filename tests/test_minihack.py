@@ -33,15 +33,6 @@ MOVES = [(-1, 0), (0, 1), (1, 0), (0, -1), (-1, 1), (1, 1), (1, -1), (-1, -1)]
 NORTH = 0
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny nets on a busy machine: one intra-op thread is many times faster than two."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def greedy_to_stairs(obs: dict) -> int:
     """Step straight toward the '>' visible in the agent-centred chars crop."""
     chars = obs["chars_crop"]
