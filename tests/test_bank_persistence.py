@@ -303,3 +303,17 @@ def test_bad_metadata_is_refused(saved, changes, match):
     edit_meta(saved, **changes)
     with pytest.raises(BankFileError, match=match):
         ExperienceBank.load(saved)
+
+
+def test_an_interrupted_save_is_named_in_the_error(tmp_path):
+    import os
+
+    bank = ExperienceBank()
+    bank.add(np.eye(3, dtype=np.float32), np.ones((3, 2), dtype=np.float32))
+    bank.save(tmp_path / "bank")
+    # the moment between the two renames of a save: only the old folder exists
+    os.replace(tmp_path / "bank", tmp_path / ".bank.old-0000abcd")
+    with pytest.raises(BankFileError, match=r"\.bank\.old-0000abcd"):
+        ExperienceBank.load(tmp_path / "bank")
+    os.replace(tmp_path / ".bank.old-0000abcd", tmp_path / "bank")
+    assert len(ExperienceBank.load(tmp_path / "bank")) == 3

@@ -114,7 +114,9 @@ def _fail(path: Path, why: str) -> BankFileError:
 def read_meta(path: Path, fmt: str, version: int) -> dict:
     """Read and check ``meta.json`` of a folder written in format ``fmt``, up to ``version``."""
     if not path.is_dir():
-        raise _fail(path, "no such folder")
+        leftovers = sorted(p.name for p in path.parent.glob(f".{path.name}.old-*")) if path.parent.is_dir() else []
+        hint = f"; an interrupted save left {leftovers[0]!r} beside it (rename it to recover)" if leftovers else ""
+        raise _fail(path, ("not a folder" if path.exists() else "no such folder") + hint)
     meta_path = path / META
     if not meta_path.is_file():
         raise _fail(path, f"no {META}: not a saved folder of this library")
