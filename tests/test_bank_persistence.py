@@ -306,8 +306,6 @@ def test_bad_metadata_is_refused(saved, changes, match):
 
 
 def test_an_interrupted_save_is_named_in_the_error(tmp_path):
-    import os
-
     bank = ExperienceBank()
     bank.add(np.eye(3, dtype=np.float32), np.ones((3, 2), dtype=np.float32))
     bank.save(tmp_path / "bank")
