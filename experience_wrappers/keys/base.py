@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KeyEncoder", "normalise_rows"]
+__all__ = ["KeyEncoder", "add_batch_axis", "normalise_rows"]
 
 
 def normalise_rows(x: np.ndarray, eps: float = 1e-8) -> np.ndarray:
@@ -39,13 +39,14 @@ class KeyEncoder(abc.ABC):
 
     def __call__(self, obs: Any, task_id: int = 0) -> np.ndarray:
         """The key of one observation, shape ``(key_dim,)``."""
-        batch = _add_batch_axis(obs)
+        batch = add_batch_axis(obs)
         return self.encode(batch, np.array([task_id], dtype=np.int64))[0]
 
 
-def _add_batch_axis(obs: Any) -> Any:
+def add_batch_axis(obs: Any) -> Any:
+    """One observation (array, dict or tuple of arrays) as a batch of one."""
     if isinstance(obs, dict):
-        return {k: _add_batch_axis(v) for k, v in obs.items()}
+        return {k: add_batch_axis(v) for k, v in obs.items()}
     if isinstance(obs, tuple):
-        return tuple(_add_batch_axis(v) for v in obs)
+        return tuple(add_batch_axis(v) for v in obs)
     return np.asarray(obs)[None]

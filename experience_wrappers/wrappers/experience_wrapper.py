@@ -10,20 +10,13 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys import KeyEncoder
+from ..keys.base import add_batch_axis
 from ..manager import ExperienceManager, resolve_manager, success_from_info
 from .checks import check_finite_observation
 from .injector import ExperienceInjector, TaskIdSource
 from .spaces import experience_space
 
 __all__ = ["ExperienceWrapper"]
-
-
-def _batch(obs: Any) -> Any:
-    if isinstance(obs, dict):
-        return {key: np.asarray(v)[None] for key, v in obs.items()}
-    if isinstance(obs, tuple):
-        return tuple(np.asarray(v)[None] for v in obs)
-    return np.asarray(obs)[None]
 
 
 class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
@@ -104,7 +97,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             self.injector.rng = np.random.default_rng([seed, 0x5EED])
         obs, info = self.env.reset(seed=seed, options=options)
         check_finite_observation(obs, "reset")
-        self.injector.begin(np.array([0]), _batch(obs), [info])
+        self.injector.begin(np.array([0]), add_batch_axis(obs), [info])
         self._last_obs, self._ended = obs, False
         return self._wrap(obs), {**info, **self.injector.info(0)}
 
@@ -115,12 +108,12 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         check_finite_observation(obs, "step")
         inj = self.injector
         step_info = inj.info(0)
-        inj.record(_batch(self._last_obs), np.asarray([action]), np.asarray([reward], dtype=np.float64))
+        inj.record(add_batch_axis(self._last_obs), np.asarray([action]), np.asarray([reward], dtype=np.float64))
         self._last_obs = obs
         if terminated or truncated:
             ep = inj.finish(0, success_from_info(info))
             step_info["experience_outcome"] = ep.outcome
             self._ended = True
         elif len(inj.due()):
-            inj.retrieve(np.array([0]), _batch(obs))
+            inj.retrieve(np.array([0]), add_batch_axis(obs))
         return self._wrap(obs), reward, terminated, truncated, {**info, **step_info}

@@ -17,7 +17,7 @@ from gymnasium import spaces
 from ..manager import Episode, ExperienceManager
 from .spaces import BASE_KEY
 
-__all__ = ["ExperienceInjector", "TaskIdSource"]
+__all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
@@ -39,7 +39,8 @@ def _stack(items: list[Any]) -> Any:
     return np.stack(items)
 
 
-def _subset(obs: Any, rows: np.ndarray) -> Any:
+def subset_rows(obs: Any, rows: np.ndarray) -> Any:
+    """The given rows of a batch of observations (array, dict or tuple of arrays)."""
     if isinstance(obs, dict):
         return {key: np.asarray(v)[rows] for key, v in obs.items()}
     if isinstance(obs, tuple):
@@ -116,7 +117,7 @@ class ExperienceInjector:
             self._clear(r)
         guided = self.guided[rows]
         if guided.any():
-            self.retrieve(rows[guided], _subset(obs, np.flatnonzero(guided)))
+            self.retrieve(rows[guided], subset_rows(obs, np.flatnonzero(guided)))
 
     def _task_of(self, obs: Any, info: dict) -> int:
         if callable(self.task_source):

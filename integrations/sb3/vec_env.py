@@ -12,15 +12,9 @@ from experience_wrappers import ExperienceBank, ExperienceManager, KeyEncoder
 from experience_wrappers.manager import resolve_manager, success_from_info
 from experience_wrappers.wrappers import ExperienceInjector, experience_space
 from experience_wrappers.wrappers.checks import check_finite_observation
-from experience_wrappers.wrappers.injector import TaskIdSource
+from experience_wrappers.wrappers.injector import TaskIdSource, subset_rows
 
 __all__ = ["ExperienceVecEnv"]
-
-
-def _rows(obs: Any, rows: np.ndarray) -> Any:
-    if isinstance(obs, dict):
-        return {key: np.asarray(v)[rows] for key, v in obs.items()}
-    return np.asarray(obs)[rows]
 
 
 class ExperienceVecEnv(VecEnvWrapper):
@@ -88,10 +82,10 @@ class ExperienceVecEnv(VecEnvWrapper):
             step_infos[i]["experience_outcome"] = ep.outcome
         if done_rows.size:
             reset_infos = getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs
-            inj.begin(done_rows, _rows(obs, done_rows), [reset_infos[i] for i in done_rows.tolist()])
+            inj.begin(done_rows, subset_rows(obs, done_rows), [reset_infos[i] for i in done_rows.tolist()])
         due = inj.due()
         if due.size:
-            inj.retrieve(due, _rows(obs, due))
+            inj.retrieve(due, subset_rows(obs, due))
         self._last_obs = obs
         for i in range(self.num_envs):
             infos[i].update(step_infos[i])
