@@ -1,0 +1,189 @@
+"""The benchmark issue's targets, checked against the result files.
+
+Each suite has targets (``ppo`` vs ``crl``) from the benchmarks issue; :func:`check_all`
+evaluates every one for which results exist and returns :class:`Check` records that the
+report renders as a table, met or missed, with the measured figures and seed counts:
+
+* ``easy`` / ``easy-60k``: steps to 90 % <= 0.6x PPO's; std of final success across seeds
+  <= 0.6x PPO's; CRL never ends below PPO (mean final success, and no seed below PPO's worst).
+* ``medium``: CRL reaches PPO's mean final success in <= 0.6x PPO's budget; ends >= 10
+  points above PPO with the 95 % bootstrap CIs apart; smaller std across seeds.
+* ``mt10``: final success >= 7.3 points above PPO's.
+* ``stretch``: any sustained success (mean final success > 0).
+* overhead (``benchmarks/results/overhead.json``): PPO+CRL steps/s >= 0.9x PPO's; async
+  wall-clock at least 30 % below sync.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from .stats import bootstrap_ci
+
+__all__ = ["Check", "check_all", "check_overhead", "render_checks", "steps_to_level"]
+
+MIN_SEEDS = {"easy": 5, "easy-60k": 5, "medium": 5, "mt10": 3, "stretch": 1}
+
+
+@attrs.frozen
+class Check:
+    """One target of one suite and task: what it asks, what was measured, whether it is met.
+
+    ``met`` is None when the results cannot decide (an arm missing, or no seed reached a level).
+    """
+
+    suite: str
+    task: str
+    target: str
+    measured: str
+    met: bool | None
+    seeds: str = ""
+
+
+def steps_to_level(run: dict[str, Any], level: float, min_episodes: int = 100) -> int | None:
+    """First step at which the run's rolling success is >= ``level`` (over >= ``min_episodes``
+    finished episodes, like the runner's own thresholds), or None if it never was.
+
+    >>> run = {"curve": [{"steps": 1024, "episodes": 50, "outcome": 0.9},
+    ...                  {"steps": 2048, "episodes": 120, "outcome": 0.7},
+    ...                  {"steps": 3072, "episodes": 190, "outcome": 0.8}]}
+    >>> steps_to_level(run, 0.75), steps_to_level(run, 0.95)
+    (3072, None)
+    """
+    for c in run["curve"]:
+        if c.get("outcome") is not None and c.get("episodes", 0) >= min_episodes and c["outcome"] >= level:
+            return int(c["steps"])
+    return None
+
+
+def _finals(runs: list[dict]) -> list[float]:
+    return [float(r["final_outcome"]) for r in runs if r.get("final_outcome") is not None]
+
+
+def _seeds(ppo: list[dict], crl: list[dict]) -> str:
+    return f"{len(ppo)} / {len(crl)}"
+
+
+def _verdict(ok: bool, n_min: int, ppo: list[dict], crl: list[dict]) -> bool:
+    return bool(ok) and min(len(ppo), len(crl)) >= n_min
+
+
+def _std(vals: list[float]) -> float:
+    return float(np.std(vals)) if vals else math.nan
+
+
+def _check_easy(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> list[Check]:
+    seeds, n_min = _seeds(ppo, crl), MIN_SEEDS.get(suite, 1)
+    out = []
+    reach = {name: [r["first_reached"].get("0.9") for r in runs] for name, runs in (("ppo", ppo), ("crl", crl))}
+    if all(v is not None for vals in reach.values() for v in vals):
+        ratio = np.mean(reach["crl"]) / np.mean(reach["ppo"])
+        out.append(Check(suite, task, "steps to 90 % <= 0.6x PPO's",
+                         f"{np.mean(reach['crl']) / 1000:.1f}k vs {np.mean(reach['ppo']) / 1000:.1f}k "
+                         f"= {ratio:.2f}x", _verdict(ratio <= 0.6, n_min, ppo, crl), seeds))
+    else:
+        missing = {k: sum(v is None for v in vals) for k, vals in reach.items()}
+        out.append(Check(suite, task, "steps to 90 % <= 0.6x PPO's",
+                         f"seeds that never reached 90 %: ppo {missing['ppo']}, crl {missing['crl']}", None, seeds))
+    fp, fc = _finals(ppo), _finals(crl)
+    sp, sc = _std(fp), _std(fc)
+    std_ok = sc <= 0.6 * sp if sp > 0 else sc == 0
+    out.append(Check(suite, task, "std of final success across seeds <= 0.6x PPO's",
+                     f"{sc:.3f} vs {sp:.3f}", _verdict(std_ok, n_min, ppo, crl), seeds))
+    below = np.mean(fc) < np.mean(fp) or min(fc) < min(fp)
+    out.append(Check(suite, task, "never ends below PPO (mean, and worst seed)",
+                     f"mean {np.mean(fc):.3f} vs {np.mean(fp):.3f}; worst {min(fc):.3f} vs {min(fp):.3f}",
+                     _verdict(not below, n_min, ppo, crl), seeds))
+    return out
+
+
+def _check_medium(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> list[Check]:
+    seeds, n_min = _seeds(ppo, crl), MIN_SEEDS.get(suite, 1)
+    fp, fc = _finals(ppo), _finals(crl)
+    level = float(np.mean(fp))
+    budget = max(int(r["total_steps"]) for r in ppo)
+    steps = [steps_to_level(r, level) for r in crl]
+    reached = [s for s in steps if s is not None]
+    if reached:
+        ratio = np.mean(reached) / budget
+        measured = (f"PPO's mean final {level:.2f}; CRL reached it at {np.mean(reached) / 1000:.0f}k "
+                    f"= {ratio:.2f}x of {budget / 1000:.0f}k ({len(reached)}/{len(crl)} seeds)")
+        met: bool | None = _verdict(ratio <= 0.6 and len(reached) == len(crl), n_min, ppo, crl)
+    else:
+        measured, met = f"PPO's mean final {level:.2f}; no CRL seed reached it", False
+    out = [Check(suite, task, "reaches PPO's mean final success in <= 0.6x the steps", measured, met, seeds)]
+    (pl, ph), (cl, ch) = bootstrap_ci(fp), bootstrap_ci(fc)
+    diff = float(np.mean(fc) - np.mean(fp))
+    apart = not math.isnan(cl) and not math.isnan(ph) and cl > ph
+    out.append(Check(suite, task, "ends >= 10 points above PPO, 95 % CIs apart",
+                     f"{np.mean(fc):.2f} [{cl:.2f}, {ch:.2f}] vs {np.mean(fp):.2f} [{pl:.2f}, {ph:.2f}] "
+                     f"({diff * 100:+.1f} points)", _verdict(diff >= 0.10 and apart, n_min, ppo, crl), seeds))
+    out.append(Check(suite, task, "smaller spread of final success across seeds",
+                     f"std {_std(fc):.3f} vs {_std(fp):.3f}", _verdict(_std(fc) < _std(fp), n_min, ppo, crl),
+                     seeds))
+    return out
+
+
+def _check_mt10(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> list[Check]:
+    fp, fc = _finals(ppo), _finals(crl)
+    diff = float(np.mean(fc) - np.mean(fp))
+    return [Check(suite, task, "final success >= 7.3 points above PPO's",
+                  f"{np.mean(fc):.3f} vs {np.mean(fp):.3f} ({diff * 100:+.1f} points)",
+                  _verdict(diff >= 0.073, MIN_SEEDS["mt10"], ppo, crl), _seeds(ppo, crl))]
+
+
+def _check_stretch(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> list[Check]:
+    fp, fc = _finals(ppo), _finals(crl)
+    return [Check(suite, task, "any sustained success (mean final success > 0)",
+                  f"crl {np.mean(fc):.3f}, ppo {np.mean(fp):.3f}", bool(np.mean(fc) > 0), _seeds(ppo, crl))]
+
+
+CHECKERS = {"easy": _check_easy, "easy-60k": _check_easy, "medium": _check_medium,
+            "mt10": _check_mt10, "stretch": _check_stretch}
+
+
+def check_overhead(path: Path) -> list[Check]:
+    """The wall-clock targets, from the overhead benchmark's result file (if it exists)."""
+    if not path.exists():
+        return []
+    summary = json.loads(path.read_text())["summary"]
+    out = []
+    for env_id, s in sorted(summary.items()):
+        ratios = s["ratio_to_ppo"]
+        for arm in ("crl-same-net", "crl-same-net-vec", "crl"):
+            if arm in ratios:
+                r = float(ratios[arm])
+                out.append(Check("overhead", env_id, f"`{arm}` steps/s >= 0.9x PPO's", f"{r:.2f}x", bool(r >= 0.9)))
+        a = float(s["async_vs_sync_wall"])
+        out.append(Check("overhead", env_id, "async wall-clock <= 0.7x sync", f"{a:.2f}x", bool(a <= 0.7)))
+    return out
+
+
+def check_all(results: dict[str, dict[str, dict[str, list[dict]]]], overhead: Path | None = None) -> list[Check]:
+    """Every target whose suite has both a ``ppo`` and a ``crl`` arm in ``results``."""
+    out: list[Check] = []
+    for suite, checker in CHECKERS.items():
+        for task, arms in sorted(results.get(suite, {}).items()):
+            if arms.get("ppo") and arms.get("crl") and _finals(arms["ppo"]) and _finals(arms["crl"]):
+                out += checker(suite, task, arms["ppo"], arms["crl"])
+    if overhead is not None:
+        out += check_overhead(overhead)
+    return out
+
+
+def render_checks(checks: list[Check]) -> list[str]:
+    """Markdown table of the checks (``met``: yes / **no** / undecided)."""
+    if not checks:
+        return ["(no suite with both `ppo` and `crl` results yet)"]
+    word = {True: "yes", False: "**no**", None: "undecided"}
+    lines = ["| suite | task | target | measured (CRL vs PPO) | seeds (ppo / crl) | met |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for c in checks:
+        lines.append(f"| {c.suite} | {c.task} | {c.target} | {c.measured} | {c.seeds or '-'} | {word[c.met]} |")
+    return lines
