@@ -75,6 +75,38 @@ def fmt(x: float | None, digits: int = 2) -> str:
     return f"{x:.{digits}f}" if abs(x) < 1000 else f"{x / 1000:.1f}k"
 
 
+def guided_gap(run: dict) -> float:
+    """Mean over the run of (rolling success of guided episodes - that of free ones) during
+    training; NaN for vanilla PPO and for all-guided arms (whose free window never refreshes)."""
+    if run.get("arm_config", {}).get("callback", {}).get("guided_ratio") == 1.0:
+        return math.nan
+    gaps = [c["guided"] - c["free"] for c in run["curve"]
+            if c.get("guided") is not None and c.get("free") is not None]
+    return float(np.mean(gaps)) if gaps else math.nan
+
+
+def interval_eval_lines(arms: dict[str, list[dict]]) -> list[str]:
+    """Table of the interval evaluations (mean over the seeds that have them), if any run has them."""
+    rows = []
+    for arm in sorted(arms, key=lambda a: (a != "ppo", a != "crl", a)):
+        by_step: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in arms[arm]:
+            key = "success" if r["uses_success"] else "return"
+            for h in r.get("eval_curve", []):
+                for setting in ("with_experience", "without_experience"):
+                    if setting in h:
+                        by_step[h["steps"]][setting].append(h[setting][key])
+        for steps in sorted(by_step):
+            d = by_step[steps]
+            n = max(len(v) for v in d.values())
+            rows.append(f"| {arm} | {steps / 1000:.0f}k | {n} | {_mean_std(d.get('with_experience', []))} | "
+                        f"{_mean_std(d.get('without_experience', []))} |")
+    if not rows:
+        return []
+    return ["Evaluation at intervals (separate envs on the same bank, nothing learned):", "",
+            "| arm | steps | seeds | with experience | without |", "| --- | --- | --- | --- | --- |", *rows, ""]
+
+
 def arm_row(runs: list[dict], thresholds: list[str]) -> dict[str, Any]:
     row: dict[str, Any] = {"seeds": [r["seed"] for r in runs]}
     for t in thresholds:
@@ -87,6 +119,7 @@ def arm_row(runs: list[dict], thresholds: list[str]) -> dict[str, Any]:
         vals = [r["evaluation"][name]["success" if r["uses_success"] else "return"]
                 for r in runs if name in r.get("evaluation", {})]
         row[name] = vals
+    row["gap"] = [guided_gap(r) for r in runs]
     row["sps"] = [r["steps_per_s"] for r in runs]
     row["wall"] = [r["wall_s"] for r in runs]
     row["steps"] = runs[0]["total_steps"]
@@ -169,7 +202,7 @@ def aggregate(suite_envs: dict[str, dict[str, list[dict]]]) -> list[str]:
             continue
         n = min(len(scores[arm]), len(scores["ppo"]))
         pair = {f"{arm},ppo": (scores[arm][:n], scores["ppo"][:n])}
-        np.random.seed(0)  # rliable's bootstrap (arch) draws from numpy's global generator
+        np.random.seed(0)  # noqa: NPY002 -- rliable's bootstrap (arch) draws from numpy's global generator
         est, ci = rly.get_interval_estimates(pair, metrics.probability_of_improvement, reps=1000)
         key = f"{arm},ppo"
         lines.append(f"| {arm} | {iqm[arm]:.3f} | {float(np.squeeze(est[key])):.2f} "
@@ -184,7 +217,9 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Path | None = N
              "in every result file). Success is the rolling success rate over the last 100 episodes.",
              "Steps-to-threshold: mean ± std over the seeds that reached it, a 95 % bootstrap CI, and how",
              "many seeds reached it. Evaluation: 50 sampled-action episodes (fewer for small suites), with",
-             "every episode guided, then every episode free.", ""]
+             "every episode guided, then every episode free. \"guided − free (training)\": the mean over",
+             "the run of the rolling success of guided training episodes minus that of free ones (does",
+             "what the agent is shown change its outcome while it learns?).", ""]
     lines += ["## Targets of the benchmarks issue", "",
               "Each target checked against the result files by `benchmarks/targets.py` (\"undecided\":",
               "the results cannot settle it; a target with fewer seeds than the issue asks counts as not met).", "",
@@ -200,7 +235,8 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Path | None = N
             what = "success" if uses_success else "return"
             lines += [f"### {env_id}", ""]
             head = ["arm", "seeds", "steps", *[f"steps to {float(t):.0%}" for t in thresholds],
-                    f"final {what}", "AUC", f"eval {what} with exp.", f"eval {what} without", "steps/s", "wall s"]
+                    f"final {what}", "AUC", f"eval {what} with exp.", f"eval {what} without", "guided − free (training)", "steps/s",
+                    "wall s"]
             lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
             order = sorted(rows, key=lambda a: (a != "ppo", a != "crl", a))
             for arm in order:
@@ -208,8 +244,9 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Path | None = N
                 cells = [arm, ",".join(map(str, r["seeds"])), f"{r['steps'] / 1000:.0f}k",
                          *[steps_cell(*r[f"to_{t}"]) for t in thresholds],
                          _mean_std(r["final"]), _mean_std(r["auc"]), _mean_std(r["with_experience"]),
-                         _mean_std(r["without_experience"]), f"{np.mean(r['sps']):.0f}", f"{np.mean(r['wall']):.0f}"]
+                         _mean_std(r["without_experience"]), _mean_std(r["gap"]), f"{np.mean(r['sps']):.0f}", f"{np.mean(r['wall']):.0f}"]
                 lines.append("| " + " | ".join(cells) + " |")
+            lines += ["", *interval_eval_lines(arms)]
             png = fig_dir / f"{suite}_{env_id.replace('/', '_')}.png"
             plot_curves(env_id, arms, png)
             lines += ["", f"![{env_id} learning curves]({png.relative_to(out_md.parent).as_posix()})", ""]

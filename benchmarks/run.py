@@ -15,7 +15,13 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
 
 from experience_wrappers import ExperienceBank
-from integrations.sb3 import ActionPriorPolicy, CRLCallback, crl_policy_kwargs, find_experience
+from integrations.sb3 import (
+    ActionPriorPolicy,
+    CRLCallback,
+    ExperienceEvalCallback,
+    crl_policy_kwargs,
+    find_experience,
+)
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
 
 from .arms import Arm
@@ -49,8 +55,15 @@ def versions() -> dict[str, str]:
 
 
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
-              eval_episodes: int = 0, torch_threads: int = 1) -> dict[str, Any]:
-    """Train PPO (with or without Complementary RL) and return curves, timings and evaluation."""
+              eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
+              eval_envs: int = 4) -> dict[str, Any]:
+    """Train PPO (with or without Complementary RL) and return curves, timings and evaluation.
+
+    ``eval_episodes``: episodes of the final evaluation, with and without experience (0: none).
+    ``eval_every``: also evaluate every this many steps on ``eval_envs`` separate envs that
+    share the bank but never learn (:class:`ExperienceEvalCallback`); 0: no interval evaluation.
+    The wall-clock and steps/s of the result include the interval evaluations.
+    """
     torch.set_num_threads(torch_threads)
     steps = int(total_steps or hyper["n_timesteps"])
     n_envs = int(hyper.get("n_envs", 8))
@@ -72,6 +85,12 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if arm.crl:
         crl_cb = CRLCallback(**arm.callback)
         callbacks.append(crl_cb)
+    eval_cb = None
+    if eval_every and eval_episodes:
+        eval_wrapper = {**arm.wrapper, "learn": False, "manager": find_experience(env)[0][0]} if arm.crl else None
+        eval_env = build_env(env_id, eval_envs, seed + 10_000, bank, eval_wrapper, arm.manager, fam)
+        eval_cb = ExperienceEvalCallback(eval_env, eval_every, eval_episodes, deterministic=False)
+        callbacks.append(eval_cb)
     t0 = time.perf_counter()
     model.learn(steps, callback=CallbackList(callbacks))
     wall = time.perf_counter() - t0
@@ -86,6 +105,9 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         "final_outcome": tracker.rate(), "episodes": tracker.episodes, "curve": tracker.curve,
         "versions": versions(), "torch_threads": torch_threads,
     }
+    if eval_cb is not None:
+        result["eval_curve"] = eval_cb.history
+        eval_cb.eval_env.close()
     if crl_cb is not None:
         m = crl_cb.manager
         result["crl"] = {"bank": m.bank.stats(), "manager": m.stats()}

@@ -46,7 +46,7 @@ def _one(job: dict[str, Any]) -> tuple[str, str | None]:
 
     try:
         res = train_run(job["env_id"], ARMS[job["arm"]], job["seed"], job["hyper"], job["steps"],
-                        job["eval_episodes"])
+                        job["eval_episodes"], eval_every=job["eval_every"])
         res["suite"] = job["suite"]
         res["command"] = job["command"]
         path = Path(job["path"])
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", nargs="*", type=int)
     p.add_argument("--steps", type=int, help="override the suite's step budget")
     p.add_argument("--eval-episodes", type=int)
+    p.add_argument("--eval-every", type=int, help="evaluate every this many steps (0: only at the end)")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (each uses one torch thread)")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--background", action="store_true", help="detach; log to <results>/<suite>/runner.log")
@@ -97,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
                 jobs.append({"env_id": env_id, "arm": arm, "seed": seed, "hyper": hyper,
                              "steps": args.steps or suite.steps, "suite": suite.name, "path": str(path),
                              "eval_episodes": suite.eval_episodes if args.eval_episodes is None
-                             else args.eval_episodes, "command": command})
+                             else args.eval_episodes, "command": command,
+                             "eval_every": suite.eval_every if args.eval_every is None else args.eval_every})
     print(f"suite {suite.name}: {len(jobs)} runs to do", flush=True)
     failures = 0
     with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=get_context("spawn"),

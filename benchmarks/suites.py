@@ -12,7 +12,11 @@ ABLATION_ARMS = ("crl-static", "crl-all-guided", "crl-mixed-adv", "crl-random-re
 
 @attrs.frozen
 class Suite:
-    """A set of runs: every env x arm x seed, each for ``steps`` (None: the YAML's n_timesteps)."""
+    """A set of runs: every env x arm x seed, each for ``steps`` (None: the YAML's n_timesteps).
+
+    Each run ends with ``eval_episodes`` episodes with experience and as many without;
+    ``eval_every`` > 0 adds an evaluation of ``eval_episodes`` each every that many steps.
+    """
 
     name: str
     envs: tuple[str, ...]
@@ -20,19 +24,21 @@ class Suite:
     seeds: tuple[int, ...]
     steps: int | None = None
     eval_episodes: int = 50
+    eval_every: int = 0
     thresholds: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
 
 
 SUITES: dict[str, Suite] = {s.name: s for s in [
     Suite("smoke", ("CartPole-v1",), ("ppo", "crl"), (0,), steps=4096, eval_episodes=4),
     Suite("easy", ("MiniHack-Room-Monster-5x5-v0", "MiniHack-Room-Ultimate-5x5-v0"), ("ppo", "crl"),
-          (0, 1, 2, 3, 4), steps=150_000, thresholds=(0.9, 0.95)),
+          (0, 1, 2, 3, 4), steps=150_000, thresholds=(0.9, 0.95), eval_every=30_000),
     Suite("easy-60k", ("MiniHack-Room-Monster-5x5-v0", "MiniHack-Room-Ultimate-5x5-v0"), ("ppo", "crl"),
           (0, 1, 2, 3, 4), steps=60_000, thresholds=(0.9, 0.95)),
     Suite("medium", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo", "crl"),
-          (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8)),
-    Suite("stretch", ("MiniHack-KeyRoom-S5-v0",), ("ppo", "crl"), (0, 1), steps=500_000),
-    Suite("mt10", ("Meta-World/MT10",), ("ppo", "crl"), (0, 1, 2), steps=500_000, eval_episodes=20),
+          (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000),
+    Suite("stretch", ("MiniHack-KeyRoom-S5-v0",), ("ppo", "crl"), (0, 1), steps=500_000, eval_every=100_000),
+    Suite("mt10", ("Meta-World/MT10",), ("ppo", "crl"), (0, 1, 2), steps=500_000, eval_episodes=20,
+          eval_every=100_000),
     Suite("ways", ("MiniHack-Room-Monster-5x5-v0",), ("ppo", *WAYS_ARMS), (0, 1), steps=40_000),
     Suite("ablations", ("MiniHack-Room-Monster-5x5-v0",), ("crl", *ABLATION_ARMS), (0, 1, 2), steps=60_000),
     Suite("cartpole", ("CartPole-v1",), ("ppo", "crl"), (0, 1, 2, 3, 4), steps=50_000),

@@ -4,6 +4,7 @@ from .advantages import regroup_advantages
 from .callback import CRLCallback
 from .discovery import find_experience
 from .distillation import distillation_step
+from .eval_callback import ExperienceEvalCallback
 from .evaluation import evaluate_with_and_without_experience, run_episodes
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .persistence import load_crl, save_crl
@@ -12,6 +13,7 @@ from .vec_env import ExperienceVecEnv
 
 __all__ = [
     "CRLCallback",
+    "ExperienceEvalCallback",
     "ExperienceVecEnv",
     "ExperienceFeaturesExtractor",
     "ActionPriorPolicy",

@@ -1,0 +1,92 @@
+"""Periodic evaluation with and without experience, logged through SB3's logger."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv
+
+from .discovery import find_experience
+from .evaluation import evaluate_with_and_without_experience, run_episodes
+
+__all__ = ["ExperienceEvalCallback"]
+
+
+class ExperienceEvalCallback(BaseCallback):
+    """Every ``eval_freq`` environment steps, evaluate on ``eval_env`` with and without experience.
+
+    The role of SB3's ``EvalCallback`` for Complementary RL: the paper reports both numbers,
+    and their gap says whether the agent uses what it is shown. Build ``eval_env`` with
+    experience wrappers on the *training* bank and ``learn=False`` (for example
+    ``ExperienceWrapper(env, bank, learn=False)``), so evaluation episodes are never
+    credited or distilled and retrieval counters are left alone; a VecEnv without experience
+    wrappers is evaluated once, as ``"without_experience"`` (a vanilla PPO baseline).
+
+    Each evaluation is appended to :attr:`history` and logged as
+    ``eval/{with,without}_experience/{success,return,length}`` (success only when the env
+    reports it).
+
+    Args:
+        eval_env: the evaluation VecEnv (never the training env).
+        eval_freq: evaluate each time this many more environment steps have been taken.
+        n_eval_episodes: episodes per evaluation and per setting.
+        deterministic: greedy actions (SB3's default) or sampled ones.
+        verbose: 1 prints each evaluation.
+
+    Raises:
+        ValueError: bad arguments, or ``eval_env`` is the training env.
+    """
+
+    def __init__(self, eval_env: VecEnv, eval_freq: int = 10_000, n_eval_episodes: int = 20,
+                 deterministic: bool = True, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if not isinstance(eval_env, VecEnv):
+            raise ValueError(f"eval_env must be an SB3 VecEnv, got {type(eval_env).__name__}")
+        for name, value in (("eval_freq", eval_freq), ("n_eval_episodes", n_eval_episodes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.eval_env = eval_env
+        self.eval_freq = eval_freq
+        self.n_eval_episodes = n_eval_episodes
+        self.deterministic = deterministic
+        self.history: list[dict[str, Any]] = []
+        self._next = eval_freq
+        try:
+            find_experience(eval_env)
+            self.with_experience = True
+        except ValueError:
+            self.with_experience = False
+
+    def _init_callback(self) -> None:
+        if self.eval_env is self.model.get_env():
+            raise ValueError("eval_env must be a separate env, not the training env")
+        self._next = self.model.num_timesteps + self.eval_freq
+
+    def evaluate(self) -> dict[str, Any]:
+        """Evaluate now, record the result in :attr:`history` and the logger, and return it."""
+        if self.with_experience:
+            res = evaluate_with_and_without_experience(self.model, self.eval_env, self.n_eval_episodes,
+                                                       self.deterministic)
+        else:
+            res = {"without_experience": run_episodes(self.model, self.eval_env, self.n_eval_episodes,
+                                                      self.deterministic)}
+        record = {"steps": int(self.num_timesteps), **res}
+        self.history.append(record)
+        for setting, stats in res.items():
+            for key in ("success", "return", "length"):
+                value = stats[key]
+                if not (isinstance(value, float) and math.isnan(value)):
+                    self.logger.record(f"eval/{setting}/{key}", value)
+        if self.verbose:
+            parts = [f"{s}: success {v['success']:.2f}, return {v['return']:.2f}" for s, v in res.items()]
+            print(f"eval at {self.num_timesteps} steps: " + "; ".join(parts))
+        return record
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next:
+            self.evaluate()
+            while self._next <= self.num_timesteps:
+                self._next += self.eval_freq
+        return True

@@ -1,0 +1,50 @@
+"""The benchmark report: per-run summaries and the generated page, on synthetic result files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from benchmarks.report import guided_gap, interval_eval_lines, main
+
+
+def result(arm: str, seed: int, final: float, guided_ratio: float | None = None, eval_curve=None) -> dict:
+    curve = [{"steps": 1024 * (i + 1), "episodes": 100 + 10 * i, "outcome": final, "guided": g, "free": f,
+              "wall_s": float(i)} for i, (g, f) in enumerate([(0.5, 0.4), (0.9, 0.6), (None, 0.7)])]
+    return {"env_id": "Toy-v0", "arm": arm, "seed": seed, "total_steps": 3072, "uses_success": True,
+            "first_reached": {"0.9": 2048 if final >= 0.9 else None}, "final_outcome": final, "curve": curve,
+            "evaluation": {"without_experience": {"success": final}}, "steps_per_s": 100.0, "wall_s": 30.7,
+            "arm_config": {"callback": {} if guided_ratio is None else {"guided_ratio": guided_ratio}},
+            **({"eval_curve": eval_curve} if eval_curve else {})}
+
+
+def test_guided_gap_averages_the_points_with_both_rates():
+    assert guided_gap(result("crl", 0, 1.0)) == (0.1 + 0.3) / 2
+    assert math.isnan(guided_gap(result("crl-all-guided", 0, 1.0, guided_ratio=1.0)))
+
+
+def test_interval_evaluation_table_only_when_runs_have_it():
+    assert interval_eval_lines({"ppo": [result("ppo", 0, 1.0)]}) == []
+    curve = [{"steps": 1000, "with_experience": {"success": 0.5}, "without_experience": {"success": 0.25}}]
+    lines = interval_eval_lines({"crl": [result("crl", s, 1.0, eval_curve=curve) for s in range(2)]})
+    assert "| crl | 1k | 2 | 0.50 ± 0.00 | 0.25 ± 0.00 |" in lines
+
+
+def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
+    root = tmp_path / "results"
+    for arm, final in (("ppo", 0.8), ("crl", 0.95)):
+        for seed in range(2):
+            path = root / "easy" / "Toy-v0" / arm / f"seed{seed}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(result(arm, seed, final + 0.01 * seed)))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- headline:start -->\nold\n<!-- headline:end -->\nrest\n")
+    out = tmp_path / "docs" / "benchmarks.md"
+    text = main(["--results", str(root), "--out", str(out), "--readme", str(readme),
+                 "--analysis", str(tmp_path / "none.md"), "--overhead", str(tmp_path / "none.json")])
+    assert out.read_text() == text
+    assert (tmp_path / "docs" / "figures" / "easy_Toy-v0.png").stat().st_size > 0
+    assert "| easy | Toy-v0 | steps to 90 % <= 0.6x PPO's |" in text  # the targets table
+    head = readme.read_text()
+    assert "\nold\n" not in head and head.startswith("intro\n") and head.endswith("rest\n")
+    assert "| easy | Toy-v0 | crl | 2 | 0.95 ± 0.01 | 90%: 2.0k" in head

@@ -1,0 +1,75 @@
+"""ExperienceEvalCallback: periodic evaluation with and without experience on a separate env."""
+
+from __future__ import annotations
+
+import pytest
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.env_util import make_vec_env
+
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from integrations.sb3 import CRLCallback, ExperienceEvalCallback, find_experience
+
+from .test_sb3 import FAST, PPO_KW, wrapped_vec
+
+
+def eval_vec(bank: ExperienceBank, manager=None, n_envs: int = 2):
+    return make_vec_env("CartPole-v1", n_envs=n_envs, seed=100, wrapper_class=ExperienceWrapper,
+                        wrapper_kwargs={"bank": bank, "learn": False, "manager": manager,
+                                        "manager_kwargs": FAST})
+
+
+def test_evaluates_at_each_interval_and_never_feeds_the_manager():
+    bank = ExperienceBank()
+    train = wrapped_vec(4, bank)
+    mgr = find_experience(train)[0][0]
+    evaluation = eval_vec(bank, mgr)
+    cb = ExperienceEvalCallback(evaluation, eval_freq=256, n_eval_episodes=4, deterministic=False)
+    model = PPO("MultiInputPolicy", train, **PPO_KW)
+    model.learn(1024, callback=CallbackList([CRLCallback(), cb]))
+    assert [h["steps"] for h in cb.history] == [256, 512, 768, 1024]
+    for h in cb.history:
+        for setting in ("with_experience", "without_experience"):
+            assert h[setting]["episodes"] == 4
+            assert 0 < h[setting]["length"] <= 500
+    assert len(bank) > 0
+    submitted = mgr.episodes_submitted
+    stats = bank.stats()
+    record = cb.evaluate()
+    assert mgr.episodes_submitted == submitted  # evaluation episodes are never handed over
+    assert bank.stats() == stats  # nor counted as retrievals
+    assert record["with_experience"]["episodes"] == 4
+    logged = model.logger.name_to_value
+    assert "eval/with_experience/return" in logged and "eval/without_experience/length" in logged
+    assert "eval/with_experience/success" not in logged  # CartPole reports no success
+    train.close()
+    evaluation.close()
+
+
+def test_an_env_without_experience_is_evaluated_once():
+    model = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), **PPO_KW)
+    cb = ExperienceEvalCallback(make_vec_env("CartPole-v1", n_envs=2, seed=1), eval_freq=128, n_eval_episodes=2)
+    model.learn(256, callback=cb)
+    assert cb.with_experience is False
+    assert [sorted(h) for h in cb.history] == [["steps", "without_experience"]] * 2
+
+
+def test_the_training_env_is_refused():
+    train = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", train, **PPO_KW)
+    with pytest.raises(ValueError, match="separate env"):
+        model.learn(128, callback=ExperienceEvalCallback(train, eval_freq=64))
+
+
+@pytest.mark.parametrize("kwargs", [{"eval_freq": 0}, {"n_eval_episodes": -1}, {"eval_freq": 1.5},
+                                    {"n_eval_episodes": True}])
+def test_bad_arguments_raise(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        ExperienceEvalCallback(make_vec_env("CartPole-v1", n_envs=1), **kwargs)
+
+
+def test_eval_env_must_be_a_vec_env():
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="VecEnv"):
+        ExperienceEvalCallback(gym.make("CartPole-v1"))
