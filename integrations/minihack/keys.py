@@ -149,6 +149,9 @@ class MiniHackKeyEncoder(KeyEncoder):
             self._grid_background = 32 if self.grid_key.startswith("chars") else _S_STONE_GLYPH
             self._grid_pos = _codes(seed, 1, int(np.prod(gs.shape)), d)
             self._grid_ids = _codes(seed, 2, self._grid_vocab, d)
+            # the same table with the background glyph's row zeroed: background cells add nothing
+            self._grid_ids_fg = self._grid_ids.copy()
+            self._grid_ids_fg[self._grid_background] = 0.0
             self._grid_empty = _codes(seed, 3, 1, d)[0]
 
         self.inventory_key = next((k for k in _INVENTORY_KEYS if k in sub), None)
@@ -245,8 +248,7 @@ class MiniHackKeyEncoder(KeyEncoder):
                 f"{self.grid_key!r} ids must lie in [0, {self._grid_vocab}), got "
                 f"[{ids.min()}, {ids.max()}]"
             )
-        mask = (ids != self._grid_background).astype(np.float32)[..., None]
-        v = (self._grid_ids[ids] * self._grid_pos[None] * mask).sum(axis=1) * np.sqrt(self.key_dim)
+        v = np.einsum("ncd,cd->nd", self._grid_ids_fg[ids], self._grid_pos) * np.sqrt(self.key_dim)
         return _unit(v, self._grid_empty)
 
     def _inventory_set_code(self, items: bytes) -> np.ndarray:
