@@ -588,3 +588,18 @@ def test_extractor_per_task_trains_each_task_on_its_own_episodes(rng, tmp_path):
     assert sorted(other._task_trainers) == [0, 1] and other.trainer_for(1).updates == 1
     for k, v in mgr.trainer_for(1).extractor.state_dict().items():
         assert torch.equal(v, other.trainer_for(1).extractor.state_dict()[k])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_busy_seconds_counts_processing_time(rng, mode):
+    mgr = make_manager(mode=mode)
+    assert mgr.stats()["busy_seconds"] == 0.0
+    for _ in range(3):
+        mgr.submit(make_episode(rng, 24))
+    mgr.flush()
+    first = mgr.stats()["busy_seconds"]
+    assert first > 0.0
+    mgr.request_merge()
+    mgr.flush()
+    assert mgr.stats()["busy_seconds"] > first
+    mgr.close()

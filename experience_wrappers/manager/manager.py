@@ -6,6 +6,7 @@ import json
 import logging
 import queue
 import threading
+import time
 import weakref
 from collections import deque
 from pathlib import Path
@@ -141,6 +142,7 @@ class ExperienceManager:
         self.episodes_submitted = 0
         self.episodes_processed = 0
         self.entries_added = 0
+        self.busy_seconds = 0.0  # time spent processing episodes and merges (either thread)
         self._recent: dict[str, deque[float]] = {n: deque(maxlen=100) for n in
                                                  ("guided_outcome", "free_outcome", "delta")}
         self.last_losses: dict[str, float] = {}
@@ -266,11 +268,13 @@ class ExperienceManager:
 
     # ------------------------------------------------------------- processing
     def _process(self, ep: Episode) -> None:
+        t0 = time.perf_counter()
         self._attribute(ep)
         self._distil(ep)
         self._train_if_ready()
         with self._stats_lock:
             self.episodes_processed += 1
+            self.busy_seconds += time.perf_counter() - t0
 
     def _attribute(self, ep: Episode) -> None:
         outcome = ep.outcome
@@ -427,12 +431,15 @@ class ExperienceManager:
         self.bank.mark_trained(ids[present], self.pg_updates)
 
     def _merge(self) -> None:
+        t0 = time.perf_counter()
         res = self.bank.merge()
         for survivor, gone in res.merged.items():
             for g in gone:
                 s = self._samples.pop(g, None)
                 if s is not None and survivor in self._samples:
                     self._samples[survivor].rewards.extend(s.rewards)
+        with self._stats_lock:
+            self.busy_seconds += time.perf_counter() - t0
 
     # ----------------------------------------------------------- demonstrations
     def ingest(self, episode: Episode, provenance: Provenance = Provenance.DEMO) -> int:
@@ -455,6 +462,7 @@ class ExperienceManager:
                 "ssl_updates": float(self.ssl_updates),
                 "queue": float(self.pending),
                 "guided_ratio": float(self.guided_ratio),
+                "busy_seconds": float(self.busy_seconds),
             }
             for name, values in self._recent.items():
                 out[name] = float(np.mean(values)) if values else float("nan")

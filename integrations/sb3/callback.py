@@ -170,6 +170,7 @@ class CRLCallback(BaseCallback):
                 rec(f"extractor/{key}", s[f"loss_{key}"])
         rec("crl/guided_ratio", m.guided_ratio)
         rec("crl/queue", s["queue"])
+        rec("crl/manager_busy_s", s["busy_seconds"])
         for name, key in (("guided", "guided_success"), ("free", "free_success"), ("delta", "outcome_delta")):
             if self._recent[name]:
                 rec(f"crl/{key}", float(np.mean(self._recent[name])))
