@@ -37,13 +37,19 @@ def result_path(root: Path, suite: str, env_id: str, arm: str, seed: int) -> Pat
     return root / suite / env_id.replace("/", "_") / arm / f"seed{seed}.json"
 
 
-def _one(job: dict[str, Any]) -> tuple[str, str | None]:
-    """Run one job in a worker process; returns (path, error or None)."""
+def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
+    """Run one job in a worker process; returns (path, status, traceback or None).
+
+    Status: ``"done"``, ``"failed"``, or ``"skipped"`` when the result file appeared since the
+    suite started (written by another runner on the same results folder).
+    """
     import warnings
 
     warnings.filterwarnings("ignore")
     from .run import train_run
 
+    if Path(job["path"]).exists():
+        return job["path"], "skipped", None
     try:
         res = train_run(job["env_id"], ARMS[job["arm"]], job["seed"], job["hyper"], job["steps"],
                         job["eval_episodes"], eval_every=job["eval_every"])
@@ -54,9 +60,9 @@ def _one(job: dict[str, Any]) -> tuple[str, str | None]:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(res, indent=1, default=str))
         os.replace(tmp, path)
-        return job["path"], None
+        return job["path"], "done", None
     except Exception:
-        return job["path"], traceback.format_exc()
+        return job["path"], "failed", traceback.format_exc()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,10 +112,12 @@ def main(argv: list[str] | None = None) -> int:
                              max_tasks_per_child=1) as pool:
         futures = [pool.submit(_one, j) for j in jobs]
         for fut in tqdm(as_completed(futures), total=len(futures), desc=suite.name, mininterval=5):
-            path, err = fut.result()
-            if err:
+            path, status, err = fut.result()
+            if status == "failed":
                 failures += 1
                 print(f"FAILED {path}\n{err}", flush=True)
+            elif status == "skipped":
+                print(f"skipped {path} (written meanwhile by another runner)", flush=True)
             else:
                 print(f"done {path}", flush=True)
     return 1 if failures else 0

@@ -1,0 +1,46 @@
+"""The benchmark runner: one result file per run, resumable, safe beside another runner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.runner import _one, main, result_path
+
+
+@pytest.mark.slow
+def test_smoke_suite_writes_one_file_per_run_and_resumes(tmp_path, capsys):
+    args = ["--suite", "smoke", "--results", str(tmp_path), "--steps", "1024", "--eval-episodes", "2",
+            "--eval-every", "512"]
+    assert main(args) == 0
+    for arm in ("ppo", "crl"):
+        res = json.loads(result_path(tmp_path, "smoke", "CartPole-v1", arm, 0).read_text())
+        assert res["arm"] == arm and res["seed"] == 0 and res["total_steps"] >= 1024
+        assert res["curve"] and res["steps_per_s"] > 0 and res["versions"]["commit"]
+        assert [h["steps"] for h in res["eval_curve"]] == [512, 1024]
+        assert ("with_experience" in res["evaluation"]) == (arm == "crl")
+        assert res["command"].startswith("python -m benchmarks.runner --suite smoke")
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "0 runs to do" in capsys.readouterr().out
+
+
+def test_a_run_whose_file_appeared_meanwhile_is_skipped(tmp_path):
+    path = tmp_path / "seed0.json"
+    path.write_text("{}")
+    assert _one({"path": str(path)}) == (str(path), "skipped", None)
+    assert path.read_text() == "{}"
+
+
+def test_a_failing_run_reports_its_traceback(tmp_path):
+    job = {"path": str(tmp_path / "x.json"), "env_id": "NoSuchEnv-v9", "arm": "ppo", "seed": 0,
+           "hyper": {"n_envs": 1}, "steps": 8, "eval_episodes": 0, "eval_every": 0}
+    path, status, err = _one(job)
+    assert status == "failed" and "NoSuchEnv" in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_unknown_arm_is_refused(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["--suite", "smoke", "--arms", "nope", "--results", str(tmp_path)])
