@@ -5,6 +5,7 @@ Run::
     python -m benchmarks.runner --suite easy                  # in the foreground, progress bar
     python -m benchmarks.runner --suite easy --background     # detached; log in the results folder
     python -m benchmarks.runner --suite easy --seeds 0 1 --arms ppo crl --steps 60000 --jobs 2
+    python -m benchmarks.runner --suite smoke --envs Acrobot-v1 --hyperparams my_ppo.yml   # any env
 
 Result files: ``benchmarks/results/<suite>/<env>/<arm>/seed<k>.json``. A run whose file
 exists is skipped, so an interrupted suite resumes where it stopped. ``python -m
@@ -27,7 +28,7 @@ from typing import Any
 from tqdm import tqdm
 
 from .arms import ARMS
-from .config import load_hyperparams
+from .config import HYPERPARAMS, load_hyperparams
 from .suites import SUITES
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, help="evaluate every this many steps (0: only at the end)")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (each uses one torch thread)")
     p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--hyperparams", type=Path, default=HYPERPARAMS,
+                   help="zoo-style YAML with one block per env id (default: benchmarks/hyperparams/ppo.yml)")
     p.add_argument("--background", action="store_true", help="detach; log to <results>/<suite>/runner.log")
     args = p.parse_args(argv)
     suite = SUITES[args.suite]
@@ -95,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python -m benchmarks.runner", *(argv or sys.argv[1:])])
     jobs = []
     for env_id in args.envs or suite.envs:
-        hyper = load_hyperparams(env_id)
+        try:
+            hyper = load_hyperparams(env_id, args.hyperparams)
+        except KeyError as exc:
+            p.error(str(exc))
         for seed in args.seeds if args.seeds is not None else suite.seeds:
             for arm in arms:
                 path = result_path(args.results, suite.name, env_id, arm, seed)

@@ -44,3 +44,19 @@ def test_a_failing_run_reports_its_traceback(tmp_path):
 def test_unknown_arm_is_refused(tmp_path):
     with pytest.raises(SystemExit):
         main(["--suite", "smoke", "--arms", "nope", "--results", str(tmp_path)])
+
+
+def test_an_env_without_hyperparameters_is_refused_with_the_file_named(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--suite", "smoke", "--envs", "Acrobot-v1", "--results", str(tmp_path)])
+    assert "no hyperparameters for 'Acrobot-v1'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_any_env_runs_with_a_user_hyperparameter_file(tmp_path):
+    hp = tmp_path / "ppo.yml"
+    hp.write_text("Acrobot-v1:\n  n_envs: 2\n  n_steps: 64\n  batch_size: 64\n  n_epochs: 1\n")
+    assert main(["--suite", "smoke", "--envs", "Acrobot-v1", "--arms", "crl", "--steps", "256",
+                 "--eval-episodes", "0", "--hyperparams", str(hp), "--results", str(tmp_path)]) == 0
+    res = json.loads(result_path(tmp_path, "smoke", "Acrobot-v1", "crl", 0).read_text())
+    assert res["uses_success"] is False and res["hyperparameters"]["n_envs"] == 2
