@@ -274,14 +274,24 @@ def headline(results: dict) -> list[str]:
     return lines if len(lines) > 2 else ["(no headline results yet)"]
 
 
-def update_readme(readme: Path, results: dict) -> None:
+def targets_line(checks: list) -> str:
+    """One sentence: how many of the issue's targets the results meet, and which are missed."""
+    if not checks:
+        return "No target of the benchmarks issue can be checked yet."
+    met = [c for c in checks if c.met is True]
+    missed = sorted({f"{c.suite}: {c.target}" for c in checks if c.met is not True})
+    line = f"Targets of the benchmarks issue met: **{len(met)} of {len(checks)}** checks"
+    return line + (f"; not met: {'; '.join(missed)}." if missed else ".")
+
+
+def update_readme(readme: Path, results: dict, overhead: Path | None = None) -> None:
     """Replace the block between the headline markers of the README (if both are there)."""
     text = readme.read_text()
     if HEADLINE_START not in text or HEADLINE_END not in text:
         return
     before, rest = text.split(HEADLINE_START, 1)
     _, after = rest.split(HEADLINE_END, 1)
-    block = "\n".join(["", *headline(results), ""])
+    block = "\n".join(["", *headline(results), "", targets_line(check_all(results, overhead)), ""])
     readme.write_text(before + HEADLINE_START + block + "\n" + HEADLINE_END + after)
 
 
@@ -302,7 +312,7 @@ def main(argv: list[str] | None = None) -> str:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     if args.readme.exists():
-        update_readme(args.readme, results)
+        update_readme(args.readme, results, args.overhead)
     print(f"wrote {args.out} ({sum(len(a) for s in results.values() for a in s.values())} env x arm groups)")
     return text
 
