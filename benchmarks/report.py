@@ -279,9 +279,12 @@ def targets_line(checks: list) -> str:
     if not checks:
         return "No target of the benchmarks issue can be checked yet."
     met = [c for c in checks if c.met is True]
-    missed = sorted({f"{c.suite}: {c.target}" for c in checks if c.met is not True})
     line = f"Targets of the benchmarks issue met: **{len(met)} of {len(checks)}** checks"
-    return line + (f"; not met: {'; '.join(missed)}." if missed else ".")
+    for word, verdict in (("not met", False), ("undecided", None)):
+        names = sorted({f"{c.suite}: {c.target}" for c in checks if c.met is verdict})
+        if names:
+            line += f"; {word}: {'; '.join(names)}"
+    return line + "."
 
 
 def update_readme(readme: Path, results: dict, overhead: Path | None = None) -> None:
