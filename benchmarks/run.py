@@ -62,7 +62,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     ``eval_episodes``: episodes of the final evaluation, with and without experience (0: none).
     ``eval_every``: also evaluate every this many steps on ``eval_envs`` separate envs that
     share the bank but never learn (:class:`ExperienceEvalCallback`); 0: no interval evaluation.
-    The wall-clock and steps/s of the result include the interval evaluations.
+    ``wall_s`` and ``steps_per_s`` count training only; ``eval_s`` is the time the interval
+    evaluations took.
     """
     torch.set_num_threads(torch_threads)
     steps = int(total_steps or hyper["n_timesteps"])
@@ -93,7 +94,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         callbacks.append(eval_cb)
     t0 = time.perf_counter()
     model.learn(steps, callback=CallbackList(callbacks))
-    wall = time.perf_counter() - t0
+    eval_s = eval_cb.seconds if eval_cb is not None else 0.0
+    wall = time.perf_counter() - t0 - eval_s
     result: dict[str, Any] = {
         "env_id": env_id, "arm": arm.name, "seed": seed, "total_steps": int(model.num_timesteps),
         "n_envs": n_envs, "hyperparameters": hyper, "arm_config": {
@@ -107,6 +109,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     }
     if eval_cb is not None:
         result["eval_curve"] = eval_cb.history
+        result["eval_s"] = round(eval_s, 2)
         eval_cb.eval_env.close()
     if crl_cb is not None:
         m = crl_cb.manager

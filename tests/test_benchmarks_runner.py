@@ -20,6 +20,7 @@ def test_smoke_suite_writes_one_file_per_run_and_resumes(tmp_path, capsys):
         assert res["curve"] and res["steps_per_s"] > 0 and res["versions"]["commit"]
         assert [h["steps"] for h in res["eval_curve"]] == [512, 1024]
         assert ("with_experience" in res["evaluation"]) == (arm == "crl")
+        assert res["eval_s"] > 0 and res["wall_s"] > 0
         assert res["command"].startswith("python -m benchmarks.runner --suite smoke")
     capsys.readouterr()
     assert main(args) == 0

@@ -28,6 +28,7 @@ def test_evaluates_at_each_interval_and_never_feeds_the_manager():
     model = PPO("MultiInputPolicy", train, **PPO_KW)
     model.learn(1024, callback=CallbackList([CRLCallback(), cb]))
     assert [h["steps"] for h in cb.history] == [256, 512, 768, 1024]
+    assert cb.seconds > 0
     for h in cb.history:
         for setting in ("with_experience", "without_experience"):
             assert h[setting]["episodes"] == 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
@@ -24,7 +25,7 @@ class ExperienceEvalCallback(BaseCallback):
     credited or distilled and retrieval counters are left alone; a VecEnv without experience
     wrappers is evaluated once, as ``"without_experience"`` (a vanilla PPO baseline).
 
-    Each evaluation is appended to :attr:`history` and logged as
+    Each evaluation is appended to :attr:`history` (its wall-clock added to :attr:`seconds`) and logged as
     ``eval/{with,without}_experience/{success,return,length}`` (success only when the env
     reports it).
 
@@ -52,6 +53,7 @@ class ExperienceEvalCallback(BaseCallback):
         self.n_eval_episodes = n_eval_episodes
         self.deterministic = deterministic
         self.history: list[dict[str, Any]] = []
+        self.seconds = 0.0  # wall-clock spent evaluating (to subtract from training time)
         self._next = eval_freq
         try:
             find_experience(eval_env)
@@ -66,12 +68,14 @@ class ExperienceEvalCallback(BaseCallback):
 
     def evaluate(self) -> dict[str, Any]:
         """Evaluate now, record the result in :attr:`history` and the logger, and return it."""
+        t0 = time.perf_counter()
         if self.with_experience:
             res = evaluate_with_and_without_experience(self.model, self.eval_env, self.n_eval_episodes,
                                                        self.deterministic)
         else:
             res = {"without_experience": run_episodes(self.model, self.eval_env, self.n_eval_episodes,
                                                       self.deterministic)}
+        self.seconds += time.perf_counter() - t0
         record = {"steps": int(self.num_timesteps), **res}
         self.history.append(record)
         for setting, stats in res.items():
