@@ -6,7 +6,8 @@ report renders as a table, met or missed, with the measured figures and seed cou
 
 * ``easy`` / ``easy-60k``: steps to 90 % <= 0.6x PPO's; std of final success across seeds
   <= 0.6x PPO's; CRL never ends below PPO (mean final success, and no seed below PPO's worst).
-* ``medium``: CRL reaches PPO's mean final success in <= 0.6x PPO's budget; ends >= 10
+* ``medium``: CRL reaches PPO's mean final success in <= 0.6x the steps PPO took to first
+  reach it (its budget when it got there only at the end); ends >= 10
   points above PPO with the 95 % bootstrap CIs apart; smaller std across seeds.
 * ``mt10``: final success >= 7.3 points above PPO's.
 * ``stretch``: any sustained success (mean final success > 0).
@@ -108,12 +109,15 @@ def _check_medium(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> li
     fp, fc = _finals(ppo), _finals(crl)
     level = float(np.mean(fp))
     budget = max(int(r["total_steps"]) for r in ppo)
+    # "the steps PPO needed": when PPO's curve is not monotonic (it can pass its final level
+    # early and fall back), the first time each PPO seed reached the level, else the budget
+    ppo_steps = float(np.mean([s if s is not None else budget for s in (steps_to_level(r, level) for r in ppo)]))
     steps = [steps_to_level(r, level) for r in crl]
     reached = [s for s in steps if s is not None]
     if reached:
-        ratio = np.mean(reached) / budget
-        measured = (f"PPO's mean final {level:.2f}; CRL reached it at {np.mean(reached) / 1000:.0f}k "
-                    f"= {ratio:.2f}x of {budget / 1000:.0f}k ({len(reached)}/{len(crl)} seeds)")
+        ratio = np.mean(reached) / ppo_steps
+        measured = (f"PPO's mean final {level:.2f}, first reached by PPO at {ppo_steps / 1000:.0f}k; "
+                    f"CRL at {np.mean(reached) / 1000:.0f}k = {ratio:.2f}x ({len(reached)}/{len(crl)} seeds)")
         met: bool | None = _verdict(ratio <= 0.6 and len(reached) == len(crl), n_min, ppo, crl)
     else:
         measured, met = f"PPO's mean final {level:.2f}; no CRL seed reached it", False

@@ -102,3 +102,12 @@ def test_bootstrap_ci_brackets_the_mean(values):
     assert min(values) <= lo <= sum(values) / len(values) <= hi <= max(values)
     assert bootstrap_ci(values) == (lo, hi)  # seeded
     assert all(math.isnan(x) for x in bootstrap_ci(values[:1]))
+
+
+def test_medium_speed_is_measured_against_when_ppo_first_got_there():
+    # PPO passes its final level early and falls back: beating the budget would be trivial
+    ppo = [run(s, 0.1, curve=[(20_000, 0.5), (300_000, 0.1)]) for s in range(5)]
+    crl = [run(s, 0.3, curve=[(16_000, 0.3), (300_000, 0.3)]) for s in range(5)]
+    check = by_target(check_all({"medium": {"T": {"ppo": ppo, "crl": crl}}}))[
+        "reaches PPO's mean final success in <= 0.6x the steps"]
+    assert check.met is False and "0.80x" in check.measured and "first reached by PPO at 20k" in check.measured
