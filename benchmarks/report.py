@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .stats import bootstrap_ci
+from .suites import SUITES
 from .targets import check_all, render_checks
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -73,6 +74,18 @@ def fmt(x: float | None, digits: int = 2) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.{digits}f}" if abs(x) < 1000 else f"{x / 1000:.1f}k"
+
+
+def suite_thresholds(suite: str, arms: dict[str, list[dict]]) -> list[str]:
+    """The success thresholds to tabulate: the suite's own (from ``benchmarks/suites.py``) that
+    the runs recorded, else every recorded threshold that some run reached."""
+    recorded = {t for runs in arms.values() for r in runs for t in r["first_reached"]}
+    if suite in SUITES:
+        own = [f"{t:g}" for t in SUITES[suite].thresholds]
+        if all(t in recorded for t in own):
+            return own
+    return sorted({t for t in recorded if any(r["first_reached"].get(t) for runs in arms.values() for r in runs)},
+                  key=float)
 
 
 def guided_gap(run: dict) -> float:
@@ -228,8 +241,7 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Path | None = N
         lines += [f"## Suite `{suite}`", ""]
         for env_id in sorted(results[suite]):
             arms = results[suite][env_id]
-            thresholds = sorted({t for runs in arms.values() for r in runs for t in r["first_reached"]
-                                 if any(rr["first_reached"].get(t) for rr in runs)}, key=float)
+            thresholds = suite_thresholds(suite, arms)
             rows = {arm: arm_row(runs, thresholds) for arm, runs in arms.items()}
             uses_success = next(iter(arms.values()))[0]["uses_success"]
             what = "success" if uses_success else "return"
