@@ -43,6 +43,8 @@ _ALL = [
         question="does per-subgroup advantage normalisation matter (paper: mixing collapsed)?"),
     Arm("crl-random-retrieval", wrapper={"query_mode": "random"},
         question="does retrieval by state and utility matter, or would any entry do?"),
+    Arm("crl-no-experience", callback={"guided_ratio": 0.0},
+        question="control: the CRL network, wrapper and callback, but no episode is ever shown experience"),
     Arm("crl-sync", manager={"mode": "sync"}, question="what does the background worker save in wall-clock?"),
     Arm("crl-obs", question="experience reaches the actor through the observation only (as crl)"),
     Arm("crl-prior", wrapper={"action_prior": True}, prior_policy=True, callback={"prior_weight": (1.0, 0.0)},

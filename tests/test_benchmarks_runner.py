@@ -61,3 +61,11 @@ def test_any_env_runs_with_a_user_hyperparameter_file(tmp_path):
                  "--eval-episodes", "0", "--hyperparams", str(hp), "--results", str(tmp_path)]) == 0
     res = json.loads(result_path(tmp_path, "smoke", "Acrobot-v1", "crl", 0).read_text())
     assert res["uses_success"] is False and res["hyperparameters"]["n_envs"] == 2
+
+
+def test_the_no_experience_control_never_guides_an_episode(tmp_path):
+    assert main(["--suite", "smoke", "--arms", "crl-no-experience", "--steps", "1024", "--eval-episodes", "0",
+                 "--results", str(tmp_path)]) == 0
+    res = json.loads(result_path(tmp_path, "smoke", "CartPole-v1", "crl-no-experience", 0).read_text())
+    assert all(c["guided"] is None for c in res["curve"])
+    assert any(c["free"] is not None for c in res["curve"])

@@ -506,7 +506,12 @@ def test_evaluate_with_and_without_experience_restores_the_schedule():
     assert [inj.force_guided for inj in injectors] == [False, None]
     assert all(inj.learn for inj in injectors)
     assert mgr.episodes_submitted == submitted and len(mgr.bank) == size
-    np.testing.assert_array_equal(mgr.bank.entries()["n_retrieved"], retrieved)
+    # evaluation episodes count no retrieval; the training episodes that the final reset
+    # starts (guided ones retrieve) do
+    entries = mgr.bank.entries()
+    shown = np.concatenate([inj.ids[inj.mask > 0] for inj in injectors])
+    expected = retrieved + np.array([np.sum(shown == i) for i in entries["id"]])
+    np.testing.assert_array_equal(entries["n_retrieved"], expected)
 
 
 def test_evaluation_shows_experience_only_in_the_guided_run():
@@ -530,3 +535,23 @@ def test_evaluation_shows_experience_only_in_the_guided_run():
     inj.force_guided = False
     run_episodes(model, venv, 1)
     assert sum(seen["with"]) > 0 and sum(seen["without"]) == 0
+
+
+class RecordGuided(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flags: list[bool] = []
+
+    def _on_step(self) -> bool:
+        self.flags += [bool(i["experience_guided"]) for i in self.locals["infos"]]
+        return True
+
+
+@pytest.mark.parametrize("ratio", [0.0, 1.0])
+def test_the_guided_ratio_holds_from_the_first_episode(ratio):
+    # SB3 resets the env before callbacks start; the callback redraws those first episodes
+    venv = wrapped_vec(4)
+    find_experience(venv)[0][0].guided_ratio = 1.0 - ratio  # the opposite of the schedule
+    rec = RecordGuided()
+    PPO("MultiInputPolicy", venv, **PPO_KW).learn(256, callback=CallbackList([CRLCallback(guided_ratio=ratio), rec]))
+    assert len(rec.flags) == 256 and set(rec.flags) == {bool(ratio)}

@@ -99,6 +99,15 @@ class CRLCallback(BaseCallback):
         total = getattr(self.model, "_total_timesteps", 0) or 1
         return min(1.0, self.num_timesteps / total)
 
+    def _on_training_start(self) -> None:
+        self._on_rollout_start()  # the schedule's values before any episode is drawn
+        # SB3 resets the env before callbacks start, so the episodes now in flight were drawn
+        # guided or free under the manager's previous ratio; while none has taken a step,
+        # start them again so that the schedule holds from the very first episode
+        if self.injectors and all(int(inj.steps.max(initial=0)) == 0 for inj in self.injectors):
+            self.model._last_obs = self.training_env.reset()
+            self.model._last_episode_starts = np.ones((self.training_env.num_envs,), dtype=bool)
+
     def _on_rollout_start(self) -> None:
         p = self._progress()
         ratio = _linear(self.guided_ratio, p)
