@@ -154,33 +154,56 @@ def steps_cell(reached: list[int], n: int) -> str:
     return f"{np.mean(reached) / 1000:.1f}k ± {np.std(reached) / 1000:.1f}k{ci} ({len(reached)}/{n})"
 
 
+def _gap_curve(run: dict) -> tuple[np.ndarray, np.ndarray]:
+    pts = [(c["steps"], c["guided"] - c["free"]) for c in run["curve"]
+           if c.get("guided") is not None and c.get("free") is not None]
+    if not pts or math.isnan(guided_gap(run)):
+        return np.zeros(0), np.zeros(0)
+    s, v = zip(*pts, strict=True)
+    return np.asarray(s, dtype=float), np.asarray(v, dtype=float)
+
+
+def _plot_band(ax: Any, label: str, curves: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Mean over seeds on the shortest seed's steps, and the range as a band."""
+    curves = [(s, v) for s, v in curves if len(s) >= 2]
+    if not curves:
+        return
+    grid = min((s for s, _ in curves), key=len)
+    ys = np.array([np.interp(grid, s, v) for s, v in curves])
+    ax.plot(grid, ys.mean(0), label=f"{label} ({len(curves)} seeds)")
+    ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.15)
+
+
 def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
+    """Learning curves (mean and range over seeds); with CRL arms, a second panel shows the
+    rolling success of guided minus free training episodes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    gaps = {arm: [_gap_curve(r) for r in runs] for arm, runs in sorted(arms.items())}
+    gaps = {arm: g for arm, g in gaps.items() if any(len(s) >= 2 for s, _ in g)}
+    fig, axes = plt.subplots(1, 2 if gaps else 1, figsize=(11 if gaps else 6, 3.6), squeeze=False)
+    ax = axes[0, 0]
     for arm, runs in sorted(arms.items()):
-        grid = None
-        curves = []
-        for r in runs:
-            s, v = curve_of(r)
-            if len(s) < 2:
-                continue
-            grid = s if grid is None or len(s) < len(grid) else grid
-            curves.append((s, v))
-        if not curves or grid is None:
-            continue
-        ys = np.array([np.interp(grid, s, v) for s, v in curves])
-        ax.plot(grid, ys.mean(0), label=f"{arm} ({len(curves)} seeds)")
-        ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.15)
+        _plot_band(ax, arm, [curve_of(r) for r in runs])
     uses_success = next(iter(arms.values()))[0]["uses_success"]
     ax.set_xlabel("environment steps")
     ax.set_ylabel("success (last 100 episodes)" if uses_success else "return (last 100 episodes)")
     ax.set_title(env_id, fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
+    if gaps:
+        gx = axes[0, 1]
+        for arm, g in gaps.items():
+            _plot_band(gx, arm, g)
+        gx.axhline(0.0, color="black", linewidth=0.8)
+        gx.set_xlabel("environment steps")
+        gx.set_ylabel("guided − free (last 100 of each)")
+        gx.set_title("does the shown experience change the outcome?", fontsize=10)
+        gx.legend(fontsize=7)
+        gx.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
