@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experience_wrappers.bank import ExperienceBank
+from experience_wrappers.bank import ExperienceBank, persistence
+from experience_wrappers.bank.swap import exchange_paths
 from experience_wrappers.errors import BankFileError
 
 F32 = np.float32
@@ -128,7 +129,10 @@ def test_empty_bank_round_trips(kind, tmp_path):
     assert hit.ids[:, 0].tolist() == added.ids.tolist()
 
 
-def test_save_over_existing_bank_replaces_it(bank, tmp_path):
+@pytest.mark.parametrize("swap", ["exchange", "two renames"])
+def test_save_over_existing_bank_replaces_it(bank, tmp_path, monkeypatch, swap):
+    if swap == "two renames":  # systems without renameat2(RENAME_EXCHANGE)
+        monkeypatch.setattr(persistence, "exchange_paths", lambda a, b: False)
     path = tmp_path / "bank"
     other = ExperienceBank(capacity=10, dedup_threshold=0.0)
     other.add(np.eye(2, dtype=F32), np.ones((2, 1), F32))
@@ -315,3 +319,14 @@ def test_an_interrupted_save_is_named_in_the_error(tmp_path):
         ExperienceBank.load(tmp_path / "bank")
     os.replace(tmp_path / ".bank.old-0000abcd", tmp_path / "bank")
     assert len(ExperienceBank.load(tmp_path / "bank")) == 3
+
+
+def test_exchange_paths_swaps_two_folders_in_one_step(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x").write_text(name)
+    if not exchange_paths(tmp_path / "a", tmp_path / "b"):
+        pytest.skip("this system cannot swap in one step (the save falls back to two renames)")
+    assert (tmp_path / "a" / "x").read_text() == "b" and (tmp_path / "b" / "x").read_text() == "a"
+    with pytest.raises(FileNotFoundError):
+        exchange_paths(tmp_path / "missing", tmp_path / "a")

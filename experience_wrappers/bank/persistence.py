@@ -6,8 +6,9 @@ Layout of a bank folder::
     entries.npz   one array per column (read with allow_pickle=False)
     index.bin     the hnswlib index (only when the bank has dims)
 
-Writes go to a temporary sibling folder that is renamed into place, so a crash leaves
-either the old folder or the new one. Loading checks the format, the version, the
+Writes go to a temporary sibling folder that then takes the target's place: in one atomic
+swap on Linux (``renameat2``), else by two renames, so a crash leaves the old folder or the
+new one (with two renames, possibly under a ``.NAME.old-*`` name that loading points to). Loading checks the format, the version, the
 SHA-256 of every file, and the shape and dtype of every array before building anything.
 """
 
@@ -29,6 +30,7 @@ from ..errors import BankFileError
 from .config import BankConfig
 from .entries import COLUMNS, DIM_NAMES, EntryStore
 from .index import HnswIndex
+from .swap import exchange_paths
 
 if TYPE_CHECKING:
     from .bank import ExperienceBank
@@ -54,6 +56,9 @@ def atomic_folder(path: Path) -> tuple[Path, callable]:
     tmp.mkdir()
 
     def commit() -> None:
+        if path.exists() and exchange_paths(tmp, path):  # one atomic step where the OS can
+            shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the previous folder
+            return
         old = None
         if path.exists():
             old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
