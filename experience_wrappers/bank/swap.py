@@ -6,6 +6,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["exchange_paths"]
@@ -14,7 +15,7 @@ _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
 
-def _renameat2() -> ctypes._CFuncPtr | None:
+def _renameat2() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
