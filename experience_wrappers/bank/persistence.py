@@ -8,8 +8,9 @@ Layout of a bank folder::
 
 Writes go to a temporary sibling folder that then takes the target's place: in one atomic
 swap on Linux (``renameat2``), else by two renames, so a crash leaves the old folder or the
-new one (with two renames, possibly under a ``.NAME.old-*`` name that loading points to). Loading checks the format, the version, the
-SHA-256 of every file, and the shape and dtype of every array before building anything.
+new one (with two renames, possibly under a ``.NAME.old-*`` name that loading points to).
+Loading checks the format, the version, the SHA-256 of every file, and the shape and dtype
+of every array before building anything.
 """
 
 from __future__ import annotations
