@@ -88,14 +88,19 @@ def suite_thresholds(suite: str, arms: dict[str, list[dict]]) -> list[str]:
                   key=float)
 
 
-def guided_gap(run: dict) -> float:
-    """Mean over the run of (rolling success of guided episodes - that of free ones) during
-    training; NaN for vanilla PPO and for all-guided arms (whose free window never refreshes)."""
+def gap_curve(run: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Steps and (rolling success of guided episodes - that of free ones) during training;
+    empty for vanilla PPO and for all-guided arms (whose free window never refreshes)."""
     if run.get("arm_config", {}).get("callback", {}).get("guided_ratio") == 1.0:
-        return math.nan
-    gaps = [c["guided"] - c["free"] for c in run["curve"]
-            if c.get("guided") is not None and c.get("free") is not None]
-    return float(np.mean(gaps)) if gaps else math.nan
+        return np.zeros(0), np.zeros(0)
+    return curve_of({"curve": [{"steps": c["steps"], "gap": c["guided"] - c["free"]} for c in run["curve"]
+                               if c.get("guided") is not None and c.get("free") is not None]}, "gap")
+
+
+def guided_gap(run: dict) -> float:
+    """Mean of :func:`gap_curve` over the run (NaN where it is empty)."""
+    _, gaps = gap_curve(run)
+    return float(np.mean(gaps)) if len(gaps) else math.nan
 
 
 def interval_eval_lines(arms: dict[str, list[dict]]) -> list[str]:
@@ -154,15 +159,6 @@ def steps_cell(reached: list[int], n: int) -> str:
     return f"{np.mean(reached) / 1000:.1f}k ± {np.std(reached) / 1000:.1f}k{ci} ({len(reached)}/{n})"
 
 
-def _gap_curve(run: dict) -> tuple[np.ndarray, np.ndarray]:
-    pts = [(c["steps"], c["guided"] - c["free"]) for c in run["curve"]
-           if c.get("guided") is not None and c.get("free") is not None]
-    if not pts or math.isnan(guided_gap(run)):
-        return np.zeros(0), np.zeros(0)
-    s, v = zip(*pts, strict=True)
-    return np.asarray(s, dtype=float), np.asarray(v, dtype=float)
-
-
 def _plot_band(ax: Any, label: str, curves: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """Mean over seeds on the shortest seed's steps, and the range as a band."""
     curves = [(s, v) for s, v in curves if len(s) >= 2]
@@ -182,7 +178,7 @@ def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    gaps = {arm: [_gap_curve(r) for r in runs] for arm, runs in sorted(arms.items())}
+    gaps = {arm: [gap_curve(r) for r in runs] for arm, runs in sorted(arms.items())}
     gaps = {arm: g for arm, g in gaps.items() if any(len(s) >= 2 for s, _ in g)}
     fig, axes = plt.subplots(1, 2 if gaps else 1, figsize=(11 if gaps else 6, 3.6), squeeze=False)
     ax = axes[0, 0]
