@@ -20,6 +20,8 @@ class Arm:
         manager: extra ``ManagerConfig`` fields.
         callback: extra ``CRLCallback`` arguments.
         prior_policy: use :class:`~integrations.sb3.ActionPriorPolicy`.
+        demonstrations: successful scripted episodes distilled into the bank before
+            training (needs a family with a demonstrator; 0: none).
         question: what the arm answers.
     """
 
@@ -29,6 +31,7 @@ class Arm:
     manager: dict[str, Any] = attrs.field(factory=dict)
     callback: dict[str, Any] = attrs.field(factory=dict)
     prior_policy: bool = False
+    demonstrations: int = 0
     question: str = ""
 
 
@@ -54,6 +57,9 @@ _ALL = [
     Arm("crl-all3", wrapper={"action_prior": True}, prior_policy=True,
         callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1},
         question="all three ways at once"),
+    Arm("crl-demos", wrapper={"action_prior": True}, prior_policy=True,
+        callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
+        question="all three ways, starting from a bank distilled from 100 scripted demonstrations"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

@@ -27,6 +27,8 @@ class Family:
             (None: SB3's CombinedExtractor).
         key_encoder: ``fn(observation_space) -> KeyEncoder`` (None: the default projection).
         task_id: the wrapper's ``task_id`` argument.
+        demonstrator: ``fn(env_id, n_episodes, seed) -> list[Demonstration]`` of successful
+            scripted episodes in the training env's observation keys (None: no script).
     """
 
     name: str
@@ -35,6 +37,7 @@ class Family:
     base_extractor: tuple[type, dict[str, Any]] | None = None
     key_encoder: Callable[[gym.Space], KeyEncoder] | None = None
     task_id: Any = 0
+    demonstrator: Callable[[str, int, int], list[Any]] | None = None
 
 
 def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
@@ -44,7 +47,12 @@ def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
 
 
 def _minihack_family() -> Family:
-    from integrations.minihack import GlyphCNNExtractor, MiniHackKeyEncoder, make_minihack_vec_env
+    from integrations.minihack import (
+        GlyphCNNExtractor,
+        MiniHackKeyEncoder,
+        make_minihack_vec_env,
+        scripted_demonstrations,
+    )
 
     def make_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
                  wrapper_kwargs: dict | None = None) -> VecEnv:
@@ -54,7 +62,8 @@ def _minihack_family() -> Family:
     return Family("minihack", make_vec,
                   base_policy_kwargs={"features_extractor_class": GlyphCNNExtractor},
                   base_extractor=(GlyphCNNExtractor, {}),
-                  key_encoder=lambda space: MiniHackKeyEncoder(space))
+                  key_encoder=lambda space: MiniHackKeyEncoder(space),
+                  demonstrator=scripted_demonstrations)
 
 
 def _metaworld_family() -> Family:

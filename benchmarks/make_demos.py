@@ -2,12 +2,13 @@
 
 Run::
 
-    python -m benchmarks.make_demos --env MiniHack-Room-5x5-v0 --episodes 50 --out runs/room5x5_demos.npz
+    python -m benchmarks.make_demos --env MiniHack-KeyRoom-S5-v0 --episodes 100 --out runs/keyroom_demos.npz
 
-The scripted :class:`~integrations.minihack.StairsSeeker` walks toward the stairs when they
-are in view (random moves otherwise); only successful episodes are kept. The env carries
-``chars_crop`` besides the default keys (the script reads it), so an env that ingests the
-file must be made with the same ``observation_keys``.
+The scripted :class:`~integrations.minihack.MapNavigator` plans over the seen map: it
+explores, fetches the key, unlocks the door and walks to the stairs; only successful
+episodes are kept (:func:`~integrations.minihack.scripted_demonstrations`). The file holds
+the observation keys of :func:`~integrations.minihack.make_minihack_env`'s defaults, so an
+env made with the defaults can ingest it.
 """
 
 from __future__ import annotations
@@ -17,21 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-from integrations.demos import record_demonstrations, save_demonstrations
-from integrations.minihack import StairsSeeker, make_minihack_env
-
-KEYS = ("glyphs_crop", "blstats", "chars_crop")
+from integrations.demos import save_demonstrations
+from integrations.minihack import scripted_demonstrations
 
 
 def main(argv: list[str] | None = None) -> Path:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--env", default="MiniHack-Room-5x5-v0")
-    p.add_argument("--episodes", type=int, default=50)
+    p.add_argument("--env", default="MiniHack-KeyRoom-S5-v0")
+    p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/demos.npz"))
     args = p.parse_args(argv)
-    env = make_minihack_env(args.env, observation_keys=KEYS, seed=args.seed)
-    demos = record_demonstrations(env, StairsSeeker(args.seed), args.episodes, seed=args.seed, only_successful=True)
+    demos = scripted_demonstrations(args.env, args.episodes, seed=args.seed)
     path = save_demonstrations(args.out, demos)
     lengths = [len(d.actions) for d in demos]
     print(f"wrote {len(demos)} successful demonstrations of {args.env} to {path} "

@@ -15,6 +15,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
 
 from experience_wrappers import ExperienceBank
+from integrations.demos import ingest_demonstrations
 from integrations.sb3 import (
     ActionPriorPolicy,
     CRLCallback,
@@ -54,6 +55,17 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _ingest_demonstrations(env: Any, env_id: str, arm: Arm, seed: int, fam: Any) -> dict[str, Any]:
+    """Record the arm's scripted demonstrations and distil them into the run's bank."""
+    t0 = time.perf_counter()
+    demos = fam.demonstrator(env_id, arm.demonstrations, seed + 20_000)
+    manager = find_experience(env)[0][0]
+    segments = ingest_demonstrations(manager, demos)
+    return {"episodes": len(demos), "segments": segments, "bank_size": len(manager.bank),
+            "mean_length": float(np.mean([len(d.actions) for d in demos])),
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
               eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
               eval_envs: int = 4) -> dict[str, Any]:
@@ -69,8 +81,12 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     steps = int(total_steps or hyper["n_timesteps"])
     n_envs = int(hyper.get("n_envs", 8))
     fam = family_of(env_id)
+    if arm.demonstrations and (not arm.crl or fam.demonstrator is None):
+        raise ValueError(f"arm {arm.name!r} starts from demonstrations, but {env_id!r} has no scripted "
+                         "demonstrator (MiniHack navigation tasks have one) or the arm uses no bank")
     bank = ExperienceBank(seed=seed) if arm.crl else None
     env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
+    demos_record = _ingest_demonstrations(env, env_id, arm, seed, fam) if arm.demonstrations else None
     ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}
     if arm.crl:
         base_cls, base_kwargs = fam.base_extractor or (None, None)
@@ -101,12 +117,14 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         "n_envs": n_envs, "hyperparameters": hyper, "arm_config": {
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
-            "prior_policy": arm.prior_policy},
+            "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations},
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
         "final_outcome": tracker.rate(), "episodes": tracker.episodes, "curve": tracker.curve,
         "versions": versions(), "torch_threads": torch_threads,
     }
+    if demos_record is not None:
+        result["demonstrations"] = demos_record
     if eval_cb is not None:
         result["eval_curve"] = eval_cb.history
         result["eval_s"] = round(eval_s, 2)

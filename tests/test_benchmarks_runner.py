@@ -69,3 +69,30 @@ def test_the_no_experience_control_never_guides_an_episode(tmp_path):
     res = json.loads(result_path(tmp_path, "smoke", "CartPole-v1", "crl-no-experience", 0).read_text())
     assert all(c["guided"] is None for c in res["curve"])
     assert any(c["free"] is not None for c in res["curve"])
+
+
+@pytest.mark.slow
+def test_an_arm_with_demonstrations_fills_the_bank_before_training():
+    pytest.importorskip("minihack")
+    import attrs
+
+    from benchmarks.arms import ARMS
+    from benchmarks.run import train_run
+
+    arm = attrs.evolve(ARMS["crl-demos"], demonstrations=3)
+    hyper = {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}
+    res = train_run("MiniHack-KeyRoom-S5-v0", arm, 0, hyper, total_steps=128)
+    demos = res["demonstrations"]
+    assert demos["episodes"] == 3 and demos["segments"] >= 3 and demos["bank_size"] >= 1
+    assert res["arm_config"]["demonstrations"] == 3
+
+
+def test_demonstrations_on_an_env_without_a_script_are_refused():
+    import attrs
+
+    from benchmarks.arms import ARMS
+    from benchmarks.run import train_run
+
+    arm = attrs.evolve(ARMS["crl-demos"], demonstrations=3)
+    with pytest.raises(ValueError, match="no scripted demonstrator"):
+        train_run("CartPole-v1", arm, 0, {"n_envs": 1, "n_steps": 64, "batch_size": 64}, total_steps=64)

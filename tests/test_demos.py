@@ -112,3 +112,35 @@ def test_scripted_minihack_demonstrations_succeed():
     demos = record_demonstrations(env, StairsSeeker(0), 3, only_successful=True)
     assert len(demos) == 3 and all(d.success for d in demos)
     assert all(len(d.actions) < 20 for d in demos)
+
+
+def test_keys_the_env_does_not_observe_are_dropped_and_missing_ones_refused():
+    from gymnasium import spaces
+
+    from integrations.demos import validate_demonstration
+
+    space = spaces.Dict({"a": spaces.Box(-1, 1, (2,))})
+    obs = {"a": np.zeros((3, 2), np.float32), "extra": np.ones((3, 5))}
+    d = Demonstration(observations=obs, actions=np.zeros(3, np.int64), rewards=np.zeros(3))
+    kept = validate_demonstration(d, space, spaces.Discrete(2))
+    assert sorted(kept.observations) == ["a"]
+    d = Demonstration(observations={"extra": obs["extra"]}, actions=np.zeros(3, np.int64), rewards=np.zeros(3))
+    with pytest.raises(ValueError, match=r"lack the keys \['a'\]"):
+        validate_demonstration(d, space, spaces.Discrete(2))
+
+
+def test_a_policy_with_reset_is_reset_before_each_episode(cartpole):
+    env, _ = cartpole
+
+    class Counting:
+        resets = 0
+
+        def reset(self):
+            self.resets += 1
+
+        def __call__(self, obs):
+            return 0
+
+    policy = Counting()
+    record_demonstrations(env.env, policy, 3)
+    assert policy.resets == 3

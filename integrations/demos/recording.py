@@ -25,7 +25,9 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
                           only_successful: bool = False, max_attempts: int | None = None) -> list[Demonstration]:
     """Roll ``policy(obs) -> action`` out in ``env`` (unwrapped by any experience wrapper).
 
-    A trained SB3 model works as ``lambda obs: model.predict(obs, deterministic=True)[0]``.
+    A trained SB3 model works as ``lambda obs: model.predict(obs, deterministic=True)[0]``;
+    a policy with a ``reset()`` method (a scripted one that keeps memory) is reset before
+    each episode.
     With ``only_successful`` only successful episodes are kept, trying at most
     ``max_attempts`` episodes (default ``10 * n_episodes``).
     """
@@ -34,6 +36,8 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
     limit = max_attempts or 10 * n_episodes
     while len(demos) < n_episodes and attempts < limit:
         obs, info = env.reset(seed=seed + attempts)
+        if callable(getattr(policy, "reset", None)):
+            policy.reset()
         attempts += 1
         frames, actions, rewards = [], [], []
         while True:

@@ -90,6 +90,10 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
                            action_space: spaces.Space, index: int = 0) -> Demonstration:
     """Check lengths, observations and actions against the spaces; returns a trimmed copy.
 
+    For a Dict observation space, keys the space does not have are dropped (a scripted
+    policy may have read extra keys while recording); a key the space has and the
+    demonstration lacks is an error.
+
     Raises:
         ValueError: naming the demonstration's index and what is wrong.
     """
@@ -105,6 +109,11 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
     if not np.all(np.isfinite(demo.rewards)):
         raise ValueError(f"{where}: rewards contain NaN or inf")
     obs = _trim(demo.observations, n)
+    if isinstance(observation_space, spaces.Dict) and isinstance(obs, dict):
+        missing = sorted(set(observation_space.spaces) - set(obs))
+        if missing:
+            raise ValueError(f"{where}: observations lack the keys {missing} of the observation space")
+        obs = {k: obs[k] for k in observation_space.spaces}
     for t in range(n):
         a = demo.actions[t]
         a = a.item() if isinstance(action_space, spaces.Discrete) and np.ndim(a) else a

@@ -5,6 +5,7 @@ the extractor and the key encoder only need the core dependencies. The core pack
 ``experience_wrappers`` never imports this one.
 """
 
+from .demonstrations import scripted_demonstrations
 from .envs import (
     DEFAULT_OBSERVATION_KEYS,
     END_STATUS_ABORTED,
@@ -23,7 +24,7 @@ from .envs import (
 )
 from .features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
 from .keys import DEFAULT_BLSTATS_KEY_FIELDS, DEFAULT_KEY_WEIGHTS, MiniHackKeyEncoder
-from .scripted import StairsSeeker
+from .scripted import NAVIGATOR_KEYS, MapNavigator, StairsSeeker
 
 __all__ = [
     "DEFAULT_BLSTATS_KEY_FIELDS",
@@ -36,9 +37,11 @@ __all__ = [
     "LAST_ACTION_KEY",
     "GlyphCNNExtractor",
     "LastAction",
+    "MapNavigator",
     "MiniHackCompat",
     "MiniHackKeyEncoder",
     "MiniHackSuccess",
+    "NAVIGATOR_KEYS",
     "StairsSeeker",
     "StepLimitTruncation",
     "import_minihack",
@@ -47,4 +50,5 @@ __all__ = [
     "max_episode_steps",
     "minihack_policy_kwargs",
     "normalise_blstats",
+    "scripted_demonstrations",
 ]

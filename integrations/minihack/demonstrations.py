@@ -1,0 +1,58 @@
+"""Scripted demonstrations of MiniHack navigation tasks, in the observation keys of training."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from integrations.demos import Demonstration, record_demonstrations
+
+from .envs import DEFAULT_OBSERVATION_KEYS, make_minihack_env
+from .scripted import NAVIGATOR_KEYS, MapNavigator
+
+__all__ = ["scripted_demonstrations"]
+
+
+def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
+                            observation_keys: Sequence[str] = DEFAULT_OBSERVATION_KEYS,
+                            max_attempts: int | None = None, **env_kwargs: Any) -> list[Demonstration]:
+    """Record ``n_episodes`` successful :class:`MapNavigator` episodes of ``env_id``.
+
+    The env is made with ``observation_keys`` plus the keys the navigator reads; the
+    demonstrations keep only the observations of an env made with ``observation_keys``
+    (and the same ``env_kwargs``), so they fit the env that will ingest them. Episode
+    ``i`` is reset with seed ``seed + i`` (failed attempts use up seeds too).
+
+    Args:
+        env_id: a MiniHack navigation task (Room, MazeWalk, KeyRoom...).
+        n_episodes: how many successful demonstrations to return.
+        seed: seed of the first episode and of the navigator's random moves.
+        observation_keys: the observation keys of the training env.
+        max_attempts: episodes to try at most (default ``10 * n_episodes``).
+        **env_kwargs: passed to :func:`make_minihack_env`.
+
+    Raises:
+        RuntimeError: fewer than ``n_episodes`` attempts succeeded (a task the
+            navigator cannot solve, such as River's boulders).
+
+    >>> demos = scripted_demonstrations("MiniHack-Room-5x5-v0", 2, seed=0)
+    >>> len(demos), sorted(demos[0].observations), all(d.success for d in demos)
+    (2, ['blstats', 'glyphs_crop', 'last_action'], True)
+    """
+    if isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes <= 0:
+        raise ValueError(f"n_episodes must be a positive int, got {n_episodes!r}")
+    keys = tuple(observation_keys)
+    record_keys = keys + tuple(k for k in NAVIGATOR_KEYS if k not in keys)
+    env = make_minihack_env(env_id, observation_keys=record_keys, seed=seed, **env_kwargs)
+    try:
+        demos = record_demonstrations(env, MapNavigator(env, seed), n_episodes, seed=seed,
+                                      only_successful=True, max_attempts=max_attempts)
+        kept = set(env.observation_space.spaces) - (set(record_keys) - set(keys))
+    finally:
+        env.close()
+    if len(demos) < n_episodes:
+        raise RuntimeError(f"the scripted navigator succeeded in {len(demos)} of the episodes tried on "
+                           f"{env_id}, {n_episodes} asked; it cannot solve this task reliably")
+    for d in demos:
+        d.observations = {k: v for k, v in d.observations.items() if k in kept}
+    return demos
