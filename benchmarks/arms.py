@@ -22,6 +22,7 @@ class Arm:
         prior_policy: use :class:`~integrations.sb3.ActionPriorPolicy`.
         demonstrations: successful scripted episodes distilled into the bank before
             training (needs a family with a demonstrator; 0: none).
+        ingest: extra :func:`~integrations.demos.ingest_demonstrations` arguments.
         question: what the arm answers.
     """
 
@@ -32,6 +33,7 @@ class Arm:
     callback: dict[str, Any] = attrs.field(factory=dict)
     prior_policy: bool = False
     demonstrations: int = 0
+    ingest: dict[str, Any] = attrs.field(factory=dict)
     question: str = ""
 
 
@@ -59,7 +61,9 @@ _ALL = [
         question="all three ways at once"),
     Arm("crl-demos", wrapper={"action_prior": True}, prior_policy=True,
         callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
-        question="all three ways, starting from a bank distilled from 100 scripted demonstrations"),
+        ingest={"segment_every": 1},
+        question="all three ways, starting from a bank distilled from 100 scripted demonstrations "
+                 "(one entry per demonstrated state)"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

@@ -60,7 +60,7 @@ def _ingest_demonstrations(env: Any, env_id: str, arm: Arm, seed: int, fam: Any)
     t0 = time.perf_counter()
     demos = fam.demonstrator(env_id, arm.demonstrations, seed + 20_000)
     manager = find_experience(env)[0][0]
-    segments = ingest_demonstrations(manager, demos)
+    segments = ingest_demonstrations(manager, demos, **arm.ingest)
     return {"episodes": len(demos), "segments": segments, "bank_size": len(manager.bank),
             "mean_length": float(np.mean([len(d.actions) for d in demos])),
             "seconds": round(time.perf_counter() - t0, 2)}
@@ -117,7 +117,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         "n_envs": n_envs, "hyperparameters": hyper, "arm_config": {
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
-            "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations},
+            "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
+            "ingest": arm.ingest},
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
         "final_outcome": tracker.rate(), "episodes": tracker.episodes, "curve": tracker.curve,

@@ -144,3 +144,26 @@ def test_a_policy_with_reset_is_reset_before_each_episode(cartpole):
     policy = Counting()
     record_demonstrations(env.env, policy, 3)
     assert policy.resets == 3
+
+
+def test_dense_segments_and_initial_utility_of_demonstrations(cartpole):
+    env, bank = cartpole
+    demos = _random_demos(env, 2)
+    n = ingest_demonstrations(env.experience_manager, demos, segment_every=1, utility=0.25)
+    assert n == sum(len(d.actions) for d in demos) == len(bank)
+    entries = bank.entries()
+    assert np.allclose(entries["utility"], 0.25)
+    # each entry's action prior puts most of its mass on the action demonstrated in that state
+    first = bank.get([int(entries["id"][0])])
+    assert int(np.argmax(first["prior"][0])) == int(demos[0].actions[0])
+
+
+@pytest.mark.parametrize("kwargs, message", [({"segment_every": 0}, "segment_every"),
+                                             ({"segment_every": 1.5}, "segment_every"),
+                                             ({"utility": float("nan")}, "utility"),
+                                             ({"utility": "high"}, "utility")])
+def test_bad_ingest_arguments_change_nothing(cartpole, kwargs, message):
+    env, bank = cartpole
+    with pytest.raises(ValueError, match=message):
+        ingest_demonstrations(env.experience_manager, _random_demos(env, 2), **kwargs)
+    assert len(bank) == 0

@@ -33,7 +33,7 @@ from .config import ManagerConfig
 from .episode import Episode
 from .priors import prior_dim, segment_priors
 
-__all__ = ["ExperienceManager", "manager_for_bank", "resolve_manager"]
+__all__ = ["ExperienceManager", "check_ingest_args", "manager_for_bank", "resolve_manager"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,16 @@ class _Sample:
     rewards: list[float]
     task: int = 0
 
+
+
+def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
+    """Raise ValueError for a bad ``segment_every`` or ``utility`` of :meth:`ExperienceManager.ingest`."""
+    if segment_every is not None and (isinstance(segment_every, bool) or not isinstance(segment_every, int | np.integer)
+                                      or segment_every < 1):
+        raise ValueError(f"segment_every must be a positive int or None, got {segment_every!r}")
+    if utility is not None and (isinstance(utility, bool) or not isinstance(utility, int | float | np.number)
+                                or not np.isfinite(utility)):
+        raise ValueError(f"utility must be a finite number or None, got {utility!r}")
 
 class ExperienceManager:
     """Owns the distillation queue, outcome attribution, the extractor and bank maintenance.
@@ -326,12 +336,13 @@ class ExperienceManager:
     def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
         return self.encode_keys(observations, np.full(n, task_id, dtype=np.int64))
 
-    def _segments(self, ep: Episode) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Keys, contexts and priors of an episode's segments, and their start steps."""
+    def _segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Keys, contexts and priors of an episode's segments (one starting every ``every``
+        steps, default ``config.segment_every``), and their start steps."""
         n = ep.length
         keys = self.keys_of(ep.observations, ep.task_id, n)
         acts = self.action_coder.encode(ep.actions)
-        every = self.config.segment_every
+        every = self.config.segment_every if every is None else every
         starts = np.arange(0, n, every) if every else np.zeros(1, dtype=np.int64)
         rewards = np.asarray(ep.rewards, dtype=np.float64)
         contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.config.max_len)
@@ -339,16 +350,17 @@ class ExperienceManager:
         priors = segment_priors(acts, starts, self.config.prior_horizon, self.is_box)
         return keys[starts], contexts, priors, starts
 
-    def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED) -> int:
+    def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
+                utility: float | None = None) -> int:
         if ep.length == 0:
             return 0
-        keys, contexts, priors, _ = self._segments(ep)
+        keys, contexts, priors, _ = self._segments(ep, every)
         z, logp, util = self.trainer_for(ep.task_id).extractor.propose(contexts, self._generator)
         keep = np.ones(len(z), dtype=bool)
         if self.config.skip_below is not None and provenance != Provenance.DEMO:
             keep = util >= self.config.skip_below
         if keep.any():
-            res = self.bank.add(keys[keep], z[keep], task_ids=ep.task_id, prior=priors[keep],
+            res = self.bank.add(keys[keep], z[keep], task_ids=ep.task_id, utility=utility, prior=priors[keep],
                                 context=contexts[keep], sample_logp=logp[keep], provenance=provenance,
                                 step=ep.env_steps, extractor_version=self.pg_updates)
             self._forget(res.evicted)
@@ -442,12 +454,21 @@ class ExperienceManager:
             self.busy_seconds += time.perf_counter() - t0
 
     # ----------------------------------------------------------- demonstrations
-    def ingest(self, episode: Episode, provenance: Provenance = Provenance.DEMO) -> int:
+    def ingest(self, episode: Episode, provenance: Provenance = Provenance.DEMO, segment_every: int | None = None,
+               utility: float | None = None) -> int:
         """Distil an episode into the bank without crediting anything (for demonstrations).
+
+        Args:
+            episode: the episode to distil.
+            provenance: provenance of its entries.
+            segment_every: start a segment every this many steps (default: the config's
+                ``segment_every``); 1 gives one entry per state, each with the action taken there.
+            utility: initial utility of its entries (default: the bank's ``initial_utility``).
 
         Returns the number of segments written. Runs on the calling thread.
         """
-        return self._distil(episode, provenance)
+        check_ingest_args(segment_every, utility)
+        return self._distil(episode, provenance, segment_every, utility)
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, float]:

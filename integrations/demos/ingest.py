@@ -7,6 +7,7 @@ from typing import Any
 
 from experience_wrappers import ExperienceManager, Provenance
 from experience_wrappers.manager import Episode
+from experience_wrappers.manager.manager import check_ingest_args
 
 from .trajectories import as_demonstrations, validate_demonstration
 
@@ -14,7 +15,8 @@ __all__ = ["ingest_demonstrations"]
 
 
 def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[Any] | Any,
-                          task_id: int = 0, only_successful: bool = False) -> int:
+                          task_id: int = 0, only_successful: bool = False, segment_every: int | None = None,
+                          utility: float | None = None) -> int:
     """Distil demonstrations into the manager's bank as entries with provenance ``demo``.
 
     Each demonstration is cut into segments exactly as a finished episode is (keys from
@@ -30,6 +32,12 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
             (/ rewards / infos), or ``imitation``-style trajectories (``obs``, ``acts``, ``rews``).
         task_id: task id of demonstrations that do not give one.
         only_successful: skip demonstrations whose success is known to be False.
+        segment_every: start a segment every this many steps (default: the manager's
+            ``segment_every``). 1 writes one entry per demonstrated state, each with the
+            action taken there as its action prior: the densest coverage.
+        utility: initial utility of the entries (default: the bank's ``initial_utility``,
+            as for extracted entries). A positive value lets retrieval prefer demonstrations
+            until credit says otherwise.
 
     Returns:
         The number of segments written (before deduplication).
@@ -37,6 +45,7 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
     Raises:
         ValueError: a demonstration is ragged, or its actions / observations are outside the spaces.
     """
+    check_ingest_args(segment_every, utility)
     demos = [validate_demonstration(d, manager.observation_space, manager.action_space, i)
              for i, d in enumerate(as_demonstrations(demonstrations, task_id))]
     written = 0
@@ -45,5 +54,5 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
             continue
         ep = Episode(observations=d.observations, actions=d.actions, rewards=d.rewards, success=d.success,
                      guided=False, task_id=d.task_id)
-        written += manager.ingest(ep, Provenance.DEMO)
+        written += manager.ingest(ep, Provenance.DEMO, segment_every=segment_every, utility=utility)
     return written
