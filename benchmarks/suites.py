@@ -38,6 +38,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000),
     Suite("stretch", ("MiniHack-KeyRoom-S5-v0",), ("ppo", "crl-all3", "crl-demos"), (0, 1), steps=500_000,
           eval_every=100_000),
+    Suite("stretch-preview", ("MiniHack-KeyRoom-S5-v0",), ("ppo", "crl-all3", "crl-demos"), (0,), steps=100_000,
+          eval_every=50_000),
     Suite("mt10", ("Meta-World/MT10",), ("ppo", "crl"), (0, 1, 2), steps=500_000, eval_episodes=20,
           eval_every=100_000),
     Suite("ways", ("MiniHack-Room-Monster-5x5-v0",), ("ppo", *WAYS_ARMS), (0, 1), steps=40_000),
