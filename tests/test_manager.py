@@ -550,10 +550,22 @@ def test_a_bank_gets_one_manager(rng):
     assert manager_for_bank(bank, OBS, ACT, mode="sync") is mgr
     with pytest.raises(ValueError, match="already has a manager"):
         ExperienceManager(bank, OBS, ACT)
-    with pytest.raises(ValueError, match="other spaces"):
+    with pytest.raises(ValueError, match="another layout"):
         manager_for_bank(bank, OBS, spaces.Discrete(5))
     with pytest.raises(ValueError, match="another config"):
         manager_for_bank(bank, OBS, ACT, mode="async")
+
+
+def test_spaces_that_differ_only_in_bounds_share_the_manager():
+    bank = ExperienceBank()
+    mgr = manager_for_bank(bank, OBS, ACT, mode="sync")
+    wider = spaces.Box(OBS.low - 1, OBS.high + 1, OBS.shape, OBS.dtype)
+    assert manager_for_bank(bank, wider, ACT) is mgr
+    assert mgr.observation_space == OBS
+    with pytest.raises(ValueError, match="another layout"):
+        manager_for_bank(bank, spaces.Box(-1, 1, (OBS.shape[0] + 1,), OBS.dtype), ACT)
+    with pytest.raises(ValueError, match="another layout"):
+        manager_for_bank(bank, spaces.Box(-1, 1, OBS.shape, np.float64), ACT)
 
 
 def test_manager_config_validates():

@@ -305,3 +305,22 @@ def test_core_never_imports_integrations():
         if pattern.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def test_one_bank_serves_all_ten_tasks_despite_their_different_goal_bounds():
+    from experience_wrappers import ExperienceBank, ExperienceWrapper
+
+    bank = ExperienceBank()
+    venv = make_mt10_vec_env(n_envs_per_task=1, seed=SEED, max_episode_steps=10, num_goals=GOALS,
+                             wrapper_class=ExperienceWrapper,
+                             wrapper_kwargs={"bank": bank, "task_id": lambda obs, info: task_id_from_obs(obs),
+                                             "manager_kwargs": {"mode": "sync"}})
+    inner = [venv.envs[i].env.observation_space for i in range(N_TASKS)]
+    assert any(not np.array_equal(inner[0].high, s.high) for s in inner[1:])  # the bounds do differ
+    managers = {id(venv.envs[i].experience_manager) for i in range(N_TASKS)}
+    assert len(managers) == 1
+    venv.reset()
+    for _ in range(10):
+        venv.step(np.zeros((N_TASKS, 4), dtype=np.float32))
+    assert len(bank) > 0 and bank.stats()["tasks"] == N_TASKS
+    venv.close()

@@ -390,7 +390,7 @@ def test_wrappers_on_one_bank_share_one_manager():
     assert a.bank is b.bank is bank
     with pytest.raises(ValueError, match="another config"):
         ExperienceWrapper(gym.make("CartPole-v1"), bank, manager_kwargs={"mode": "async"})
-    with pytest.raises(ValueError, match="other spaces"):
+    with pytest.raises(ValueError, match="another layout"):
         ExperienceWrapper(gym.make("MountainCar-v0"), bank)
     with pytest.raises(ValueError, match="another bank"):
         ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager=a.experience_manager)

@@ -31,6 +31,7 @@ from ..keys import KeyEncoder, RandomProjectionKeyEncoder
 from .attribution import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode
+from .layout import same_layout
 from .priors import prior_dim, segment_priors
 
 __all__ = ["ExperienceManager", "check_ingest_args", "manager_for_bank", "resolve_manager"]
@@ -42,15 +43,20 @@ _REGISTRY: weakref.WeakKeyDictionary[ExperienceBank, ExperienceManager] = weakre
 
 def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
                      key_encoder: KeyEncoder | None = None, **config: Any) -> ExperienceManager:
-    """The manager that serves ``bank``, created on first use, so every wrapper on one bank shares it."""
+    """The manager that serves ``bank``, created on first use, so every wrapper on one bank shares it.
+
+    Later wrappers must have spaces of the same layout (:func:`same_layout`: Box bounds may
+    differ, as between the tasks of MT10); the manager keeps the first spaces it was given.
+    """
     mgr = _REGISTRY.get(bank)
     if mgr is None:
         mgr = ExperienceManager(bank, observation_space, action_space, key_encoder=key_encoder,
                                 config=ManagerConfig(**config))
         return mgr
-    if mgr.observation_space != observation_space or mgr.action_space != action_space:
+    if not same_layout(mgr.observation_space, observation_space) or not same_layout(mgr.action_space, action_space):
         raise ValueError(
-            "this bank is already served by a manager for other spaces "
+            "this bank is already served by a manager for spaces of another layout (kind, keys, shapes "
+            "or dtypes; Box bounds may differ) "
             f"(observation {mgr.observation_space}, action {mgr.action_space}); got observation "
             f"{observation_space}, action {action_space}. Use one bank per env family."
         )
