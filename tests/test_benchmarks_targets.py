@@ -111,3 +111,14 @@ def test_medium_speed_is_measured_against_when_ppo_first_got_there():
     check = by_target(check_all({"medium": {"T": {"ppo": ppo, "crl": crl}}}))[
         "reaches PPO's mean final success in <= 0.6x the steps"]
     assert check.met is False and "0.80x" in check.measured and "first reached by PPO at 20k" in check.measured
+
+
+def test_stretch_is_checked_on_the_demonstrations_arm():
+    ppo = [run(s, 0.0, steps=500_000) for s in range(2)]
+    crl = [run(s, 0.3, steps=500_000) for s in range(2)]  # the plain crl arm is not the stretch method
+    assert check_all({"stretch": {"T": {"ppo": ppo, "crl": crl}}}) == []
+    demos = [run(s, 0.2 * s, steps=500_000) for s in range(2)]
+    [check] = check_all({"stretch": {"T": {"ppo": ppo, "crl-demos": demos}}})
+    assert "crl-demos" in check.target and check.met is True and check.measured.startswith("0.100")
+    [none] = check_all({"stretch": {"T": {"ppo": ppo, "crl-demos": [run(0, 0.0, steps=500_000)]}}})
+    assert none.met is False
