@@ -23,6 +23,7 @@ class Arm:
         demonstrations: successful scripted episodes distilled into the bank before
             training (needs a family with a demonstrator; 0: none).
         ingest: extra :func:`~integrations.demos.ingest_demonstrations` arguments.
+        bank: extra :class:`~experience_wrappers.BankConfig` fields.
         question: what the arm answers.
     """
 
@@ -34,6 +35,7 @@ class Arm:
     prior_policy: bool = False
     demonstrations: int = 0
     ingest: dict[str, Any] = attrs.field(factory=dict)
+    bank: dict[str, Any] = attrs.field(factory=dict)
     question: str = ""
 
 
@@ -48,6 +50,9 @@ _ALL = [
         question="does per-subgroup advantage normalisation matter (paper: mixing collapsed)?"),
     Arm("crl-random-retrieval", wrapper={"query_mode": "random"},
         question="does retrieval by state and utility matter, or would any entry do?"),
+    Arm("crl-utility-mean", bank={"utility_warmup": True},
+        question="does retrieval by utility work once an entry's utility is the mean of its few credits "
+                 "(warm-up) instead of about n * 1 % of it (the plain EMA)?"),
     Arm("crl-no-experience", callback={"guided_ratio": 0.0},
         question="control: the CRL network, wrapper and callback, but no episode is ever shown experience"),
     Arm("crl-sync", manager={"mode": "sync"}, question="what does the background worker save in wall-clock?"),

@@ -84,7 +84,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if arm.demonstrations and (not arm.crl or fam.demonstrator is None):
         raise ValueError(f"arm {arm.name!r} starts from demonstrations, but {env_id!r} has no scripted "
                          "demonstrator (MiniHack navigation tasks have one) or the arm uses no bank")
-    bank = ExperienceBank(seed=seed) if arm.crl else None
+    bank = ExperienceBank(seed=seed, **arm.bank) if arm.crl else None
     env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
     demos_record = _ingest_demonstrations(env, env_id, arm, seed, fam) if arm.demonstrations else None
     ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}
@@ -118,7 +118,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
             "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
-            "ingest": arm.ingest},
+            "ingest": arm.ingest, "bank": arm.bank},
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
         "final_outcome": tracker.rate(), "episodes": tracker.episodes, "curve": tracker.curve,

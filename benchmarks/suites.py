@@ -48,7 +48,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
     Suite("ways", ("MiniHack-Room-Monster-5x5-v0",), ("ppo", *WAYS_ARMS), (0, 1), steps=40_000),
     Suite("ablations", ("MiniHack-Room-Monster-5x5-v0",), ("crl", *ABLATION_ARMS), (0, 1, 2), steps=60_000),
     Suite("medium-ablations", ("MiniHack-MazeWalk-9x9-v0",),
-          ("crl-no-experience", "crl-random-retrieval", "crl-static", "crl-mixed-adv"), (0, 1, 2), steps=300_000,
+          ("crl-no-experience", "crl-random-retrieval", "crl-static", "crl-mixed-adv", "crl-utility-mean"), (0, 1, 2),
+          steps=300_000,
           thresholds=(0.5, 0.8), reference="medium"),
     Suite("cartpole", ("CartPole-v1",), ("ppo", "crl"), (0, 1, 2, 3, 4), steps=50_000),
 ]}

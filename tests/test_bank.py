@@ -197,6 +197,24 @@ def test_update_ema_arithmetic_with_repeats_and_unknown_ids():
     assert 999 not in bank
 
 
+def test_utility_warmup_averages_the_first_credits_then_decays():
+    bank = make(dedup_threshold=0.0, initial_utility=0.0, utility_warmup=True)
+    (a,) = bank.add(np.eye(2, dtype=F32)[:1], np.ones((1, 1), F32)).ids.tolist()
+    for delta in (1.0, 1.0, 0.0, 1.0):
+        bank.update([a], [delta], 0.99)
+    # the mean of the initial utility (0) and the deltas: (0 + 1 + 1 + 0 + 1) / 5
+    assert by_id(bank, a)["utility"] == pytest.approx(0.6)
+    plain = make(dedup_threshold=0.0, initial_utility=0.0)
+    (b,) = plain.add(np.eye(2, dtype=F32)[:1], np.ones((1, 1), F32)).ids.tolist()
+    for delta in (1.0, 1.0, 0.0, 1.0):
+        plain.update([b], [delta], 0.99)
+    assert by_id(plain, b)["utility"] == pytest.approx(0.029504, abs=1e-6)  # what the plain EMA keeps
+    # once 1 / (n + 2) falls below 1 - decay, the EMA's own step takes over
+    for _ in range(200):
+        bank.update([a], [0.0], 0.5)
+    assert by_id(bank, a)["utility"] == pytest.approx(0.0, abs=1e-12)
+
+
 def test_update_decay_bounds_and_scalar_id():
     bank = make(dedup_threshold=0.0)
     a = int(bank.add(row(0, 1), row(1), utility=2.0).ids[0])

@@ -34,9 +34,10 @@ SEEDS = st.integers(0, 2**32 - 1)
 class Model:
     """The documented semantics, the slow and obvious way."""
 
-    def __init__(self, capacity: int, dedup_threshold: float) -> None:
+    def __init__(self, capacity: int, dedup_threshold: float, warmup: bool = False) -> None:
         self.capacity = capacity
         self.dedup = dedup_threshold
+        self.warmup = warmup
         self.entries: dict[int, dict] = {}
         self.next_id = 0
         self.tick = 0
@@ -117,7 +118,11 @@ class Model:
             e = self.entries.get(int(i))
             found.append(e is not None)
             if e is not None:
-                e["utility"] = decay * e["utility"] + (1.0 - decay) * float(d)
+                if self.warmup:  # a running mean of the initial utility and the deltas, then the EMA
+                    weight = max(1.0 - decay, 1.0 / (e["n_credited"] + 2))
+                    e["utility"] = (1.0 - weight) * e["utility"] + weight * float(d)
+                else:
+                    e["utility"] = decay * e["utility"] + (1.0 - decay) * float(d)
                 e["n_credited"] += 1
         return found
 
@@ -194,12 +199,13 @@ class Model:
 
 class BankMachine(RuleBasedStateMachine):
     DEDUP = 0.004
+    WARMUP = False
 
     def __init__(self) -> None:
         super().__init__()
         self.bank = ExperienceBank(capacity=CAPACITY, dedup_threshold=self.DEDUP, merge_k=16,
-                                   ef_search=64, ef_construction=64, M=16, seed=0)
-        self.model = Model(CAPACITY, self.DEDUP)
+                                   ef_search=64, ef_construction=64, M=16, seed=0, utility_warmup=self.WARMUP)
+        self.model = Model(CAPACITY, self.DEDUP, self.WARMUP)
         self.tmp = Path(tempfile.mkdtemp(prefix="bank-stateful-"))
         self.saves = 0
 
@@ -351,9 +357,17 @@ class NoDedupMachine(BankMachine):
     DEDUP = 0.0
 
 
+class WarmupMachine(BankMachine):
+    """Utility warm-up on: the first credits of an entry average instead of decaying."""
+
+    WARMUP = True
+
+
 _SETTINGS = settings(max_examples=60, stateful_step_count=40, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow])
 TestBankAgainstModel = BankMachine.TestCase
 TestBankAgainstModel.settings = _SETTINGS
 TestBankNoDedupAgainstModel = NoDedupMachine.TestCase
 TestBankNoDedupAgainstModel.settings = _SETTINGS
+TestBankWarmupAgainstModel = WarmupMachine.TestCase
+TestBankWarmupAgainstModel.settings = _SETTINGS

@@ -404,6 +404,9 @@ class ExperienceBank:
     def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
         """Credit entries with outcome deltas: ``u <- decay * u + (1 - decay) * delta``.
 
+        With ``config.utility_warmup`` the step is ``max(1 - decay, 1 / (n_credited + 2))``:
+        ``u <- u + step * (delta - u)``, a running mean over the first credits.
+
         Ids that are no longer in the bank are skipped. An id given twice is credited twice,
         in order. Returns a mask of the ids that were found.
         """
@@ -418,10 +421,12 @@ class ExperienceBank:
                 return np.zeros(len(ids_arr), dtype=bool)
             slots = self._store.find(ids_arr)
             found = slots >= 0
-            u = self._store.cols["utility"]
+            u, n = self._store.cols["utility"], self._store.cols["n_credited"]
+            warmup = self.config.utility_warmup
             for s, delta in zip(slots[found].tolist(), d[found].tolist(), strict=True):
-                u[s] = decay * u[s] + (1.0 - decay) * delta
-            np.add.at(self._store.cols["n_credited"], slots[found], 1)
+                step = max(1.0 - decay, 1.0 / (int(n[s]) + 2)) if warmup else 1.0 - decay
+                u[s] += step * (delta - u[s])
+                n[s] += 1
             return found
 
     def mark_trained(self, ids: Any, step: int) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..validators import finite, is_int, non_negative, positive
+from ..validators import finite, is_bool, is_int, non_negative, positive
 
 __all__ = ["BankConfig", "SPACES"]
 
@@ -35,6 +35,10 @@ class BankConfig:
         utility_floor: entries with utility below this are never returned (None: no floor).
         candidate_factor: kNN oversampling before re-ranking (k * factor candidates).
         initial_utility: utility of a new entry when the caller gives none.
+        utility_warmup: credit an entry's first deltas with step ``1 / (n_credited + 2)``
+            instead of ``1 - decay`` (whichever is larger): its utility is then the mean of
+            its initial utility and its deltas until the EMA's own weight takes over. Without
+            it, an entry credited a few times keeps about ``n * (1 - decay)`` of its mean delta.
         utilisation_window: queries over which ``stats()["utilisation"]`` is measured.
         seed: seed of the bank's sampler (None: fresh entropy).
 
@@ -59,6 +63,7 @@ class BankConfig:
     utility_floor: float | None = attrs.field(default=None, validator=finite)
     candidate_factor: int = attrs.field(default=4, validator=[is_int, positive])
     initial_utility: float = attrs.field(default=0.0, converter=float, validator=finite)
+    utility_warmup: bool = attrs.field(default=False, validator=is_bool)
     utilisation_window: int = attrs.field(default=1000, validator=[is_int, positive])
     seed: int | None = attrs.field(default=0)
 
