@@ -26,6 +26,7 @@ from integrations.sb3 import (
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
 
 from .arms import Arm
+from .bank_tracking import BankTracker
 from .envs import build_env, family_of
 from .tracking import CurveTracker
 
@@ -98,10 +99,11 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, **ppo_kwargs)
     tracker = CurveTracker()
     callbacks = [tracker]
-    crl_cb = None
+    crl_cb = bank_cb = None
     if arm.crl:
         crl_cb = CRLCallback(**arm.callback)
-        callbacks.append(crl_cb)
+        bank_cb = BankTracker(bank)
+        callbacks += [crl_cb, bank_cb]
     eval_cb = None
     if eval_every and eval_episodes:
         eval_wrapper = {**arm.wrapper, "learn": False, "manager": find_experience(env)[0][0]} if arm.crl else None
@@ -133,6 +135,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if crl_cb is not None:
         m = crl_cb.manager
         result["crl"] = {"bank": m.bank.stats(), "manager": m.stats()}
+        result["bank_curve"] = bank_cb.history
     if eval_episodes:
         if arm.crl:
             result["evaluation"] = evaluate_with_and_without_experience(model, env, eval_episodes,
