@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers import ExperienceBank, Provenance
