@@ -159,15 +159,15 @@ def steps_cell(reached: list[int], n: int) -> str:
     return f"{np.mean(reached) / 1000:.1f}k ± {np.std(reached) / 1000:.1f}k{ci} ({len(reached)}/{n})"
 
 
-def _plot_band(ax: Any, label: str, curves: list[tuple[np.ndarray, np.ndarray]]) -> None:
+def _plot_band(ax: Any, label: str, curves: list[tuple[np.ndarray, np.ndarray]], color: Any = None) -> None:
     """Mean over seeds on the shortest seed's steps, and the range as a band."""
     curves = [(s, v) for s, v in curves if len(s) >= 2]
     if not curves:
         return
     grid = min((s for s, _ in curves), key=len)
     ys = np.array([np.interp(grid, s, v) for s, v in curves])
-    ax.plot(grid, ys.mean(0), label=f"{label} ({len(curves)} seeds)")
-    ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.15)
+    ax.plot(grid, ys.mean(0), label=f"{label} ({len(curves)} seeds)", color=color)
+    ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.15, color=color)
 
 
 def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
@@ -180,10 +180,12 @@ def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
 
     gaps = {arm: [gap_curve(r) for r in runs] for arm, runs in sorted(arms.items())}
     gaps = {arm: g for arm, g in gaps.items() if any(len(s) >= 2 for s, _ in g)}
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = {arm: cycle[i % len(cycle)] for i, arm in enumerate(sorted(arms))}  # one colour per arm, both panels
     fig, axes = plt.subplots(1, 2 if gaps else 1, figsize=(11 if gaps else 6, 3.6), squeeze=False)
     ax = axes[0, 0]
     for arm, runs in sorted(arms.items()):
-        _plot_band(ax, arm, [curve_of(r) for r in runs])
+        _plot_band(ax, arm, [curve_of(r) for r in runs], colors[arm])
     uses_success = next(iter(arms.values()))[0]["uses_success"]
     ax.set_xlabel("environment steps")
     ax.set_ylabel("success (last 100 episodes)" if uses_success else "return (last 100 episodes)")
@@ -193,7 +195,7 @@ def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
     if gaps:
         gx = axes[0, 1]
         for arm, g in gaps.items():
-            _plot_band(gx, arm, g)
+            _plot_band(gx, arm, g, colors[arm])
         gx.axhline(0.0, color="black", linewidth=0.8)
         gx.set_xlabel("environment steps")
         gx.set_ylabel("guided − free (last 100 of each)")
