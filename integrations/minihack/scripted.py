@@ -16,7 +16,7 @@ from .pathing import MOVE_DELTAS, door_mask, first_step, frontier, passable_mask
 __all__ = ["StairsSeeker", "MapNavigator", "MOVES", "NAVIGATOR_KEYS"]
 
 # MiniHack's navigation actions 0..7: N, E, S, W, NE, SE, SW, NW as (dy, dx).
-MOVES = [(-1, 0), (0, 1), (1, 0), (0, -1), (-1, 1), (1, 1), (1, -1), (-1, -1)]
+MOVES = list(MOVE_DELTAS)
 
 
 class StairsSeeker:
