@@ -87,6 +87,22 @@ def test_an_arm_with_demonstrations_fills_the_bank_before_training():
     assert res["arm_config"]["demonstrations"] == 3
 
 
+@pytest.mark.slow
+def test_the_fixed_demonstration_arm_keeps_the_agents_episodes_out_of_the_bank():
+    pytest.importorskip("minihack")
+    import attrs
+
+    from benchmarks.arms import ARMS
+    from benchmarks.run import train_run
+
+    arm = attrs.evolve(ARMS["crl-demos-fixed"], demonstrations=3)
+    hyper = {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}
+    res = train_run("MiniHack-KeyRoom-S5-v0", arm, 0, hyper, total_steps=512)
+    assert res["episodes"] >= 2  # KeyRoom episodes end by 200 steps, so some were finished
+    assert res["crl"]["manager"]["episodes_submitted"] == 0
+    assert res["crl"]["bank"]["size"] == res["demonstrations"]["bank_size"]
+
+
 def test_demonstrations_on_an_env_without_a_script_are_refused():
     import attrs
 
