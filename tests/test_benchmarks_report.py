@@ -32,9 +32,10 @@ def test_interval_evaluation_table_only_when_runs_have_it():
 
 def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
     root = tmp_path / "results"
-    for arm, final in (("ppo", 0.8), ("crl", 0.95)):
+    for suite, arm, final in (("easy", "ppo", 0.8), ("easy", "crl", 0.95), ("stretch", "ppo", 0.0),
+                              ("stretch", "crl-demos", 0.2), ("stretch", "crl-all3", 0.1)):
         for seed in range(2):
-            path = root / "easy" / "Toy-v0" / arm / f"seed{seed}.json"
+            path = root / suite / "Toy-v0" / arm / f"seed{seed}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(result(arm, seed, final + 0.01 * seed)))
     readme = tmp_path / "README.md"
@@ -48,4 +49,6 @@ def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
     head = readme.read_text()
     assert "\nold\n" not in head and head.startswith("intro\n") and head.endswith("rest\n")
     assert "| easy | Toy-v0 | crl | 2 | 0.95 ± 0.01 | 90%: 2.0k" in head
+    assert "| stretch | Toy-v0 | crl-demos | 2 | 0.2" in head  # the suite's method arm
+    assert "| stretch | Toy-v0 | crl-all3 |" not in head
     assert "Targets of the benchmarks issue met: **" in head and "undecided: easy: steps to 90 % <= 0.6x PPO's." in head
