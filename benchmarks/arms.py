@@ -64,21 +64,17 @@ _ALL = [
     Arm("crl-all3", wrapper={"action_prior": True}, prior_policy=True,
         callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1},
         question="all three ways at once"),
-    Arm("crl-demos", wrapper={"action_prior": True}, prior_policy=True,
-        callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
-        ingest={"segment_every": 1},
-        question="all three ways, starting from a bank distilled from 100 scripted demonstrations "
-                 "(one entry per demonstrated state)"),
-    Arm("crl-demos-every-step", wrapper={"action_prior": True, "retrieve_every": 1}, prior_policy=True,
-        callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
-        ingest={"segment_every": 1},
-        question="crl-demos, retrieving at every step (crl-demos retrieves at episode start only, so its "
-                 "action prior is the start state's for the whole episode)"),
-    Arm("crl-demos-fixed", wrapper={"action_prior": True, "retrieve_every": 1, "learn": False},
-        prior_policy=True, callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
-        ingest={"segment_every": 1},
-        question="control: crl-demos-every-step with the agent's episodes kept out, so the bank holds "
-                 "the demonstrations only (no extractor training, no credits)"),
+    _DEMOS := Arm("crl-demos", wrapper={"action_prior": True}, prior_policy=True,
+                  callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
+                  ingest={"segment_every": 1},
+                  question="all three ways, starting from a bank distilled from 100 scripted demonstrations "
+                           "(one entry per demonstrated state)"),
+    attrs.evolve(_DEMOS, name="crl-demos-every-step", wrapper={"action_prior": True, "retrieve_every": 1},
+                 question="crl-demos, retrieving at every step (crl-demos retrieves at episode start only, so "
+                          "its action prior is the start state's for the whole episode)"),
+    attrs.evolve(_DEMOS, name="crl-demos-fixed", wrapper={"action_prior": True, "retrieve_every": 1, "learn": False},
+                 question="control: crl-demos-every-step with the agent's episodes kept out, so the bank holds "
+                          "the demonstrations only (no extractor training, no credits)"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}
