@@ -46,7 +46,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
         action_prior: add the entries' action priors to the observation.
         query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation).
-        learn: hand episodes to the manager (False for evaluation envs).
+        learn: hand episodes to the manager and count retrievals. None (the default): yes,
+            unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
+            (then this one is an evaluation env and learns nothing); True or False: always or never.
         manager: an existing manager of this bank.
         manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
         seed: seed of the guided / free draws.
@@ -59,7 +61,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
 
     def __init__(self, env: gym.Env, bank: ExperienceBank, *, k: int = 4, retrieve_every: int = 8,
                  key_encoder: KeyEncoder | None = None, task_id: TaskIdSource = 0,
-                 action_prior: bool = False, query_mode: str = "utility", learn: bool = True,
+                 action_prior: bool = False, query_mode: str = "utility", learn: bool | None = None,
                  manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
                  seed: int | None = None) -> None:
         # the bank and manager are shared objects: record them, never copy them

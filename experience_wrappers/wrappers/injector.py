@@ -8,7 +8,8 @@ place is what makes both wrappers produce the same observations.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,19 @@ from gymnasium import spaces
 from ..manager import Episode, ExperienceManager
 from .spaces import BASE_KEY
 
-__all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows"]
+__all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
+
+#: per manager, the injectors of the env being trained on it (set by the SB3 callback)
+_TRAINING: weakref.WeakKeyDictionary[ExperienceManager, weakref.WeakSet[ExperienceInjector]] = \
+    weakref.WeakKeyDictionary()
+
+
+def mark_training(manager: ExperienceManager, injectors: Iterable[ExperienceInjector]) -> None:
+    """Declare ``injectors`` the ones being trained on ``manager``: from now on an injector of
+    the same manager built with ``learn=None`` (an evaluation env) learns nothing."""
+    _TRAINING[manager] = weakref.WeakSet(injectors)
 
 
 def _take(obs: Any, i: int) -> Any:
@@ -60,14 +71,16 @@ class ExperienceInjector:
         action_prior: add ``experience_action_prior`` to observations.
         query_mode: the bank's query mode (``"utility"``, ``"knn"``, ``"random"``).
         filter_by_task: retrieve only entries of the episode's task.
-        learn: hand finished episodes to the manager (False for evaluation envs).
+        learn: hand finished episodes to the manager and count retrievals: True, False,
+            or None (the default): yes, unless the manager is being trained from another env
+            (see :func:`mark_training`), so an evaluation env on the training bank never learns.
         seed: seed of the guided / free draws.
     """
 
     def __init__(self, manager: ExperienceManager, n_envs: int, observation_space: spaces.Space, *,
                  k: int = 4, retrieve_every: int = 0, task_id: TaskIdSource = 0,
                  action_prior: bool = False, query_mode: str = "utility", filter_by_task: bool = True,
-                 learn: bool = True, seed: int | None = None) -> None:
+                 learn: bool | None = None, seed: int | None = None) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise ValueError(f"k must be a positive int, got {k!r}")
         if isinstance(retrieve_every, bool) or not isinstance(retrieve_every, int) or retrieve_every < 0:
@@ -99,6 +112,14 @@ class ExperienceInjector:
         self._actions: list[list[Any]] = [[] for _ in range(n_envs)]
         self._rewards: list[list[float]] = [[] for _ in range(n_envs)]
         self._injected: list[set[int]] = [set() for _ in range(n_envs)]
+
+    @property
+    def learning(self) -> bool:
+        """Whether finished episodes go to the manager and retrievals are counted (see ``learn``)."""
+        if self.learn is not None:
+            return bool(self.learn)
+        trained = _TRAINING.get(self.manager)
+        return trained is None or self in trained
 
     # ---------------------------------------------------------------- episodes
     def begin(self, rows: np.ndarray, obs: Any, infos: list[dict]) -> None:
@@ -140,7 +161,7 @@ class ExperienceInjector:
         tasks = self.task_ids[rows]
         keys = mgr.encode_keys(obs, tasks)
         res = mgr.bank.query(keys, self.k, task_ids=tasks if self.filter_by_task else None,
-                             mode=self.query_mode, record=self.learn, rng=self.rng)
+                             mode=self.query_mode, record=self.learning, rng=self.rng)
         m = res.mask
         self.mask[rows] = m
         self.ids[rows] = res.ids
@@ -169,7 +190,7 @@ class ExperienceInjector:
                      injected_ids=np.fromiter(self._injected[r], dtype=np.int64, count=len(self._injected[r])),
                      task_id=int(self.task_ids[r]), env_steps=self.env_steps)
         self._obs[r], self._actions[r], self._rewards[r] = [], [], []
-        if self.learn:
+        if self.learning:
             self.manager.submit(ep)
         return ep
 

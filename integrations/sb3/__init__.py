@@ -2,17 +2,24 @@
 
 from .advantages import regroup_advantages
 from .callback import CRLCallback
+from .checkpoint import CRLCheckpointCallback
 from .discovery import find_experience
 from .distillation import distillation_step
 from .eval_callback import ExperienceEvalCallback
-from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .evaluation import (
+    evaluate_policy,
+    evaluate_with_and_without_experience,
+    no_learning,
+    run_episodes,
+)
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
-from .persistence import load_crl, save_crl
+from .persistence import load_crl, save_crl, save_experience
 from .policy import ActionPriorPolicy, prior_mixture
-from .vec_env import ExperienceVecEnv
+from .vec_env import ExperienceVecEnv, norm_obs_keys
 
 __all__ = [
     "CRLCallback",
+    "CRLCheckpointCallback",
     "ExperienceEvalCallback",
     "ExperienceVecEnv",
     "ExperienceFeaturesExtractor",
@@ -22,6 +29,10 @@ __all__ = [
     "distillation_step",
     "evaluate_with_and_without_experience",
     "run_episodes",
+    "evaluate_policy",
+    "no_learning",
+    "norm_obs_keys",
+    "save_experience",
     "find_experience",
     "save_crl",
     "load_crl",

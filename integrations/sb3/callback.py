@@ -9,11 +9,17 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers import ExperienceManager
+from experience_wrappers.manager import success_from_info
 from experience_wrappers.wrappers import ExperienceInjector
 
 from .advantages import regroup_advantages
 from .discovery import find_experience
 from .distillation import distillation_step
+from .lifecycle import (
+    remember_advantage_normalisation,
+    restore_advantage_normalisation,
+    start_training,
+)
 
 __all__ = ["CRLCallback"]
 
@@ -80,7 +86,9 @@ class CRLCallback(BaseCallback):
     # ------------------------------------------------------------------ setup
     def _init_callback(self) -> None:
         self.managers, self.injectors = find_experience(self.training_env)
+        start_training(self.model, self.training_env, self.managers, self.injectors)
         if self.subgroup_advantages and getattr(self.model, "normalize_advantage", False):
+            remember_advantage_normalisation(self.model)
             self.model.normalize_advantage = False
             msg = ("CRLCallback: PPO's per-minibatch advantage normalisation is off; advantages are "
                    "normalised per subgroup (guided / free) at each rollout's end")
@@ -131,6 +139,8 @@ class CRLCallback(BaseCallback):
             if "experience_outcome" not in info:
                 continue
             outcome = float(info["experience_outcome"])
+            if success_from_info(info) is None:
+                self._outcome_kind = "return"
             task = int(info.get("experience_task_id", 0))
             if info.get("experience_guided", False):
                 self._recent["guided"].append(outcome)
@@ -180,11 +190,13 @@ class CRLCallback(BaseCallback):
         rec("crl/guided_ratio", m.guided_ratio)
         rec("crl/queue", s["queue"])
         rec("crl/manager_busy_s", s["busy_seconds"])
-        for name, key in (("guided", "guided_success"), ("free", "free_success"), ("delta", "outcome_delta")):
+        kind = getattr(self, "_outcome_kind", "success")  # "return" where the env reports no success
+        for name, key in (("guided", f"guided_{kind}"), ("free", f"free_{kind}"), ("delta", "outcome_delta")):
             if self._recent[name]:
                 rec(f"crl/{key}", float(np.mean(self._recent[name])))
 
     def _on_training_end(self) -> None:
+        restore_advantage_normalisation(self.model)
         if self.flush_at_end:
             for m in self.managers:
                 m.flush()

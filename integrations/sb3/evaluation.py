@@ -1,7 +1,9 @@
-"""Evaluate an agent with experience and without it (the paper reports both)."""
+"""Evaluate an agent with experience and without it (the paper reports both); evaluation never learns."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,52 @@ from experience_wrappers.manager import outcome_of, success_from_info
 
 from .discovery import find_experience
 
-__all__ = ["evaluate_with_and_without_experience", "run_episodes"]
+__all__ = ["evaluate_with_and_without_experience", "run_episodes", "no_learning", "evaluate_policy"]
+
+
+@contextlib.contextmanager
+def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
+    """Within the block, ``env``'s experience wrappers hand no episode to the manager and
+    count no retrieval; ``guided`` True / False forces every episode guided / free.
+
+    Use it around anything that runs the policy for evaluation (SB3's ``evaluate_policy``,
+    a video recorder, a hand-written loop). An evaluation env built with the default
+    ``learn=None`` already learns nothing while another env trains the bank with
+    :class:`~integrations.sb3.CRLCallback`; this makes it explicit and works on any env.
+
+    >>> import gymnasium as gym
+    >>> from stable_baselines3.common.env_util import make_vec_env
+    >>> from experience_wrappers import ExperienceBank, ExperienceWrapper
+    >>> venv = make_vec_env("CartPole-v1", n_envs=1, wrapper_class=ExperienceWrapper,
+    ...                     wrapper_kwargs={"bank": ExperienceBank()})
+    >>> with no_learning(venv):
+    ...     _ = venv.reset()
+    """
+    _, injectors = find_experience(env)
+    saved = [(inj.force_guided, inj.learn) for inj in injectors]
+    for inj in injectors:
+        inj.learn = False
+        if guided is not None:
+            inj.force_guided = guided
+    try:
+        yield env
+    finally:
+        for inj, (force, learn) in zip(injectors, saved, strict=True):
+            inj.force_guided, inj.learn = force, learn
+
+
+def evaluate_policy(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10, deterministic: bool = True,
+                    guided: bool | None = None, **kwargs: Any) -> Any:
+    """SB3's ``evaluate_policy`` on an experience-wrapped env, inside :func:`no_learning`.
+
+    ``guided``: True / False evaluates with every episode guided / free (None: the
+    manager's current guided ratio). Other arguments and the return value are SB3's.
+    """
+    from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
+
+    with no_learning(env, guided):
+        return sb3_evaluate_policy(model, env, n_eval_episodes=n_eval_episodes, deterministic=deterministic,
+                                   **kwargs)
 
 
 def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True) -> dict[str, float]:

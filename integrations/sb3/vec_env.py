@@ -5,16 +5,36 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from experience_wrappers import ExperienceBank, ExperienceManager, KeyEncoder
 from experience_wrappers.manager import resolve_manager, success_from_info
-from experience_wrappers.wrappers import ExperienceInjector, experience_space
+from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, experience_space
 from experience_wrappers.wrappers.checks import check_finite_observation
 from experience_wrappers.wrappers.injector import TaskIdSource, subset_rows
 
-__all__ = ["ExperienceVecEnv"]
+__all__ = ["ExperienceVecEnv", "norm_obs_keys"]
+
+
+def norm_obs_keys(env_or_space: VecEnv | spaces.Dict) -> list[str]:
+    """The observation keys that SB3's ``VecNormalize`` may normalise: every key but the experience channel.
+
+    Pass them as ``VecNormalize(venv, norm_obs_keys=norm_obs_keys(venv))``. Only float Box
+    keys are listed (normalising MiniHack's integer glyphs would be meaningless).
+    :class:`~integrations.sb3.CRLCallback` also takes the experience keys out of a
+    ``VecNormalize`` built without them, with a warning.
+
+    >>> space = spaces.Dict({"observation": spaces.Box(-1, 1, (3,)), "experience_mask": spaces.Box(0, 1, (4,))})
+    >>> norm_obs_keys(space)
+    ['observation']
+    """
+    space = env_or_space if isinstance(env_or_space, spaces.Dict) else env_or_space.observation_space
+    if not isinstance(space, spaces.Dict):
+        raise ValueError(f"expected an experience-wrapped env (a Dict observation space), got {space}")
+    return [k for k, s in space.spaces.items() if k not in EXPERIENCE_KEYS
+            and isinstance(s, spaces.Box) and np.issubdtype(s.dtype, np.floating)]
 
 
 class ExperienceVecEnv(VecEnvWrapper):
@@ -25,12 +45,13 @@ class ExperienceVecEnv(VecEnvWrapper):
     Terminal observations in ``info["terminal_observation"]`` are wrapped as well, so PPO
     can bootstrap truncated episodes.
 
-    Arguments are those of :class:`~experience_wrappers.ExperienceWrapper`.
+    Arguments are those of :class:`~experience_wrappers.ExperienceWrapper`. With
+    ``VecNormalize`` on top, normalise :attr:`norm_obs_keys` only.
     """
 
     def __init__(self, venv: VecEnv, bank: ExperienceBank, *, k: int = 4, retrieve_every: int = 8,
                  key_encoder: KeyEncoder | None = None, task_id: TaskIdSource = 0,
-                 action_prior: bool = False, query_mode: str = "utility", learn: bool = True,
+                 action_prior: bool = False, query_mode: str = "utility", learn: bool | None = None,
                  manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
                  seed: int | None = None) -> None:
         manager = resolve_manager(bank, venv.observation_space, venv.action_space, manager, key_encoder,
@@ -49,6 +70,11 @@ class ExperienceVecEnv(VecEnvWrapper):
     @property
     def bank(self) -> ExperienceBank:
         return self.manager.bank
+
+    @property
+    def norm_obs_keys(self) -> list[str]:
+        """The keys for ``VecNormalize(..., norm_obs_keys=...)``: all but the experience channel."""
+        return norm_obs_keys(self.observation_space)
 
     def set_force_guided(self, value: bool | None) -> None:
         """Force every episode guided (True) or free (False); None restores the schedule."""

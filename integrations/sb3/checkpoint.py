@@ -1,0 +1,34 @@
+"""``CRLCheckpointCallback``: SB3's ``CheckpointCallback`` that also saves the bank, extractor and manager."""
+
+from __future__ import annotations
+
+from stable_baselines3.common.callbacks import CheckpointCallback
+
+from .lifecycle import advantage_normalisation_as_configured
+from .persistence import experience_dir_of, save_experience
+
+__all__ = ["CRLCheckpointCallback"]
+
+
+class CRLCheckpointCallback(CheckpointCallback):
+    """Every ``save_freq`` calls, save the model zip as SB3 does, and the experience beside it.
+
+    Writes ``{save_path}/{name_prefix}_{steps}_steps.zip`` (with the model's own
+    ``normalize_advantage``) and ``{name_prefix}_{steps}_steps_experience/`` (bank,
+    extractor, manager state); :func:`~integrations.sb3.load_crl` takes the zip's path and
+    restores all of them. Arguments are SB3's ``CheckpointCallback``'s.
+
+    >>> cb = CRLCheckpointCallback(save_freq=1000, save_path="runs/checkpoints")
+    >>> cb.name_prefix
+    'rl_model'
+    """
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.save_freq == 0:
+            with advantage_normalisation_as_configured(self.model):
+                super()._on_step()
+            path = experience_dir_of(self._checkpoint_path(extension="zip"))
+            save_experience(path, self.model, self.training_env)
+            if self.verbose >= 2:
+                print(f"Saving experience checkpoint to {path}")
+        return True

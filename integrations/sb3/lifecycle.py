@@ -1,0 +1,114 @@
+"""What :class:`CRLCallback` does at the start and end of ``learn`` so SB3's habits keep working.
+
+* ``VecNormalize`` never normalises the experience keys (a normalised mask of 1 drifts below
+  the 0.5 at which the attention extractor counts a slot);
+* evaluation envs on the training bank never learn (only the env being trained hands
+  episodes to the manager, see :attr:`ExperienceInjector.learning`);
+* the manager's worker thread is stopped when the interpreter exits, also after an
+  exception inside ``learn`` (a thread still inside torch at exit aborts the process);
+* ``normalize_advantage``, which the callback turns off while it trains, is what a saved
+  model carries and what the model has again after training.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import warnings
+import weakref
+from collections.abc import Iterator
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
+
+from experience_wrappers import ExperienceManager
+from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
+from experience_wrappers.wrappers.injector import mark_training
+
+__all__ = ["start_training", "keep_experience_unnormalised", "stop_workers_at_exit",
+           "remember_advantage_normalisation", "restore_advantage_normalisation",
+           "advantage_normalisation_as_configured"]
+
+log = logging.getLogger(__name__)
+
+_MANAGERS: weakref.WeakSet[ExperienceManager] = weakref.WeakSet()
+_NORMALIZE_ADVANTAGE: weakref.WeakKeyDictionary[BaseAlgorithm, bool] = weakref.WeakKeyDictionary()
+
+
+def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[ExperienceManager],
+                   injectors: list[ExperienceInjector]) -> None:
+    """Everything above, for the env that ``model`` is about to train on."""
+    keep_experience_unnormalised(venv, model)
+    for m in managers:
+        mark_training(m, [inj for inj in injectors if inj.manager is m])
+        stop_workers_at_exit(m)
+
+
+def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = None) -> list[str]:
+    """Take the experience keys out of every ``VecNormalize`` in ``venv``'s wrapper chain.
+
+    Warns when it had to (build ``VecNormalize(venv, norm_obs_keys=norm_obs_keys(venv))`` to
+    avoid it). When ``venv`` is ``model``'s env, the model's last observation is normalised
+    again without them. Returns the keys removed.
+    """
+    removed: list[str] = []
+    env: VecEnv = venv
+    while isinstance(env, VecEnvWrapper):
+        if isinstance(env, VecNormalize) and env.norm_obs and env.norm_obs_keys:
+            bad = [k for k in env.norm_obs_keys if k in EXPERIENCE_KEYS]
+            if bad:
+                env.norm_obs_keys = [k for k in env.norm_obs_keys if k not in EXPERIENCE_KEYS]
+                if isinstance(env.obs_rms, dict):
+                    for k in bad:
+                        env.obs_rms.pop(k, None)
+                removed += bad
+                if model is not None and env is model.get_env() and getattr(env, "old_obs", None) is not None:
+                    model._last_obs = env.normalize_obs(env.get_original_obs())  # type: ignore[assignment]
+        env = env.venv
+    if removed:
+        warnings.warn(f"VecNormalize was normalising the experience keys {sorted(set(removed))}; they are now "
+                      "left as they are (a normalised experience_mask stops counting as 1). Build it as "
+                      "VecNormalize(venv, norm_obs_keys=integrations.sb3.norm_obs_keys(venv)) to avoid this "
+                      "warning.", UserWarning, stacklevel=3)
+    return removed
+
+
+def stop_workers_at_exit(manager: ExperienceManager) -> None:
+    """Stop ``manager``'s worker thread when the interpreter exits (idempotent)."""
+    _MANAGERS.add(manager)
+
+
+@atexit.register
+def _stop_all_workers() -> None:
+    for m in list(_MANAGERS):
+        try:
+            m.close()
+        except Exception:  # the process is ending after an error already reported
+            log.debug("manager close at exit failed", exc_info=True)
+
+
+def remember_advantage_normalisation(model: BaseAlgorithm) -> None:
+    """Record ``model.normalize_advantage`` before the callback turns it off."""
+    if hasattr(model, "normalize_advantage"):
+        _NORMALIZE_ADVANTAGE.setdefault(model, bool(model.normalize_advantage))
+
+
+def restore_advantage_normalisation(model: BaseAlgorithm) -> None:
+    """Give ``model`` its own ``normalize_advantage`` back (at the end of training)."""
+    if model in _NORMALIZE_ADVANTAGE:
+        model.normalize_advantage = _NORMALIZE_ADVANTAGE.pop(model)  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def advantage_normalisation_as_configured(model: BaseAlgorithm) -> Iterator[None]:
+    """Within the block (a save), ``model.normalize_advantage`` is the user's own value."""
+    if model not in _NORMALIZE_ADVANTAGE:
+        yield
+        return
+    during = model.normalize_advantage  # type: ignore[attr-defined]
+    model.normalize_advantage = _NORMALIZE_ADVANTAGE[model]  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        model.normalize_advantage = during  # type: ignore[attr-defined]

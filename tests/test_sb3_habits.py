@@ -1,0 +1,134 @@
+"""SB3 habits that must keep working with Complementary RL: VecNormalize, evaluation on the
+training bank, checkpoints, advantage normalisation, an exception inside ``learn``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
+from stable_baselines3.common.vec_env import VecNormalize
+
+from experience_wrappers import ExperienceBank
+from integrations.sb3 import (
+    CRLCallback,
+    CRLCheckpointCallback,
+    evaluate_policy,
+    find_experience,
+    load_crl,
+    no_learning,
+    norm_obs_keys,
+    save_crl,
+)
+
+from .test_sb3 import PPO_KW, wrapped_vec
+
+
+def test_vec_normalize_never_normalises_the_experience_keys():
+    venv = VecNormalize(wrapped_vec(2))  # the user's habit: every key normalised
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with pytest.warns(UserWarning, match="experience keys"):
+        model.learn(256, callback=CRLCallback(guided_ratio=1.0))
+    assert venv.norm_obs_keys == ["observation"]
+    obs = venv.reset()
+    assert set(np.unique(obs["experience_mask"])) <= {0.0, 1.0}
+    assert obs["experience_mask"].max() == 1.0  # guided and a non-empty bank: slots are shown as 1
+    assert abs(obs["observation"]).max() <= 10.0  # the observation is still normalised (clipped)
+
+
+def test_norm_obs_keys_gives_a_vec_normalize_that_needs_no_fix():
+    venv = wrapped_vec(2)
+    assert norm_obs_keys(venv) == ["observation"]
+    venv = VecNormalize(venv, norm_obs_keys=norm_obs_keys(venv))
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model.learn(128, callback=CRLCallback())
+
+
+def test_an_evaluation_env_on_the_training_bank_learns_nothing_by_default():
+    bank = ExperienceBank()
+    train = wrapped_vec(2, bank)
+    mgr = find_experience(train)[0][0]
+    model = PPO("MultiInputPolicy", train, **PPO_KW).learn(512, callback=CRLCallback())
+    submitted, size = mgr.episodes_submitted, len(bank)
+    assert submitted > 0 and size > 0
+    evaluation = wrapped_vec(2, bank, seed=7, manager=mgr)  # learn=None: the default
+    sb3_evaluate_policy(model, evaluation, n_eval_episodes=6)  # SB3's own helper, untouched
+    evaluate_policy(model, evaluation, n_eval_episodes=4, guided=True)
+    assert (mgr.episodes_submitted, len(bank)) == (submitted, size)
+    asked = wrapped_vec(1, bank, seed=8, manager=mgr, learn=True)  # learning when asked
+    sb3_evaluate_policy(model, asked, n_eval_episodes=2)
+    assert mgr.episodes_submitted == submitted + 2
+
+
+def test_no_learning_freezes_the_training_env_itself_and_restores_it():
+    bank = ExperienceBank()
+    train = wrapped_vec(2, bank)
+    model = PPO("MultiInputPolicy", train, **PPO_KW).learn(256, callback=CRLCallback())
+    mgr = find_experience(train)[0][0]
+    submitted = mgr.episodes_submitted
+    with no_learning(train, guided=False):
+        sb3_evaluate_policy(model, train, n_eval_episodes=4)
+    assert mgr.episodes_submitted == submitted
+    assert all(inj.learning and inj.force_guided is None for inj in find_experience(train)[1])
+
+
+def test_checkpoints_keep_bank_extractor_manager_and_normalize_advantage(tmp_path):
+    bank = ExperienceBank()
+    train = wrapped_vec(2, bank)
+    model = PPO("MultiInputPolicy", train, **PPO_KW)
+    ckpt = CRLCheckpointCallback(save_freq=128, save_path=str(tmp_path), name_prefix="run")  # 128 x 2 envs
+    model.learn(512, callback=CallbackList([CRLCallback(), ckpt]))
+    assert model.normalize_advantage is True  # the callback gives it back after training
+    zips = sorted(tmp_path.glob("run_*_steps.zip"))
+    assert [z.name for z in zips] == ["run_256_steps.zip", "run_512_steps.zip"]
+    last = tmp_path / "run_512_steps.zip"
+    assert (tmp_path / "run_512_steps_experience").is_dir()
+    assert PPO.load(last).normalize_advantage is True  # saved as the user configured it
+    fresh = wrapped_vec(2, ExperienceBank(), seed=3)
+    restored = load_crl(last, fresh)
+    mgr = find_experience(fresh)[0][0]
+    assert len(mgr.bank) == len(bank)
+    assert mgr.rollouts == 3  # saved at the 4th rollout's last step, before its end was counted
+    old = find_experience(train)[0][0].extractor.state_dict()
+    for name, tensor in mgr.extractor.state_dict().items():
+        assert np.allclose(tensor.numpy(), old[name].numpy())
+    restored.learn(128, reset_num_timesteps=False, callback=CRLCallback())
+    path = save_crl(tmp_path / "final", restored)
+    assert PPO.load(path / "model.zip").normalize_advantage is True
+
+
+def test_load_crl_says_what_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="_experience"):
+        load_crl(tmp_path / "nothing_100_steps.zip", wrapped_vec(1))
+
+
+def test_an_exception_inside_learn_ends_the_process_cleanly():
+    script = textwrap.dedent("""
+        import gymnasium as gym
+        from stable_baselines3 import PPO
+        from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+        from experience_wrappers import ExperienceBank, ExperienceWrapper
+        from integrations.sb3 import CRLCallback
+
+        class Boom(BaseCallback):
+            def _on_step(self):
+                return True
+            def _on_rollout_end(self):
+                raise RuntimeError("boom at a rollout end")
+
+        env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank())
+        model = PPO("MultiInputPolicy", env, n_steps=128, batch_size=64, n_epochs=1)
+        model.learn(2048, callback=CallbackList([CRLCallback(), Boom()]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "boom at a rollout end" in proc.stderr
+    assert "terminate called" not in proc.stderr
