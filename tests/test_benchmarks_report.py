@@ -42,7 +42,7 @@ def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
     readme.write_text("intro\n<!-- headline:start -->\nold\n<!-- headline:end -->\nrest\n")
     out = tmp_path / "docs" / "benchmarks.md"
     text = main(["--results", str(root), "--out", str(out), "--readme", str(readme),
-                 "--analysis", str(tmp_path / "none.md"), "--overhead", str(tmp_path / "none.json")])
+                 "--analysis", str(tmp_path / "none.md"), "--overhead", str(tmp_path / "none.json"), "--targets"])
     assert out.read_text() == text
     assert (tmp_path / "docs" / "figures" / "easy_Toy-v0.png").stat().st_size > 0
     assert "| easy | Toy-v0 | steps to 90 % <= 0.6x PPO's |" in text  # the targets table
@@ -52,3 +52,25 @@ def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
     assert "| stretch | Toy-v0 | crl-demos | 2 | 0.2" in head  # the suite's method arm
     assert "| stretch | Toy-v0 | crl-all3 |" not in head
     assert "Targets of the benchmarks issue met: **" in head and "undecided: easy: steps to 90 % <= 0.6x PPO's." in head
+
+
+def test_a_report_elsewhere_writes_only_there_and_holds_only_the_users_tables(tmp_path, capsys):
+    from benchmarks.report import ANALYSIS, README
+
+    root = tmp_path / "results"
+    for arm, final in (("ppo", 0.5), ("crl", 0.76)):
+        run = result(arm, 0, final)
+        run["uses_success"], run["first_reached"] = False, {"return:237.5": 2048, "return:475": None}
+        run["evaluation"] = {"without_experience": {"return": 300.0}}
+        path = root / "my-env" / "Toy-v0" / arm / "seed0.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(run))
+    readme_before, analysis = README.read_text(), ANALYSIS.read_text().strip().splitlines()[0]
+    out = tmp_path / "elsewhere" / "report.md"
+    text = main(["--results", str(root), "--out", str(out), "--overhead", str(tmp_path / "none.json")])
+    assert README.read_text() == readme_before  # the repository's README is left alone
+    assert analysis not in text and "Targets of the benchmarks issue" not in text
+    assert "## Suite `my-env`" in text  # the runs are filed under their own suite
+    assert "steps to return 237.5" in text and "steps to return 475" not in text  # a return threshold
+    assert sorted(p.name for p in out.parent.rglob("*") if p.is_file()) == ["my-env_Toy-v0.png", "report.md"]
+    assert "README" not in capsys.readouterr().out
