@@ -20,6 +20,11 @@ class CurveTracker(BaseCallback):
     Outcome is success when the env reports it (``info["success"]`` / ``info["is_success"]``),
     else the episode return from SB3's Monitor. Guided and free episodes are also tracked
     separately when the env is experience-wrapped.
+
+    ``first_reached`` holds the steps at which the rolling outcome first reached each
+    threshold, computed over the episodes there are (at least ``min(window, 20)``): success
+    rates ``"0.9"`` where the env reports success, else returns ``"return:475"`` (the
+    thresholds as fractions of the env spec's ``reward_threshold``; none if it has none).
     """
 
     def __init__(self, window: int = 100, thresholds: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)) -> None:
@@ -38,6 +43,15 @@ class CurveTracker(BaseCallback):
     def _on_training_start(self) -> None:
         self._t0 = time.perf_counter()
 
+    def _use_returns(self) -> None:
+        """The env reports no success: thresholds in return units, from the spec's reward threshold."""
+        try:
+            spec = self.training_env.get_attr("spec", [0])[0]
+        except (AttributeError, IndexError):
+            spec = None
+        target = getattr(spec, "reward_threshold", None)
+        self.first_reached = {f"return:{t * target:g}": None for t in self.thresholds} if target else {}
+
     def rate(self) -> float | None:
         return float(np.mean(self.recent)) if len(self.recent) >= min(self.window, 20) else None
 
@@ -48,16 +62,18 @@ class CurveTracker(BaseCallback):
             s = success_from_info(info)
             if self.uses_success is None:
                 self.uses_success = s is not None
+                if not self.uses_success:
+                    self._use_returns()
             value = float(s) if s is not None else float(info.get("episode", {}).get("r", np.nan))
             self.recent.append(value)
             if "experience_guided" in info:
                 (self.recent_guided if info["experience_guided"] else self.recent_free).append(value)
             self.episodes += 1
             rate = self.rate()
-            if rate is not None and len(self.recent) >= self.window and self.uses_success:
-                for t in self.thresholds:
-                    key = f"{t:g}"
-                    if self.first_reached[key] is None and rate >= t:
+            if rate is not None:
+                for key, reached in self.first_reached.items():
+                    level = float(key.split(":", 1)[1]) if key.startswith("return:") else float(key)
+                    if reached is None and rate >= level:
                         self.first_reached[key] = int(self.num_timesteps)
         return True
 

@@ -132,3 +132,14 @@ def test_an_exception_inside_learn_ends_the_process_cleanly():
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "boom at a rollout end" in proc.stderr
     assert "terminate called" not in proc.stderr
+
+
+def test_crl_metrics_say_return_where_the_env_reports_no_success(tmp_path):
+    from stable_baselines3.common.logger import configure
+
+    model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(512, callback=CRLCallback())
+    header = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
+    assert "crl/guided_return" in header and "crl/free_return" in header
+    assert not any(h.endswith("_success") for h in header)  # CartPole reports no success

@@ -1,0 +1,46 @@
+"""CurveTracker: honest outcomes (success only where the env reports it) and thresholds over the
+episodes there are."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+
+from benchmarks.tracking import CurveTracker
+
+PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
+          "policy_kwargs": {"net_arch": [16]}}
+
+
+class SurvivesTenSteps(gym.Wrapper):
+    """CartPole that reports success: the pole stayed up for 10 steps or more."""
+
+    def reset(self, **kwargs):
+        self.t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.t += 1
+        if terminated or truncated:
+            info["is_success"] = self.t >= 10
+        return obs, reward, terminated, truncated, info
+
+
+def test_return_based_envs_get_return_thresholds_from_the_spec():
+    tracker = CurveTracker()
+    PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), **PPO_KW).learn(1024, callback=tracker)
+    assert tracker.uses_success is False
+    assert sorted(tracker.first_reached) == ["return:237.5", "return:380", "return:427.5", "return:451.25"]
+    assert all(v is None for v in tracker.first_reached.values())  # an untrained agent returns ~20
+
+
+def test_success_thresholds_are_reached_with_fewer_episodes_than_the_window():
+    tracker = CurveTracker(window=100)
+    venv = make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=SurvivesTenSteps)
+    PPO("MlpPolicy", venv, **PPO_KW).learn(1024, callback=tracker)
+    assert tracker.uses_success is True
+    assert 20 <= tracker.episodes < 100
+    assert tracker.rate() is not None and tracker.rate() >= 0.5
+    assert tracker.first_reached["0.5"] is not None
