@@ -8,7 +8,7 @@ a bad array" from "this folder is not a bank I can trust".
 
 from __future__ import annotations
 
-__all__ = ["ExperienceError", "BankFileError"]
+__all__ = ["ExperienceError", "BankFileError", "BankStateError"]
 
 
 class ExperienceError(Exception):
@@ -20,4 +20,13 @@ class BankFileError(ExperienceError):
 
     Loading never runs code from the file: arrays are read with ``allow_pickle=False``
     and metadata is plain JSON, checked before anything is built from it.
+    """
+
+
+class BankStateError(ExperienceError):
+    """A bank in memory is not consistent (its entries and its index disagree).
+
+    The bank's operations are transactional, so this should never happen; if it does,
+    :meth:`~experience_wrappers.ExperienceBank.save` raises it instead of writing a bank
+    that could not be loaded, and the last good save stays as it was.
     """

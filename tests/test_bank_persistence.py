@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from experience_wrappers.bank import ExperienceBank, persistence
+from experience_wrappers.bank import ExperienceBank
 from experience_wrappers.bank.swap import exchange_paths
 from experience_wrappers.errors import BankFileError
 
@@ -30,6 +31,14 @@ def assert_entries_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> 
 def assert_results_equal(a, b) -> None:
     for field in ("ids", "values", "utility", "prior", "distances", "mask"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+
+
+def data(folder: Path, stem: str) -> Path:
+    """The current data file of a saved folder: ``"entries"`` or ``"index"`` (its name changes per save)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    names = [n for n in meta["files"] if n.startswith(stem)]
+    assert len(names) == 1, names
+    return folder / names[0]
 
 
 def edit_meta(folder: Path, **changes) -> None:
@@ -100,10 +109,12 @@ def test_round_trip_is_exact(bank, tmp_path):
 
 def test_folder_layout(bank, tmp_path):
     path = bank.save(tmp_path / "bank")
-    assert sorted(p.name for p in path.iterdir()) == ["entries.npz", "index.bin", "meta.json"]
+    names = sorted(p.name for p in path.iterdir())
+    assert len(names) == 4 and names[0] == ".lock" and names[3] == "meta.json"
+    assert re.fullmatch(r"entries-[0-9a-f]{16}\.npz", names[1]) and re.fullmatch(r"index-[0-9a-f]{16}\.bin", names[2])
     meta = json.loads((path / "meta.json").read_text())
-    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION
-    assert meta["files"]["index.bin"] == sha256(path / "index.bin")
+    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION == 2
+    assert meta["files"] == {names[1]: sha256(path / names[1]), names[2]: sha256(path / names[2])}
 
 
 @pytest.mark.parametrize("kind", ["never_added", "dims_only", "emptied"])
@@ -129,20 +140,20 @@ def test_empty_bank_round_trips(kind, tmp_path):
     assert hit.ids[:, 0].tolist() == added.ids.tolist()
 
 
-@pytest.mark.parametrize("swap", ["exchange", "two renames"])
-def test_save_over_existing_bank_replaces_it(bank, tmp_path, monkeypatch, swap):
-    if swap == "two renames":  # systems without renameat2(RENAME_EXCHANGE)
-        monkeypatch.setattr(persistence, "exchange_paths", lambda a, b: False)
+def test_save_over_existing_bank_replaces_its_files_and_nothing_else(bank, tmp_path):
     path = tmp_path / "bank"
     other = ExperienceBank(capacity=10, dedup_threshold=0.0)
     other.add(np.eye(2, dtype=F32), np.ones((2, 1), F32))
     other.save(path)
-    (path / "stray.txt").write_text("left by someone")
+    before = {data(path, "entries"), data(path, "index")}
+    (path / "notes.txt").write_text("left by the user")
     bank.save(path)
     loaded = ExperienceBank.load(path)
     assert_entries_equal(bank.entries(), loaded.entries())
-    assert not (path / "stray.txt").exists()  # the folder was replaced, not patched
+    assert (path / "notes.txt").read_text() == "left by the user"  # not the bank's: never removed
+    assert not any(f.exists() for f in before)  # the previous save's files are gone
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank"]  # no temporary leftovers
+    assert len(list(path.iterdir())) == 5  # .lock, meta.json, two data files, notes.txt
     other.save(path)  # and back again
     assert len(ExperienceBank.load(path)) == 2
 
@@ -167,26 +178,26 @@ def _flip(path: Path, offset: int) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("name", ["index.bin", "entries.npz"])
+@pytest.mark.parametrize("name", ["index", "entries"])
 @pytest.mark.parametrize("where", [0, 100, -1])
 def test_flipped_byte_is_refused(saved, name, where):
-    _flip(saved / name, where)
+    _flip(data(saved, name), where)
     with pytest.raises(BankFileError, match=f"{name}.*(damaged|checksum)"):
         ExperienceBank.load(saved)
 
 
-@pytest.mark.parametrize("name", ["index.bin", "entries.npz"])
+@pytest.mark.parametrize("name", ["index", "entries"])
 def test_truncated_file_is_refused(saved, name):
-    data = (saved / name).read_bytes()
-    (saved / name).write_bytes(data[: len(data) // 2])
+    raw = data(saved, name).read_bytes()
+    data(saved, name).write_bytes(raw[: len(raw) // 2])
     with pytest.raises(BankFileError, match=f"{name}.*truncated"):
         ExperienceBank.load(saved)
 
 
-@pytest.mark.parametrize("name", ["index.bin", "entries.npz"])
+@pytest.mark.parametrize("name", ["index", "entries"])
 def test_missing_data_file_is_refused(saved, name):
-    (saved / name).unlink()
-    with pytest.raises(BankFileError, match=f"{name} is missing"):
+    data(saved, name).unlink()
+    with pytest.raises(BankFileError, match=f"{name}-.* is missing"):
         ExperienceBank.load(saved)
 
 
@@ -211,7 +222,7 @@ def test_foreign_format_is_refused(saved):
 
 def test_newer_version_is_refused_with_the_version_error(saved):
     edit_meta(saved, version=99)  # and nothing else: checksums cover only the data files
-    with pytest.raises(BankFileError, match=r"newer version.*99 > 1.*upgrade"):
+    with pytest.raises(BankFileError, match=r"newer version.*99 > 2.*upgrade"):
         ExperienceBank.load(saved)
 
 
@@ -238,24 +249,24 @@ def test_loading_never_unpickles(saved, tmp_path):
         def __reduce__(self):
             return (open, (str(marker), "w"))  # unpickling would create the marker file
 
-    with np.load(saved / "entries.npz") as z:
+    with np.load(data(saved, "entries")) as z:
         cols = {k: z[k] for k in z.files}
     boom = np.empty(len(cols["id"]), dtype=object)
     boom[:] = [Payload() for _ in range(len(boom))]
     cols["id"] = boom
-    np.savez(saved / "entries.npz", **cols)  # np.savez pickles object arrays
+    np.savez(data(saved, "entries"), **cols)  # np.savez pickles object arrays
     rechecksum(saved)
-    with pytest.raises(BankFileError, match="entries.npz"):
+    with pytest.raises(BankFileError, match="entries-"):
         ExperienceBank.load(saved)
     assert not marker.exists()
 
 
 def _rewrite_entries(folder: Path, **changes) -> None:
-    with np.load(folder / "entries.npz") as z:
+    with np.load(data(folder, "entries")) as z:
         cols = {k: z[k] for k in z.files}
     for name, fn in changes.items():
         cols[name] = fn(cols[name])
-    np.savez(folder / "entries.npz", **cols)
+    np.savez(data(folder, "entries"), **cols)
     rechecksum(folder)
 
 
@@ -273,11 +284,11 @@ def test_forged_but_checksummed_entries_are_refused(saved, change, match):
 
 
 def test_missing_column_is_refused(saved):
-    with np.load(saved / "entries.npz") as z:
+    with np.load(data(saved, "entries")) as z:
         cols = {k: z[k] for k in z.files if k != "utility"}
-    np.savez(saved / "entries.npz", **cols)
+    np.savez(data(saved, "entries"), **cols)
     rechecksum(saved)
-    with pytest.raises(BankFileError, match="entries.npz cannot be read"):
+    with pytest.raises(BankFileError, match=r"entries-\w+\.npz cannot be read"):
         ExperienceBank.load(saved)
 
 
@@ -285,9 +296,9 @@ def test_index_of_another_bank_is_refused(saved, tmp_path):
     other = ExperienceBank(capacity=60, dedup_threshold=0.0)
     other.add(np.random.default_rng(0).normal(size=(5, 8)).astype(F32), np.ones((5, 4)))
     other_path = other.save(tmp_path / "other")
-    os.replace(other_path / "index.bin", saved / "index.bin")
+    os.replace(data(other_path, "index"), data(saved, "index"))
     rechecksum(saved)
-    with pytest.raises(BankFileError, match="index.bin does not match"):
+    with pytest.raises(BankFileError, match=r"index-\w+\.bin does not match"):
         ExperienceBank.load(saved)
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import BankConfig
+from ..errors import BankStateError
+from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE, BankConfig
 from .distance import pairwise_distances
 from .entries import EntryStore
 from .index import HnswIndex
@@ -18,10 +19,13 @@ from .merge import merge_weights, plan_clusters
 from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
 from .retrieval import MODES, retrieval_scores, sample_without_replacement
+from .transaction import Transaction, interrupts_deferred, transaction
 from .validation import (
     as_float_vector,
     as_int_vector,
     as_matrix,
+    check_bounded,
+    check_int64,
     check_positive_int,
     check_unit,
 )
@@ -38,6 +42,12 @@ class ExperienceBank:
 
     Dimensions are taken from the first :meth:`add` unless given here.
 
+    Changes are all-or-nothing: :meth:`add`, :meth:`update`, :meth:`merge`, :meth:`evict`,
+    :meth:`remove` and :meth:`mark_trained` check every argument before they change
+    anything, and a change that fails (or is interrupted) half-way is rolled back, so the
+    bank is exactly as it was (Ctrl-C in the main thread is held back until the change is
+    complete). :meth:`save` checks that entries and index agree before it writes.
+
     Args:
         config: a :class:`BankConfig`; keyword overrides build one (``ExperienceBank(capacity=64)``).
         key_dim, value_dim, prior_dim, context_dim: fix the dimensions up front.
@@ -52,7 +62,7 @@ class ExperienceBank:
     """
 
     FORMAT = "complementary-rl.experience-bank"
-    VERSION = 1
+    VERSION = 2  # 2: data files named per save (entries-<gen>.npz); 1 still loads
 
     def __init__(self, config: BankConfig | None = None, *, key_dim: int | None = None,
                  value_dim: int | None = None, prior_dim: int = 0, context_dim: int = 0,
@@ -73,6 +83,7 @@ class ExperienceBank:
         self._task_sets: dict[int, frozenset[int]] = {}
         self._store: EntryStore | None = None
         self._index: HnswIndex | None = None
+        self._txn: Transaction | None = None
         if key_dim is not None or value_dim is not None:
             if key_dim is None or value_dim is None:
                 raise ValueError(f"give both key_dim and value_dim, got {key_dim!r} and {value_dim!r}")
@@ -83,6 +94,9 @@ class ExperienceBank:
 
     # ------------------------------------------------------------------ basics
     def _init_dims(self, dims: dict[str, int]) -> None:
+        for name, width in dims.items():
+            if width > MAX_DIM:
+                raise ValueError(f"{name} must be <= {MAX_DIM}, got {width}")
         c = self.config
         self._store = EntryStore(dims)
         self._index = HnswIndex(c.space, dims["key_dim"], c.capacity, c.M, c.ef_construction,
@@ -129,16 +143,25 @@ class ExperienceBank:
                 raise ValueError(f"{name} must have at least one column, got {arr.shape}")
         tasks = as_int_vector("task_ids", task_ids, n)
         util = as_float_vector("utility", self.config.initial_utility if utility is None else utility, n)
+        check_bounded("utility", util, MAX_UTILITY)
         pri = self._optional("prior", prior, n, np.float32)
         ctx = self._optional("context", context, n, np.float16)
         logp = as_float_vector("sample_logp", 0.0 if sample_logp is None else sample_logp, n,
                                dtype=np.float32)
-        prov = Provenance(int(provenance))
-        step, extractor_version = int(step), int(extractor_version)
+        try:
+            prov = Provenance(int(provenance))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"provenance must be one of {[int(p) for p in Provenance]}, got {provenance!r}") from exc
+        step, extractor_version = check_int64("step", step), check_int64("extractor_version", extractor_version)
+        if self._store is None:
+            for name, width in (("keys", keys_arr.shape[1]), ("values", vals.shape[1]),
+                                ("prior", pri.shape[1]), ("context", ctx.shape[1])):
+                if width > MAX_DIM:
+                    raise ValueError(f"{name} must have at most {MAX_DIM} columns, got {width}")
         if self.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
             raise ValueError(f"keys must be non-zero for space {self.config.space!r}")
 
-        with self._lock.write():
+        with interrupts_deferred(), self._lock.write(), transaction(self) as txn:
             if self._store is None:
                 self._init_dims({"key_dim": keys_arr.shape[1], "value_dim": vals.shape[1],
                                  "prior_dim": pri.shape[1], "context_dim": ctx.shape[1]})
@@ -148,7 +171,9 @@ class ExperienceBank:
             result_ids = np.full(n, -1, dtype=np.int64)
 
             # refresh existing entries, in item order (a later item wins)
-            for i in np.flatnonzero(target >= 0).tolist():
+            refreshed = np.flatnonzero(target >= 0)
+            store.touch(store.slots_of(target[refreshed]))
+            for i in refreshed.tolist():
                 slot = store.slots_of([target[i]])[0]
                 self._refresh(slot, vals[i], pri[i], ctx[i], logp[i], extractor_version)
                 result_ids[i] = target[i]
@@ -163,6 +188,7 @@ class ExperienceBank:
             kept_items, kept_src = new_items[keep_from:], final_src[keep_from:]
 
             excess = store.size + len(kept_items) - self.config.capacity
+            store.reserve(store.size + len(kept_items))  # allocations first: they change nothing
             evicted = self._evict_locked(excess) if excess > 0 else np.zeros(0, dtype=np.int64)
 
             new_ids = np.arange(self._next_id, self._next_id + len(kept_items), dtype=np.int64)
@@ -183,6 +209,7 @@ class ExperienceBank:
             c["created_step"][slots] = step
             c["extractor_version"][slots] = extractor_version
             store.reindex(slots)
+            txn.index_touched = True
             index.add(keys_arr[kept_items], new_ids)
             self._task_counts.update(tasks[kept_items].tolist())
             self._task_sets.clear()
@@ -319,11 +346,16 @@ class ExperienceBank:
         ``mask == False``. ``record=False`` leaves the retrieval counters alone (evaluation).
         """
         k = check_positive_int("k", k)
+        if k > MAX_K:
+            raise ValueError(f"k must be <= {MAX_K}, got {k}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        temp = self.config.temperature if temperature is None else float(temperature)
-        if not (np.isfinite(temp) and temp > 0):
-            raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
+        try:
+            temp = self.config.temperature if temperature is None else float(temperature)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"temperature must be a number, got {temperature!r}") from exc
+        if not (np.isfinite(temp) and temp >= MIN_TEMPERATURE):
+            raise ValueError(f"temperature must be finite and >= {MIN_TEMPERATURE}, got {temperature!r}")
         dims = self.dims
         q = as_matrix("keys", keys, None if dims is None else dims["key_dim"])
         n = len(q)
@@ -409,18 +441,23 @@ class ExperienceBank:
 
         Ids that are no longer in the bank are skipped. An id given twice is credited twice,
         in order. Returns a mask of the ids that were found.
+
+        Deltas must be finite and within ``+-MAX_UTILITY`` (1e12), as initial utilities are;
+        each new utility lies between the old one and the delta, so utilities stay finite.
         """
         ids_arr = np.asarray(ids)
         if ids_arr.ndim == 0:
             ids_arr = ids_arr[None]
         ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
         d = as_float_vector("deltas", deltas, len(ids_arr))
+        check_bounded("deltas", d, MAX_UTILITY)
         decay = check_unit("decay", decay)
-        with self._lock.write():
+        with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
                 return np.zeros(len(ids_arr), dtype=bool)
             slots = self._store.find(ids_arr)
             found = slots >= 0
+            self._store.touch(slots[found])
             u, n = self._store.cols["utility"], self._store.cols["n_credited"]
             warmup = self.config.utility_warmup
             for s, delta in zip(slots[found].tolist(), d[found].tolist(), strict=True):
@@ -433,13 +470,15 @@ class ExperienceBank:
         """Count a training pass on these entries at ``step``; returns the found mask."""
         ids_arr = np.atleast_1d(np.asarray(ids))
         ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
-        with self._lock.write():
+        step = check_int64("step", step)
+        with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
                 return np.zeros(len(ids_arr), dtype=bool)
             slots = self._store.find(ids_arr)
             found = slots >= 0
+            self._store.touch(slots[found])
             np.add.at(self._store.cols["n_trained"], slots[found], 1)
-            self._store.cols["last_trained"][slots[found]] = int(step)
+            self._store.cols["last_trained"][slots[found]] = step
             return found
 
     # ---------------------------------------------------------------- removals
@@ -461,13 +500,15 @@ class ExperienceBank:
         self._task_counts = +self._task_counts
         self._task_sets.clear()
         store.remove_ids(ids)
+        if self._txn is not None:
+            self._txn.index_touched = True
         index.remove(ids)
 
     def evict(self, n: int) -> np.ndarray:
         """Evict ``n`` entries, lowest utility first, then oldest. Returns their ids."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an int >= 0, got {n!r}")
-        with self._lock.write():
+        with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
                 return np.zeros(0, dtype=np.int64)
             return self._evict_locked(int(n))
@@ -476,7 +517,7 @@ class ExperienceBank:
         """Remove entries by id (absent ids are ignored). Returns how many were removed."""
         ids_arr = np.atleast_1d(np.asarray(ids))
         ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
-        with self._lock.write():
+        with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
                 return 0
             present = np.unique(ids_arr[self._store.find(ids_arr) >= 0])
@@ -499,7 +540,7 @@ class ExperienceBank:
         thr = self.config.merge_threshold if threshold is None else float(threshold)
         if not (np.isfinite(thr) and thr >= 0):
             raise ValueError(f"threshold must be finite and >= 0, got {threshold!r}")
-        with self._lock.write():
+        with interrupts_deferred(), self._lock.write(), transaction(self):
             store = self._store
             if store is None or store.size < 2 or thr == 0:
                 return MergeResult(merged={})
@@ -513,6 +554,7 @@ class ExperienceBank:
             clusters = plan_clusters(order, nb_slots, nb_d, same, thr)
             merged: dict[int, list[int]] = {}
             c = store.cols
+            store.touch([members[0] for members in clusters])
             for members in clusters:
                 s = np.asarray(members)
                 w = merge_weights(c["utility"][s], c["n_credited"][s])
@@ -577,11 +619,57 @@ class ExperienceBank:
 
     # ----------------------------------------------------------------- storage
     def save(self, path: str | Path) -> Path:
-        """Save to a folder (atomically: a complete folder or the old one, never half)."""
+        """Save to a folder: a new one, an empty one, or one this method wrote before.
+
+        The save is crash-safe and writes only its own files: the data goes into new files,
+        then ``meta.json`` is replaced in one atomic step, then the files of the previous
+        save are removed. A crash leaves the previous save loadable; files a crashed save
+        left behind are removed by the next save. Saves of one folder are serialised by a
+        lock file (``.lock``), from threads and processes alike. A folder holding anything
+        else is refused (:class:`~experience_wrappers.errors.BankFileError`), and so is an
+        inconsistent bank (:class:`~experience_wrappers.errors.BankStateError`): the
+        folder is then left as it was.
+
+        Returns:
+            The folder's path.
+        """
         from .persistence import save_bank
 
         with self._lock.read(), self._count_lock:
+            self.check_consistency()
             return save_bank(self, Path(path))
+
+    def check_consistency(self) -> None:
+        """Raise :class:`~experience_wrappers.errors.BankStateError` if entries and index disagree.
+
+        Checked: the entry count against the index's live count and the id map, unique ids
+        below the id counter, task counts, and finite utilities. Cost: one pass over the ids.
+        """
+        store, index = self._store, self._index
+        if store is None:
+            if index is not None or self._task_counts:
+                raise BankStateError("the bank has an index or task counts but no entries store")
+            return
+        problems = []
+        if index is None:
+            problems.append("the index is missing (a rollback could not rebuild it)")
+        elif index.live != store.size:
+            problems.append(f"{store.size} entries but {index.live} live index elements")
+        elif index.live + index.deleted != index.element_count:
+            problems.append(f"the index holds {index.element_count} elements, its counters say "
+                            f"{index.live} live + {index.deleted} deleted")
+        if len(store._slot) != store.size:
+            problems.append(f"{store.size} entries but {len(store._slot)} ids in the id map")
+        ids = store.view("id")
+        if len(np.unique(ids)) != store.size or (store.size and (ids.min() < 0 or ids.max() >= self._next_id)):
+            problems.append("entry ids are duplicated or out of range")
+        if sum(self._task_counts.values()) != store.size:
+            problems.append(f"task counts sum to {sum(self._task_counts.values())}, not {store.size}")
+        if not np.all(np.isfinite(store.view("utility"))):
+            problems.append("some utilities are NaN or inf")
+        if problems:
+            raise BankStateError("the experience bank is inconsistent, so it is not saved (the folder is "
+                                 "left as it was): " + "; ".join(problems))
 
     @classmethod
     def load(cls, path: str | Path) -> ExperienceBank:

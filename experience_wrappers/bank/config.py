@@ -4,11 +4,43 @@ from __future__ import annotations
 
 import attrs
 
-from ..validators import finite, is_bool, is_int, non_negative, positive
+from ..validators import (
+    at_least,
+    at_most,
+    finite,
+    is_bool,
+    is_int,
+    is_real,
+    non_negative,
+    positive,
+    to_float,
+)
 
-__all__ = ["BankConfig", "SPACES"]
+__all__ = ["BankConfig", "SPACES", "MAX_CAPACITY", "MAX_M", "MAX_EF", "MAX_DIM", "MAX_K", "MAX_UTILITY",
+           "MIN_TEMPERATURE", "MAX_SEED"]
 
 SPACES = ("l2", "cosine", "ip")
+
+#: most entries a bank may hold (hnswlib labels and sizes stay well inside their C types)
+MAX_CAPACITY = 2**31 - 1
+#: hnswlib's graph degree: at least 2 (M = 1 breaks its level generator), at most this
+MAX_M = 1024
+#: most hnswlib beam width (build or search)
+MAX_EF = 2**31 - 1
+#: most columns of a key, value, prior or context (a sane bound before any allocation)
+MAX_DIM = 65_536
+#: most entries one query may ask for per key
+MAX_K = 65_536
+#: utilities, initial utilities and credited deltas stay within +-MAX_UTILITY, so every
+#: utility is finite (an EMA of bounded values is bounded by them)
+MAX_UTILITY = 1e12
+#: the smallest retrieval temperature (utility / temperature must stay finite)
+MIN_TEMPERATURE = 1e-6
+#: the largest seed (hnswlib and numpy both take it)
+MAX_SEED = 2**63 - 1
+
+_int = [is_int, positive]
+_float = dict(converter=to_float)
 
 
 @attrs.frozen(kw_only=True)
@@ -23,7 +55,7 @@ class BankConfig:
     Attributes:
         capacity: most entries held; beyond it the lowest-utility, then oldest, are evicted.
         space: hnswlib space, one of ``"l2"``, ``"cosine"``, ``"ip"``.
-        M: hnswlib graph degree.
+        M: hnswlib graph degree, 2 to 1024.
         ef_construction: hnswlib build-time beam width.
         ef_search: hnswlib query-time beam width (raised to the candidate count when smaller).
         dedup_threshold: a new entry closer than this to an entry of the same task
@@ -40,7 +72,11 @@ class BankConfig:
             its initial utility and its deltas until the EMA's own weight takes over. Without
             it, an entry credited a few times keeps about ``n * (1 - decay)`` of its mean delta.
         utilisation_window: queries over which ``stats()["utilisation"]`` is measured.
-        seed: seed of the bank's sampler (None: fresh entropy).
+        seed: seed of the bank's sampler and of hnswlib, in ``[0, 2**63 - 1]`` (None: fresh entropy).
+
+    Every field is checked here, with the bound in the message: numbers must be numbers
+    (``"0.1"`` is refused, not converted), ints ints, and sizes within the module's ``MAX_*``
+    bounds, so a bad value fails at construction and never deep inside hnswlib or numpy.
 
     >>> BankConfig(capacity=100).capacity
     100
@@ -48,23 +84,29 @@ class BankConfig:
     Traceback (most recent call last):
     ...
     ValueError: space must be one of ('l2', 'cosine', 'ip'), got 'hamming'
+    >>> BankConfig(M=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: M must be >= 2, got 1
     """
 
-    capacity: int = attrs.field(default=4096, validator=[is_int, positive])
+    capacity: int = attrs.field(default=4096, validator=[*_int, at_most(MAX_CAPACITY)])
     space: str = attrs.field(default="l2")
-    M: int = attrs.field(default=16, validator=[is_int, positive])
-    ef_construction: int = attrs.field(default=200, validator=[is_int, positive])
-    ef_search: int = attrs.field(default=64, validator=[is_int, positive])
-    dedup_threshold: float = attrs.field(default=0.01, converter=float, validator=[non_negative, finite])
-    merge_threshold: float = attrs.field(default=0.05, converter=float, validator=[non_negative, finite])
-    merge_k: int = attrs.field(default=16, validator=[is_int, positive])
-    temperature: float = attrs.field(default=1.0, converter=float, validator=[positive, finite])
-    diversity_penalty: float = attrs.field(default=0.4, converter=float, validator=[non_negative, finite])
-    utility_floor: float | None = attrs.field(default=None, validator=finite)
-    candidate_factor: int = attrs.field(default=4, validator=[is_int, positive])
-    initial_utility: float = attrs.field(default=0.0, converter=float, validator=finite)
+    M: int = attrs.field(default=16, validator=[is_int, at_least(2), at_most(MAX_M)])
+    ef_construction: int = attrs.field(default=200, validator=[*_int, at_most(MAX_EF)])
+    ef_search: int = attrs.field(default=64, validator=[*_int, at_most(MAX_EF)])
+    dedup_threshold: float = attrs.field(default=0.01, **_float, validator=[is_real, non_negative, finite])
+    merge_threshold: float = attrs.field(default=0.05, **_float, validator=[is_real, non_negative, finite])
+    merge_k: int = attrs.field(default=16, validator=[*_int, at_most(MAX_K)])
+    temperature: float = attrs.field(default=1.0, **_float,
+                                     validator=[is_real, finite, at_least(MIN_TEMPERATURE)])
+    diversity_penalty: float = attrs.field(default=0.4, **_float, validator=[is_real, non_negative, finite])
+    utility_floor: float | None = attrs.field(default=None, **_float)
+    candidate_factor: int = attrs.field(default=4, validator=[*_int, at_most(MAX_K)])
+    initial_utility: float = attrs.field(default=0.0, **_float, validator=[is_real, finite, at_least(-MAX_UTILITY),
+                                                                          at_most(MAX_UTILITY)])
     utility_warmup: bool = attrs.field(default=False, validator=is_bool)
-    utilisation_window: int = attrs.field(default=1000, validator=[is_int, positive])
+    utilisation_window: int = attrs.field(default=1000, validator=[*_int, at_most(MAX_SEED)])
     seed: int | None = attrs.field(default=0)
 
     @space.validator
@@ -76,6 +118,14 @@ class BankConfig:
     def _check_seed(self, attribute: attrs.Attribute, value: int | None) -> None:
         if value is not None:
             is_int(self, attribute, value)
+            if not 0 <= value <= MAX_SEED:
+                raise ValueError(f"seed must be None or an int in [0, 2**63 - 1], got {value!r}")
+
+    @utility_floor.validator
+    def _check_floor(self, attribute: attrs.Attribute, value: float | None) -> None:
+        if value is not None:
+            is_real(self, attribute, value)
+            finite(self, attribute, value)
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (the inverse of ``BankConfig(**d)``)."""

@@ -8,6 +8,7 @@ nothing about indexing, locking or retrieval.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +55,8 @@ class EntryStore:
             shape: tuple[int, ...] = (initial,) if width is None else (initial, self.dims[width])
             self.cols[name] = np.zeros(shape, dtype=dtype)
         self._slot: dict[int, int] = {}
+        #: the undo journal of the running bank transaction (see :mod:`.transaction`), or None
+        self.journal: Any = None
 
     # -- views -----------------------------------------------------------------
     def view(self, name: str) -> np.ndarray:
@@ -76,17 +79,27 @@ class EntryStore:
         return np.array([get(i, -1) for i in np.ravel(ids).tolist()], dtype=np.int64).reshape(np.shape(ids))
 
     # -- writes ----------------------------------------------------------------
-    def append(self, n: int) -> np.ndarray:
-        """Reserve ``n`` zeroed rows at the end; returns their slots (ids set by the caller)."""
-        need = self.size + n
+    def touch(self, slots: Any) -> None:
+        """Call before writing into existing rows directly: the journal keeps them for a rollback."""
+        if self.journal is not None:
+            self.journal.touch_rows(self, slots)
+
+    def reserve(self, n: int) -> None:
+        """Grow the columns to hold ``n`` rows (no row changes: nothing to roll back)."""
         cap = len(self.cols["id"])
-        if need > cap:
-            new_cap = max(need, 2 * cap)
+        if n > cap:
+            new_cap = max(n, 2 * cap)
             for name, col in self.cols.items():
                 grown = np.zeros((new_cap,) + col.shape[1:], dtype=col.dtype)
                 grown[: self.size] = col[: self.size]
                 self.cols[name] = grown
+
+    def append(self, n: int) -> np.ndarray:
+        """Reserve ``n`` zeroed rows at the end; returns their slots (ids set by the caller)."""
+        need = self.size + n
+        self.reserve(need)
         slots = np.arange(self.size, need, dtype=np.int64)
+        self.touch(slots)  # rows freed earlier in a transaction may be written again
         for col in self.cols.values():
             col[slots] = 0
         self.size = need
@@ -95,14 +108,20 @@ class EntryStore:
     def reindex(self, slots: np.ndarray) -> None:
         """Record the ids written into ``slots``."""
         ids = self.cols["id"]
+        if self.journal is not None:
+            self.journal.touch_ids(self, ids[np.asarray(slots, dtype=np.int64)])
         for s in np.asarray(slots).tolist():
             self._slot[int(ids[s])] = int(s)
 
     def remove_ids(self, ids: Iterable[int]) -> None:
         """Remove entries by id, keeping the columns dense (swap with the last row)."""
         for entry_id in ids:
-            slot = self._slot.pop(int(entry_id))
+            slot = self._slot[int(entry_id)]
             last = self.size - 1
+            if self.journal is not None:
+                self.journal.touch_rows(self, [slot, last])
+                self.journal.touch_ids(self, [int(entry_id), int(self.cols["id"][last])])
+            del self._slot[int(entry_id)]
             if slot != last:
                 for col in self.cols.values():
                     col[slot] = col[last]

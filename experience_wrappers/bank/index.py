@@ -35,6 +35,11 @@ class HnswIndex:
     def max_elements(self) -> int:
         return int(self._index.get_max_elements())
 
+    @property
+    def element_count(self) -> int:
+        """Elements hnswlib holds, deleted ones included (``live + deleted`` when consistent)."""
+        return int(self._index.get_current_count())
+
     def add(self, keys: np.ndarray, ids: np.ndarray) -> None:
         n = len(ids)
         if n == 0:

@@ -1,35 +1,50 @@
 """Saving a bank to a folder and loading it back, with validation and no pickle.
 
-Layout of a bank folder::
+Layout and commit protocol: see :mod:`.folder`. A save takes the folder's lock, refuses a
+folder that is neither empty nor a bank folder, writes ``entries-<gen>.npz`` and
+``index-<gen>.bin`` (each flushed to disk), replaces ``meta.json`` atomically, then removes
+the previous save's data files and anything an interrupted save left. A crash at any
+point leaves the previous save (or the new one) loadable, and nothing but the bank's own
+files is ever removed.
 
-    meta.json     format name and version, config, dims, counters, sampler state, checksums
-    entries.npz   one array per column (read with allow_pickle=False)
-    index.bin     the hnswlib index (only when the bank has dims)
-
-Writes go to a temporary sibling folder that then takes the target's place: in one atomic
-swap on Linux (``renameat2``), else by two renames, so a crash leaves the old folder or the
-new one (with two renames, possibly under a ``.NAME.old-*`` name that loading points to).
-Loading checks the format, the version, the SHA-256 of every file, and the shape and dtype
-of every array before building anything.
+A load reads ``meta.json`` and each file it lists once, checks the SHA-256 of those bytes,
+and parses the same bytes (the index through an in-memory file where the OS has one), so
+it returns one save's bank, whole, or raises :class:`BankFileError`. Format version 1
+(fixed file names, written by earlier versions) still loads.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
+import sys
+import tempfile
 import uuid
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import BankFileError
-from .config import BankConfig
+from .config import MAX_UTILITY, BankConfig
 from .entries import COLUMNS, DIM_NAMES, EntryStore
+from .folder import (
+    META,
+    V1_FILES,
+    check_save_target,
+    folder_lock,
+    fsync_dir,
+    is_own_name,
+    read_consistent,
+    remove_quietly,
+)
 from .index import HnswIndex
 from .swap import exchange_paths
 
@@ -38,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["save_bank", "load_bank", "sha256_file", "atomic_folder"]
 
-META, ENTRIES, INDEX = "meta.json", "entries.npz", "index.bin"
+ENTRIES, INDEX = V1_FILES  # the fixed names of format version 1
 
 
 def sha256_file(path: Path) -> str:
@@ -72,39 +87,70 @@ def atomic_folder(path: Path) -> tuple[Path, callable]:
 
 
 def save_bank(bank: ExperienceBank, path: Path) -> Path:
-    """Write ``bank`` to the folder ``path`` (caller holds the bank's read lock)."""
+    """Write ``bank`` to the folder ``path`` (caller holds the bank's read lock; see the module doc)."""
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
-    tmp, commit = atomic_folder(path)
-    try:
-        files: dict[str, str] = {}
-        store, index = bank._store, bank._index
-        meta = {
-            "format": bank.FORMAT,
-            "version": bank.VERSION,
-            "config": bank.config.to_dict(),
-            "dims": None if store is None else store.dims,
-            "size": len(bank),
-            "next_id": bank._next_id,
-            "tick": bank._tick,
-            "rng_state": bank._rng.bit_generator.state,
-        }
-        if store is not None and index is not None:
-            np.savez(tmp / ENTRIES, **store.snapshot())
-            index.save(tmp / INDEX)
-            meta["index"] = {"live": index.live, "deleted": index.deleted}
-            for name in (ENTRIES, INDEX):
-                files[name] = sha256_file(tmp / name)
-        meta["files"] = files
-        with open(tmp / META, "w") as f:
-            json.dump(meta, f, indent=1, default=_json_default)
-            f.flush()
-            os.fsync(f.fileno())
-        commit()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    path.mkdir(parents=True, exist_ok=True)
+    check_save_target(path, bank.FORMAT)  # before the lock file: a refused folder gets nothing
+    with folder_lock(path):
+        old_meta = check_save_target(path, bank.FORMAT)
+        gen = uuid.uuid4().hex[:16]
+        written: list[Path] = []
+        try:
+            store, index = bank._store, bank._index
+            meta = {
+                "format": bank.FORMAT,
+                "version": bank.VERSION,
+                "config": bank.config.to_dict(),
+                "dims": None if store is None else store.dims,
+                "size": len(bank),
+                "next_id": bank._next_id,
+                "tick": bank._tick,
+                "rng_state": bank._rng.bit_generator.state,
+            }
+            files: dict[str, str] = {}
+            if store is not None and index is not None:
+                buf = io.BytesIO()
+                np.savez(buf, **store.snapshot())
+                entries_name, index_name = f"entries-{gen}.npz", f"index-{gen}.bin"
+                written.append(path / entries_name)
+                files[entries_name] = _write_new(path / entries_name, buf.getvalue())
+                written.append(path / index_name)
+                index.save(path / index_name)
+                files[index_name] = _fsync_and_hash(path / index_name)
+                meta["index"] = {"live": index.live, "deleted": index.deleted}
+            meta["files"] = files
+            tmp_meta = path / f".meta-{gen}.tmp"
+            written.append(tmp_meta)
+            _write_new(tmp_meta, json.dumps(meta, indent=1, default=_json_default).encode())
+            os.replace(tmp_meta, path / META)  # the commit
+        except BaseException:
+            for f in written:  # only what this save wrote; the previous save stays as it was
+                remove_quietly(f)
+            raise
+        fsync_dir(path)
+        # the previous save's files, and whatever an interrupted save left: all of them ours
+        stale = [p for p in path.iterdir() if is_own_name(p.name) and p.name not in files]
+        if old_meta is not None and isinstance(old_meta.get("files"), dict):
+            stale += [path / n for n in V1_FILES if n in old_meta["files"] and n not in files]
+        for f in stale:
+            remove_quietly(f)
     return path
+
+
+def _write_new(path: Path, data: bytes) -> str:
+    """Write ``data`` to a new file, flushed to disk; returns its SHA-256."""
+    with open(path, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fsync_and_hash(path: Path) -> str:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+    return sha256_file(path)
 
 
 def _json_default(x: object) -> object:
@@ -151,7 +197,7 @@ def read_meta(path: Path, fmt: str, version: int) -> dict:
 
 
 def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
-    meta = read_meta(path, cls.FORMAT, cls.VERSION)
+    meta, blobs = read_consistent(path, cls.FORMAT, cls.VERSION)
     try:
         config = BankConfig(**meta["config"])
         size, next_id, tick = int(meta["size"]), int(meta["next_id"]), int(meta["tick"])
@@ -172,14 +218,12 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         isinstance(v, int) and v >= 0 for v in dims.values()
     ):
         raise _fail(path, f"bad dims {dims!r}")
-    for name in (ENTRIES, INDEX):
-        if name not in meta["files"]:
-            raise _fail(path, f"metadata lists no {name}")
+    entries_name, index_name = _data_names(path, meta)
     try:
-        with np.load(path / ENTRIES, allow_pickle=False) as z:
+        with np.load(io.BytesIO(blobs[entries_name]), allow_pickle=False) as z:
             cols = {name: z[name] for name in COLUMNS}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-        raise _fail(path, f"{ENTRIES} cannot be read ({exc})") from exc
+        raise _fail(path, f"{entries_name} cannot be read ({exc})") from exc
     for name, (dtype, width) in COLUMNS.items():
         arr = cols[name]
         shape = (size,) if width is None else (size, dims[width])
@@ -190,17 +234,62 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         raise _fail(path, "entry ids are duplicated or out of range")
     if size > config.capacity:
         raise _fail(path, f"{size} entries exceed the capacity {config.capacity}")
+    bad = ~np.isfinite(cols["utility"]) | (np.abs(cols["utility"]) > MAX_UTILITY)
+    if bad.any():
+        raise _fail(path, f"{int(bad.sum())} entries have a NaN, infinite or out-of-range utility (ids "
+                          f"{ids[bad][:5].tolist()}); earlier versions could store such utilities")
+    for name in ("key", "value"):
+        if not np.all(np.isfinite(cols[name])):
+            raise _fail(path, f"column {name!r} holds NaN or inf")
     store = EntryStore(dims)
     store.load_columns(cols)
     try:
         live, deleted = int(meta["index"]["live"]), int(meta["index"]["deleted"])
         if live != size:
             raise ValueError(f"index holds {live} live elements, entries {size}")
-        index = HnswIndex.load(path / INDEX, config.space, dims["key_dim"], config.capacity,
-                               config.M, config.ef_construction, config.ef_search,
-                               config.seed or 0, live, deleted)
+        with _bytes_as_file(blobs[index_name]) as index_path:
+            index = HnswIndex.load(index_path, config.space, dims["key_dim"], config.capacity,
+                                   config.M, config.ef_construction, config.ef_search,
+                                   config.seed or 0, live, deleted)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise _fail(path, f"{INDEX} does not match the entries ({exc})") from exc
+        raise _fail(path, f"{index_name} does not match the entries ({exc})") from exc
     bank._store, bank._index = store, index
     bank._task_counts = Counter(cols["task_id"].tolist())
     return bank
+
+
+def _data_names(path: Path, meta: dict) -> tuple[str, str]:
+    """The entries and index file names a metadata lists (fixed names in version 1)."""
+    files = meta["files"]
+    found = []
+    for stem, ext in (("entries", ".npz"), ("index", ".bin")):
+        names = [n for n in files if n == f"{stem}{ext}" or (n.startswith(f"{stem}-") and n.endswith(ext))]
+        if len(names) != 1:
+            raise _fail(path, f"metadata lists no {stem}{ext}" if not names else f"metadata lists two {stem} files")
+        found.append(names[0])
+    return found[0], found[1]
+
+
+@contextmanager
+def _bytes_as_file(data: bytes) -> Iterator[Path]:
+    """A path whose content is ``data``, for hnswlib, which reads only paths.
+
+    On Linux an anonymous in-memory file (``memfd``) that nobody else can change; elsewhere
+    a private temporary file, removed afterwards.
+    """
+    if hasattr(os, "memfd_create") and sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("experience-bank-index")
+        try:
+            with os.fdopen(os.dup(fd), "wb") as f:
+                f.write(data)
+            yield Path(f"/proc/self/fd/{fd}")
+        finally:
+            os.close(fd)
+        return
+    fd, name = tempfile.mkstemp(suffix=".bin", prefix="experience-bank-index-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        yield Path(name)
+    finally:
+        remove_quietly(Path(name))

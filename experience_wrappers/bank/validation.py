@@ -6,7 +6,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_unit"]
+__all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_unit",
+           "check_int64", "check_bounded"]
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _describe(x: Any) -> str:
@@ -62,6 +65,9 @@ def as_int_vector(name: str, x: Any, n: int) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0)):
         raise ValueError(f"{name} must be integers, got {_describe(arr)}")
+    if arr.size and arr.dtype.kind in "uf" and (arr.max() >= 2.0**63 or arr.min() < -(2.0**63)):
+        raise ValueError(f"{name} must fit in int64 ([-2**63, 2**63 - 1]), got {_describe(arr)} "
+                         f"with values up to {arr.max()!r}")
     if arr.ndim == 0:
         arr = np.full(n, int(arr))
     if arr.shape != (n,):
@@ -89,6 +95,27 @@ def check_positive_int(name: str, x: Any) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x <= 0:
         raise ValueError(f"{name} must be a positive int, got {x!r}")
     return int(x)
+
+
+def check_int64(name: str, x: Any) -> int:
+    """An int that fits in int64 (bools, floats and strings are refused).
+
+    >>> check_int64("step", 2**63)
+    Traceback (most recent call last):
+    ...
+    ValueError: step must be an int in [-2**63, 2**63 - 1], got 9223372036854775808
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"{name} must be an int, got {x!r}")
+    if not _INT64_MIN <= int(x) <= _INT64_MAX:
+        raise ValueError(f"{name} must be an int in [-2**63, 2**63 - 1], got {x!r}")
+    return int(x)
+
+
+def check_bounded(name: str, arr: np.ndarray, bound: float) -> None:
+    """Refuse values beyond ``+-bound`` (utilities stay finite when every input is bounded)."""
+    if arr.size and float(np.max(np.abs(arr))) > bound:
+        raise ValueError(f"{name} must be within +-{bound:g}, got {float(arr[np.argmax(np.abs(arr))])!r}")
 
 
 def check_unit(name: str, x: Any) -> float:

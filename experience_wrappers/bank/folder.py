@@ -1,0 +1,200 @@
+"""The bank's folder on disk: which files are the bank's own, a save lock, and reads that never mix saves.
+
+A saved folder (format version 2) holds::
+
+    meta.json            format name and version, counters, and the name and SHA-256 of each data file
+    entries-<gen>.npz    the data files of one save; ``<gen>`` is new at every save
+    index-<gen>.bin
+    .lock                taken (``flock``) by every save of this folder, so saves never overlap
+
+A save writes new data files, then replaces ``meta.json`` in one atomic step (the commit),
+then removes the data files of the previous save. Only names of these shapes are ever
+removed; any other file in the folder is left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import BankFileError
+
+__all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "read_consistent",
+           "fsync_dir", "remove_quietly"]
+
+META, LOCK = "meta.json", ".lock"
+#: names a save writes: a data file of some save, or a meta file before its commit
+_OWN = re.compile(r"^(?:(?:entries|index)-[0-9a-f]{16}\.(?:npz|bin)|\.meta-[0-9a-f]{16}\.tmp)$")
+#: data files of format version 1 (one fixed name each; the folder was swapped whole)
+V1_FILES = ("entries.npz", "index.bin")
+#: how often a load starts again when a save replaced the folder's files while it read them
+READ_ATTEMPTS = 20
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+def is_own_name(name: str) -> bool:
+    """Whether ``name`` is a file that a bank save writes (and may later remove).
+
+    >>> is_own_name("entries-0123456789abcdef.npz"), is_own_name("model.zip")
+    (True, False)
+    """
+    return bool(_OWN.match(name))
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold the folder's save lock (an exclusive ``flock`` on ``folder/.lock``) inside the block.
+
+    The lock file stays (removing it would let two savers lock two different files); the
+    operating system releases the lock when its holder exits, however it exits. Where
+    ``flock`` does not exist the block runs unlocked.
+    """
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def check_save_target(folder: Path, fmt: str) -> dict | None:
+    """Refuse to save into ``folder`` unless it is empty or a folder of format ``fmt``.
+
+    Returns the folder's current metadata (None when it holds no save yet).
+
+    Raises:
+        BankFileError: the folder holds other files, or a saved folder of another kind.
+    """
+    names = sorted(p.name for p in folder.iterdir())
+    if META in names:
+        try:
+            meta = json.loads((folder / META).read_bytes())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BankFileError(f"refusing to save an experience bank into {str(folder)!r}: its {META} cannot "
+                                f"be read ({exc}), so it may not be a bank folder; save into a new or empty "
+                                "folder") from exc
+        if not isinstance(meta, dict) or meta.get("format") != fmt:
+            got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            raise BankFileError(f"refusing to save an experience bank into {str(folder)!r}: it holds a saved "
+                                f"folder of format {got!r}, not {fmt!r}; save into a new or empty folder")
+        return meta
+    foreign = [n for n in names if n != LOCK and not is_own_name(n)]
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise BankFileError(
+            f"refusing to save an experience bank into {str(folder)!r}: the folder is not empty and is not a "
+            f"bank folder (it holds {shown}), and a save must not mix its files with others or remove "
+            f"them; save into a new or empty folder, e.g. {str(folder / 'bank')!r}")
+    return None
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename inside ``folder`` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_quietly(path: Path) -> None:
+    """Remove a file if it is there (a leftover removed by someone else is no error)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _fail(path: Path, why: str) -> BankFileError:
+    return BankFileError(f"cannot load experience bank from {str(path)!r}: {why}")
+
+
+def read_consistent(path: Path, fmt: str, version: int) -> tuple[dict, dict[str, bytes]]:
+    """``meta.json`` and the bytes of every file it lists, all from one save, checksums verified.
+
+    Each file is read once; its SHA-256 is checked on those bytes, which the caller then
+    parses. A save that commits while this reads makes the previous save's files vanish
+    (or, for a version-1 folder swapped whole, differ): then ``meta.json`` has changed and
+    the read starts again, up to ``READ_ATTEMPTS`` times. So the result is one save's
+    complete files, or an error; never files of two saves.
+
+    Raises:
+        BankFileError: not a bank folder, a foreign or newer format, a missing or damaged file.
+    """
+    if not path.is_dir():
+        leftovers = sorted(p.name for p in path.parent.glob(f".{path.name}.old-*")) if path.parent.is_dir() else []
+        hint = f"; an interrupted save left {leftovers[0]!r} beside it (rename it to recover)" if leftovers else ""
+        raise _fail(path, ("not a folder" if path.exists() else "no such folder") + hint)
+    problem = ""
+    for attempt in range(READ_ATTEMPTS):
+        if attempt:
+            time.sleep(min(0.001 * 2**attempt, 0.05))
+        raw = _read_meta_bytes(path)
+        meta = parse_meta(path, raw, fmt, version)
+        blobs: dict[str, bytes] = {}
+        problem = ""
+        for name, digest in meta["files"].items():
+            if not isinstance(name, str) or "/" in name or "\\" in name or name in ("", ".", ".."):
+                raise _fail(path, f"metadata lists a bad file name {name!r}")
+            try:
+                data = (path / name).read_bytes()
+            except FileNotFoundError:
+                problem = f"{name} is missing"
+                break
+            if hashlib.sha256(data).hexdigest() != digest:
+                problem = f"{name} is damaged or truncated (checksum mismatch)"
+                break
+            blobs[name] = data
+        if not problem:
+            return meta, blobs
+        try:
+            changed = _read_meta_bytes(path) != raw
+        except BankFileError:
+            changed = True
+        if not changed:  # the files of a save that is still current: really missing or damaged
+            raise _fail(path, problem)
+    raise _fail(path, f"the folder kept changing while it was read (saves in progress?); last: {problem}")
+
+
+def _read_meta_bytes(path: Path) -> bytes:
+    try:
+        return (path / META).read_bytes()
+    except FileNotFoundError as exc:
+        raise _fail(path, f"no {META}: not a saved folder of this library") from exc
+    except OSError as exc:
+        raise _fail(path, f"{META} cannot be read ({exc})") from exc
+
+
+def parse_meta(path: Path, raw: bytes, fmt: str, version: int) -> dict:
+    """Parse and check metadata bytes of format ``fmt``, versions 1 to ``version``."""
+    try:
+        meta = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _fail(path, f"{META} is damaged ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise _fail(path, f"format is {got!r}, expected {fmt!r}")
+    v = meta.get("version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise _fail(path, f"bad format version {v!r}")
+    if v > version:
+        raise _fail(path, f"written by a newer version of the format ({v} > {version}); upgrade the library")
+    if not isinstance(meta.get("files"), dict):
+        raise _fail(path, "metadata lists no files")
+    return meta

@@ -1,0 +1,160 @@
+"""All-or-nothing changes of a bank: an undo journal, and Ctrl-C held back while a change runs.
+
+Every method of :class:`~experience_wrappers.bank.ExperienceBank` that changes entries runs
+its checks first, then its changes inside :func:`transaction`. The journal keeps each row
+as it was before its first change in the transaction (and the id -> slot map, the size,
+the id counter and the task counts); if anything raises before the end (an error from
+hnswlib or numpy, an exception raised by a signal handler), the journal puts every row
+back and, when the index was already touched, rebuilds the index from the restored
+entries. So a failed change leaves the bank's content exactly as it was.
+
+In the main thread, SIGINT (Ctrl-C) is held back for the few microseconds to milliseconds
+a change takes and raised as ``KeyboardInterrupt`` right after it: an interrupted ``add``
+either happened completely or not at all.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .entries import EntryStore
+from .index import HnswIndex
+
+if TYPE_CHECKING:
+    from .bank import ExperienceBank
+
+__all__ = ["Journal", "Transaction", "transaction", "interrupts_deferred", "rebuild_index"]
+
+_ABSENT = -1
+
+
+class Journal:
+    """Undo log of an :class:`EntryStore`: rows before their first change, the size, the id map.
+
+    >>> s = EntryStore({"key_dim": 1, "value_dim": 1, "prior_dim": 0, "context_dim": 0})
+    >>> slots = s.append(2); s.cols["id"][slots] = [5, 6]; s.reindex(slots)
+    >>> s.journal = j = Journal(s)
+    >>> s.remove_ids([5]); s.size
+    1
+    >>> j.undo(s); s.journal = None; s.size, s.view("id").tolist(), s.slots_of([5, 6]).tolist()
+    (2, [5, 6], [0, 1])
+    """
+
+    def __init__(self, store: EntryStore) -> None:
+        self.size = store.size
+        self.rows: dict[int, dict[str, np.ndarray]] = {}
+        self.slot_of: dict[int, int] = {}
+
+    def touch_rows(self, store: EntryStore, slots: Any) -> None:
+        """Remember ``slots`` as they are now (only rows that existed when the journal began)."""
+        arr = np.atleast_1d(np.asarray(slots, dtype=np.int64))
+        for s in arr[arr < self.size].tolist():
+            if s not in self.rows:
+                self.rows[s] = {name: col[s].copy() for name, col in store.cols.items()}
+
+    def touch_ids(self, store: EntryStore, ids: Any) -> None:
+        """Remember where ``ids`` live now (or that they are absent)."""
+        for i in np.atleast_1d(np.asarray(ids, dtype=np.int64)).tolist():
+            if i not in self.slot_of:
+                self.slot_of[i] = store._slot.get(i, _ABSENT)
+
+    def undo(self, store: EntryStore) -> None:
+        """Put every remembered row, the size and the id map back."""
+        for s, row in self.rows.items():
+            for name, value in row.items():
+                store.cols[name][s] = value
+        store.size = self.size
+        for i, s in self.slot_of.items():
+            if s == _ABSENT:
+                store._slot.pop(i, None)
+            else:
+                store._slot[i] = s
+
+
+class Transaction:
+    """The state of one bank change that a rollback needs; see :func:`transaction`."""
+
+    def __init__(self, bank: ExperienceBank) -> None:
+        self.bank = bank
+        self.store = bank._store
+        self.index = bank._index
+        self.next_id = bank._next_id
+        self.task_counts = bank._task_counts.copy()
+        self.index_touched = False
+        self.journal = Journal(self.store) if self.store is not None else None
+        if self.store is not None:
+            self.store.journal = self.journal
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.journal = None
+
+    def rollback(self) -> None:
+        bank = self.bank
+        bank._task_sets.clear()
+        bank._next_id = self.next_id
+        bank._task_counts = self.task_counts
+        if self.store is None:  # the change created the store: drop it again
+            bank._store, bank._index = None, None
+            return
+        assert self.journal is not None
+        self.journal.undo(self.store)
+        bank._store = self.store
+        if self.index_touched:
+            bank._index = None  # a bank without an index refuses to save until rebuilt
+            bank._index = rebuild_index(bank)
+        else:
+            bank._index = self.index
+
+
+@contextmanager
+def transaction(bank: ExperienceBank) -> Iterator[Transaction]:
+    """Run a change of ``bank`` (caller holds its write lock): all of it, or none of it."""
+    txn = Transaction(bank)
+    bank._txn = txn
+    try:
+        yield txn
+    except BaseException:
+        txn.close()
+        txn.rollback()
+        raise
+    finally:
+        bank._txn = None
+        txn.close()
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT back inside the block (main thread, default handler only), then raise it.
+
+    Other threads never receive ``KeyboardInterrupt``, and a custom SIGINT handler is the
+    caller's own business, so both are left alone.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            raise KeyboardInterrupt
+
+
+def rebuild_index(bank: ExperienceBank) -> HnswIndex:
+    """A fresh HNSW index over the bank's entries (after a rollback that touched the index)."""
+    store, c = bank._store, bank.config
+    assert store is not None
+    index = HnswIndex(c.space, store.dims["key_dim"], c.capacity, c.M, c.ef_construction, c.ef_search,
+                      seed=c.seed or 0, initial=max(1, store.size))
+    index.add(store.view("key").copy(), store.view("id").copy())
+    return index
