@@ -214,7 +214,8 @@ def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
     ax.set_xlabel("environment steps")
     ax.set_ylabel("success (last 100 episodes)" if uses_success else "return (last 100 episodes)")
     ax.set_title(env_id, fontsize=10)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     if gaps:
         gx = axes[0, 1]
@@ -415,6 +416,12 @@ def main(argv: list[str] | None = None) -> str:
         update_readme(args.readme, results, args.overhead)
         print(f"refreshed the headline of {args.readme}")
     return text
+
+
+def cli() -> int:
+    """The ``crl-report`` console script."""
+    main()
+    return 0
 
 
 if __name__ == "__main__":

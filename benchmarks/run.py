@@ -69,7 +69,8 @@ def _ingest_demonstrations(env: Any, env_id: str, arm: Arm, seed: int, fam: Any)
 
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
               eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
-              eval_envs: int = 4) -> dict[str, Any]:
+              eval_envs: int = 4, model_dir: str | None = None,
+              tensorboard_log: str | None = None) -> dict[str, Any]:
     """Train PPO (with or without Complementary RL) and return curves, timings and evaluation.
 
     ``eval_episodes``: episodes of the final evaluation, with and without experience (0: none).
@@ -96,7 +97,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     else:
         policy_kwargs = dict(fam.base_policy_kwargs)
         policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
-    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, **ppo_kwargs)
+    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, tensorboard_log=tensorboard_log,
+                **ppo_kwargs)
     tracker = CurveTracker()
     callbacks = [tracker]
     crl_cb = bank_cb = None
@@ -143,6 +145,11 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         else:
             result["evaluation"] = {"without_experience": run_episodes(model, env, eval_episodes,
                                                                        deterministic=False)}
+    if model_dir is not None:  # the runner's --save-model: model.zip (+ experience/ for CRL arms)
+        from integrations.sb3 import save_crl
+
+        result["model_dir"] = str(save_crl(model_dir, model) if arm.crl else model.save(f"{model_dir}/model.zip")
+                                  or model_dir)
     if arm.crl:
         for mgr in find_experience(env)[0]:
             mgr.close()

@@ -1,15 +1,26 @@
-"""Run a benchmark suite: every env x arm x seed, one result file per run, resumable.
+"""Run a benchmark suite, or PPO vs PPO + CRL on any env: every env x arm x seed, one result file per run.
 
-Run::
+Run (``crl-bench`` is the same command, installed by ``pip install``; both work from any folder)::
 
-    python -m benchmarks.runner --suite easy                  # in the foreground, progress bar
+    crl-bench --env Acrobot-v1                                # any gymnasium id: ppo vs crl, seed 0
+    crl-bench --env Acrobot-v1 --seeds 0 1 2 --hyperparams n_envs:4 learning_rate:1e-3
+    crl-bench --env MiniHack-Room-5x5-v0 --name my-room --save-model --tensorboard runs/tb
+    python -m benchmarks.runner --suite easy                  # a suite of benchmarks/suites.py
     python -m benchmarks.runner --suite easy --background     # detached; log in the results folder
     python -m benchmarks.runner --suite easy --seeds 0 1 --arms ppo crl --steps 60000 --jobs 2
-    python -m benchmarks.runner --suite smoke --envs Acrobot-v1 --hyperparams my_ppo.yml   # any env
 
-Result files: ``benchmarks/results/<suite>/<env>/<arm>/seed<k>.json``. A run whose file
-exists is skipped, so an interrupted suite resumes where it stopped. ``python -m
-benchmarks.report`` turns the files into ``docs/benchmarks.md``.
+``--hyperparams`` takes a zoo-style YAML (one block per env id) and/or ``key:value``
+overrides, as rl-zoo3 does. With ``--env``, an env without a block gets
+:data:`DEFAULT_HYPERPARAMS` (printed, and stored in the result file with their source).
+Keys the runner cannot apply (``policy``, ``policy_kwargs``, ``normalize``, ...) are refused
+before any run starts, as is an env id that gymnasium does not know.
+
+Result files: ``<results>/<suite>/<env>/<arm>/seed<k>.json``, where ``<suite>`` is
+``--name`` (default: the env id) for ``--env`` runs, and ``<results>`` is
+``benchmarks/results`` inside the repository, ``./crl-results`` elsewhere (``--results``).
+A run whose file exists is skipped, so an interrupted suite resumes where it stopped.
+``python -m benchmarks.report --results <results> --out report.md`` turns the files into tables
+and figures.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -29,9 +41,91 @@ from tqdm import tqdm
 
 from .arms import ARMS
 from .config import HYPERPARAMS, load_hyperparams
-from .suites import SUITES
+from .suites import SUITES, Suite
 
 RESULTS = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parent.parent
+
+#: Hyperparameters of an ``--env`` run whose YAML has no block for it (SB3's PPO defaults, but
+#: shorter rollouts and more envs, as the suites use).
+DEFAULT_HYPERPARAMS: dict[str, Any] = {"n_envs": 8, "n_timesteps": 100_000, "learning_rate": 3.0e-4,
+                                       "n_steps": 128, "batch_size": 256, "n_epochs": 4, "ent_coef": 0.0,
+                                       "gamma": 0.99}
+#: rl-zoo3 keys the runner applies: the PPO arguments of ``benchmarks.run.PPO_KEYS``, plus these.
+RUN_KEYS = ("n_envs", "n_timesteps")
+#: rl-zoo3 keys it refuses, and why.
+REFUSED_KEYS = {
+    "policy": "each arm chooses its policy (MultiInputPolicy, or ActionPriorPolicy)",
+    "policy_kwargs": "each arm builds its network (the env family's encoder; the CRL extractor on top)",
+    "normalize": "the runner does not add VecNormalize (see docs/quickstart.md for VecNormalize with CRL)",
+    "frame_stack": "the runner does not stack frames",
+    "env_wrapper": "the runner builds its envs through the env family (benchmarks/envs.py)",
+    "callback": "the runner chooses the callbacks per arm",
+    "n_eval_envs": "use --eval-episodes / --eval-every",
+}
+
+
+def default_results() -> Path:
+    """``benchmarks/results`` when run from the repository, else ``./crl-results``."""
+    return RESULTS if Path.cwd().resolve() == REPO else Path.cwd() / "crl-results"
+
+
+def parse_hyperparams(items: list[str] | None) -> tuple[Path | None, dict[str, Any]]:
+    """Split ``--hyperparams`` into a YAML path and ``key:value`` overrides (values read as YAML).
+
+    >>> parse_hyperparams(["n_envs:4", "learning_rate:1e-3", "gamma:0.98"])
+    (None, {'n_envs': 4, 'learning_rate': 0.001, 'gamma': 0.98})
+    """
+    import yaml
+
+    path, overrides = None, {}
+    for item in items or []:
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*:.+", item) and not Path(item).exists():
+            key, value = item.split(":", 1)
+            parsed = yaml.safe_load(value)
+            if isinstance(parsed, str):  # "1e-3" is a string to YAML 1.1
+                try:
+                    parsed = float(parsed)
+                except ValueError:
+                    pass
+            overrides[key] = parsed
+        elif path is None:
+            path = Path(item)
+        else:
+            raise ValueError(f"--hyperparams takes one YAML file, got {path} and {item}")
+    return path, overrides
+
+
+def check_hyperparams(hyper: dict[str, Any], where: str) -> None:
+    """Raise ValueError naming every key the runner would not apply, and why."""
+    from .run import PPO_KEYS
+
+    known = {*PPO_KEYS, *RUN_KEYS}
+    bad = [k for k in hyper if k not in known]
+    if bad:
+        why = "; ".join(f"{k}: {REFUSED_KEYS.get(k, 'not a key the runner knows')}" for k in bad)
+        raise ValueError(f"{where}: hyperparameter(s) {bad} would not be applied ({why}). The runner applies "
+                         f"{sorted(known)}; remove the others, or train with the library directly "
+                         "(docs/quickstart.md)")
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ValueError if gymnasium (with MiniHack loaded for ``MiniHack-`` ids) has no such env."""
+    import gymnasium as gym
+
+    if env_id.startswith("Meta-World/"):
+        if env_id != "Meta-World/MT10":
+            raise ValueError(f"unknown Meta-World benchmark {env_id!r}; the runner knows Meta-World/MT10")
+        return
+    if env_id.startswith("MiniHack-"):
+        try:
+            import minihack  # noqa: F401  (registers the MiniHack ids)
+        except ImportError as exc:
+            raise ValueError(f"{env_id!r} needs MiniHack: pip install 'complementary-rl[minihack]'") from exc
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        raise ValueError(f"unknown env id {env_id!r}: {exc}") from exc
 
 
 def result_path(root: Path, suite: str, env_id: str, arm: str, seed: int) -> Path:
@@ -52,10 +146,13 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
     if Path(job["path"]).exists():
         return job["path"], "skipped", None
     try:
+        outputs = {k: job[k] for k in ("model_dir", "tensorboard_log") if job.get(k)}
         res = train_run(job["env_id"], ARMS[job["arm"]], job["seed"], job["hyper"], job["steps"],
-                        job["eval_episodes"], eval_every=job["eval_every"])
+                        job["eval_episodes"], eval_every=job["eval_every"], **outputs)
         res["suite"] = job["suite"]
         res["command"] = job["command"]
+        if "hyper_source" in job:
+            res["hyperparameters_source"] = job["hyper_source"]
         path = Path(job["path"])
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -66,52 +163,105 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
         return job["path"], "failed", traceback.format_exc()
 
 
+def _env_suite(args: argparse.Namespace) -> Suite:
+    """The suite of an ``--env`` run: named by ``--name`` or the env id, ppo vs crl, seed 0."""
+    name = args.name or "_".join(e.replace("/", "_") for e in args.env)
+    return Suite(name, tuple(args.env), ("ppo", "crl"), (0,), eval_episodes=20, thresholds=(0.5, 0.8, 0.9, 0.95))
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Run a benchmark suite (env x arm x seed).")
-    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p = argparse.ArgumentParser(prog="crl-bench", description="PPO vs PPO + Complementary RL: every env x arm x "
+                                "seed, one result file per run (resumable).")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--env", nargs="+", metavar="ENV_ID",
+                       help="any registered gymnasium id(s) (MiniHack ids through the MiniHack factory)")
+    which.add_argument("--suite", choices=sorted(SUITES), help="a suite of benchmarks/suites.py")
+    p.add_argument("--name", help="the suite name that --env runs are filed under (default: the env id)")
     p.add_argument("--envs", nargs="*", help="subset of the suite's envs")
-    p.add_argument("--arms", nargs="*", help=f"arms (default: the suite's); known: {sorted(ARMS)}")
+    p.add_argument("--arms", nargs="*", help=f"arms (default: the suite's; ppo crl for --env); known: {sorted(ARMS)}")
     p.add_argument("--seeds", nargs="*", type=int)
-    p.add_argument("--steps", type=int, help="override the suite's step budget")
+    p.add_argument("--steps", type=int, help="override the step budget (default: the suite's, or n_timesteps)")
     p.add_argument("--eval-episodes", type=int)
     p.add_argument("--eval-every", type=int, help="evaluate every this many steps (0: only at the end)")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (each uses one torch thread)")
-    p.add_argument("--results", type=Path, default=RESULTS)
-    p.add_argument("--hyperparams", type=Path, default=HYPERPARAMS,
-                   help="zoo-style YAML with one block per env id (default: benchmarks/hyperparams/ppo.yml)")
+    p.add_argument("--results", type=Path, default=None,
+                   help="result folder (default: benchmarks/results in the repository, else ./crl-results)")
+    p.add_argument("--hyperparams", nargs="*", metavar="YAML_OR_KEY:VALUE",
+                   help="a zoo-style YAML with one block per env id (default: benchmarks/hyperparams/ppo.yml) "
+                        "and/or key:value overrides, e.g. n_envs:4 learning_rate:1e-3")
+    p.add_argument("--save-model", action="store_true",
+                   help="save each run's model (and its bank, extractor, manager) beside its result file")
+    p.add_argument("--tensorboard", type=Path, metavar="DIR",
+                   help="write each run's TensorBoard log under DIR/<suite>/<env>/<arm>/seed<k>")
     p.add_argument("--background", action="store_true", help="detach; log to <results>/<suite>/runner.log")
     args = p.parse_args(argv)
-    suite = SUITES[args.suite]
+    if args.env and args.envs:
+        p.error("--envs selects within a --suite; with --env, list the env ids there")
+    suite = _env_suite(args) if args.env else SUITES[args.suite]
+    results = args.results or default_results()
     if args.background:
-        log = args.results / args.suite / "runner.log"
+        log = results / suite.name / "runner.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "benchmarks.runner", *[a for a in (argv or sys.argv[1:]) if a != "--background"]]
+        if args.results is None:
+            cmd += ["--results", str(results)]
         with open(log, "a") as f:
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-                                    cwd=Path(__file__).resolve().parent.parent)
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
         print(f"running in the background (pid {proc.pid}); log: {log}")
         return 0
     arms = tuple(args.arms or suite.arms)
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arms {unknown}; known: {sorted(ARMS)}")
-    command = " ".join(["python -m benchmarks.runner", *(argv or sys.argv[1:])])
-    jobs = []
-    for env_id in args.envs or suite.envs:
+    try:
+        yaml_path, overrides = parse_hyperparams(args.hyperparams)
+    except ValueError as exc:
+        p.error(str(exc))
+    yaml_path = yaml_path or HYPERPARAMS
+    if not yaml_path.exists():
+        p.error(f"no hyperparameter file {yaml_path}")
+    envs = args.env or args.envs or suite.envs
+    for env_id in envs:  # fail once, before any worker starts
         try:
-            hyper = load_hyperparams(env_id, args.hyperparams)
-        except KeyError as exc:
+            check_env_id(env_id)
+        except ValueError as exc:
             p.error(str(exc))
+    command = " ".join(["python -m benchmarks.runner", *(argv or sys.argv[1:])])
+    print(f"results: {results}", flush=True)
+    jobs = []
+    for env_id in envs:
+        try:
+            hyper = load_hyperparams(env_id, yaml_path)
+            source = f"{yaml_path}"
+        except KeyError as exc:
+            if not args.env:
+                p.error(str(exc))
+            hyper, source = dict(DEFAULT_HYPERPARAMS), "defaults (benchmarks.runner.DEFAULT_HYPERPARAMS)"
+        if overrides:
+            hyper.update(overrides)
+            source += " + --hyperparams " + " ".join(f"{k}:{v}" for k, v in overrides.items())
+        try:
+            check_hyperparams(hyper, f"{env_id} ({source})")
+        except ValueError as exc:
+            p.error(str(exc))
+        if args.env:
+            print(f"{env_id}: hyperparameters from {source}: {hyper}", flush=True)
         for seed in args.seeds if args.seeds is not None else suite.seeds:
             for arm in arms:
-                path = result_path(args.results, suite.name, env_id, arm, seed)
+                path = result_path(results, suite.name, env_id, arm, seed)
                 if path.exists():
                     continue
-                jobs.append({"env_id": env_id, "arm": arm, "seed": seed, "hyper": hyper,
-                             "steps": args.steps or suite.steps, "suite": suite.name, "path": str(path),
-                             "eval_episodes": suite.eval_episodes if args.eval_episodes is None
-                             else args.eval_episodes, "command": command,
-                             "eval_every": suite.eval_every if args.eval_every is None else args.eval_every})
+                job = {"env_id": env_id, "arm": arm, "seed": seed, "hyper": hyper, "hyper_source": source,
+                       "steps": args.steps or suite.steps, "suite": suite.name, "path": str(path),
+                       "eval_episodes": suite.eval_episodes if args.eval_episodes is None
+                       else args.eval_episodes, "command": command,
+                       "eval_every": suite.eval_every if args.eval_every is None else args.eval_every}
+                if args.save_model:
+                    job["model_dir"] = str(path.with_name(f"seed{seed}_model"))
+                if args.tensorboard:
+                    job["tensorboard_log"] = str(args.tensorboard / suite.name / env_id.replace("/", "_") / arm
+                                                 / f"seed{seed}")
+                jobs.append(job)
     print(f"suite {suite.name}: {len(jobs)} runs to do", flush=True)
     failures = 0
     with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=get_context("spawn"),

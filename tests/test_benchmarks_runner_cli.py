@@ -1,0 +1,58 @@
+"""The runner from anywhere: ``crl-bench --env ANY_ID``, hyperparameter overrides, refusals
+before any worker starts, model and TensorBoard output, results filed under their own suite."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.runner import DEFAULT_HYPERPARAMS, main, parse_hyperparams, result_path
+
+
+def test_an_unknown_env_id_fails_once_before_any_worker(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--env", "NoSuchEnv-v9", "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert err.count("unknown env id 'NoSuchEnv-v9'") == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("item", ["normalize:true", "policy:CnnPolicy", "policy_kwargs:{net_arch: [8]}",
+                                  "frobnicate:3"])
+def test_zoo_keys_the_runner_cannot_apply_are_refused(tmp_path, capsys, item):
+    with pytest.raises(SystemExit):
+        main(["--env", "CartPole-v1", "--results", str(tmp_path), "--hyperparams", item])
+    key = item.split(":")[0]
+    assert f"hyperparameter(s) ['{key}'] would not be applied" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_yaml_file_and_overrides_together(tmp_path):
+    hp = tmp_path / "my.yml"
+    hp.write_text("x: 1\n")
+    assert parse_hyperparams([str(hp), "n_steps:64"]) == (hp, {"n_steps": 64})
+
+
+@pytest.mark.slow
+def test_the_console_script_runs_any_env_from_another_folder(tmp_path):
+    script = shutil.which("crl-bench", path=str(Path(sys.executable).parent))
+    assert script, "crl-bench is installed by pip install -e . (make install)"
+    proc = subprocess.run([script, "--env", "Acrobot-v1", "--arms", "crl", "--name", "mine", "--steps", "256",
+                           "--eval-episodes", "0", "--hyperparams", "n_envs:2", "n_steps:64", "batch_size:64",
+                           "n_epochs:1", "--save-model", "--tensorboard", "tb"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "hyperparameters from defaults" in proc.stdout  # printed ...
+    res = json.loads(result_path(tmp_path / "crl-results", "mine", "Acrobot-v1", "crl", 0).read_text())
+    assert res["suite"] == "mine"
+    assert res["hyperparameters"] == {**DEFAULT_HYPERPARAMS, "n_envs": 2, "n_steps": 64, "batch_size": 64,
+                                      "n_epochs": 1}  # ... and stored, with their source
+    assert res["hyperparameters_source"].startswith("defaults")
+    model_dir = Path(res["model_dir"])
+    assert (model_dir / "model.zip").is_file() and (model_dir / "experience" / "bank").is_dir()
+    assert list((tmp_path / "tb" / "mine" / "Acrobot-v1" / "crl" / "seed0").rglob("events.out.tfevents*"))
