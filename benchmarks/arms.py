@@ -24,6 +24,8 @@ class Arm:
             training (needs a family with a demonstrator; 0: none).
         ingest: extra :func:`~integrations.demos.ingest_demonstrations` arguments.
         bank: extra :class:`~experience_wrappers.BankConfig` fields.
+        imitation: :class:`~integrations.sb3.SelfImitationCallback` arguments (None: no
+            self-imitation); the run's demonstrations are pinned in its replay.
         question: what the arm answers.
     """
 
@@ -36,6 +38,7 @@ class Arm:
     demonstrations: int = 0
     ingest: dict[str, Any] = attrs.field(factory=dict)
     bank: dict[str, Any] = attrs.field(factory=dict)
+    imitation: dict[str, Any] | None = None
     question: str = ""
 
 
@@ -70,11 +73,47 @@ _ALL = [
                   question="all three ways, starting from a bank distilled from 100 scripted demonstrations "
                            "(one entry per demonstrated state)"),
     attrs.evolve(_DEMOS, name="crl-demos-every-step", wrapper={"action_prior": True, "retrieve_every": 1},
-                 question="crl-demos, retrieving at every step (crl-demos retrieves at episode start only, so "
-                          "its action prior is the start state's for the whole episode)"),
+                 question="crl-demos, retrieving at every step (crl-demos retrieves every 8 steps, the default, so "
+                          "a state's prior is shown for up to 8 steps)"),
     attrs.evolve(_DEMOS, name="crl-demos-fixed", wrapper={"action_prior": True, "retrieve_every": 1, "learn": False},
                  question="control: crl-demos-every-step with the agent's episodes kept out, so the bank holds "
                           "the demonstrations only (no extractor training, no credits)"),
+]
+
+#: Behaviour-cloning steps on the demonstrations before training (the peers and the method alike).
+PRETRAIN_STEPS = 200
+
+_ALL += [
+    # the simple peers (no bank, no extractor, no retrieval)
+    Arm("ppo-bc", crl=False, demonstrations=20, imitation={"coef": 0.0, "keep": "none",
+                                                           "pretrain_steps": PRETRAIN_STEPS},
+        question="peer: behaviour cloning on the demonstrations, then plain PPO"),
+    Arm("ppo-kickstart", crl=False, demonstrations=20,
+        imitation={"coef": 1.0, "weight": "bc", "keep": "none", "pretrain_steps": PRETRAIN_STEPS},
+        question="peer: behaviour cloning, then PPO with the cloning loss on the demonstrations kept on"),
+    Arm("ppo-sil", crl=False, imitation={"weight": "sil", "keep": "all"},
+        question="peer: PPO + self-imitation from a plain FIFO buffer of the agent's own episodes"),
+    # the method: experience reaches the policy's own weights (self-imitation from the bank's
+    # successful states) and its input (observation channel, action prior on guided episodes)
+    _SIL := Arm("crl-sil", wrapper={"action_prior": True, "retrieve_every": 1}, prior_policy=True,
+                callback={"prior_weight": (1.0, 0.0)}, demonstrations=20, ingest={"segment_every": 1},
+                imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
+                question="the method: demonstrations in the bank, self-imitation on the policy's own "
+                         "logits from the demonstrated and the agent's successful states, action prior and "
+                         "observation channel on guided episodes"),
+    attrs.evolve(_SIL, name="crl-sil-own", demonstrations=0,
+                 question="the method on the agent's own successes only (no demonstrations)"),
+    # ablations of the method, one change each
+    Arm("crl-sil-plain", crl=False, demonstrations=20,
+        imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
+        question="ablation: the bank, extractor and retrieval replaced by a plain buffer (self-imitation "
+                 "from the demonstrations and own successes only)"),
+    attrs.evolve(_SIL, name="crl-sil-no-sil", imitation={"coef": 0.0, "keep": "none",
+                                                         "pretrain_steps": PRETRAIN_STEPS},
+                 question="ablation: no self-imitation after the cloning warm-up"),
+    attrs.evolve(_SIL, name="crl-sil-random-retrieval",
+                 wrapper={"action_prior": True, "retrieve_every": 1, "query_mode": "random"},
+                 question="ablation: random retrieval"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

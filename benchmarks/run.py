@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import time
@@ -12,9 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank
+from experience_wrappers.replay import SOURCE_DEMO, SuccessReplay
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import (
     ActionPriorPolicy,
@@ -24,6 +26,7 @@ from integrations.sb3 import (
     find_experience,
 )
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
+from integrations.sb3.self_imitation import SelfImitationCallback
 
 from .arms import Arm
 from .bank_tracking import BankTracker
@@ -31,6 +34,9 @@ from .envs import build_env, family_of
 from .tracking import CurveTracker
 
 __all__ = ["train_run", "versions"]
+
+#: States a run's self-imitation replay holds at most (demonstrations pinned, own states FIFO).
+REPLAY_CAPACITY = 50_000
 
 PPO_KEYS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "ent_coef", "gamma", "gae_lambda",
             "clip_range", "vf_coef", "max_grad_norm")
@@ -56,20 +62,44 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _ingest_demonstrations(env: Any, env_id: str, arm: Arm, seed: int, fam: Any) -> dict[str, Any]:
-    """Record the arm's scripted demonstrations and distil them into the run's bank."""
+def _demonstrations(env: Any, env_id: str, arm: Arm, n: int, seed: int, fam: Any,
+                    replay: SuccessReplay | None, gamma: float) -> dict[str, Any]:
+    """Record ``n`` scripted demonstrations; distil them into the run's bank (CRL arms) and pin
+    them in its self-imitation replay (arms with imitation)."""
     t0 = time.perf_counter()
-    demos = fam.demonstrator(env_id, arm.demonstrations, seed + 20_000)
-    manager = find_experience(env)[0][0]
-    segments = ingest_demonstrations(manager, demos, **arm.ingest)
-    return {"episodes": len(demos), "segments": segments, "bank_size": len(manager.bank),
-            "mean_length": float(np.mean([len(d.actions) for d in demos])),
-            "seconds": round(time.perf_counter() - t0, 2)}
+    demos = fam.demonstrator(env_id, n, seed + 20_000)
+    record: dict[str, Any] = {"episodes": len(demos), "mean_length": float(np.mean([len(d.actions) for d in demos]))}
+    if arm.crl:
+        manager = find_experience(env)[0][0]
+        record["segments"] = ingest_demonstrations(manager, demos, **arm.ingest)
+        record["bank_size"] = len(manager.bank)
+    if replay is not None:
+        for d in demos:
+            replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
+        record["replay_states"] = replay.counts()["demo"]
+    record["seconds"] = round(time.perf_counter() - t0, 2)
+    return record
+
+
+class _StopAtDeadline(BaseCallback):
+    """Stop ``learn`` cleanly once wall-clock passes ``deadline`` (epoch seconds); the result then
+    records the steps actually trained (``total_steps``) and ``stopped_at_deadline``."""
+
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+        self.stopped = False
+
+    def _on_step(self) -> bool:
+        if time.time() > self.deadline:
+            self.stopped = True
+            return False
+        return True
 
 
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
               eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
-              eval_envs: int = 4, model_dir: str | None = None,
+              eval_envs: int = 4, demonstrations: int | None = None, model_dir: str | None = None,
               tensorboard_log: str | None = None) -> dict[str, Any]:
     """Train PPO (with or without Complementary RL) and return curves, timings and evaluation.
 
@@ -83,12 +113,17 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     steps = int(total_steps or hyper["n_timesteps"])
     n_envs = int(hyper.get("n_envs", 8))
     fam = family_of(env_id)
-    if arm.demonstrations and (not arm.crl or fam.demonstrator is None):
+    n_demos = arm.demonstrations if (demonstrations is None or not arm.demonstrations) else demonstrations
+    if n_demos and fam.demonstrator is None:
         raise ValueError(f"arm {arm.name!r} starts from demonstrations, but {env_id!r} has no scripted "
-                         "demonstrator (MiniHack navigation tasks have one) or the arm uses no bank")
+                         "demonstrator (MiniHack navigation tasks have one)")
+    if n_demos and not arm.crl and arm.imitation is None:
+        raise ValueError(f"arm {arm.name!r} starts from demonstrations but has neither a bank nor imitation")
     bank = ExperienceBank(seed=seed, **arm.bank) if arm.crl else None
     env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
-    demos_record = _ingest_demonstrations(env, env_id, arm, seed, fam) if arm.demonstrations else None
+    replay = SuccessReplay(REPLAY_CAPACITY) if arm.imitation is not None else None
+    gamma = float(hyper.get("gamma", 0.99))
+    demos_record = (_demonstrations(env, env_id, arm, n_demos, seed, fam, replay, gamma) if n_demos else None)
     ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}
     if arm.crl:
         base_cls, base_kwargs = fam.base_extractor or (None, None)
@@ -106,12 +141,21 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         crl_cb = CRLCallback(**arm.callback)
         bank_cb = BankTracker(bank)
         callbacks += [crl_cb, bank_cb]
+    sil_cb = None
+    if arm.imitation is not None:
+        assert replay is not None
+        sil_cb = SelfImitationCallback(replay, seed=seed, **arm.imitation)
+        callbacks.append(sil_cb)
     eval_cb = None
     if eval_every and eval_episodes:
         eval_wrapper = {**arm.wrapper, "learn": False, "manager": find_experience(env)[0][0]} if arm.crl else None
         eval_env = build_env(env_id, eval_envs, seed + 10_000, bank, eval_wrapper, arm.manager, fam)
         eval_cb = ExperienceEvalCallback(eval_env, eval_every, eval_episodes, deterministic=False)
         callbacks.append(eval_cb)
+    deadline_cb = None
+    if os.environ.get("CRL_BENCH_DEADLINE"):
+        deadline_cb = _StopAtDeadline(float(os.environ["CRL_BENCH_DEADLINE"]))
+        callbacks.append(deadline_cb)
     t0 = time.perf_counter()
     model.learn(steps, callback=CallbackList(callbacks))
     eval_s = eval_cb.seconds if eval_cb is not None else 0.0
@@ -122,14 +166,19 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
             "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
-            "ingest": arm.ingest, "bank": arm.bank},
+            "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation},
+        "demonstrations_used": int(n_demos),
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
         "final_outcome": tracker.rate(), "episodes": tracker.episodes, "curve": tracker.curve,
         "versions": versions(), "torch_threads": torch_threads,
     }
+    if deadline_cb is not None:
+        result["stopped_at_deadline"] = deadline_cb.stopped
     if demos_record is not None:
         result["demonstrations"] = demos_record
+    if sil_cb is not None and replay is not None:
+        result["imitation"] = {"replay": replay.counts(), "episodes": dict(replay.episodes), **sil_cb.stats}
     if eval_cb is not None:
         result["eval_curve"] = eval_cb.history
         result["eval_s"] = round(eval_s, 2)

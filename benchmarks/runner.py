@@ -148,7 +148,8 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
     try:
         outputs = {k: job[k] for k in ("model_dir", "tensorboard_log") if job.get(k)}
         res = train_run(job["env_id"], ARMS[job["arm"]], job["seed"], job["hyper"], job["steps"],
-                        job["eval_episodes"], eval_every=job["eval_every"], **outputs)
+                        job["eval_episodes"], eval_every=job["eval_every"],
+                        demonstrations=job.get("demonstrations"), **outputs)
         res["suite"] = job["suite"]
         res["command"] = job["command"]
         if "hyper_source" in job:
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                        "steps": args.steps or suite.steps, "suite": suite.name, "path": str(path),
                        "eval_episodes": suite.eval_episodes if args.eval_episodes is None
                        else args.eval_episodes, "command": command,
-                       "eval_every": suite.eval_every if args.eval_every is None else args.eval_every}
+                       "eval_every": suite.eval_every if args.eval_every is None else args.eval_every,
+                       "demonstrations": suite.demonstrations}
                 if args.save_model:
                     job["model_dir"] = str(path.with_name(f"seed{seed}_model"))
                 if args.tensorboard:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["Suite", "SUITES", "WAYS_ARMS", "ABLATION_ARMS"]
+__all__ = ["Suite", "SUITES", "WAYS_ARMS", "ABLATION_ARMS", "KEYROOM_ARMS"]
 
 WAYS_ARMS = ("crl-obs", "crl-prior", "crl-distill", "crl-all3")
+KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil", "crl-sil-plain", "crl-sil-no-sil",
+                "crl-sil-random-retrieval")
 ABLATION_ARMS = ("crl-static", "crl-all-guided", "crl-mixed-adv", "crl-random-retrieval", "crl-sync")
 
 
@@ -16,7 +18,8 @@ class Suite:
 
     Each run ends with ``eval_episodes`` episodes with experience and as many without;
     ``eval_every`` > 0 adds an evaluation of ``eval_episodes`` each every that many steps.
-    ``reference``: a suite whose ``ppo`` and ``crl`` runs on the same envs the report shows
+    ``demonstrations``: the number of demonstrations every arm that starts from any uses
+    (None: each arm's own). ``reference``: a suite whose ``ppo`` and ``crl`` runs on the same envs the report shows
     beside this suite's arms (for ablation suites that run neither).
     """
 
@@ -29,6 +32,7 @@ class Suite:
     eval_every: int = 0
     thresholds: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
     reference: str | None = None
+    demonstrations: int | None = None
 
 
 SUITES: dict[str, Suite] = {s.name: s for s in [
@@ -52,5 +56,14 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           ("crl-no-experience", "crl-random-retrieval", "crl-static", "crl-mixed-adv", "crl-utility-mean"), (0, 1, 2),
           steps=300_000,
           thresholds=(0.5, 0.8), reference="medium"),
+    # experience that reaches the policy (issue 13): the method against vanilla PPO and the simple peers
+    Suite("keyroom-20", ("MiniHack-KeyRoom-S5-v0",), KEYROOM_ARMS, (0, 1, 2), steps=300_000, eval_every=100_000,
+          thresholds=(0.5, 0.8, 0.9), demonstrations=20),
+    Suite("keyroom-100", ("MiniHack-KeyRoom-S5-v0",), ("ppo-bc", "ppo-kickstart", "crl-sil"), (0, 1, 2),
+          steps=150_000, eval_every=50_000, thresholds=(0.7, 0.9), demonstrations=100),
+    Suite("keyroom-5", ("MiniHack-KeyRoom-S5-v0",), ("ppo-kickstart", "crl-sil"), (0, 1, 2), steps=300_000,
+          eval_every=100_000, thresholds=(0.3, 0.5), demonstrations=5),
+    Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo-sil", "crl-sil-own"),
+          (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
     Suite("cartpole", ("CartPole-v1",), ("ppo", "crl"), (0, 1, 2, 3, 4), steps=50_000),
 ]}

@@ -1,0 +1,272 @@
+"""Self-imitation into the policy's own logits: the SIL rule, episode recording, the update.
+
+This is how stored experience reaches the actor's weights (DESIGN.md, "Four ways to the
+actor", way 3). The loss is self-imitation learning's (Oh et al., 2018)::
+
+    L = -log pi(a | s) * w  +  value_coef * 0.5 * w^2,   w = clip(R - V(s), 0, max_weight)
+
+on states ``s`` from a :class:`~experience_wrappers.replay.SuccessReplay` (demonstrations and
+the agent's own episodes), with ``R`` the discounted return that followed ``a``. ``pi`` is
+the policy's *own* distribution: every experience key of the observation is zero (the
+free view), so an action-prior bias never enters it and the gradient moves the policy's
+own logits toward the stored action. ``weight="bc"`` uses ``w = 1`` and no value term:
+behaviour cloning / kickstarting, the simple peers the benchmarks compare against.
+
+The update runs after each PPO update (at the next rollout's start), as SIL's own
+implementation runs after each A2C update.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.utils import obs_as_tensor
+
+from experience_wrappers.manager import success_from_info
+from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
+
+__all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view"]
+
+log = logging.getLogger(__name__)
+
+Weight = Literal["sil", "bc"]
+Keep = Literal["successful", "all", "none"]
+
+
+def sil_weights(returns: th.Tensor, values: th.Tensor, max_weight: float = 1.0) -> th.Tensor:
+    """The SIL rule: ``clip(R - V(s), 0, max_weight)``, with no gradient.
+
+    Only actions whose return beat the critic's estimate are imitated, so imitation of a
+    state fades once the policy does as well there by itself.
+
+    >>> sil_weights(th.tensor([1.0, 0.2, 3.0]), th.tensor([0.5, 0.5, 0.0]), max_weight=1.0).tolist()
+    [0.5, 0.0, 1.0]
+    """
+    return (returns - values).detach().clamp(0.0, max_weight)
+
+
+def free_view(obs: dict[str, np.ndarray], observation_space: spaces.Space) -> Any:
+    """A batch of base observations as the model's input with every experience key zero.
+
+    Keys of ``observation_space`` absent from ``obs`` (the experience keys) are filled with
+    zeros of their shape and dtype: mask 0, so the policy sees an experience-free state.
+    A non-Dict space takes ``obs["observation"]``.
+    """
+    if not isinstance(observation_space, spaces.Dict):
+        return obs["observation"]
+    n = len(next(iter(obs.values())))
+    out = {}
+    for key, sub in observation_space.spaces.items():
+        if key in obs:
+            out[key] = obs[key]
+        else:
+            out[key] = np.zeros((n, *sub.shape), dtype=sub.dtype)
+    return out
+
+
+def _base_keys(obs: Any) -> dict[str, np.ndarray]:
+    if isinstance(obs, dict):
+        return {k: np.asarray(v) for k, v in obs.items() if not k.startswith("experience")}
+    return {"observation": np.asarray(obs)}
+
+
+def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef: float = 1.0,
+                        weight: Weight = "sil", n_batches: int = 4, batch_size: int = 256,
+                        value_coef: float = 0.01, max_weight: float = 1.0, sources: tuple[int, ...] | None = None,
+                        rng: np.random.Generator | None = None) -> dict[str, float]:
+    """Run ``n_batches`` gradient steps of the self-imitation loss on replayed states.
+
+    Args:
+        model: an SB3 on-policy model (its policy and optimizer are used; PPO is not changed).
+        replay: where the states come from.
+        coef: the loss coefficient (0: nothing is done).
+        weight: ``"sil"`` (``clip(R - V, 0, max_weight)``, plus the SIL value loss) or
+            ``"bc"`` (weight 1: behaviour cloning).
+        n_batches: gradient steps.
+        batch_size: states per step.
+        value_coef: weight of the SIL value loss ``0.5 * w^2`` (``"sil"`` only).
+        max_weight: upper clip of the SIL weight.
+        sources: provenance codes to sample from (None: all).
+        rng: sampling generator.
+
+    Returns:
+        ``loss`` (mean), ``valid`` (fraction of sampled states with a positive weight) and
+        ``states`` (states available); empty dict when nothing ran.
+    """
+    if coef <= 0 or n_batches <= 0:
+        return {}
+    idx_all = replay.indices()
+    if sources is not None:
+        idx_all = idx_all[np.isin(replay.source[idx_all], sources)]
+    if idx_all.size == 0:
+        return {}
+    rng = rng or np.random.default_rng()
+    policy = model.policy
+    policy.set_training_mode(True)
+    losses, valid = [], []
+    for _ in range(n_batches):
+        idx = rng.choice(idx_all, size=min(batch_size, idx_all.size), replace=idx_all.size < batch_size)
+        obs, actions, returns = replay.batch(idx)
+        obs_t = obs_as_tensor(free_view(obs, model.observation_space), model.device)
+        act_t = th.as_tensor(actions, device=model.device)
+        if isinstance(model.action_space, spaces.Discrete):
+            act_t = act_t.long().flatten()
+        values, log_prob, _ = policy.evaluate_actions(obs_t, act_t)
+        values = values.flatten()
+        if weight == "sil":
+            w = sil_weights(th.as_tensor(returns, device=model.device), values, max_weight)
+            n_valid = int((w > 0).sum())
+            value_loss = 0.5 * ((th.as_tensor(returns, device=model.device) - values).clamp(min=0.0) ** 2)
+            loss = (-(log_prob * w) + value_coef * value_loss).sum() / max(1, n_valid)
+        else:
+            n_valid = len(idx)
+            loss = -log_prob.mean()
+        valid.append(n_valid / len(idx))
+        if n_valid == 0:
+            continue
+        policy.optimizer.zero_grad()
+        (coef * loss).backward()
+        th.nn.utils.clip_grad_norm_(policy.parameters(), model.max_grad_norm)
+        policy.optimizer.step()
+        losses.append(float(loss.detach()))
+    return {"loss": float(np.mean(losses)) if losses else 0.0, "valid": float(np.mean(valid)),
+            "states": int(idx_all.size)}
+
+
+def _schedule(value: float | tuple[float, float], progress: float) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    start, end = value
+    return float(start + (end - start) * min(max(progress, 0.0), 1.0))
+
+
+class SelfImitationCallback(BaseCallback):
+    """Self-imitation (or behaviour cloning) from a :class:`SuccessReplay`, after each PPO update.
+
+    It records the agent's own finished episodes into the replay (``keep``), optionally
+    pre-trains on the demonstrations before the first rollout (``pretrain_steps``), and
+    after every PPO update runs :func:`self_imitation_step`. Works on any SB3 on-policy
+    model, with or without experience wrappers: the benchmarks' simple peers
+    (``ppo-bc``, ``ppo-kickstart``, ``ppo-sil``) and the full method use this one class.
+
+    Args:
+        replay: the state store (demonstrations already added are pinned).
+        coef: loss coefficient, a constant or ``(start, end)`` linear over training.
+        weight: ``"sil"`` or ``"bc"`` (see :func:`self_imitation_step`).
+        keep: which own episodes enter the replay: ``"successful"`` (the env reports success,
+            or a positive return where it reports none), ``"all"`` (SIL's own choice: the
+            weight filters), or ``"none"``.
+        sources: provenances to train on (None: all).
+        n_batches, batch_size, value_coef, max_weight: see :func:`self_imitation_step`.
+        pretrain_steps: behaviour-cloning steps on the demonstrations before training.
+        seed: sampling seed.
+
+    >>> SelfImitationCallback(SuccessReplay(100), keep="some")
+    Traceback (most recent call last):
+    ...
+    ValueError: keep must be 'successful', 'all' or 'none', got 'some'
+    """
+
+    def __init__(self, replay: SuccessReplay, *, coef: float | tuple[float, float] = 1.0, weight: Weight = "sil",
+                 keep: Keep = "successful", sources: tuple[int, ...] | None = None, n_batches: int = 4,
+                 batch_size: int = 256, value_coef: float = 0.01, max_weight: float = 1.0,
+                 pretrain_steps: int = 0, seed: int | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if weight not in ("sil", "bc"):
+            raise ValueError(f"weight must be 'sil' or 'bc', got {weight!r}")
+        if keep not in ("successful", "all", "none"):
+            raise ValueError(f"keep must be 'successful', 'all' or 'none', got {keep!r}")
+        for v in np.atleast_1d(np.asarray(coef, dtype=float)):
+            if not np.isfinite(v) or v < 0:
+                raise ValueError(f"coef must be finite and >= 0, got {coef!r}")
+        for name, v in (("n_batches", n_batches), ("batch_size", batch_size), ("pretrain_steps", pretrain_steps)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (name == "batch_size" and v == 0):
+                raise ValueError(f"{name} must be an int >= {1 if name == 'batch_size' else 0}, got {v!r}")
+        self.replay = replay
+        self.coef = coef
+        self.weight: Weight = weight
+        self.keep: Keep = keep
+        self.sources = sources
+        self.n_batches = n_batches
+        self.batch_size = batch_size
+        self.value_coef = float(value_coef)
+        self.max_weight = float(max_weight)
+        self.pretrain_steps = pretrain_steps
+        self.rng = np.random.default_rng(seed)
+        self._episodes: list[dict[str, list[Any]]] = []
+        self._updated = False
+        self.stats: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ setup
+    def _init_callback(self) -> None:
+        self._episodes = [{"obs": [], "actions": [], "rewards": []} for _ in range(self.training_env.num_envs)]
+
+    def _on_training_start(self) -> None:
+        if self.pretrain_steps and self.replay.counts()["demo"]:
+            out = self.pretrain(self.pretrain_steps)
+            log.info("self-imitation: %d behaviour-cloning steps on %d demonstrated states, loss %.3f",
+                     self.pretrain_steps, out.get("states", 0), out.get("loss", float("nan")))
+
+    def pretrain(self, steps: int) -> dict[str, float]:
+        """Behaviour cloning on the demonstrations for ``steps`` gradient steps."""
+        return self_imitation_step(self.model, self.replay, coef=1.0, weight="bc", n_batches=steps,
+                                   batch_size=self.batch_size, sources=(SOURCE_DEMO,), rng=self.rng)
+
+    # ---------------------------------------------------------------- record
+    def _on_step(self) -> bool:
+        if self.keep == "none":
+            return True
+        obs = _base_keys(self.model._last_obs)  # the observations the actions were taken from
+        actions = np.asarray(self.locals["actions"])
+        rewards = np.asarray(self.locals["rewards"], dtype=np.float64)
+        dones = self.locals["dones"]
+        infos = self.locals["infos"]
+        for e, ep in enumerate(self._episodes):
+            ep["obs"].append({k: v[e].copy() for k, v in obs.items()})
+            act = infos[e].get("experience_guide_action", actions[e])
+            ep["actions"].append(np.asarray(act).copy())
+            ep["rewards"].append(float(rewards[e]))
+            if dones[e]:
+                self._finish(e, infos[e])
+        return True
+
+    def _finish(self, e: int, info: dict[str, Any]) -> None:
+        ep = self._episodes[e]
+        self._episodes[e] = {"obs": [], "actions": [], "rewards": []}
+        success = success_from_info(info)
+        if success is None:
+            success = sum(ep["rewards"]) > 0
+        if self.keep == "successful" and not success:
+            return
+        obs = {k: np.stack([o[k] for o in ep["obs"]]) for k in ep["obs"][0]}
+        self.replay.add_episode(obs, np.stack(ep["actions"]), np.asarray(ep["rewards"]), self.model.gamma,
+                                SOURCE_OWN)
+
+    # ---------------------------------------------------------------- update
+    def _progress(self) -> float:
+        total = getattr(self.model, "_total_timesteps", 0) or 1
+        return min(1.0, self.num_timesteps / total)
+
+    def _on_rollout_start(self) -> None:
+        if not self._updated:  # no PPO update yet
+            self._updated = True
+            return
+        coef = _schedule(self.coef, self._progress())
+        self.stats = self_imitation_step(self.model, self.replay, coef=coef, weight=self.weight,
+                                         n_batches=self.n_batches, batch_size=self.batch_size,
+                                         value_coef=self.value_coef, max_weight=self.max_weight,
+                                         sources=self.sources, rng=self.rng)
+        rec = self.logger.record
+        counts = self.replay.counts()
+        rec("sil/demo_states", counts["demo"])
+        rec("sil/own_states", counts["own"])
+        rec("sil/coef", coef)
+        for key in ("loss", "valid"):
+            if key in self.stats:
+                rec(f"sil/{key}", self.stats[key])

@@ -1,0 +1,159 @@
+"""Self-imitation into the policy's own logits (integrations/sb3/self_imitation.py)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import PPO
+
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
+from integrations.sb3 import ActionPriorPolicy
+from integrations.sb3.self_imitation import (
+    SelfImitationCallback,
+    free_view,
+    self_imitation_step,
+    sil_weights,
+)
+
+
+def _prior_model(seed: int = 0) -> PPO:
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=seed), action_prior=True, seed=seed)
+    return PPO(ActionPriorPolicy, env, n_steps=64, batch_size=64, seed=seed,
+               policy_kwargs={"net_arch": [16]}, learning_rate=1e-2)
+
+
+def _states(n: int, seed: int = 0) -> np.ndarray:
+    env = gym.make("CartPole-v1")
+    out = []
+    for i in range(n):
+        obs, _ = env.reset(seed=seed + i)
+        out.append(obs)
+    return np.stack(out).astype(np.float32)
+
+
+def _own_prob(model: PPO, states: np.ndarray, action: int, prior: np.ndarray | None = None) -> float:
+    """Mean probability of ``action`` under the policy's own logits (free view), or with a shown prior."""
+    obs = free_view({"observation": states}, model.observation_space)
+    if prior is not None:
+        obs["experience_mask"][:, 0] = 1.0
+        obs["experience_action_prior"][:, 0] = prior
+    with th.no_grad():
+        t, _ = model.policy.obs_to_tensor(obs)
+        dist = model.policy.get_distribution(t)
+        return float(dist.distribution.probs[:, action].mean())
+
+
+def test_sil_weights_is_the_positive_part_of_return_minus_value_clipped() -> None:
+    w = sil_weights(th.tensor([1.0, 0.0, 5.0, -1.0]), th.tensor([0.25, 0.5, 1.0, -3.0]), max_weight=2.0)
+    assert w.tolist() == [0.75, 0.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("weight", ["sil", "bc"])
+def test_self_imitation_raises_the_own_probability_of_a_demonstrated_action(weight: str) -> None:
+    model = _prior_model()
+    states = _states(64)
+    replay = SuccessReplay(256)
+    replay.add_episode({"observation": states}, np.ones(64, dtype=np.int64), np.r_[np.zeros(63), 1.0],
+                       gamma=1.0, source=SOURCE_DEMO)
+    before = _own_prob(model, states, 1)
+    out = self_imitation_step(model, replay, weight=weight, n_batches=30, batch_size=64,
+                              rng=np.random.default_rng(0))
+    after = _own_prob(model, states, 1)
+    assert out["states"] == 64 and out["valid"] > 0.5
+    assert after > before + 0.2, (before, after)
+
+
+def test_self_imitation_moves_own_logits_even_where_a_prior_already_recommends_the_action() -> None:
+    """The loss reads the free view, so a shown prior cannot absorb the gradient (the old
+    distillation's optimum for the own logits was uniform when the prior was shown)."""
+    model = _prior_model()
+    states = _states(32)
+    replay = SuccessReplay(64)
+    replay.add_episode({"observation": states}, np.zeros(32, dtype=np.int64), np.ones(32), gamma=0.0,
+                       source=SOURCE_DEMO)
+    prior = np.array([0.99, 0.01], dtype=np.float32)
+    own0, shown0 = _own_prob(model, states, 0), _own_prob(model, states, 0, prior)
+    self_imitation_step(model, replay, weight="bc", n_batches=30, batch_size=32, rng=np.random.default_rng(1))
+    own1, shown1 = _own_prob(model, states, 0), _own_prob(model, states, 0, prior)
+    assert own1 > own0 + 0.3 and shown1 >= shown0
+
+
+def test_sil_ignores_states_whose_value_already_exceeds_the_return() -> None:
+    model = _prior_model()
+    states = _states(16)
+    replay = SuccessReplay(64)
+    replay.add_episode({"observation": states}, np.ones(16, dtype=np.int64), np.full(16, -100.0), gamma=0.0)
+    out = self_imitation_step(model, replay, weight="sil", n_batches=2, batch_size=16)
+    assert out["valid"] == 0.0 and out["loss"] == 0.0
+
+
+def test_replay_pins_demonstrations_and_evicts_own_states_first_in_first_out(tmp_path) -> None:
+    r = SuccessReplay(10)
+    r.add_episode({"x": np.zeros((4, 3))}, np.arange(4), np.zeros(4), gamma=0.9, source=SOURCE_DEMO)
+    for i in range(5):
+        r.add_episode({"x": np.full((3, 3), i + 1.0)}, np.full(3, i), np.r_[0.0, 0.0, 1.0], gamma=0.5)
+    assert r.counts() == {"demo": 4, "own": 6}
+    obs, acts, rets = r.batch(r.indices())
+    demo = r.source[r.indices()] == SOURCE_DEMO
+    assert np.all(obs["x"][demo] == 0.0)
+    assert sorted(set(obs["x"][~demo][:, 0].tolist())) == [4.0, 5.0]  # the two newest episodes
+    assert sorted(rets[~demo].tolist()) == [0.25, 0.25, 0.5, 0.5, 1.0, 1.0]
+    path = r.save(tmp_path / "replay")
+    back = SuccessReplay.load(path)
+    obs2, acts2, rets2 = back.batch(back.indices())
+    assert back.counts() == r.counts() and back.episodes == r.episodes
+    np.testing.assert_array_equal(obs2["x"], obs["x"])
+    np.testing.assert_array_equal(acts2, acts)
+    np.testing.assert_array_equal(rets2, rets)
+    back.add_episode({"x": np.ones((2, 3))}, np.zeros(2), np.zeros(2), gamma=0.5)  # still FIFO after load
+    assert back.counts() == {"demo": 4, "own": 6}
+
+
+def test_replay_refuses_bad_input() -> None:
+    r = SuccessReplay(4)
+    with pytest.raises(ValueError, match="capacity"):
+        SuccessReplay(0)
+    with pytest.raises(ValueError, match="exceed the capacity"):
+        r.add_episode({"x": np.zeros((5, 1))}, np.zeros(5), np.zeros(5), gamma=0.9, source=SOURCE_DEMO)
+    with pytest.raises(ValueError, match="NaN"):
+        r.add_episode({"x": np.zeros((2, 1))}, np.zeros(2), np.array([0.0, np.nan]), gamma=0.9)
+    with pytest.raises(ValueError, match="lengths"):
+        r.add_episode({"x": np.zeros((3, 1))}, np.zeros(2), np.zeros(2), gamma=0.9)
+    r.add_episode({"x": np.zeros((2, 1))}, np.zeros(2), np.zeros(2), gamma=0.9)
+    with pytest.raises(ValueError, match="shape"):
+        r.add_episode({"x": np.zeros((2, 2))}, np.zeros(2), np.zeros(2), gamma=0.9)
+    with pytest.raises(ValueError, match="source"):
+        r.add_episode({"x": np.zeros((2, 1))}, np.zeros(2), np.zeros(2), gamma=0.9, source=7)
+
+
+def test_callback_records_own_episodes_with_the_actions_taken_and_their_returns() -> None:
+    """On plain PPO (no experience wrapper): every finished CartPole episode enters the replay
+    with its real return-to-go (1 per step, undiscounted here), and the update runs."""
+    env = gym.make("CartPole-v1")
+    model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, gamma=1.0, seed=0,
+                policy_kwargs={"net_arch": [16]})
+    replay = SuccessReplay(10_000)
+    cb = SelfImitationCallback(replay, keep="all", seed=0)
+    model.learn(512, callback=cb)
+    counts = replay.counts()
+    assert counts["demo"] == 0 and counts["own"] > 0 and replay.episodes["own"] >= 5
+    obs, acts, rets = replay.batch(replay.indices())
+    assert set(acts.tolist()) <= {0, 1}
+    assert rets.max() >= 5 and rets.min() == 1.0  # the last step of every episode has return 1
+    assert obs["observation"].shape[1:] == (4,) and replay.source[replay.indices()].tolist() == [SOURCE_OWN] * len(acts)
+    assert cb.stats and cb.stats["states"] > 0
+
+
+def test_callback_pretrains_on_demonstrations_before_the_first_rollout() -> None:
+    model = _prior_model(1)
+    states = _states(32, seed=100)
+    replay = SuccessReplay(64)
+    replay.add_episode({"observation": states}, np.ones(32, dtype=np.int64), np.ones(32), gamma=0.0,
+                       source=SOURCE_DEMO)
+    cb = SelfImitationCallback(replay, coef=0.0, keep="none", pretrain_steps=40, batch_size=32, seed=0)
+    before = _own_prob(model, states, 1)
+    model.learn(64, callback=cb)
+    assert _own_prob(model, states, 1) > max(0.9, before + 0.3)
