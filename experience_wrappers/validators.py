@@ -62,7 +62,7 @@ def at_least(bound: float) -> Callable[[object, attrs.Attribute, object], None]:
     """A validator: ``value >= bound`` (None passes)."""
     def check(instance: object, attribute: attrs.Attribute, value: object) -> None:
         if value is not None and not value >= bound:  # type: ignore[operator]
-            raise ValueError(f"{attribute.name} must be >= {bound!r}, got {value!r}")
+            raise ValueError(f"{attribute.name} must be >= {_show(bound)}, got {value!r}")
     return check
 
 
@@ -70,5 +70,9 @@ def at_most(bound: float) -> Callable[[object, attrs.Attribute, object], None]:
     """A validator: ``value <= bound`` (None passes)."""
     def check(instance: object, attribute: attrs.Attribute, value: object) -> None:
         if value is not None and not value <= bound:  # type: ignore[operator]
-            raise ValueError(f"{attribute.name} must be <= {bound!r}, got {value!r}")
+            raise ValueError(f"{attribute.name} must be <= {_show(bound)}, got {value!r}")
     return check
+
+
+def _show(bound: float) -> str:
+    return f"{bound:g}" if isinstance(bound, float) else repr(bound)

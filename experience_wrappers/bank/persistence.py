@@ -107,6 +107,7 @@ def save_bank(bank: ExperienceBank, path: Path) -> Path:
                 "next_id": bank._next_id,
                 "tick": bank._tick,
                 "rng_state": bank._rng.bit_generator.state,
+                "save_id": gen,
             }
             files: dict[str, str] = {}
             if store is not None and index is not None:
@@ -125,8 +126,9 @@ def save_bank(bank: ExperienceBank, path: Path) -> Path:
             _write_new(tmp_meta, json.dumps(meta, indent=1, default=_json_default).encode())
             os.replace(tmp_meta, path / META)  # the commit
         except BaseException:
-            for f in written:  # only what this save wrote; the previous save stays as it was
-                remove_quietly(f)
+            if not _committed(path, gen):  # else the save is complete: keep it
+                for f in written:  # only what this save wrote; the previous save stays as it was
+                    remove_quietly(f)
             raise
         fsync_dir(path)
         # the previous save's files, and whatever an interrupted save left: all of them ours
@@ -136,6 +138,15 @@ def save_bank(bank: ExperienceBank, path: Path) -> Path:
         for f in stale:
             remove_quietly(f)
     return path
+
+
+def _committed(path: Path, gen: str) -> bool:
+    """Whether the folder's ``meta.json`` is that of save ``gen`` (its commit happened)."""
+    try:
+        meta = json.loads((path / META).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("save_id") == gen
 
 
 def _write_new(path: Path, data: bytes) -> str:
