@@ -1,0 +1,200 @@
+"""The process side of the experience service: one bank and its learner inside a Ray actor.
+
+:class:`ServiceActor` is a plain class; :func:`~integrations.ray.start_service` turns it
+into a Ray actor. Ray runs an actor's calls one at a time, in the order each caller sent
+them, so every call sees the bank between two whole calls: an ``add`` of a batch is
+never seen half done, a ``save`` is a snapshot between calls, and two writers' credits
+never interleave inside one ``update``. The learner (an
+:class:`~experience_wrappers.ExperienceManager`, attached on first use) runs in this
+process, in ``async`` mode on its own thread, so it never holds a PPO process's GIL.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from experience_wrappers import BankConfig, Episode, ExperienceBank, ExperienceManager, KeyEncoder
+from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+from experience_wrappers.manager import manager_for_bank
+
+__all__ = ["ServiceActor"]
+
+
+class ServiceActor:
+    """One :class:`ExperienceBank` and, once attached, its :class:`ExperienceManager`.
+
+    Args:
+        config: the bank's config (a new bank), ignored when ``restore`` holds a bank.
+        dims: ``key_dim`` / ``value_dim`` / ``prior_dim`` / ``context_dim`` fixed up front.
+        restore: a bank folder (written by :meth:`save`) to start from when it exists; a
+            restarted actor (``max_restarts``) reloads from it, so it comes back with the
+            contents of the last save there.
+
+    >>> actor = ServiceActor(BankConfig(capacity=16))
+    >>> actor.add(np.eye(3, dtype=np.float32), np.ones((3, 2), dtype=np.float32)).ids.tolist()
+    [0, 1, 2]
+    >>> actor.len(), actor.query(np.eye(3)[:1], 1, mode="knn").ids.tolist()
+    (3, [[0]])
+    """
+
+    def __init__(self, config: BankConfig | None = None, dims: dict[str, int] | None = None,
+                 restore: str | None = None) -> None:
+        self.restored = bool(restore) and Path(str(restore)).exists()
+        if self.restored:
+            self.bank = ExperienceBank.load(str(restore))
+        else:
+            self.bank = ExperienceBank(config or BankConfig(), **(dims or {}))
+        self.manager: ExperienceManager | None = None
+        self.calls = 0
+
+    # ----------------------------------------------------------------- status
+    def ping(self) -> dict[str, Any]:
+        """Where the service runs and how big its bank is (also a cheap liveness check)."""
+        return {"pid": os.getpid(), "host": socket.gethostname(), "size": len(self.bank),
+                "calls": self.calls, "attached": self.manager is not None, "restored": self.restored}
+
+    def describe(self) -> dict[str, Any]:
+        """The bank's config and dims (what a client caches)."""
+        return {"config": self.bank.config, "dims": self.bank.dims}
+
+    # ------------------------------------------------------------- bank calls
+    def add(self, keys: np.ndarray, values: np.ndarray, **kwargs: Any) -> AddResult:
+        self.calls += 1
+        return self.bank.add(keys, values, **kwargs)
+
+    def query(self, keys: np.ndarray, k: int = 4, **kwargs: Any) -> QueryResult:
+        self.calls += 1
+        return self.bank.query(keys, k, **kwargs)
+
+    def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
+        self.calls += 1
+        return self.bank.update(ids, deltas, decay)
+
+    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
+        self.calls += 1
+        return self.bank.mark_trained(ids, step)
+
+    def get(self, ids: Any) -> dict[str, np.ndarray]:
+        self.calls += 1
+        return self.bank.get(ids)
+
+    def contains(self, entry_id: int) -> bool:
+        return entry_id in self.bank
+
+    def entries(self) -> dict[str, np.ndarray]:
+        self.calls += 1
+        return self.bank.entries()
+
+    def stats(self) -> dict[str, float]:
+        self.calls += 1
+        return self.bank.stats()
+
+    def len(self) -> int:
+        return len(self.bank)
+
+    def merge(self, threshold: float | None = None) -> MergeResult:
+        self.calls += 1
+        return self.bank.merge(threshold)
+
+    def evict(self, n: int) -> np.ndarray:
+        self.calls += 1
+        return self.bank.evict(n)
+
+    def remove(self, ids: Any) -> int:
+        self.calls += 1
+        return self.bank.remove(ids)
+
+    def save(self, path: str) -> str:
+        """Save the bank to a folder (``ExperienceBank.load`` reads it anywhere)."""
+        self.calls += 1
+        return str(self.bank.save(path))
+
+    def load(self, path: str) -> int:
+        """Replace the bank with the one saved at ``path``; returns its size.
+
+        Refused once a learner is attached (its extractor and samples belong to the old
+        bank): save and restore both with :meth:`save_state` / :meth:`restore_state`.
+        """
+        if self.manager is not None:
+            raise RuntimeError("this service has a learner attached; load its whole state with "
+                               "restore_state(path) (a folder written by save_state) instead")
+        self.bank = ExperienceBank.load(path)
+        return len(self.bank)
+
+    # ---------------------------------------------------------------- learner
+    def attach(self, observation_space: spaces.Space, action_space: spaces.Space,
+               key_encoder: KeyEncoder | None = None, manager_kwargs: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+        """Create the learner for these spaces, or check that the existing one fits them.
+
+        Returns what a client needs to act like the learner locally: the frozen key encoder,
+        ``exp_dim``, ``prior_dim`` and the config.
+        """
+        kwargs = {"mode": "async", **(manager_kwargs or {})}
+        if self.manager is None:
+            self.manager = manager_for_bank(self.bank, observation_space, action_space,
+                                            key_encoder=key_encoder, **kwargs)
+        else:  # raises ValueError when the spaces, encoder or config disagree
+            manager_for_bank(self.bank, observation_space, action_space,
+                             key_encoder=None, **(manager_kwargs or {}))
+        m = self.manager
+        return {"key_encoder": m.key_encoder, "exp_dim": m.exp_dim, "prior_dim": m.prior_dim,
+                "config": m.config, "observation_space": m.observation_space,
+                "action_space": m.action_space}
+
+    def _learner(self) -> ExperienceManager:
+        if self.manager is None:
+            raise RuntimeError("no learner attached to this service: call "
+                               "service.manager(observation_space, action_space) first")
+        return self.manager
+
+    def submit(self, episodes: list[Episode]) -> int:
+        """Hand finished episodes to the learner (queued on its thread in async mode)."""
+        m = self._learner()
+        self.calls += 1
+        for ep in episodes:
+            m.submit(ep)
+        return len(episodes)
+
+    def request_merge(self) -> None:
+        self._learner().request_merge()
+
+    def flush(self, timeout: float | None = None) -> None:
+        if self.manager is not None:
+            self.manager.flush(timeout)
+
+    def set_schedule(self, guided_ratio: float | None = None, progress: float | None = None) -> None:
+        """The callback's schedules (the learner's utility decay follows ``progress``)."""
+        m = self._learner()
+        if guided_ratio is not None:
+            m.guided_ratio = float(guided_ratio)
+        if progress is not None:
+            m.progress = float(progress)
+
+    def learner_stats(self) -> dict[str, float]:
+        return self._learner().stats()
+
+    def free_baseline(self, task_id: int = 0) -> float | None:
+        return self._learner().free_baseline(task_id)
+
+    def save_state(self, path: str) -> str:
+        """Save bank, extractor and schedules (the learner's own folder format)."""
+        return str(self._learner().save(path))
+
+    def restore_state(self, path: str) -> int:
+        """Restore what :meth:`save_state` wrote; returns the bank's size."""
+        m = self._learner()
+        m.restore(path)
+        self.bank = m.bank
+        return len(self.bank)
+
+    def close(self) -> None:
+        """Process what is queued and stop the learner's thread."""
+        if self.manager is not None:
+            self.manager.close()

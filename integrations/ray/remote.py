@@ -1,0 +1,261 @@
+"""Local stand-ins that send their work to the experience service: a bank and a learner.
+
+:class:`RemoteBank` is an :class:`~experience_wrappers.ExperienceBank` (so every wrapper
+accepts it) whose methods are calls to the service. :class:`RemoteManager` stands in
+for the service's :class:`~experience_wrappers.ExperienceManager` in a wrapper and in
+:class:`~integrations.sb3.CRLCallback`: it encodes keys locally with the learner's frozen
+key encoder, sends finished episodes without waiting, and keeps the callback's schedules.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from experience_wrappers import BankConfig, Episode, ExperienceBank
+from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+
+from ._require import require_ray
+
+if TYPE_CHECKING:
+    from .service import ExperienceService
+
+__all__ = ["RemoteBank", "RemoteManager"]
+
+
+class RemoteBank(ExperienceBank):
+    """The service's bank, seen as an :class:`~experience_wrappers.ExperienceBank`.
+
+    Pass it wherever a bank is expected, with the service's learner as ``manager``
+    (``ExperienceWrapper(env, service.bank, manager=service.manager(...))``, or simply
+    ``service.wrap(env)``). Nothing is stored locally; every method is one call.
+    ``ExperienceBank.load`` is not available on it (use ``service.load``).
+    """
+
+    def __init__(self, service: ExperienceService) -> None:  # no bank of its own: no super().__init__
+        self.service = service
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_bank_of, (self.service,))
+
+    def __repr__(self) -> str:
+        return f"RemoteBank(service={self.service.name!r})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    @property  # type: ignore[override]
+    def config(self) -> BankConfig:
+        return self.service.config
+
+    @property
+    def dims(self) -> dict[str, int] | None:
+        return self.service.dims
+
+    def __len__(self) -> int:
+        return len(self.service)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.service
+
+    def add(self, keys: Any, values: Any, **kwargs: Any) -> AddResult:  # type: ignore[override]
+        return self.service.add(keys, values, **kwargs)
+
+    def query(self, keys: Any, k: int = 4, **kwargs: Any) -> QueryResult:  # type: ignore[override]
+        return self.service.query(keys, k, **kwargs)
+
+    def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
+        return self.service.update(ids, deltas, decay)
+
+    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
+        return self.service.mark_trained(ids, step)
+
+    def get(self, ids: Any) -> dict[str, np.ndarray]:
+        return self.service.get(ids)
+
+    def entries(self) -> dict[str, np.ndarray]:
+        return self.service.entries()
+
+    def stats(self) -> dict[str, float]:
+        return self.service.stats()
+
+    def merge(self, threshold: float | None = None) -> MergeResult:
+        return self.service.merge(threshold)
+
+    def evict(self, n: int) -> np.ndarray:
+        return self.service.evict(n)
+
+    def remove(self, ids: Any) -> int:
+        return self.service.remove(ids)
+
+    def save(self, path: str | Path) -> Path:
+        return self.service.save(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> ExperienceBank:
+        raise TypeError("RemoteBank.load is not available: load a folder into the service with "
+                        "service.load(path), or into this process with ExperienceBank.load(path)")
+
+
+def _bank_of(service: ExperienceService) -> RemoteBank:
+    return service.bank
+
+
+class RemoteManager:
+    """Stands in for the service's learner in this process.
+
+    What a wrapper and :class:`~integrations.sb3.CRLCallback` use is here:
+    ``encode_keys`` (local: the learner's frozen key encoder was copied over),
+    ``submit`` (sent without waiting; errors surface at a later call or at :meth:`flush`),
+    ``guided_ratio`` and ``progress`` (kept here, forwarded to the service),
+    ``request_merge``, ``flush``, ``stats`` and ``free_baseline`` (cached for
+    ``baseline_ttl`` seconds, as the callback asks for it once per finished episode).
+
+    Several learners may share one service; the schedules they forward overwrite each
+    other there (they only set the utility decay's schedule), while each keeps its own
+    ``guided_ratio`` for its own episodes.
+
+    Args:
+        service: the service.
+        info: what :meth:`ServiceActor.attach <integrations.ray.ServiceActor.attach>` returned.
+        max_pending: sent calls not yet checked before the oldest are waited for.
+        baseline_ttl: seconds a free baseline fetched from the service is reused.
+    """
+
+    def __init__(self, service: ExperienceService, info: dict[str, Any], *, max_pending: int = 256,
+                 baseline_ttl: float = 1.0) -> None:
+        self.service = service
+        self.bank = service.bank
+        self.key_encoder = info["key_encoder"]
+        self.config = info["config"]
+        self.observation_space = info["observation_space"]
+        self.action_space = info["action_space"]
+        self.exp_dim = int(info["exp_dim"])
+        self.prior_dim = int(info["prior_dim"])
+        self.max_pending = max_pending
+        self.baseline_ttl = baseline_ttl
+        self.rollouts = 0
+        self.episodes_sent = 0
+        self._guided_ratio = 0.5
+        self._progress = 0.0
+        self._pending: list[Any] = []
+        self._baselines: dict[int, tuple[float, float | None]] = {}
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_manager_of, (self.service, self.observation_space, self.action_space))
+
+    def __repr__(self) -> str:
+        return f"RemoteManager(service={self.service.name!r}, pending={len(self._pending)})"
+
+    # ------------------------------------------------------------- schedules
+    @property
+    def guided_ratio(self) -> float:
+        return self._guided_ratio
+
+    @guided_ratio.setter
+    def guided_ratio(self, value: float) -> None:
+        if float(value) != self._guided_ratio:
+            self._guided_ratio = float(value)
+            self._track(self.service.send("set_schedule", guided_ratio=self._guided_ratio))
+
+    @property
+    def progress(self) -> float:
+        return self._progress
+
+    @progress.setter
+    def progress(self, value: float) -> None:
+        if float(value) != self._progress:
+            self._progress = float(value)
+            self._track(self.service.send("set_schedule", progress=self._progress))
+
+    # ------------------------------------------------------------------ keys
+    def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
+        """Keys of a batch of observations, as the service's learner computes them."""
+        task_ids = np.asarray(task_ids, dtype=np.int64)
+        keys = np.asarray(self.key_encoder.encode(observations, task_ids), dtype=np.float32)
+        want = (len(task_ids), self.key_encoder.key_dim)
+        if keys.shape != want:
+            raise ValueError(f"the key encoder {type(self.key_encoder).__name__} returned keys of shape "
+                             f"{keys.shape}, expected {want}")
+        if not np.all(np.isfinite(keys)):
+            raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
+        return keys
+
+    def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
+        return self.encode_keys(observations, np.full(n, task_id, dtype=np.int64))
+
+    # ------------------------------------------------------------ episodes
+    def submit(self, episode: Episode) -> None:
+        """Send a finished episode to the service's learner (does not wait)."""
+        self.submit_many([episode])
+
+    def submit_many(self, episodes: list[Episode]) -> None:
+        """Send several finished episodes in one call (does not wait)."""
+        if episodes:
+            self._track(self.service.send("submit", list(episodes)))
+            self.episodes_sent += len(episodes)
+
+    def request_merge(self) -> None:
+        self._track(self.service.send("request_merge"))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything sent from here is processed by the learner."""
+        pending, self._pending = self._pending, []
+        self.service.wait(pending, timeout=timeout)
+        self.service.call("flush", timeout)
+
+    def close(self) -> None:
+        self.flush()
+
+    @property
+    def pending(self) -> int:
+        """Calls sent from here that have not been checked yet."""
+        return len(self._pending)
+
+    def _track(self, ref: Any) -> None:
+        self._pending.append(ref)
+        if len(self._pending) < self.max_pending:
+            return
+        ray = require_ray()
+        ready, waiting = ray.wait(self._pending, num_returns=len(self._pending), timeout=0)
+        self.service.wait(ready)  # raises the first error the service reported
+        self._pending = waiting
+        if len(waiting) >= self.max_pending:  # the service is behind: wait for the oldest half
+            half = waiting[: len(waiting) // 2]
+            self.service.wait(half)
+            self._pending = waiting[len(half):]
+
+    # --------------------------------------------------------------- reads
+    def stats(self) -> dict[str, float]:
+        """The learner's figures (episodes processed, losses, queue, busy seconds)."""
+        out = dict(self.service.call("learner_stats"))
+        out["client_pending"] = float(len(self._pending))
+        return out
+
+    def free_baseline(self, task_id: int = 0) -> float | None:
+        now = time.monotonic()
+        hit = self._baselines.get(int(task_id))
+        if hit is not None and now - hit[0] < self.baseline_ttl:
+            return hit[1]
+        value = self.service.call("free_baseline", int(task_id))
+        self._baselines[int(task_id)] = (now, value)
+        return value
+
+    def save(self, path: str | Path) -> Path:
+        """Save the learner's state (bank, extractor, schedules) on the service's machine."""
+        self.flush()
+        return self.service.save_state(path)
+
+    def restore(self, path: str | Path) -> None:
+        self.flush()
+        self.service.restore_state(path)
+
+
+def _manager_of(service: ExperienceService, observation_space: Any, action_space: Any) -> RemoteManager:
+    return service.manager(observation_space, action_space)

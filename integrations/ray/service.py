@@ -1,0 +1,358 @@
+"""The client side of the experience service: a picklable handle, and how to start or find one."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from experience_wrappers import BankConfig, Episode, KeyEncoder
+from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+
+from ._require import ensure_connected, require_ray
+from .actor import ServiceActor
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+    from gymnasium import spaces
+
+    from .remote import RemoteBank, RemoteManager
+    from .wrappers import ServiceExperienceWrapper
+
+__all__ = ["ExperienceService", "ServiceError", "start_service", "connect", "DEFAULT_NAMESPACE"]
+
+DEFAULT_NAMESPACE = "complementary-rl"
+
+
+class ServiceError(RuntimeError):
+    """The experience service cannot be reached: it was never started, was killed, or its node died."""
+
+
+class ExperienceService:
+    """A picklable handle on an experience service (a named Ray actor).
+
+    The handle has the bank's batched API (:meth:`add`, :meth:`query`, :meth:`update`,
+    ``len()``, :meth:`stats`, :meth:`save` / :meth:`load`, ...), episode submission through
+    :meth:`manager`, and builds the usual wrappers around it (:meth:`wrap`,
+    :meth:`vec_env`). Every method blocks until the service answers (or ``timeout``
+    seconds pass: :class:`TimeoutError`); errors raised in the service come back with
+    their own type (a bad shape is still a ValueError).
+
+    Pickling a handle carries the service's name, namespace and cluster address only:
+    the copy finds the actor on first use, and connects its process to the cluster first
+    if it is not connected (a ``SubprocVecEnv`` worker is not; a Ray task or actor is).
+    Start subprocesses with ``spawn`` or ``forkserver`` (SB3's default), not ``fork``.
+
+    Paths given to :meth:`save`, :meth:`load`, :meth:`save_state` and
+    :meth:`restore_state` are on the service's machine; relative ones are resolved
+    against the caller's working directory first.
+
+    Use :func:`start_service` or :func:`connect` to get one.
+    """
+
+    def __init__(self, name: str, *, namespace: str = DEFAULT_NAMESPACE, address: str | None = None,
+                 timeout: float | None = 60.0, actor: Any = None) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str, got {name!r}")
+        if timeout is not None and not (np.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"timeout must be None or a finite number > 0, got {timeout!r}")
+        self.name = name
+        self.namespace = namespace
+        self.address = address
+        self.timeout = timeout
+        self._actor = actor
+        self._pid = os.getpid()
+        self._description: dict[str, Any] | None = None
+        self._bank: RemoteBank | None = None
+        self._manager: RemoteManager | None = None
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_reconnect, (self.name, self.namespace, self.address, self.timeout))
+
+    def __repr__(self) -> str:
+        return f"ExperienceService(name={self.name!r}, namespace={self.namespace!r}, address={self.address!r})"
+
+    # ------------------------------------------------------------- plumbing
+    @property
+    def actor(self) -> Any:
+        """The Ray actor handle (found by name, connecting this process to Ray if needed)."""
+        if self._actor is None or self._pid != os.getpid():
+            ray = ensure_connected(self.address, namespace=self.namespace)
+            try:
+                self._actor = ray.get_actor(self.name, namespace=self.namespace)
+            except ValueError as exc:
+                raise ServiceError(f"no experience service named {self.name!r} in namespace "
+                                   f"{self.namespace!r} on the Ray cluster at {self.address!r}: start one "
+                                   "with integrations.ray.start_service(name=...)") from exc
+            self._pid = os.getpid()
+        return self._actor
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a :class:`ServiceActor` method and wait for its answer."""
+        return self.wait(self.send(method, *args, **kwargs))
+
+    def send(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call a :class:`ServiceActor` method without waiting; returns the Ray ObjectRef."""
+        try:
+            return getattr(self.actor, method).remote(*args, **kwargs)
+        except AttributeError as exc:
+            raise AttributeError(f"the experience service has no method {method!r}") from exc
+
+    def wait(self, ref: Any, timeout: float | None | str = "default") -> Any:
+        """The value of an ObjectRef from :meth:`send` (a list of refs gives a list of values)."""
+        ray = require_ray()
+        limit = self.timeout if timeout == "default" else timeout
+        try:
+            return ray.get(ref, timeout=limit)
+        except ray.exceptions.GetTimeoutError as exc:
+            raise TimeoutError(f"the experience service {self.name!r} did not answer within {limit} s") from exc
+        except ray.exceptions.RayTaskError as exc:  # raised inside the service: its own type and message
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, Exception):
+                raise cause from exc
+            raise
+        except ray.exceptions.RayActorError as exc:
+            raise ServiceError(f"the experience service {self.name!r} is gone or restarting "
+                               f"({type(exc).__name__}): {exc}") from exc
+
+    def _describe(self) -> dict[str, Any]:
+        if self._description is None or self._description["dims"] is None:
+            self._description = self.call("describe")
+        return self._description
+
+    # ------------------------------------------------------------ bank API
+    @property
+    def config(self) -> BankConfig:
+        """The bank's :class:`BankConfig`."""
+        return self._describe()["config"]
+
+    @property
+    def dims(self) -> dict[str, int] | None:
+        """The bank's dims (None before its first add)."""
+        return self._describe()["dims"]
+
+    def add(self, keys: Any, values: Any, **kwargs: Any) -> AddResult:
+        """:meth:`ExperienceBank.add <experience_wrappers.ExperienceBank.add>` on the service's bank."""
+        return self.call("add", keys, values, **kwargs)
+
+    def query(self, keys: Any, k: int = 4, *, rng: np.random.Generator | None = None,
+              **kwargs: Any) -> QueryResult:
+        """:meth:`ExperienceBank.query <experience_wrappers.ExperienceBank.query>` on the service's bank.
+
+        ``rng`` is accepted for compatibility and ignored: the service samples with its bank's
+        own generator (a generator sent along would be a copy whose state never comes back).
+        """
+        return self.call("query", keys, k, **kwargs)
+
+    def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
+        """Credit entries (:meth:`ExperienceBank.update <experience_wrappers.ExperienceBank.update>`)."""
+        return self.call("update", ids, deltas, decay)
+
+    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
+        return self.call("mark_trained", ids, step)
+
+    def get(self, ids: Any) -> dict[str, np.ndarray]:
+        """Copies of every field of the given entries."""
+        return self.call("get", ids)
+
+    def entries(self) -> dict[str, np.ndarray]:
+        """Copies of every column of the bank, one row per entry."""
+        return self.call("entries")
+
+    def stats(self) -> dict[str, float]:
+        """The bank's :meth:`~experience_wrappers.ExperienceBank.stats`."""
+        return self.call("stats")
+
+    def __len__(self) -> int:
+        return int(self.call("len"))
+
+    def __contains__(self, entry_id: object) -> bool:
+        return isinstance(entry_id, (int, np.integer)) and bool(self.call("contains", int(entry_id)))
+
+    def merge(self, threshold: float | None = None) -> MergeResult:
+        return self.call("merge", threshold)
+
+    def evict(self, n: int) -> np.ndarray:
+        return self.call("evict", n)
+
+    def remove(self, ids: Any) -> int:
+        return self.call("remove", ids)
+
+    def save(self, path: str | Path) -> Path:
+        """Save the bank to a folder on the service's machine (``ExperienceBank.load`` reads it)."""
+        return Path(self.call("save", _absolute(path)))
+
+    def load(self, path: str | Path) -> int:
+        """Replace the service's bank with the one saved at ``path``; returns its size."""
+        n = int(self.call("load", _absolute(path)))
+        self._description = None
+        return n
+
+    def ping(self) -> dict[str, Any]:
+        """Pid, host and bank size of the service (raises :class:`ServiceError` when it is gone)."""
+        return self.call("ping")
+
+    # -------------------------------------------------------------- learner
+    def manager(self, observation_space: spaces.Space, action_space: spaces.Space,
+                key_encoder: KeyEncoder | None = None, **manager_kwargs: Any) -> RemoteManager:
+        """The service's learner for these spaces, as a local stand-in for an ExperienceManager.
+
+        The first call creates the learner in the service (``mode="async"`` unless
+        ``manager_kwargs`` say otherwise); later calls, from any process, must give spaces of
+        the same layout and return a stand-in for the same learner.
+        """
+        from .remote import RemoteManager
+
+        if self._manager is None or key_encoder is not None or manager_kwargs:
+            info = self.call("attach", observation_space, action_space, key_encoder, manager_kwargs)
+            self._manager = RemoteManager(self, info)
+        else:  # checks the layout against the learner's
+            self.call("attach", observation_space, action_space, None, None)
+        return self._manager
+
+    def submit(self, episodes: Episode | list[Episode]) -> int:
+        """Hand finished episodes to the service's learner and wait until they are queued there."""
+        batch = [episodes] if isinstance(episodes, Episode) else list(episodes)
+        return int(self.call("submit", batch))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until the learner has processed every episode it received."""
+        self.call("flush", timeout)
+
+    def save_state(self, path: str | Path) -> Path:
+        """Save the bank, the extractor and the schedules (the learner's folder format)."""
+        return Path(self.call("save_state", _absolute(path)))
+
+    def restore_state(self, path: str | Path) -> int:
+        """Restore what :meth:`save_state` wrote; returns the bank's size."""
+        n = int(self.call("restore_state", _absolute(path)))
+        self._description = None
+        return n
+
+    # ------------------------------------------------------------ wrappers
+    @property
+    def bank(self) -> RemoteBank:
+        """An :class:`~experience_wrappers.ExperienceBank` whose calls go to the service."""
+        from .remote import RemoteBank
+
+        if self._bank is None:
+            self._bank = RemoteBank(self)
+        return self._bank
+
+    def wrap(self, env: gym.Env, *, key_encoder: KeyEncoder | None = None,
+             manager_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any) -> ServiceExperienceWrapper:
+        """``ExperienceWrapper(env, ...)`` on the service's bank and learner (for any process).
+
+        Its ``close()`` sends the episodes still in flight and waits until the learner has
+        them, so a ``SubprocVecEnv`` worker loses nothing when it exits.
+        """
+        from .wrappers import ServiceExperienceWrapper
+
+        manager = self.manager(env.observation_space, env.action_space, key_encoder, **(manager_kwargs or {}))
+        return ServiceExperienceWrapper(env, self.bank, manager=manager, **wrapper_kwargs)
+
+    def vec_env(self, venv: Any, *, key_encoder: KeyEncoder | None = None,
+                manager_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any) -> Any:
+        """``integrations.sb3.ExperienceVecEnv(venv, ...)`` on the service: one query per vector step."""
+        from .wrappers import service_vec_env
+
+        manager = self.manager(venv.observation_space, venv.action_space, key_encoder, **(manager_kwargs or {}))
+        return service_vec_env(venv, self.bank, manager, **wrapper_kwargs)
+
+    def shutdown(self) -> None:
+        """Stop the service (its learner's queue is processed first; unsaved contents are lost)."""
+        ray = require_ray()
+        try:
+            self.call("close")
+        except ServiceError:
+            pass
+        ray.kill(self.actor, no_restart=True)
+
+
+def _reconnect(name: str, namespace: str, address: str | None, timeout: float | None) -> ExperienceService:
+    return ExperienceService(name, namespace=namespace, address=address, timeout=timeout)
+
+
+def _absolute(path: str | Path) -> str:
+    return str(Path(path).expanduser().absolute())
+
+
+def _cluster_address(ray: Any, address: str | None) -> str | None:
+    """An address other processes can join: the GCS address, or the ``ray://`` one given."""
+    if address is not None and address.startswith("ray://"):
+        return address
+    try:
+        return ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - older Ray or client mode: keep what was given
+        return address
+
+
+def start_service(config: BankConfig | None = None, *, name: str | None = None, address: str | None = None,
+                  namespace: str = DEFAULT_NAMESPACE, restore: str | Path | None = None,
+                  key_dim: int | None = None, value_dim: int | None = None, prior_dim: int = 0,
+                  context_dim: int = 0, num_cpus: float = 1.0, max_restarts: int = 0,
+                  detached: bool = False, timeout: float | None = 60.0,
+                  ray_init_kwargs: dict[str, Any] | None = None, **bank_overrides: Any) -> ExperienceService:
+    """Start an experience service (a named Ray actor holding one bank) and return its handle.
+
+    Args:
+        config: the bank's :class:`BankConfig`; keyword overrides build one
+            (``start_service(capacity=100_000)``).
+        name: the actor's name (default: a fresh unique one); :func:`connect` finds it by it.
+        address: ``None`` starts a local Ray instance when this process is not connected
+            (``ray.init()``); ``"auto"``, ``"host:6379"`` or ``"ray://host:10001"`` joins a cluster.
+        namespace: the Ray namespace the actor is registered in.
+        restore: a bank folder to start from when it exists (also what a restarted actor
+            reloads: save there to checkpoint).
+        key_dim, value_dim, prior_dim, context_dim: fix the bank's dims up front.
+        num_cpus: CPUs Ray reserves for the service (its learner trains there).
+        max_restarts: how often Ray restarts the service if its process dies (it comes back
+            from ``restore``); calls made while it is down raise :class:`ServiceError`.
+        detached: outlive this driver (stop it with :meth:`ExperienceService.shutdown`).
+        timeout: seconds a call waits for an answer (None: forever).
+        ray_init_kwargs: passed to ``ray.init`` when this function connects the process.
+
+    Raises:
+        ImportError: Ray is not installed (it names the ``[ray]`` extra).
+    """
+    if config is None:
+        config = BankConfig(**bank_overrides)
+    elif bank_overrides:
+        raise TypeError(f"give either a config or keyword overrides, not both: {sorted(bank_overrides)}")
+    if not isinstance(config, BankConfig):
+        raise TypeError(f"config must be a BankConfig, got {type(config).__name__}")
+    if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < -1:
+        raise ValueError(f"max_restarts must be an int >= -1 (-1: forever), got {max_restarts!r}")
+    if not (np.isfinite(num_cpus) and num_cpus >= 0):
+        raise ValueError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
+    dims = None
+    if key_dim is not None or value_dim is not None:
+        dims = {"key_dim": key_dim, "value_dim": value_dim, "prior_dim": prior_dim, "context_dim": context_dim}
+    ray = ensure_connected(address, **(ray_init_kwargs or {}))
+    name = name or f"experience-service-{uuid.uuid4().hex[:12]}"
+    options: dict[str, Any] = {"name": name, "namespace": namespace, "num_cpus": num_cpus,
+                               "max_restarts": max_restarts, "max_concurrency": 1}
+    if detached:
+        options["lifetime"] = "detached"
+    actor = ray.remote(ServiceActor).options(**options).remote(
+        config, dims, None if restore is None else _absolute(restore))
+    service = ExperienceService(name, namespace=namespace, address=_cluster_address(ray, address),
+                                timeout=timeout, actor=actor)
+    service.ping()  # a bad config or an unreadable restore folder fails here, with its own error
+    return service
+
+
+def connect(name: str, *, address: str | None = "auto", namespace: str = DEFAULT_NAMESPACE,
+            timeout: float | None = 60.0) -> ExperienceService:
+    """A handle on a running service, found by name (``address="auto"``: the local cluster).
+
+    Raises:
+        ServiceError: no service of that name runs in ``namespace``.
+    """
+    service = ExperienceService(name, namespace=namespace, address=address, timeout=timeout)
+    service.ping()
+    service.address = _cluster_address(require_ray(), address)  # what pickled copies will join
+    return service
