@@ -14,6 +14,7 @@ from ..keys.base import add_batch_axis
 from ..manager import ExperienceManager, resolve_manager, success_from_info
 from .checks import check_finite_observation
 from .injector import ExperienceInjector, TaskIdSource
+from .masks import find_action_masks, mask_priors
 from .spaces import experience_space
 
 __all__ = ["ExperienceWrapper"]
@@ -81,6 +82,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
                                                   manager.prior_dim if action_prior else None)
         self._last_obs: Any = None
         self._ended = True
+        # an env with action_masks() (MaskablePPO's convention): the prior never advises a masked action
+        self._action_masks = find_action_masks(env) if action_prior else None
 
     @property
     def bank(self) -> ExperienceBank:
@@ -91,7 +94,10 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self.injector.force_guided = value
 
     def _wrap(self, obs: Any) -> dict[str, Any]:
-        return self.injector.observation_of(0, obs)
+        out = self.injector.observation_of(0, obs)
+        if self._action_masks is not None:
+            out["experience_action_prior"] = mask_priors(out["experience_action_prior"], self._action_masks())
+        return out
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:

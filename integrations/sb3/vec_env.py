@@ -14,6 +14,7 @@ from experience_wrappers.manager import resolve_manager, success_from_info
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, experience_space
 from experience_wrappers.wrappers.checks import check_finite_observation
 from experience_wrappers.wrappers.injector import TaskIdSource, subset_rows
+from experience_wrappers.wrappers.masks import mask_priors
 
 __all__ = ["ExperienceVecEnv", "norm_obs_keys"]
 
@@ -64,6 +65,9 @@ class ExperienceVecEnv(VecEnvWrapper):
         space = experience_space(venv.observation_space, k, manager.exp_dim,
                                  manager.prior_dim if action_prior else None)
         super().__init__(venv, observation_space=space)
+        # envs with action_masks() (MaskablePPO's convention): the prior never advises a masked action
+        self._masked = (action_prior and isinstance(venv.action_space, spaces.Discrete)
+                        and venv.has_attr("action_masks"))
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
 
@@ -86,7 +90,13 @@ class ExperienceVecEnv(VecEnvWrapper):
         infos = list(getattr(self.venv, "reset_infos", [{}] * self.num_envs))
         self.injector.begin(np.arange(self.num_envs), obs, infos)
         self._last_obs = obs
-        return self.injector.observation(obs)
+        return self._masked_prior(self.injector.observation(obs))
+
+    def _masked_prior(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._masked:
+            masks = np.stack(self.venv.env_method("action_masks"))
+            out["experience_action_prior"] = mask_priors(out["experience_action_prior"], masks[:, None, :])
+        return out
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.asarray(actions)
@@ -115,4 +125,4 @@ class ExperienceVecEnv(VecEnvWrapper):
         self._last_obs = obs
         for i in range(self.num_envs):
             infos[i].update(step_infos[i])
-        return inj.observation(obs), rewards, dones, infos
+        return self._masked_prior(inj.observation(obs)), rewards, dones, infos
