@@ -143,3 +143,24 @@ def test_crl_metrics_say_return_where_the_env_reports_no_success(tmp_path):
     header = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
     assert "crl/guided_return" in header and "crl/free_return" in header
     assert not any(h.endswith("_success") for h in header)  # CartPole reports no success
+
+
+def test_frame_stacking_below_the_wrapper_works_and_above_it_is_refused():
+    import gymnasium as gym
+    from gymnasium.wrappers import FrameStackObservation
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    from experience_wrappers import ExperienceWrapper
+    from integrations.sb3 import ExperienceVecEnv, crl_policy_kwargs
+
+    bank = ExperienceBank()
+    env = ExperienceWrapper(FrameStackObservation(gym.make("CartPole-v1"), 4), bank)
+    assert env.observation_space["observation"].shape == (4, 4)
+    PPO("MultiInputPolicy", env, **{**PPO_KW, "policy_kwargs": crl_policy_kwargs()}).learn(256, callback=CRLCallback())
+    assert len(bank) > 0
+    stacked_below = ExperienceVecEnv(VecFrameStack(make_vec_env("CartPole-v1", n_envs=2), 4), ExperienceBank())
+    PPO("MultiInputPolicy", stacked_below, **PPO_KW).learn(128, callback=CRLCallback())
+    model = PPO("MultiInputPolicy", VecFrameStack(wrapped_vec(2), 4), **PPO_KW)
+    with pytest.raises(ValueError, match="FrameStackObservation"):
+        model.learn(128, callback=CRLCallback())

@@ -20,13 +20,13 @@ import weakref
 from collections.abc import Iterator
 
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
 
 from experience_wrappers import ExperienceManager
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
-__all__ = ["start_training", "keep_experience_unnormalised", "stop_workers_at_exit",
+__all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience", "stop_workers_at_exit",
            "remember_advantage_normalisation", "restore_advantage_normalisation",
            "advantage_normalisation_as_configured"]
 
@@ -39,10 +39,26 @@ _NORMALIZE_ADVANTAGE: weakref.WeakKeyDictionary[BaseAlgorithm, bool] = weakref.W
 def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[ExperienceManager],
                    injectors: list[ExperienceInjector]) -> None:
     """Everything above, for the env that ``model`` is about to train on."""
+    refuse_stacked_experience(venv)
     keep_experience_unnormalised(venv, model)
     for m in managers:
         mark_training(m, [inj for inj in injectors if inj.manager is m])
         stop_workers_at_exit(m)
+
+
+def refuse_stacked_experience(venv: VecEnv) -> None:
+    """Raise ValueError when a ``VecFrameStack`` sits above the experience wrappers (it would
+    stack the experience keys too, and the policy's experience reader would get k * n slots)."""
+    env: VecEnv = venv
+    while isinstance(env, VecEnvWrapper):
+        if isinstance(env, VecFrameStack):
+            raise ValueError(
+                "VecFrameStack above the experience wrappers stacks the experience keys too; stack the "
+                "observation below them instead: ExperienceWrapper(gymnasium.wrappers.FrameStackObservation("
+                "env, n), bank) for each env, or ExperienceVecEnv(VecFrameStack(venv, n), bank)")
+        if type(env).__name__ == "ExperienceVecEnv":
+            return
+        env = env.venv
 
 
 def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = None) -> list[str]:
