@@ -498,7 +498,7 @@ def test_restore_from_a_damaged_folder_raises_bank_file_error(rng, tmp_path, dam
     elif damage == "garbage_json":
         (path / "manager.json").write_text("{not json")
     elif damage == "bank_entries":
-        victim = next(p for p in sorted((path / "bank").iterdir()) if p.name != "meta.json")
+        victim = next(p for p in sorted((path / "bank").iterdir()) if p.name.startswith("entries"))
         victim.write_bytes(victim.read_bytes()[:10])
     elif damage == "missing_samples":
         (path / "samples.npz").unlink()

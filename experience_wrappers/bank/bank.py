@@ -30,7 +30,15 @@ from .validation import (
     check_unit,
 )
 
-__all__ = ["ExperienceBank"]
+__all__ = ["ExperienceBank", "NOT_PICKLABLE"]
+
+#: why banks (and their managers) refuse to be pickled or copied, and what to do instead
+NOT_PICKLABLE = (
+    "{what} cannot be pickled or copied: every process would hold its own copy and learn apart from the others "
+    "(this is what happens to per-env ExperienceWrappers inside a SubprocVecEnv). Wrap the vector env instead: "
+    "ExperienceVecEnv(SubprocVecEnv([...plain env factories...]), bank) from integrations.sb3 keeps the bank in "
+    "the main process; integrations.ray shares one bank between processes; save() and load() copy a bank."
+)
 
 
 class ExperienceBank:
@@ -115,6 +123,9 @@ class ExperienceBank:
 
     def __repr__(self) -> str:
         return f"ExperienceBank(size={len(self)}, capacity={self.config.capacity}, dims={self.dims})"
+
+    def __reduce__(self) -> Any:
+        raise TypeError(NOT_PICKLABLE.format(what="an ExperienceBank"))
 
     # --------------------------------------------------------------------- add
     def add(self, keys: Any, values: Any, *, task_ids: Any = 0, utility: Any = None,
@@ -670,6 +681,24 @@ class ExperienceBank:
         if problems:
             raise BankStateError("the experience bank is inconsistent, so it is not saved (the folder is "
                                  "left as it was): " + "; ".join(problems))
+
+    def replace_with(self, other: ExperienceBank) -> None:
+        """Take ``other``'s config and entries in place, so every holder of this object sees them.
+
+        Used to restore a saved run into the bank object the user (and the wrappers) hold.
+        ``other`` (typically fresh from :meth:`load`) must not be used afterwards.
+        """
+        if not isinstance(other, ExperienceBank):
+            raise TypeError(f"other must be an ExperienceBank, got {type(other).__name__}")
+        if other is self:
+            return
+        with interrupts_deferred(), self._lock.write(), other._lock.read():
+            self.config = other.config
+            self._rng = other._rng
+            self._next_id, self._tick = other._next_id, other._tick
+            self._task_counts = other._task_counts.copy()
+            self._task_sets = {}
+            self._store, self._index = other._store, other._index
 
     @classmethod
     def load(cls, path: str | Path) -> ExperienceBank:

@@ -25,7 +25,7 @@ import tempfile
 import uuid
 import zipfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,10 +48,15 @@ from .folder import (
 from .index import HnswIndex
 from .swap import exchange_paths
 
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from .bank import ExperienceBank
 
-__all__ = ["save_bank", "load_bank", "sha256_file", "atomic_folder"]
+__all__ = ["save_bank", "load_bank", "sha256_file", "atomic_folder", "replaced_folder"]
 
 ENTRIES, INDEX = V1_FILES  # the fixed names of format version 1
 
@@ -65,7 +70,11 @@ def sha256_file(path: Path) -> str:
 
 
 def atomic_folder(path: Path) -> tuple[Path, callable]:
-    """A temporary sibling folder and a ``commit()`` that renames it to ``path``."""
+    """A temporary sibling folder and a ``commit()`` that renames it to ``path``.
+
+    Low level: :func:`replaced_folder` adds the checks, the lock and the clean-up that a
+    save of a whole folder needs.
+    """
     path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
@@ -84,6 +93,77 @@ def atomic_folder(path: Path) -> tuple[Path, callable]:
             shutil.rmtree(old, ignore_errors=True)
 
     return tmp, commit
+
+
+@contextmanager
+def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool]) -> Iterator[Path]:
+    """Build a new folder inside the block; when the block succeeds it takes ``path``'s place.
+
+    For folders saved whole (the manager's). ``path`` must not exist, be empty, or be a
+    folder of format ``fmt`` (its ``meta.json``); any other folder is refused. Saves into one
+    parent folder are serialised by a lock on it. The new folder is swapped in atomically
+    (two renames where the OS cannot swap); files of the previous folder that ``own`` does
+    not claim (the user's) are moved into the new one, never removed. A block that raises
+    removes its temporary folder; temporary folders that a killed save left beside
+    ``path`` are removed by the next save.
+
+    Args:
+        path: the folder to write.
+        fmt: the ``format`` its ``meta.json`` declares.
+        own: whether a top-level name in such a folder is one the save writes.
+    """
+    path = Path(os.path.abspath(path))
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _dir_lock(path.parent):
+        if path.is_dir() and any(path.iterdir()):
+            try:
+                meta = json.loads((path / META).read_bytes())
+            except (OSError, ValueError):
+                meta = None
+            if not isinstance(meta, dict) or meta.get("format") != fmt:
+                shown = ", ".join(sorted(repr(p.name) for p in path.iterdir())[:5])
+                raise BankFileError(f"refusing to save into {str(path)!r}: the folder is not empty and is not a "
+                                    f"saved folder of format {fmt!r} (it holds {shown}); save into a new or "
+                                    "empty folder")
+        for stale in path.parent.glob(f".{path.name}.tmp-*"):  # left by a killed save (we hold the lock)
+            if stale.is_dir() and all(own(p.name) for p in stale.iterdir()):
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        tmp_inode = tmp.stat().st_ino
+        try:
+            yield tmp
+            if path.exists() and exchange_paths(tmp, path):
+                old = tmp  # the swap put the previous folder here
+            else:
+                old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}" if path.exists() else None
+                if old is not None:
+                    os.replace(path, old)
+                os.replace(tmp, path)
+        except BaseException:
+            if tmp.exists() and tmp.stat().st_ino == tmp_inode:  # still the new folder, never swapped in
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if old is not None:
+            for p in old.iterdir():
+                if not own(p.name):  # not the save's: the user's, and it stays theirs
+                    os.replace(p, path / p.name)
+            shutil.rmtree(old, ignore_errors=True)
+        fsync_dir(path.parent)
+
+
+@contextmanager
+def _dir_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on a folder itself (no file is created in it)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def save_bank(bank: ExperienceBank, path: Path) -> Path:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict, deque
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FreeBaseline", "utility_decay"]
 
@@ -35,6 +38,9 @@ class FreeBaseline:
     >>> b.add(0, 0.0); b.add(0, 1.0)
     >>> b.delta(0, 1.0, is_success=True)
     0.5
+
+    Outcomes must be finite: a NaN or inf is refused where it arrives (``ValueError``), so
+    it never enters the window, whose mean every later delta depends on.
     """
 
     def __init__(self, window: int = 100) -> None:
@@ -44,7 +50,7 @@ class FreeBaseline:
         self._outcomes: dict[int, deque[float]] = defaultdict(lambda: deque(maxlen=window))
 
     def add(self, task_id: int, outcome: float) -> None:
-        self._outcomes[int(task_id)].append(float(outcome))
+        self._outcomes[int(task_id)].append(_finite("outcome", outcome))
 
     def mean(self, task_id: int) -> float | None:
         q = self._outcomes.get(int(task_id))
@@ -52,10 +58,11 @@ class FreeBaseline:
 
     def delta(self, task_id: int, outcome: float, is_success: bool) -> float | None:
         """The delta of a guided outcome, or None before any free episode of the task."""
+        outcome = _finite("outcome", outcome)
         q = self._outcomes.get(int(task_id))
         if not q:
             return None
-        d = float(outcome) - float(np.mean(q))
+        d = outcome - float(np.mean(q))
         if not is_success:
             d /= max(float(np.std(q)), 1.0)
         return d
@@ -64,6 +71,24 @@ class FreeBaseline:
         return {str(t): list(q) for t, q in self._outcomes.items()}
 
     def load_state_dict(self, state: dict[str, list[float]]) -> None:
-        self._outcomes.clear()
+        """Restore the windows; NaN or inf outcomes (saved by earlier versions) are dropped, with a warning."""
+        outcomes: dict[int, list[float]] = {}
+        dropped = 0
         for t, values in state.items():
-            self._outcomes[int(t)].extend(float(v) for v in values)
+            vals = [float(v) for v in values]
+            kept = [v for v in vals if math.isfinite(v)]
+            dropped += len(vals) - len(kept)
+            outcomes[int(t)] = kept
+        if dropped:
+            log.warning("dropped %d NaN or inf outcomes from a saved free-episode baseline", dropped)
+        self._outcomes.clear()
+        for t, kept in outcomes.items():
+            self._outcomes[t].extend(kept)
+
+
+def _finite(name: str, x: float) -> float:
+    v = float(x)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {x!r}: an episode with a NaN or inf reward or outcome "
+                         "cannot be credited")
+    return v

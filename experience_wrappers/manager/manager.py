@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import re
 import threading
 import time
 import weakref
@@ -18,7 +19,8 @@ import torch
 from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
-from ..bank.persistence import atomic_folder, read_meta, sha256_file
+from ..bank.bank import NOT_PICKLABLE
+from ..bank.persistence import read_meta, replaced_folder, sha256_file
 from ..errors import BankFileError
 from ..extractor import (
     ActionCoder,
@@ -102,6 +104,12 @@ def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
                                 or not np.isfinite(utility)):
         raise ValueError(f"utility must be a finite number or None, got {utility!r}")
 
+def _own_state_name(name: str) -> bool:
+    """Whether a top-level name in a manager folder is one :meth:`ExperienceManager.save` writes."""
+    return name in ("meta.json", "manager.json", "extractor.pt", "samples.npz", "bank") or bool(
+        re.fullmatch(r"extractor_task-?\d+\.pt", name))
+
+
 class ExperienceManager:
     """Owns the distillation queue, outcome attribution, the extractor and bank maintenance.
 
@@ -175,6 +183,9 @@ class ExperienceManager:
         self._closed = False
         _REGISTRY[bank] = self
 
+    def __reduce__(self) -> Any:
+        raise TypeError(NOT_PICKLABLE.format(what="an ExperienceManager"))
+
     # ------------------------------------------------------------------ setup
     @property
     def exp_dim(self) -> int:
@@ -209,10 +220,19 @@ class ExperienceManager:
 
     # ------------------------------------------------------------- submission
     def submit(self, episode: Episode) -> None:
-        """Hand a finished episode over (processed now in sync mode, queued in async mode)."""
+        """Hand a finished episode over (processed now in sync mode, queued in async mode).
+
+        Raises:
+            ValueError: the episode has a NaN or inf reward (checked here, in the caller's
+                thread, so nothing non-finite reaches the baseline or the bank).
+        """
         self._raise_worker_error()
         if self._closed:
             raise RuntimeError("this manager is closed")
+        rewards = np.asarray(episode.rewards, dtype=np.float64)
+        if not np.all(np.isfinite(rewards)):
+            bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            raise ValueError(f"the episode has reward {rewards[bad]!r} at step {bad}: rewards must be finite")
         with self._stats_lock:
             self.episodes_submitted += 1
         if self.config.mode == "sync":
@@ -501,10 +521,20 @@ class ExperienceManager:
 
     # ------------------------------------------------------------- save/load
     def save(self, path: str | Path) -> Path:
-        """Save bank, extractor and schedules to a folder (after processing what is queued)."""
+        """Save bank, extractor and schedules to a folder (after processing what is queued).
+
+        The folder must be new, empty, or one this method wrote; it is replaced whole and
+        atomically (see :func:`~experience_wrappers.bank.persistence.replaced_folder`):
+        files in it that the save does not write are kept, and a failed or killed save
+        leaves the previous folder.
+        """
         self.flush()
         path = Path(path)
-        tmp, commit = atomic_folder(path)
+        with replaced_folder(path, self.STATE_FORMAT, _own_state_name) as tmp:
+            self._write_state(tmp)
+        return path
+
+    def _write_state(self, tmp: Path) -> None:
         self.bank.save(tmp / "bank")
         self.trainer.save(tmp / "extractor.pt")
         task_files = {t: f"extractor_task{t}.pt" for t in sorted(self._task_trainers)}
@@ -539,13 +569,14 @@ class ExperienceManager:
         files = {**state["files"], "manager.json": sha256_file(tmp / "manager.json")}
         (tmp / "meta.json").write_text(json.dumps({"format": self.STATE_FORMAT, "version": self.STATE_VERSION,
                                                    "files": files}))
-        commit()
-        return path
 
     def restore(self, path: str | Path) -> None:
-        """Replace this manager's bank, extractor and schedules with those saved at ``path``.
+        """Replace this manager's bank content, extractor and schedules with those saved at ``path``.
 
-        Wrappers keep working: they reach the bank through the manager.
+        The bank object stays the same (``manager.bank`` is the bank the user built, now
+        holding the saved entries and config), so the user's own ``bank.save(...)`` saves
+        what was restored. Wrappers keep working: they reach the bank through the manager.
+        Everything is read and checked first: a bad folder raises and changes nothing.
         """
         path = Path(path)
         read_meta(path, self.STATE_FORMAT, self.STATE_VERSION)
@@ -588,9 +619,7 @@ class ExperienceManager:
         except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
             raise BankFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
         self.flush()
-        _REGISTRY.pop(self.bank, None)
-        self.bank = bank
-        _REGISTRY[bank] = self
+        self.bank.replace_with(bank)
         self.trainer = trainer
         self.extractor = trainer.extractor
         self._samples = samples

@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..manager import Episode, ExperienceManager
+from .checks import check_finite_rewards, observation_checker
 from .spaces import BASE_KEY
 
 __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training"]
@@ -92,6 +93,7 @@ class ExperienceInjector:
         self.manager = manager
         self.n = n_envs
         self.observation_space = observation_space
+        self.check_observations = observation_checker(observation_space)  # values the space refuses: error
         self.k, self.retrieve_every = k, retrieve_every
         self.task_source = task_id
         self.action_prior = action_prior
@@ -125,6 +127,7 @@ class ExperienceInjector:
     def begin(self, rows: np.ndarray, obs: Any, infos: list[dict]) -> None:
         """Start new episodes in ``rows`` (``obs`` and ``infos`` hold those rows only)."""
         rows = np.asarray(rows, dtype=np.int64)
+        self.check_observations(obs, "reset")
         if rows.size == 0:
             return
         ratio = self.manager.guided_ratio if self.force_guided is None else float(self.force_guided)
@@ -157,6 +160,7 @@ class ExperienceInjector:
 
     def retrieve(self, rows: np.ndarray, obs: Any) -> None:
         """One batched bank query for ``rows`` (``obs`` holds those rows only)."""
+        self.check_observations(obs, "step")
         mgr = self.manager
         tasks = self.task_ids[rows]
         keys = mgr.encode_keys(obs, tasks)
@@ -175,6 +179,8 @@ class ExperienceInjector:
 
     def record(self, obs: Any, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Record one step of every env: the observation acted on, the action, the reward."""
+        check_finite_rewards(rewards, self.steps)
+        self.check_observations(obs, "step")
         for r in range(self.n):
             self._obs[r].append(_take(obs, r))
             self._actions[r].append(np.array(actions[r], copy=True))

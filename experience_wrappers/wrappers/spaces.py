@@ -24,6 +24,12 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int, prior_dim: int | 
     (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 4))
     """
     if isinstance(base, spaces.Dict):
+        nested = [key for key, sub in base.spaces.items() if isinstance(sub, (spaces.Dict, spaces.Tuple))]
+        if nested:
+            raise ValueError(
+                f"nested observation spaces are not supported: the key(s) {nested} of the observation Dict hold a "
+                "Dict or Tuple (SB3's MultiInputPolicy takes one level of keys as well); lift their keys to the top "
+                "level, or flatten them (gymnasium.wrappers.FlattenObservation) before the ExperienceWrapper")
         clash = [key for key in base.spaces if key in EXPERIENCE_KEYS]
         if clash:
             raise ValueError(f"the observation already has the key(s) {clash}; the wrapper needs them")

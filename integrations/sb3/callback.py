@@ -15,6 +15,7 @@ from experience_wrappers.wrappers import ExperienceInjector
 from .advantages import regroup_advantages
 from .discovery import find_experience
 from .distillation import distillation_step
+from .guards import check_callback
 from .lifecycle import (
     remember_advantage_normalisation,
     restore_advantage_normalisation,
@@ -85,6 +86,7 @@ class CRLCallback(BaseCallback):
 
     # ------------------------------------------------------------------ setup
     def _init_callback(self) -> None:
+        check_callback(self)  # on-policy, and one CRLCallback per learn()
         self.managers, self.injectors = find_experience(self.training_env)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         if self.subgroup_advantages and getattr(self.model, "normalize_advantage", False):

@@ -1,0 +1,48 @@
+"""What :class:`~integrations.sb3.CRLCallback` checks before it touches a model.
+
+* The algorithm must be on-policy with a rollout buffer (PPO, A2C): the callback regroups
+  the buffer's advantages and credits whole rollouts. Off-policy algorithms (DQN, SAC, TD3,
+  DDPG) learn from a replay buffer and are refused with a clear error at the start of
+  ``learn``, not with an ``AttributeError`` at the first rollout's end.
+* One ``CRLCallback`` per ``learn`` call: two of them (say in one ``CallbackList``) would
+  count every rollout twice and regroup the advantages twice. A new ``learn`` call (a
+  resumed run with a fresh callback) is of course fine.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+__all__ = ["check_callback"]
+
+#: per model: the ``start_time`` of the ``learn`` call that a CRLCallback claimed, and that callback
+_CLAIMS: weakref.WeakKeyDictionary[BaseAlgorithm, tuple[Any, weakref.ReferenceType]] = weakref.WeakKeyDictionary()
+
+
+def check_callback(callback: Any) -> None:
+    """Raise unless ``callback.model`` is on-policy and ``callback`` is the only CRLCallback of this ``learn``.
+
+    Raises:
+        TypeError: the algorithm is not an on-policy one with a rollout buffer.
+        ValueError: another CRLCallback already runs in this ``learn`` call.
+    """
+    model = callback.model
+    if not isinstance(model, OnPolicyAlgorithm) or not hasattr(model, "rollout_buffer"):
+        raise TypeError(
+            f"CRLCallback needs an on-policy algorithm that fills a rollout buffer: PPO, A2C, or another "
+            f"stable_baselines3 OnPolicyAlgorithm; got {type(model).__name__}, which "
+            + ("learns from a replay buffer (off-policy) and is not supported"
+               if hasattr(model, "replay_buffer") else "is not an OnPolicyAlgorithm"))
+    session = getattr(model, "start_time", None)  # set by SB3 at the start of every learn() call
+    claim = _CLAIMS.get(model)
+    if claim is not None and session is not None and claim[0] == session:
+        other = claim[1]()
+        if other is not None and other is not callback:
+            raise ValueError(
+                "two CRLCallbacks run in one learn() call (e.g. in one CallbackList): each would count every "
+                "rollout and regroup the advantages again; pass a single CRLCallback")
+    _CLAIMS[model] = (session, weakref.ref(callback))
