@@ -75,7 +75,7 @@ def test_observations_lie_in_space_and_last_action_is_tracked():
     env = make_minihack_env(MONSTER_ROOM, seed=3)
     space = env.observation_space
     assert isinstance(space, spaces.Dict)
-    assert sorted(space.spaces) == ["blstats", "glyphs_crop", "last_action"]
+    assert sorted(space.spaces) == ["blstats", "glyphs_crop", "inv_glyphs", "last_action"]
     assert space["last_action"] == spaces.Discrete(env.action_space.n + 1)
     obs, _ = env.reset()
     assert obs in space and int(obs["last_action"]) == env.action_space.n
@@ -377,7 +377,7 @@ def test_key_encoder_rejects_bad_input():
     enc = MiniHackKeyEncoder(space)
     batch = {k: np.asarray(v)[None] for k, v in obs.items()}
     with pytest.raises(ValueError, match="lacks key 'blstats'"):
-        enc.encode({"glyphs_crop": batch["glyphs_crop"], "last_action": batch["last_action"]},
+        enc.encode({k: v for k, v in batch.items() if k != "blstats"},
                    np.zeros(1, np.int64))
     with pytest.raises(ValueError, match="shape"):
         enc.encode(dict(batch, glyphs_crop=np.zeros((1, 7, 9), np.int16)), np.zeros(1, np.int64))

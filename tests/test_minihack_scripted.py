@@ -90,7 +90,7 @@ def test_the_navigator_names_missing_keys_and_forgets_on_reset():
 def test_scripted_demonstrations_keep_the_training_keys_and_ingest():
     demos = scripted_demonstrations("MiniHack-KeyRoom-S5-v0", 3, seed=0)
     assert len(demos) == 3 and all(d.success for d in demos)
-    assert all(sorted(d.observations) == ["blstats", "glyphs_crop", "last_action"] for d in demos)
+    assert all(sorted(d.observations) == ["blstats", "glyphs_crop", "inv_glyphs", "last_action"] for d in demos)
     from experience_wrappers import ExperienceBank, ExperienceWrapper
 
     venv = make_minihack_vec_env("MiniHack-KeyRoom-S5-v0", n_envs=1, seed=0, wrapper_class=ExperienceWrapper,

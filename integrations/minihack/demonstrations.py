@@ -37,7 +37,7 @@ def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
 
     >>> demos = scripted_demonstrations("MiniHack-Room-5x5-v0", 2, seed=0)
     >>> len(demos), sorted(demos[0].observations), all(d.success for d in demos)
-    (2, ['blstats', 'glyphs_crop', 'last_action'], True)
+    (2, ['blstats', 'glyphs_crop', 'inv_glyphs', 'last_action'], True)
     """
     if isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes <= 0:
         raise ValueError(f"n_episodes must be a positive int, got {n_episodes!r}")

@@ -63,8 +63,9 @@ END_STATUS_SUCCESS = 2
 #: Name of the observation key :class:`LastAction` adds.
 LAST_ACTION_KEY = "last_action"
 
-#: The observation keys :func:`make_minihack_env` asks for by default.
-DEFAULT_OBSERVATION_KEYS: tuple[str, ...] = ("glyphs_crop", "blstats")
+#: The observation keys :func:`make_minihack_env` asks for by default (the inventory too: a state
+#: with the key in hand differs from one without, for the policy as for the key encoder).
+DEFAULT_OBSERVATION_KEYS: tuple[str, ...] = ("glyphs_crop", "blstats", "inv_glyphs")
 
 _INSTALL_HINT = "pip install complementary-rl[minihack]"
 
@@ -306,7 +307,7 @@ def make_minihack_env(
 
     >>> env = make_minihack_env("MiniHack-Room-5x5-v0", seed=0)
     >>> sorted(env.observation_space.spaces)
-    ['blstats', 'glyphs_crop', 'last_action']
+    ['blstats', 'glyphs_crop', 'inv_glyphs', 'last_action']
     >>> obs, info = env.reset()
     >>> int(obs["last_action"]), max_episode_steps(env)
     (8, 100)
