@@ -1,16 +1,11 @@
-"""Doctest namespace for the docs pages."""
+"""Docs pages run as doctests, each in its own namespace (no helpers injected: every snippet is
+self-contained); one torch thread keeps them fast."""
 
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def _docs_namespace(doctest_namespace):
-    from integrations.sb3 import find_experience
-
-    def find_bank(venv):
-        return find_experience(venv)[0][0].bank
-
-    doctest_namespace["find_bank"] = find_bank
+def _one_torch_thread():
     import torch
 
     torch.set_num_threads(1)
