@@ -3,7 +3,7 @@
 Trains vanilla PPO and PPO + Complementary RL (the library's defaults) with the same
 policy network, PPO hyperparameters and seed, then prints both learning outcomes and
 an evaluation of the CRL agent with and without experience. Writes
-``benchmarks/results/demo.json``.
+``benchmarks/results/demo.json`` and the two learning curves as ``benchmarks/results/demo.png``.
 
 Run::
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .arms import ARMS
 from .config import load_hyperparams
+from .report import plot_curves
 from .run import train_run
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -31,7 +32,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=20_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--eval-episodes", type=int, default=32)
-    p.add_argument("--out", type=Path, default=RESULTS / "demo.json")
+    p.add_argument("--out", type=Path, default=RESULTS / "demo.json",
+                   help="result file; the learning curves go beside it as a .png")
     args = p.parse_args(argv)
     hyper = load_hyperparams(args.env)
     results = {}
@@ -50,7 +52,9 @@ def main(argv: list[str] | None = None) -> dict:
         final = r["final_outcome"]
         final_s = "n/a" if final is None or math.isnan(final) else f"{final:.3f}"
         print(f"{arm:6} {final_s:>16} {r['steps_per_s']:>9.0f} {r['wall_s']:>8.1f}  {', '.join(parts)}")
-    print(f"\nwrote {args.out}")
+    png = args.out.with_suffix(".png")
+    plot_curves(args.env, {arm: [r] for arm, r in results.items()}, png)
+    print(f"\nwrote {args.out} and the learning curves in {png}")
     return results
 
 
