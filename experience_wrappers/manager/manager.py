@@ -232,7 +232,7 @@ class ExperienceManager:
         rewards = np.asarray(episode.rewards, dtype=np.float64)
         if not np.all(np.isfinite(rewards)):
             bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
-            raise ValueError(f"the episode has reward {rewards[bad]!r} at step {bad}: rewards must be finite")
+            raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite")
         with self._stats_lock:
             self.episodes_submitted += 1
         if self.config.mode == "sync":

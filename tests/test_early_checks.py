@@ -1,0 +1,270 @@
+"""Bad input refused where it arrives (issue 12): env values outside their space, NaN rewards,
+nested Dict spaces, banks in subprocesses, off-policy algorithms, two callbacks; and the
+manager's saves and restores, which keep the user's files and the user's bank object."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3 import A2C, DQN, PPO
+from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
+from experience_wrappers.errors import BankFileError, BankStateError
+from experience_wrappers.manager import Episode
+from experience_wrappers.manager.attribution import FreeBaseline
+from integrations.sb3 import CRLCallback, ExperienceVecEnv, load_crl, save_crl
+
+FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
+
+
+class ScriptedEnv(gym.Env):
+    """A real env that returns given observations and rewards, one per step (then terminates)."""
+
+    def __init__(self, space: spaces.Space, observations: list, rewards: list | None = None) -> None:
+        self.observation_space = space
+        self.action_space = spaces.Discrete(2)
+        self._obs, self._rewards = observations, rewards or [0.0] * len(observations)
+        self._t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._obs[0], {}
+
+    def step(self, action):
+        self._t += 1
+        done = self._t >= len(self._obs) - 1
+        return self._obs[min(self._t, len(self._obs) - 1)], self._rewards[self._t - 1], done, False, {}
+
+
+def wrap(env: gym.Env, bank: ExperienceBank | None = None, **kwargs) -> ExperienceWrapper:
+    return ExperienceWrapper(env, bank if bank is not None else ExperienceBank(), manager_kwargs=FAST, **kwargs)
+
+
+# ------------------------------------------------------------- observations
+def test_a_discrete_observation_out_of_range_is_refused_at_reset():
+    env = wrap(ScriptedEnv(spaces.Discrete(3), [-1, 0, 1]))
+    with pytest.raises(ValueError, match=r"outside its space at reset: value -1 is not in Discrete\(3\) \(0 to 2\)"):
+        env.reset(seed=0)
+
+
+def test_a_dict_observation_out_of_range_is_refused_at_the_step_it_is_used():
+    space = spaces.Dict({"pos": spaces.Discrete(4), "cell": spaces.MultiDiscrete([3, 3])})
+    good = {"pos": 1, "cell": np.array([0, 2])}
+    bad = {"pos": 1, "cell": np.array([0, 3])}
+    env = wrap(ScriptedEnv(space, [good, good, bad, good, good]), retrieve_every=0)
+    obs, _ = env.reset(seed=0)
+    assert obs in env.observation_space
+    env.step(0)
+    env.step(0)  # returns the bad observation; the next step records what the agent acted on
+    with pytest.raises(ValueError, match=r"under key 'cell'.*\[\[0, 3\]\] is not in MultiDiscrete"):
+        env.step(0)
+
+
+def test_box_values_outside_the_bounds_are_warned_about_once():
+    space = spaces.Box(0.0, 1.0, (2,), np.float32)
+    obs = [np.array([0.5, 0.5], np.float32), np.array([0.5, 7.0], np.float32),
+           np.array([9.0, 0.5], np.float32), np.array([0.5, 0.5], np.float32)]
+    env = wrap(ScriptedEnv(space, obs))
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match=r"outside its Box bounds at step.*7\.0 at index \(1,\) is outside \[0\.0, 1\.0\]"):
+        env.step(0)
+        env.step(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per wrapper: not again
+        env.step(0)
+
+
+def test_a_wrong_shape_is_refused():
+    space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+    env = wrap(ScriptedEnv(space, [np.zeros(4, np.float32)] * 3))
+    with pytest.raises(ValueError, match=r"shape \(4,\) is not the space's \(3,\)"):
+        env.reset(seed=0)
+
+
+def test_the_vector_wrapper_checks_the_same_way():
+    venv = ExperienceVecEnv(DummyVecEnv([lambda: ScriptedEnv(spaces.Discrete(3), [0, 1, 5, 1, 1])] * 2),
+                            ExperienceBank(), manager_kwargs=FAST)
+    venv.reset()
+    venv.step(np.zeros(2, dtype=np.int64))
+    venv.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"value 5 is not in Discrete\(3\)"):
+        venv.step(np.zeros(2, dtype=np.int64))
+
+
+def test_nested_dict_observations_are_refused_at_construction():
+    space = spaces.Dict({"agent": spaces.Dict({"x": spaces.Discrete(3)}), "y": spaces.Discrete(2)})
+    with pytest.raises(ValueError, match=r"nested observation spaces are not supported: the key\(s\) \['agent'\]"):
+        wrap(ScriptedEnv(space, [{"agent": {"x": 0}, "y": 0}] * 3))
+
+
+# ---------------------------------------------------------------- rewards
+def test_a_nan_reward_is_refused_at_its_step_and_never_reaches_the_baseline():
+    space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    obs = [np.zeros(2, np.float32)] * 6
+    bank = ExperienceBank()
+    env = wrap(ScriptedEnv(space, obs, [0.0, 1.0, math.nan, 0.0, 0.0]), bank)
+    env.set_force_guided(False)  # a free episode: its return would be the baseline
+    env.reset(seed=0)
+    env.step(0)
+    env.step(0)
+    with pytest.raises(ValueError, match=r"reward nan \(env 0, step 2 of its episode\)"):
+        env.step(0)
+    assert env.experience_manager.free_baseline(0) is None
+
+
+def test_the_manager_and_the_baseline_refuse_non_finite_outcomes(caplog):
+    env = wrap(gym.make("CartPole-v1"))
+    mgr = env.experience_manager
+    ep = Episode(observations=np.zeros((3, 4), np.float32), actions=np.zeros(3, np.int64),
+                 rewards=np.array([1.0, np.inf, 1.0]), success=None, guided=False)
+    with pytest.raises(ValueError, match=r"reward inf at step 1: rewards must be finite"):
+        mgr.submit(ep)
+    assert mgr.episodes_submitted == 0 and mgr.free_baseline(0) is None
+    b = FreeBaseline(window=4)
+    with pytest.raises(ValueError, match="outcome must be finite, got nan"):
+        b.add(0, float("nan"))
+    b.add(0, 1.0)
+    with pytest.raises(ValueError, match="outcome must be finite"):
+        b.delta(0, float("inf"), is_success=False)
+    with caplog.at_level(logging.WARNING):
+        b.load_state_dict({"0": [1.0, float("nan"), 3.0]})  # a window poisoned by an earlier version
+    assert b.mean(0) == 2.0 and "dropped 1 NaN or inf" in caplog.text
+
+
+def test_a_saved_poisoned_baseline_is_cleaned_at_restore(tmp_path):
+    env = wrap(gym.make("CartPole-v1"))
+    mgr = env.experience_manager
+    env.reset(seed=0)
+    path = mgr.save(tmp_path / "run")
+    state = json.loads((path / "manager.json").read_text())
+    state["baseline"] = {"0": [1.0, float("nan"), 0.0]}
+    (path / "manager.json").write_text(json.dumps(state))
+    meta = json.loads((path / "meta.json").read_text())
+    import hashlib
+    meta["files"]["manager.json"] = hashlib.sha256((path / "manager.json").read_bytes()).hexdigest()
+    (path / "meta.json").write_text(json.dumps(meta))
+    mgr.restore(path)
+    assert mgr.free_baseline(0) == 0.5
+    assert mgr.baseline.delta(0, 1.0, is_success=True) == 0.5  # later guided episodes are credited
+
+
+# ------------------------------------------------------ banks and processes
+def test_banks_and_managers_refuse_to_be_copied_and_say_what_to_do():
+    bank = ExperienceBank()
+    env = wrap(gym.make("CartPole-v1"), bank)
+    for obj in (bank, env.experience_manager, env):
+        with pytest.raises(TypeError, match="cannot be pickled or copied.*ExperienceVecEnv"):
+            pickle.dumps(obj)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        copy.deepcopy(bank)
+
+
+def test_per_env_wrappers_in_a_subprocess_vec_env_point_to_experience_vec_env():
+    bank = ExperienceBank()
+    with pytest.raises(TypeError, match=r"SubprocVecEnv.*ExperienceVecEnv\(SubprocVecEnv"):
+        SubprocVecEnv([lambda: ExperienceWrapper(gym.make("CartPole-v1"), bank)] * 2, start_method="spawn")
+
+
+# ------------------------------------------------------------- the callback
+def _cartpole(bank: ExperienceBank | None = None) -> DummyVecEnv:
+    bank = bank if bank is not None else ExperienceBank()
+    return DummyVecEnv([lambda: ExperienceWrapper(gym.make("CartPole-v1"), bank, manager_kwargs=FAST)])
+
+
+def test_off_policy_algorithms_get_an_error_naming_what_is_supported():
+    model = DQN("MultiInputPolicy", _cartpole(), learning_starts=0, buffer_size=100)
+    with pytest.raises(TypeError, match=r"on-policy algorithm.*PPO, A2C.*got DQN, which learns from a replay buffer"):
+        model.learn(8, callback=CRLCallback())
+
+
+def test_two_crl_callbacks_in_one_learn_are_refused_but_a_new_learn_takes_a_new_one():
+    model = PPO("MultiInputPolicy", _cartpole(), n_steps=32, batch_size=32, n_epochs=1)
+    with pytest.raises(ValueError, match="two CRLCallbacks run in one learn"):
+        model.learn(32, callback=CallbackList([CRLCallback(), CRLCallback()]))
+    model.learn(32, callback=CRLCallback())
+    model.learn(32, callback=CRLCallback(), reset_num_timesteps=False)  # resuming: a fresh callback is fine
+    A2C("MultiInputPolicy", _cartpole(), n_steps=8).learn(16, callback=CRLCallback())  # on-policy: accepted
+
+
+# ------------------------------------------------------- manager save/restore
+def _used_manager(bank: ExperienceBank | None = None) -> ExperienceManager:
+    env = wrap(gym.make("CartPole-v1"), bank)
+    env.reset(seed=0)
+    for _ in range(60):
+        *_, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    assert len(env.bank) > 0
+    return env.experience_manager
+
+
+def test_restore_loads_into_the_users_bank_object(tmp_path):
+    path = _used_manager().save(tmp_path / "run")
+    saved = ExperienceBank.load(path / "bank")
+    mine = ExperienceBank()
+    mgr = _used_manager(mine)
+    mgr.restore(path)
+    assert mgr.bank is mine and len(mine) == len(saved)
+    mine.save(tmp_path / "mine")  # the user's own save holds the restored entries
+    np.testing.assert_array_equal(ExperienceBank.load(tmp_path / "mine").entries()["id"], saved.entries()["id"])
+
+
+def test_load_crl_keeps_the_users_bank_object(tmp_path):
+    env = _cartpole()
+    model = PPO("MultiInputPolicy", env, n_steps=32, batch_size=32, n_epochs=1)
+    model.learn(64, callback=CRLCallback())
+    save_crl(tmp_path / "run", model)
+    n = len(ExperienceBank.load(tmp_path / "run" / "experience" / "bank"))
+    assert n > 0
+    mine = ExperienceBank()
+    load_crl(tmp_path / "run", _cartpole(mine))
+    assert len(mine) == n
+    assert len(ExperienceBank.load(mine.save(tmp_path / "mine"))) == n  # not 0 entries
+
+
+def test_manager_save_refuses_a_folder_of_other_files(tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "model.zip").write_bytes(b"weights")
+    with pytest.raises(BankFileError, match=r"not empty and is not a saved folder.*'model.zip'"):
+        _used_manager().save(runs)
+    assert sorted(p.name for p in runs.iterdir()) == ["model.zip"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # and no temporary folder beside it
+
+
+def test_manager_save_keeps_the_users_files_and_cleans_a_killed_saves_leftovers(tmp_path):
+    mgr = _used_manager()
+    path = mgr.save(tmp_path / "run")
+    (path / "notes.txt").write_text("mine")
+    leftover = tmp_path / ".run.tmp-deadbeef"  # what a save killed half-way leaves
+    leftover.mkdir()
+    (leftover / "extractor.pt").write_bytes(b"partial")
+    mgr.save(path)
+    assert (path / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    mgr.restore(path)
+
+
+def test_a_failed_manager_save_leaves_the_previous_folder_and_no_temporary_one(tmp_path):
+    mgr = _used_manager()
+    path = mgr.save(tmp_path / "run")
+    before = sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+    mgr.bank._index.remove(mgr.bank.entries()["id"][:1])  # a bank whose index lost an entry
+    with pytest.raises(BankStateError):
+        mgr.save(path)
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
