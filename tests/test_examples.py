@@ -1,0 +1,46 @@
+"""Every script in ``examples/`` runs as a new user would run it, for a few hundred steps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run(script: str, *args: str, cwd: Path) -> str:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / script), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_ppo_cartpole(tmp_path):
+    out = run("ppo_cartpole.py", "--steps", "1024", "--out", "run", cwd=tmp_path)
+    assert (tmp_path / "run" / "model.zip").is_file() and (tmp_path / "run" / "experience").is_dir()
+    assert "provenance:" in out and "python -m experience_wrappers.inspect" in out
+
+
+@pytest.mark.slow
+def test_evaluate_with_and_without(tmp_path):
+    out = run("evaluate_with_and_without.py", "--steps", "1024", "--episodes", "4", cwd=tmp_path)
+    assert "with experience: return" in out and "without experience: return" in out
+    assert "episodes handed to the bank by evaluation: 0" in out
+
+
+@pytest.mark.slow
+def test_resume_from_checkpoint(tmp_path):
+    out = run("resume_from_checkpoint.py", "--steps", "2048", "--out", "ck", cwd=tmp_path)
+    assert "resuming from cartpole_2048_steps.zip" in out and "resumed to" in out
+    assert (tmp_path / "ck" / "cartpole_2048_steps_experience").is_dir()
+
+
+@pytest.mark.slow
+def test_minihack_demonstrations(tmp_path):
+    pytest.importorskip("minihack")
+    out = run("minihack_demonstrations.py", "--demos", "2", "--steps", "512", "--eval-episodes", "2", cwd=tmp_path)
+    assert "2 demonstrations ->" in out and "with_experience: success" in out
