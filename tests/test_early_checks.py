@@ -8,7 +8,10 @@ import copy
 import json
 import logging
 import math
+import multiprocessing
+import os
 import pickle
+import time
 import warnings
 
 import gymnasium as gym
@@ -268,3 +271,38 @@ def test_a_failed_manager_save_leaves_the_previous_folder_and_no_temporary_one(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
+
+
+def _save_alternately(managers, path, stop) -> None:
+    i = 0
+    while not stop.is_set():
+        managers[i % 2].save(path)
+        i += 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or "fork" not in multiprocessing.get_all_start_methods(),
+                    reason="needs fork")
+def test_a_restore_racing_saves_gets_one_whole_save(tmp_path):
+    a, b = _used_manager(), _used_manager()
+    a.rollouts, b.rollouts = 111, 222  # tells the two saves apart
+    b.bank.evict(len(b.bank) // 2)
+    sizes = {111: len(a.bank), 222: len(b.bank)}
+    assert sizes[111] != sizes[222]
+    path = a.save(tmp_path / "run")
+    ctx = multiprocessing.get_context("fork")
+    stop = ctx.Event()
+    saver = ctx.Process(target=_save_alternately, args=((a, b), path, stop), daemon=True)
+    saver.start()
+    reader = _used_manager()
+    seen = set()
+    try:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            reader.restore(path)  # never a false "damaged", never a bank of the other save
+            assert len(reader.bank) == sizes[reader.rollouts]
+            seen.add(reader.rollouts)
+    finally:
+        stop.set()
+        saver.join(20)
+    assert saver.exitcode == 0
+    assert seen == {111, 222}

@@ -92,6 +92,7 @@ class ExperienceBank:
         self._store: EntryStore | None = None
         self._index: HnswIndex | None = None
         self._txn: Transaction | None = None
+        self._save_id: str | None = None  # the save this bank was loaded from (see persistence)
         if key_dim is not None or value_dim is not None:
             if key_dim is None or value_dim is None:
                 raise ValueError(f"give both key_dim and value_dim, got {key_dim!r} and {value_dim!r}")

@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - Windows
 if TYPE_CHECKING:
     from .bank import ExperienceBank
 
-__all__ = ["save_bank", "load_bank", "sha256_file", "atomic_folder", "replaced_folder"]
+__all__ = ["save_bank", "load_bank", "sha256_file", "atomic_folder", "replaced_folder", "bytes_as_file"]
 
 ENTRIES, INDEX = V1_FILES  # the fixed names of format version 1
 
@@ -296,6 +296,7 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(path, f"metadata is invalid ({exc})") from exc
     bank = cls(config)
+    bank._save_id = meta.get("save_id")
     bank._next_id, bank._tick = next_id, tick
     try:
         bank._rng.bit_generator.state = meta["rng_state"]
@@ -338,7 +339,7 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         live, deleted = int(meta["index"]["live"]), int(meta["index"]["deleted"])
         if live != size:
             raise ValueError(f"index holds {live} live elements, entries {size}")
-        with _bytes_as_file(blobs[index_name]) as index_path:
+        with bytes_as_file(blobs[index_name]) as index_path:
             index = HnswIndex.load(index_path, config.space, dims["key_dim"], config.capacity,
                                    config.M, config.ef_construction, config.ef_search,
                                    config.seed or 0, live, deleted)
@@ -362,7 +363,7 @@ def _data_names(path: Path, meta: dict) -> tuple[str, str]:
 
 
 @contextmanager
-def _bytes_as_file(data: bytes) -> Iterator[Path]:
+def bytes_as_file(data: bytes) -> Iterator[Path]:
     """A path whose content is ``data``, for hnswlib, which reads only paths.
 
     On Linux an anonymous in-memory file (``memfd``) that nobody else can change; elsewhere

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import queue
@@ -20,7 +21,8 @@ from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
-from ..bank.persistence import read_meta, replaced_folder, sha256_file
+from ..bank.folder import READ_ATTEMPTS, read_consistent
+from ..bank.persistence import bytes_as_file, replaced_folder, sha256_file
 from ..errors import BankFileError
 from ..extractor import (
     ActionCoder,
@@ -103,6 +105,17 @@ def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
     if utility is not None and (isinstance(utility, bool) or not isinstance(utility, int | float | np.number)
                                 or not np.isfinite(utility)):
         raise ValueError(f"utility must be a finite number or None, got {utility!r}")
+
+def _trainer_from(blobs: dict[str, bytes], name: str, path: Path) -> ExtractorTrainer:
+    """An extractor trainer parsed from the verified bytes of ``name``."""
+    if name not in blobs:
+        raise BankFileError(f"manager state at {str(path)!r}: {name} is not listed in meta.json")
+    try:
+        with bytes_as_file(blobs[name]) as f:
+            return ExtractorTrainer.load(f)
+    except BankFileError as exc:
+        raise BankFileError(f"manager state at {str(path)!r}: {name} cannot be loaded ({exc})") from exc
+
 
 def _own_state_name(name: str) -> bool:
     """Whether a top-level name in a manager folder is one :meth:`ExperienceManager.save` writes."""
@@ -536,6 +549,7 @@ class ExperienceManager:
 
     def _write_state(self, tmp: Path) -> None:
         self.bank.save(tmp / "bank")
+        bank_save_id = json.loads((tmp / "bank" / "meta.json").read_bytes()).get("save_id")
         self.trainer.save(tmp / "extractor.pt")
         task_files = {t: f"extractor_task{t}.pt" for t in sorted(self._task_trainers)}
         for t, name in task_files.items():
@@ -563,6 +577,7 @@ class ExperienceManager:
             "entries_added": self.entries_added, "ssl_updates": self.ssl_updates,
             "pg_updates": self.pg_update_count, "task_extractors": {str(t): n for t, n in task_files.items()},
             "baseline": self.baseline.state_dict(),
+            "bank_save_id": bank_save_id,  # a restore checks that the bank it read is this save's
             "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
         }
         (tmp / "manager.json").write_text(json.dumps(state, indent=1))
@@ -579,25 +594,37 @@ class ExperienceManager:
         Everything is read and checked first: a bad folder raises and changes nothing.
         """
         path = Path(path)
-        read_meta(path, self.STATE_FORMAT, self.STATE_VERSION)
-        try:
-            state = json.loads((path / "manager.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BankFileError(f"cannot load manager state from {str(path)!r}: {exc}") from exc
+        for _ in range(READ_ATTEMPTS):
+            # every file's bytes read once and checked against meta.json, then parsed from those bytes
+            _, blobs = read_consistent(path, self.STATE_FORMAT, self.STATE_VERSION)
+            try:
+                state = json.loads(blobs["manager.json"])
+            except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise BankFileError(f"cannot load manager state from {str(path)!r}: {exc!r}") from exc
+            if not isinstance(state, dict):
+                raise BankFileError(f"cannot load manager state from {str(path)!r}: manager.json is not a dict")
+            bank = ExperienceBank.load(path / "bank")
+            if state.get("bank_save_id") in (None, bank._save_id):  # None: saved before the ids existed
+                break
+            # a save replaced the folder between the two reads: read both again
+        else:
+            raise BankFileError(f"cannot load manager state from {str(path)!r}: the folder kept changing while it "
+                                "was read (saves in progress?)")
         if state.get("extractor_config") != self.extractor_config.to_dict():
             raise BankFileError(f"saved extractor config {state.get('extractor_config')} does not match "
                                 f"this manager's {self.extractor_config.to_dict()}")
-        bank = ExperienceBank.load(path / "bank")
         self._check_bank_dims(bank)
-        trainer = ExtractorTrainer.load(path / "extractor.pt")
+        trainer = _trainer_from(blobs, "extractor.pt", path)
         try:
-            task_trainers = {int(t): ExtractorTrainer.load(path / str(name))
+            task_trainers = {int(t): _trainer_from(blobs, str(name), path)
                              for t, name in state.get("task_extractors", {}).items()}
         except (TypeError, ValueError) as exc:
             raise BankFileError(f"manager state at {str(path)!r} lists bad task extractors: {exc}") from exc
         # read and check everything before touching this manager: a bad file changes nothing
         try:
-            with np.load(path / "samples.npz", allow_pickle=False) as z:
+            if "samples.npz" not in blobs:
+                raise KeyError("samples.npz is not listed in meta.json")
+            with np.load(io.BytesIO(blobs["samples.npz"]), allow_pickle=False) as z:
                 tasks = z["task"] if "task" in z.files else np.zeros(len(z["ids"]), np.int64)
                 samples = {
                     int(i): _Sample(z["context"][j], z["z"][j], float(z["logp"][j]),
