@@ -1,0 +1,72 @@
+"""Write ``docs/api.md``, the API reference, from the public names' docstrings.
+
+Run ``python docs/make_api.py`` after changing a public signature or docstring. The page holds
+each name of the modules' ``__all__`` with its signature and docstring (the ``>>>`` examples
+left out: they run as doctests in the modules themselves).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+MODULES = ("experience_wrappers", "experience_wrappers.inspect", "integrations.sb3", "integrations.minihack",
+           "integrations.metaworld", "integrations.demos")
+OUT = Path(__file__).resolve().parent / "api.md"
+
+
+def _doc(obj: object) -> str:
+    """The docstring without its ``>>>`` examples (each runs until a blank line)."""
+    lines, skipping = [], False
+    for line in inspect.cleandoc(inspect.getdoc(obj) or "(no docstring)").splitlines():
+        if line.lstrip().startswith(">>>"):
+            skipping = True
+        elif skipping and not line.strip():
+            skipping = False
+        if not skipping:
+            lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def _signature(name: str, obj: object) -> str:
+    try:
+        return f"{name}{inspect.signature(obj)}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return name
+
+
+def render(modules: tuple[str, ...] = MODULES) -> str:
+    out = ["# API reference", "",
+           "Generated from the docstrings by `python docs/make_api.py`; the public names of each module",
+           "(its `__all__`). Examples are in the docstrings themselves, in [quickstart](quickstart.md) and",
+           "in `examples/`.", ""]
+    for mod_name in modules:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError as exc:  # an optional extra that is not installed
+            out += [f"## `{mod_name}`", "", f"(not importable here: {exc})", ""]
+            continue
+        out += [f"## `{mod_name}`", "", _doc(mod).split("\n\n")[0], ""]
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            kind = "class" if inspect.isclass(obj) else "def"
+            out += [f"### `{mod_name}.{name}`", "", "```text", f"{kind} {_signature(name, obj)}", "```", "",
+                    _doc(obj), ""]
+            if inspect.isclass(obj):
+                for meth_name, meth in inspect.getmembers(obj):
+                    if meth_name.startswith("_") or meth_name not in vars(obj):
+                        continue
+                    if inspect.isfunction(meth) and meth.__doc__:
+                        out += [f"- `{_signature(meth_name, meth)}`: {_doc(meth).splitlines()[0]}"]
+                out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    OUT.write_text(render())
+    print(f"wrote {OUT}")
+    sys.exit(0)
