@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,13 @@ class ServiceActor:
         restore: a bank folder (written by :meth:`save`) to start from when it exists; a
             restarted actor (``max_restarts``) reloads from it, so it comes back with the
             contents of the last save there.
+        torch_threads: torch's intra-op threads in this process (the learner's); None leaves
+            torch's default (one per core, which oversubscribes a node shared with rollouts).
+        switch_interval: Python's GIL switch interval in this process, in seconds. The
+            learner's thread and the thread answering calls share the GIL; Python's default
+            (5 ms) lets a busy learner delay each answer by up to that much.
 
-    >>> actor = ServiceActor(BankConfig(capacity=16))
+    >>> actor = ServiceActor(BankConfig(capacity=16), torch_threads=None, switch_interval=None)
     >>> actor.add(np.eye(3, dtype=np.float32), np.ones((3, 2), dtype=np.float32)).ids.tolist()
     [0, 1, 2]
     >>> actor.len(), actor.query(np.eye(3)[:1], 1, mode="knn").ids.tolist()
@@ -44,7 +50,14 @@ class ServiceActor:
     """
 
     def __init__(self, config: BankConfig | None = None, dims: dict[str, int] | None = None,
-                 restore: str | None = None) -> None:
+                 restore: str | None = None, torch_threads: int | None = 1,
+                 switch_interval: float | None = 0.0005) -> None:
+        if torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(int(torch_threads))
+        if switch_interval is not None:
+            sys.setswitchinterval(float(switch_interval))
         self.restored = bool(restore) and Path(str(restore)).exists()
         if self.restored:
             self.bank = ExperienceBank.load(str(restore))

@@ -112,7 +112,9 @@ class RemoteManager:
 
     What a wrapper and :class:`~integrations.sb3.CRLCallback` use is here:
     ``encode_keys`` (local: the learner's frozen key encoder was copied over),
-    ``submit`` (sent without waiting; errors surface at a later call or at :meth:`flush`),
+    ``submit`` (batched: episodes are sent ``submit_batch`` at a time, or when the oldest
+    has waited ``submit_delay`` seconds, in one call that does not wait; errors surface at
+    a later call or at :meth:`flush`, which sends what is left),
     ``guided_ratio`` and ``progress`` (kept here, forwarded to the service),
     ``request_merge``, ``flush``, ``stats`` and ``free_baseline`` (cached for
     ``baseline_ttl`` seconds, as the callback asks for it once per finished episode).
@@ -126,10 +128,17 @@ class RemoteManager:
         info: what :meth:`ServiceActor.attach <integrations.ray.ServiceActor.attach>` returned.
         max_pending: sent calls not yet checked before the oldest are waited for.
         baseline_ttl: seconds a free baseline fetched from the service is reused.
+        submit_batch: episodes sent per call.
+        submit_delay: seconds an episode may wait for its batch to fill (checked at each
+            submission and each key encoding, i.e. at every retrieval).
     """
 
     def __init__(self, service: ExperienceService, info: dict[str, Any], *, max_pending: int = 256,
-                 baseline_ttl: float = 1.0) -> None:
+                 baseline_ttl: float = 1.0, submit_batch: int = 16, submit_delay: float = 0.5) -> None:
+        if isinstance(submit_batch, bool) or not isinstance(submit_batch, int) or submit_batch < 1:
+            raise ValueError(f"submit_batch must be a positive int, got {submit_batch!r}")
+        if not (np.isfinite(submit_delay) and submit_delay >= 0):
+            raise ValueError(f"submit_delay must be a finite number >= 0, got {submit_delay!r}")
         self.service = service
         self.bank = service.bank
         self.key_encoder = info["key_encoder"]
@@ -140,6 +149,10 @@ class RemoteManager:
         self.prior_dim = int(info["prior_dim"])
         self.max_pending = max_pending
         self.baseline_ttl = baseline_ttl
+        self.submit_batch = submit_batch
+        self.submit_delay = float(submit_delay)
+        self._outbox: list[Episode] = []
+        self._outbox_since = 0.0
         self.rollouts = 0
         self.episodes_sent = 0
         self._guided_ratio = 0.5
@@ -185,6 +198,8 @@ class RemoteManager:
                              f"{keys.shape}, expected {want}")
         if not np.all(np.isfinite(keys)):
             raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
+        if self._outbox and time.monotonic() - self._outbox_since >= self.submit_delay:
+            self._send_outbox()
         return keys
 
     def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
@@ -192,20 +207,32 @@ class RemoteManager:
 
     # ------------------------------------------------------------ episodes
     def submit(self, episode: Episode) -> None:
-        """Send a finished episode to the service's learner (does not wait)."""
-        self.submit_many([episode])
+        """Queue a finished episode for the service's learner (sent in batches; never waits for it)."""
+        if not self._outbox:
+            self._outbox_since = time.monotonic()
+        self._outbox.append(episode)
+        self.episodes_sent += 1
+        if len(self._outbox) >= self.submit_batch or time.monotonic() - self._outbox_since >= self.submit_delay:
+            self._send_outbox()
 
     def submit_many(self, episodes: list[Episode]) -> None:
-        """Send several finished episodes in one call (does not wait)."""
-        if episodes:
-            self._track(self.service.send("submit", list(episodes)))
-            self.episodes_sent += len(episodes)
+        """Send several finished episodes (and any queued ones) now, in one call that does not wait."""
+        self._outbox.extend(episodes)
+        self.episodes_sent += len(episodes)
+        self._send_outbox()
+
+    def _send_outbox(self) -> None:
+        if self._outbox:
+            batch, self._outbox = self._outbox, []
+            self._track(self.service.send("submit", batch))
 
     def request_merge(self) -> None:
+        self._send_outbox()  # the merge comes after the episodes handed in before it
         self._track(self.service.send("request_merge"))
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until everything sent from here is processed by the learner."""
+        """Send the queued episodes, then wait until everything sent from here is processed."""
+        self._send_outbox()
         pending, self._pending = self._pending, []
         self.service.wait(pending, timeout=timeout)
         self.service.call("flush", timeout)
@@ -215,8 +242,8 @@ class RemoteManager:
 
     @property
     def pending(self) -> int:
-        """Calls sent from here that have not been checked yet."""
-        return len(self._pending)
+        """Episodes queued here, plus calls sent from here that have not been checked yet."""
+        return len(self._outbox) + len(self._pending)
 
     def _track(self, ref: Any) -> None:
         self._pending.append(ref)
@@ -235,7 +262,7 @@ class RemoteManager:
     def stats(self) -> dict[str, float]:
         """The learner's figures (episodes processed, losses, queue, busy seconds)."""
         out = dict(self.service.call("learner_stats"))
-        out["client_pending"] = float(len(self._pending))
+        out["client_pending"] = float(self.pending)
         return out
 
     def free_baseline(self, task_id: int = 0) -> float | None:

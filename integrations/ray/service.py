@@ -294,7 +294,8 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
                   namespace: str = DEFAULT_NAMESPACE, restore: str | Path | None = None,
                   key_dim: int | None = None, value_dim: int | None = None, prior_dim: int = 0,
                   context_dim: int = 0, num_cpus: float = 1.0, max_restarts: int = 0,
-                  detached: bool = False, timeout: float | None = 60.0,
+                  detached: bool = False, timeout: float | None = 60.0, torch_threads: int | None = 1,
+                  switch_interval: float | None = 0.0005,
                   ray_init_kwargs: dict[str, Any] | None = None, **bank_overrides: Any) -> ExperienceService:
     """Start an experience service (a named Ray actor holding one bank) and return its handle.
 
@@ -313,6 +314,8 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
             from ``restore``); calls made while it is down raise :class:`ServiceError`.
         detached: outlive this driver (stop it with :meth:`ExperienceService.shutdown`).
         timeout: seconds a call waits for an answer (None: forever).
+        torch_threads, switch_interval: the service process's torch threads and GIL switch
+            interval (see :class:`ServiceActor`).
         ray_init_kwargs: passed to ``ray.init`` when this function connects the process.
 
     Raises:
@@ -338,7 +341,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
     if detached:
         options["lifetime"] = "detached"
     actor = ray.remote(ServiceActor).options(**options).remote(
-        config, dims, None if restore is None else _absolute(restore))
+        config, dims, None if restore is None else _absolute(restore), torch_threads, switch_interval)
     service = ExperienceService(name, namespace=namespace, address=_cluster_address(ray, address),
                                 timeout=timeout, actor=actor)
     service.ping()  # a bad config or an unreadable restore folder fails here, with its own error

@@ -1,0 +1,323 @@
+"""Scale-out of the experience service on a local Ray cluster.
+
+Measures, on one machine:
+
+* **rollout throughput**: aggregate env steps/s of 1, 2 and 4 rollout workers (Ray actors,
+  one process each) sharing one service, each stepping a ``DummyVecEnv`` of ``--n-envs``
+  envs through ``service.vec_env`` (one batched query per vector step, finished episodes
+  sent to the service's learner, which distils and trains in the service's process);
+  beside it the same workers without experience (the machine's own ceiling);
+* **per-call latency** of the service: round trips from one client to an otherwise idle
+  service whose bank holds ``--bank-size`` entries (``len``, query of 1 and of 16 keys,
+  add and update of 8), and the queries' latency seen by the rollout workers under load;
+* **query capacity**: queries/s the service answers when ``--clients`` clients query it
+  at once, for single keys and for batches of 16, beside the same bank queried in-process.
+
+Actions are random (no policy network), so the env steps are as cheap as they get and the
+service's cost shows in full. The design target is throughput linear in workers up to the
+service's query capacity; on a machine with fewer cores than workers, the curve is bound
+by the cores instead, which the no-service column shows.
+
+Results go to ``benchmarks/results/scaleout.json`` and a table into ``docs/scaling.md``
+(between ``<!-- scaleout:start -->`` and ``<!-- scaleout:end -->``).
+
+Run::
+
+    python -m benchmarks.scaleout                           # 1, 2, 4 workers, 8 s each
+    python -m benchmarks.scaleout --workers 1 2 --seconds 4 --no-doc
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "scaling.md"
+START, END = "<!-- scaleout:start -->", "<!-- scaleout:end -->"
+KEY_DIM, VALUE_DIM = 32, 16
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    try:
+        out["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                       text=True, check=False).stdout.strip()
+    except OSError:
+        pass
+    for dist in ("complementary-rl", "ray", "torch", "stable-baselines3", "gymnasium", "numpy", "hnswlib"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def pct(samples: list[float] | np.ndarray) -> dict[str, float]:
+    """p50 / p95 / mean of latencies in seconds, in milliseconds."""
+    a = np.asarray(samples, dtype=np.float64) * 1e3
+    if a.size == 0:
+        return {"p50_ms": float("nan"), "p95_ms": float("nan"), "mean_ms": float("nan"), "n": 0}
+    return {"p50_ms": float(np.percentile(a, 50)), "p95_ms": float(np.percentile(a, 95)),
+            "mean_ms": float(a.mean()), "n": int(a.size)}
+
+
+class RolloutWorker:
+    """Steps a DummyVecEnv with random actions, through the service or without it."""
+
+    def __init__(self, service: Any, env_id: str, n_envs: int, seed: int) -> None:
+        import torch
+        from stable_baselines3.common.env_util import make_vec_env
+
+        torch.set_num_threads(1)
+        venv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+        self.latencies: list[float] = []
+        if service is not None:
+            bank = service.bank
+            query = bank.query
+
+            def timed_query(*args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                out = query(*args, **kwargs)
+                self.latencies.append(time.perf_counter() - t0)
+                return out
+
+            bank.query = timed_query  # the wrapper's retrievals, timed
+            venv = service.vec_env(venv, k=4, retrieve_every=8, seed=seed)
+        self.venv = venv
+        self.n_envs = n_envs
+        self.rng = np.random.default_rng(seed)
+        self.n_actions = int(venv.action_space.n)
+        self.venv.reset()
+
+    def ready(self) -> bool:
+        return True
+
+    def spaces(self) -> tuple[Any, Any]:
+        """The base envs' observation and action spaces."""
+        base = getattr(self.venv, "venv", self.venv)
+        return base.observation_space, base.action_space
+
+    def run(self, seconds: float) -> dict[str, Any]:
+        self.latencies.clear()
+        steps = episodes = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            _, _, dones, _ = self.venv.step(self.rng.integers(self.n_actions, size=self.n_envs))
+            steps += self.n_envs
+            episodes += int(dones.sum())
+        elapsed = time.perf_counter() - t0
+        return {"steps": steps, "episodes": episodes, "seconds": elapsed, "steps_per_s": steps / elapsed,
+                "query": pct(self.latencies)}
+
+
+class QueryClient:
+    """Queries the service as fast as it answers, for a fixed time."""
+
+    def __init__(self, service: Any, seed: int) -> None:
+        self.service = service
+        self.keys = np.random.default_rng(seed).standard_normal((4096, KEY_DIM)).astype(np.float32)
+
+    def ready(self) -> bool:
+        return len(self.service) > 0
+
+    def run(self, seconds: float, batch: int) -> dict[str, float]:
+        calls, i = 0, 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            self.service.query(self.keys[i:i + batch], 4)
+            calls += 1
+            i = (i + batch) % (len(self.keys) - batch)
+        return {"calls": calls, "seconds": time.perf_counter() - t0}
+
+
+def rollout(ray: Any, workers: int, args: argparse.Namespace, with_service: bool) -> dict[str, Any]:
+    from integrations.ray import start_service
+
+    service = start_service(num_cpus=0, seed=0) if with_service else None
+    remote = ray.remote(num_cpus=0)(RolloutWorker)
+    pool = [remote.remote(service, args.env, args.n_envs, seed) for seed in range(workers)]
+    ray.get([w.ready.remote() for w in pool])
+    out = ray.get([w.run.remote(args.seconds) for w in pool])
+    result: dict[str, Any] = {
+        "workers": workers, "service": with_service,
+        "steps_per_s": float(sum(o["steps_per_s"] for o in out)),
+        "per_worker_steps_per_s": [float(o["steps_per_s"]) for o in out],
+        "episodes": int(sum(o["episodes"] for o in out)),
+    }
+    if service is not None:
+        result["query_p50_ms_per_worker"] = [float(o["query"]["p50_ms"]) for o in out]
+        result["query_p95_ms_max"] = float(max(o["query"]["p95_ms"] for o in out))
+        learner = service.manager(*ray.get(pool[0].spaces.remote())).stats()
+        result["learner"] = {k: learner[k] for k in ("episodes_submitted", "episodes_processed",
+                                                      "entries_added", "extractor_updates", "busy_seconds")}
+        result["bank_size"] = len(service)
+        service.shutdown()
+    for w in pool:
+        ray.kill(w)
+    return result
+
+
+def latency(service: Any, rounds: int) -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    keys = rng.standard_normal((rounds * 16 + 16, KEY_DIM)).astype(np.float32)
+    calls = {
+        "len": lambda i: len(service),
+        "query_1": lambda i: service.query(keys[i:i + 1], 4),
+        "query_16": lambda i: service.query(keys[i:i + 16], 4),
+        "add_8": lambda i: service.add(keys[i:i + 8] + 100.0, np.ones((8, VALUE_DIM), np.float32)),
+        "update_8": lambda i: service.update(np.arange(i, i + 8), np.ones(8), 0.99),
+    }
+    out = {}
+    for name, fn in calls.items():
+        fn(0)
+        samples = []
+        for r in range(rounds):
+            t0 = time.perf_counter()
+            fn(r * 16)
+            samples.append(time.perf_counter() - t0)
+        out[name] = pct(samples)
+    return out
+
+
+def capacity(ray: Any, service: Any, local_bank: Any, clients: int, seconds: float) -> dict[str, Any]:
+    remote = ray.remote(num_cpus=0)(QueryClient)
+    pool = [remote.remote(service, seed) for seed in range(clients)]
+    ray.get([c.ready.remote() for c in pool])
+    out: dict[str, Any] = {"clients": clients}
+    for batch in (1, 16):
+        res = ray.get([c.run.remote(seconds, batch) for c in pool])
+        qps = sum(r["calls"] / r["seconds"] for r in res)
+        out[f"batch_{batch}"] = {"calls_per_s": float(qps), "keys_per_s": float(qps * batch)}
+        keys = np.random.default_rng(7).standard_normal((4096, KEY_DIM)).astype(np.float32)
+        calls, i, t0 = 0, 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            local_bank.query(keys[i:i + batch], 4)
+            calls += 1
+            i = (i + batch) % (len(keys) - batch)
+        local = calls / (time.perf_counter() - t0)
+        out[f"batch_{batch}"].update(in_process_calls_per_s=float(local), in_process_keys_per_s=float(local * batch))
+    for c in pool:
+        ray.kill(c)
+    return out
+
+
+def fmt_table(report: dict[str, Any]) -> str:
+    rows = {(r["workers"], r["service"]): r for r in report["rollout"]}
+    one = rows.get((min(report["args"]["workers"]), True))
+    lines = [
+        f"Measured {report['date']} on {report['machine']['cpus']} CPU cores "
+        f"({report['args']['env']}, {report['args']['n_envs']} envs per worker, random actions, "
+        f"{report['args']['seconds']:g} s per point; `python -m benchmarks.scaleout`; "
+        "`benchmarks/results/scaleout.json`).",
+        "",
+        "| rollout workers | env steps/s, no service | env steps/s, with service | vs 1 worker | "
+        "per worker | query p50 (ms, per worker) | episodes learned / sent |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for w in report["args"]["workers"]:
+        base, svc = rows.get((w, False)), rows.get((w, True))
+        if svc is None:
+            continue
+        speedup = f"{svc['steps_per_s'] / one['steps_per_s']:.2f}x" if one else "-"
+        per = ", ".join(f"{x:.0f}" for x in svc["per_worker_steps_per_s"])
+        p50 = ", ".join(f"{x:.2f}" for x in svc["query_p50_ms_per_worker"])
+        learned = f"{svc['learner']['episodes_processed']:.0f} / {svc['learner']['episodes_submitted']:.0f}"
+        lines.append(f"| {w} | {base['steps_per_s']:.0f} | {svc['steps_per_s']:.0f} | {speedup} | {per} | {p50} | "
+                     f"{learned} |" if base else f"| {w} | - | {svc['steps_per_s']:.0f} | {speedup} | {per} | "
+                     f"{p50} | {learned} |")
+    lat = report["latency"]
+    lines += ["", f"Per-call latency, one client, idle service, bank of {report['args']['bank_size']:,} entries "
+              f"(key {KEY_DIM}, value {VALUE_DIM}, k = 4):", "",
+              "| call | p50 (ms) | p95 (ms) |", "| --- | --- | --- |"]
+    for name, v in lat.items():
+        lines.append(f"| `{name}` | {v['p50_ms']:.2f} | {v['p95_ms']:.2f} |")
+    cap = report["capacity"]
+    lines += ["", f"Query capacity, {cap['clients']} clients at once (same bank):", "",
+              "| keys per call | service calls/s | service keys/s | in-process calls/s (one thread) |",
+              "| --- | --- | --- | --- |"]
+    for b in (1, 16):
+        v = cap[f"batch_{b}"]
+        lines.append(f"| {b} | {v['calls_per_s']:.0f} | {v['keys_per_s']:.0f} | {v['in_process_calls_per_s']:.0f} |")
+    return "\n".join(lines)
+
+
+def write_doc(table: str, path: Path = DOC) -> None:
+    text = path.read_text() if path.exists() else f"# Scaling\n\n{START}\n{END}\n"
+    if START not in text or END not in text:
+        text = text.rstrip() + f"\n\n## Measured scale-out\n\n{START}\n{END}\n"
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{START}\n{table}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    p.add_argument("--seconds", type=float, default=8.0, help="measuring time per point")
+    p.add_argument("--env", default="CartPole-v1")
+    p.add_argument("--n-envs", type=int, default=4)
+    p.add_argument("--bank-size", type=int, default=10_000)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--latency-rounds", type=int, default=300)
+    p.add_argument("--address", default=None, help="an existing Ray cluster (default: a local one)")
+    p.add_argument("--out", type=Path, default=RESULTS / "scaleout.json")
+    p.add_argument("--no-doc", action="store_true", help="do not rewrite the table in docs/scaling.md")
+    args = p.parse_args(argv)
+
+    from experience_wrappers import ExperienceBank
+    from integrations.ray import ensure_connected, start_service
+
+    cpus = os.cpu_count() or 1
+    init = {} if args.address else {"num_cpus": max(max(args.workers), args.clients, cpus)}
+    ray = ensure_connected(args.address, **init)
+    report: dict[str, Any] = {
+        "command": " ".join(["python -m benchmarks.scaleout", *(argv if argv is not None else sys.argv[1:])]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": {"cpus": cpus, "platform": platform.platform()}, "versions": versions(),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "rollout": [],
+    }
+    for w in args.workers:
+        for with_service in (False, True):
+            r = rollout(ray, w, args, with_service)
+            report["rollout"].append(r)
+            print(f"workers={w} service={with_service}: {r['steps_per_s']:.0f} steps/s", flush=True)
+
+    rng = np.random.default_rng(0)
+    keys = rng.standard_normal((args.bank_size, KEY_DIM)).astype(np.float32)
+    values = rng.standard_normal((args.bank_size, VALUE_DIM)).astype(np.float32)
+    bank_config = {"seed": 0, "capacity": max(4096, 2 * args.bank_size)}
+    local = ExperienceBank(**bank_config)
+    service = start_service(num_cpus=0, **bank_config)
+    for lo in range(0, args.bank_size, 2000):
+        service.add(keys[lo:lo + 2000], values[lo:lo + 2000])
+        local.add(keys[lo:lo + 2000], values[lo:lo + 2000])
+    report["latency"] = latency(service, args.latency_rounds)
+    print("latency:", json.dumps({k: round(v["p50_ms"], 3) for k, v in report["latency"].items()}), flush=True)
+    report["capacity"] = capacity(ray, service, local, args.clients, args.seconds)
+    print("capacity:", json.dumps(report["capacity"]), flush=True)
+    service.shutdown()
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1))
+    table = fmt_table(report)
+    print(table)
+    if not args.no_doc:
+        write_doc(table)
+    return report
+
+
+if __name__ == "__main__":
+    main()
