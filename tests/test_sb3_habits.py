@@ -164,3 +164,17 @@ def test_frame_stacking_below_the_wrapper_works_and_above_it_is_refused():
     model = PPO("MultiInputPolicy", VecFrameStack(wrapped_vec(2), 4), **PPO_KW)
     with pytest.raises(ValueError, match="FrameStackObservation"):
         model.learn(128, callback=CRLCallback())
+
+
+def test_tensorboard_gets_bank_histograms_and_a_figure(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = PPO("MultiInputPolicy", wrapped_vec(2), tensorboard_log=str(tmp_path), **PPO_KW)
+    callback = CRLCallback()
+    callback.log_bank_every = 2
+    model.learn(512, callback=callback)
+    (events,) = tmp_path.rglob("events.out.tfevents*")
+    acc = EventAccumulator(str(events.parent), size_guidance={"histograms": 0, "images": 0}).Reload()
+    assert {"bank/utility", "bank/retrievals", "bank/utility_extracted"} <= set(acc.Tags()["histograms"])
+    assert "bank/retrievals_vs_utility" in acc.Tags()["images"]
+    assert len(acc.Histograms("bank/utility")) == 2  # rollouts 2 and 4

@@ -13,6 +13,7 @@ from experience_wrappers.manager import success_from_info
 from experience_wrappers.wrappers import ExperienceInjector
 
 from .advantages import regroup_advantages
+from .bank_logging import log_bank_distributions
 from .discovery import find_experience
 from .distillation import distillation_step
 from .guards import check_callback
@@ -56,6 +57,9 @@ class CRLCallback(BaseCallback):
             (None: leave the policy's own value).
         flush_at_end: wait for the manager's queue when training ends.
     """
+
+    #: rollouts between TensorBoard histograms and figures of the bank (0: never)
+    log_bank_every: int = 10
 
     def __init__(self, guided_ratio: tuple[float, float] | float = (0.5, 0.8), merge_every: int = 5,
                  subgroup_advantages: bool = True, distill_coef: float = 0.0,
@@ -175,6 +179,8 @@ class CRLCallback(BaseCallback):
             if self.merge_every and m.rollouts % self.merge_every == 0:
                 m.request_merge()
         self._log()
+        if self.log_bank_every and self.managers[0].rollouts % self.log_bank_every == 0:
+            log_bank_distributions(self.logger, self.managers[0].bank)  # TensorBoard only
 
     def _log(self) -> None:
         rec = self.logger.record
