@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank
@@ -28,6 +27,7 @@ from integrations.sb3 import (
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
 from integrations.sb3.self_imitation import SelfImitationCallback
 
+from .algos import check_algo_arm, resolve_algo
 from .arms import Arm
 from .bank_tracking import BankTracker
 from .envs import build_env, family_of
@@ -100,7 +100,7 @@ class _StopAtDeadline(BaseCallback):
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
               eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
               eval_envs: int = 4, demonstrations: int | None = None, model_dir: str | None = None,
-              tensorboard_log: str | None = None) -> dict[str, Any]:
+              tensorboard_log: str | None = None, algo: str = "ppo") -> dict[str, Any]:
     """Train PPO (with or without Complementary RL) and return curves, timings and evaluation.
 
     ``eval_episodes``: episodes of the final evaluation, with and without experience (0: none).
@@ -132,8 +132,10 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     else:
         policy_kwargs = dict(fam.base_policy_kwargs)
         policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
-    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, tensorboard_log=tensorboard_log,
-                **ppo_kwargs)
+    check_algo_arm(algo, arm)  # --algo: PPO by default, or A2C, RecurrentPPO, MaskablePPO
+    algo_cls, policy, ppo_kwargs = resolve_algo(algo, policy, ppo_kwargs)
+    model = algo_cls(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, tensorboard_log=tensorboard_log,
+                     **ppo_kwargs)
     tracker = CurveTracker()
     callbacks = [tracker]
     crl_cb = bank_cb = None
@@ -161,7 +163,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     eval_s = eval_cb.seconds if eval_cb is not None else 0.0
     wall = time.perf_counter() - t0 - eval_s
     result: dict[str, Any] = {
-        "env_id": env_id, "arm": arm.name, "seed": seed, "total_steps": int(model.num_timesteps),
+        "env_id": env_id, "arm": arm.name, "algo": algo, "seed": seed, "total_steps": int(model.num_timesteps),
         "n_envs": n_envs, "hyperparameters": hyper, "arm_config": {
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},

@@ -5,6 +5,7 @@ Run (``crl-bench`` is the same command, installed by ``pip install``; both work 
     crl-bench --env Acrobot-v1                                # any gymnasium id: ppo vs crl, seed 0
     crl-bench --env Acrobot-v1 --seeds 0 1 2 --hyperparams n_envs:4 learning_rate:1e-3
     crl-bench --env MiniHack-Room-5x5-v0 --name my-room --save-model --tensorboard runs/tb
+    crl-bench --env CartPole-v1 --algo recurrent-ppo          # or a2c, maskable-ppo (the sb3 extra)
     python -m benchmarks.runner --suite easy                  # a suite of benchmarks/suites.py
     python -m benchmarks.runner --suite easy --background     # detached; log in the results folder
     python -m benchmarks.runner --suite easy --seeds 0 1 --arms ppo crl --steps 60000 --jobs 2
@@ -37,8 +38,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+import attrs
 from tqdm import tqdm
 
+from .algos import ALGOS, algorithm_class, check_algo_arm
 from .arms import ARMS
 from .config import HYPERPARAMS, load_hyperparams
 from .suites import SUITES, Suite
@@ -146,7 +149,7 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
     if Path(job["path"]).exists():
         return job["path"], "skipped", None
     try:
-        outputs = {k: job[k] for k in ("model_dir", "tensorboard_log") if job.get(k)}
+        outputs = {k: job[k] for k in ("model_dir", "tensorboard_log", "algo") if job.get(k)}
         res = train_run(job["env_id"], ARMS[job["arm"]], job["seed"], job["hyper"], job["steps"],
                         job["eval_episodes"], eval_every=job["eval_every"],
                         demonstrations=job.get("demonstrations"), **outputs)
@@ -166,7 +169,7 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
 
 def _env_suite(args: argparse.Namespace) -> Suite:
     """The suite of an ``--env`` run: named by ``--name`` or the env id, ppo vs crl, seed 0."""
-    name = args.name or "_".join(e.replace("/", "_") for e in args.env)
+    name = args.name or "_".join(e.replace("/", "_") for e in args.env) + ("" if args.algo == "ppo" else f"-{args.algo}")
     return Suite(name, tuple(args.env), ("ppo", "crl"), (0,), eval_episodes=20, thresholds=(0.5, 0.8, 0.9, 0.95))
 
 
@@ -194,11 +197,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="save each run's model (and its bank, extractor, manager) beside its result file")
     p.add_argument("--tensorboard", type=Path, metavar="DIR",
                    help="write each run's TensorBoard log under DIR/<suite>/<env>/<arm>/seed<k>")
+    p.add_argument("--algo", default="ppo", choices=sorted(ALGOS),
+                   help="the on-policy algorithm (default ppo; the others file their runs under <suite>-<algo>)")
     p.add_argument("--background", action="store_true", help="detach; log to <results>/<suite>/runner.log")
     args = p.parse_args(argv)
     if args.env and args.envs:
         p.error("--envs selects within a --suite; with --env, list the env ids there")
     suite = _env_suite(args) if args.env else SUITES[args.suite]
+    if args.suite and args.algo != "ppo":
+        suite = attrs.evolve(suite, name=f"{suite.name}-{args.algo}")
     results = args.results or default_results()
     if args.background:
         log = results / suite.name / "runner.log"
@@ -214,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arms {unknown}; known: {sorted(ARMS)}")
+    try:
+        algorithm_class(args.algo)
+        for arm in arms:
+            check_algo_arm(args.algo, ARMS[arm])
+    except (ValueError, ImportError) as exc:
+        p.error(str(exc))
     try:
         yaml_path, overrides = parse_hyperparams(args.hyperparams)
     except ValueError as exc:
@@ -257,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                        "eval_episodes": suite.eval_episodes if args.eval_episodes is None
                        else args.eval_episodes, "command": command,
                        "eval_every": suite.eval_every if args.eval_every is None else args.eval_every,
+                       "algo": args.algo,
                        "demonstrations": suite.demonstrations}
                 if args.save_model:
                     job["model_dir"] = str(path.with_name(f"seed{seed}_model"))

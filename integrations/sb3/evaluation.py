@@ -66,17 +66,28 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     """Run ``n_episodes`` (spread evenly over the envs, as SB3's ``evaluate_policy`` does).
 
     Returns mean return, mean length, success rate (NaN if the env reports no success)
-    and mean outcome (success, else return).
+    and mean outcome (success, else return). Recurrent policies (RecurrentPPO) carry their
+    state across steps; maskable ones (MaskablePPO) get the env's action masks.
     """
+    import inspect
+
+    masked = "action_masks" in inspect.signature(model.predict).parameters and env.has_attr("action_masks")
+    state = None
     n = env.num_envs
     targets = np.array([(n_episodes + i) // n for i in range(n)], dtype=int)
     counts = np.zeros(n, dtype=int)
     returns, lengths, successes, outcomes = [], [], [], []
     cur_ret, cur_len = np.zeros(n), np.zeros(n, dtype=int)
     obs = env.reset()
+    starts = np.ones(n, dtype=bool)
     while (counts < targets).any():
-        actions, _ = model.predict(obs, deterministic=deterministic)
+        if masked:
+            masks = np.stack(env.env_method("action_masks"))
+            actions, state = model.predict(obs, deterministic=deterministic, action_masks=masks)  # type: ignore[call-arg]
+        else:
+            actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=deterministic)
         obs, rewards, dones, infos = env.step(actions)
+        starts = np.asarray(dones, dtype=bool)
         cur_ret += rewards
         cur_len += 1
         for i in np.flatnonzero(dones).tolist():

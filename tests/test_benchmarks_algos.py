@@ -1,0 +1,31 @@
+"""--algo: the runner trains A2C and RecurrentPPO too; arms that need PPO's own pieces are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.algos import check_algo_arm
+from benchmarks.arms import ARMS
+from benchmarks.run import train_run
+from benchmarks.runner import main
+
+HYPER = {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}
+
+
+@pytest.mark.parametrize("algo", ["a2c", "recurrent-ppo"])
+def test_train_run_with_another_algorithm(algo):
+    pytest.importorskip("sb3_contrib")
+    res = train_run("CartPole-v1", ARMS["crl"], 0, HYPER, total_steps=512, eval_episodes=2, algo=algo)
+    assert res["algo"] == algo and res["total_steps"] >= 512
+    assert res["crl"]["manager"]["episodes_submitted"] > 0
+    assert res["evaluation"]["with_experience"]["episodes"] == 2
+
+
+def test_arms_that_need_ppo_are_refused_before_any_run(tmp_path, capsys):
+    with pytest.raises(ValueError, match="ActionPriorPolicy"):
+        check_algo_arm("recurrent-ppo", ARMS["crl-prior"])
+    check_algo_arm("a2c", ARMS["crl-prior"])  # an ActorCriticPolicy: fine for A2C
+    with pytest.raises(SystemExit):
+        main(["--env", "CartPole-v1", "--algo", "maskable-ppo", "--arms", "crl-distill", "--results", str(tmp_path)])
+    assert "distillation" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
