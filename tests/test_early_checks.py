@@ -306,3 +306,36 @@ def test_a_restore_racing_saves_gets_one_whole_save(tmp_path):
         saver.join(20)
     assert saver.exitcode == 0
     assert seen == {111, 222}
+
+
+# ------------------------------------------------------ more values, same rule
+@pytest.mark.parametrize(("kwargs", "exc", "match"), [
+    (dict(lr="3e-4"), TypeError, "lr must be a number, got '3e-4'"),
+    (dict(exp_dim=10**9), ValueError, "exp_dim must be <= 65536"),
+    (dict(hidden=10**7), ValueError, "hidden must be <= 8192"),
+    (dict(segment_every="8"), TypeError, "segment_every must be an int"),
+    (dict(seed="0"), TypeError, "seed must be an int"),
+    (dict(seed=2**70), ValueError, "seed must be <="),
+    (dict(skip_below="x"), TypeError, "skip_below must be a number"),
+    (dict(decay_end=1.5), ValueError, "decay_end must be <= 1"),
+    (dict(train_extractor=1), TypeError, "train_extractor must be a bool"),
+])
+def test_manager_config_values_are_checked_at_construction(kwargs, exc, match):
+    from experience_wrappers import ManagerConfig
+    with pytest.raises(exc, match=match):
+        ManagerConfig(**kwargs)
+    with pytest.raises(exc, match=match):
+        ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={**FAST, **kwargs})
+
+
+def test_strings_are_not_numbers_anywhere_in_the_bank_api():
+    bank = ExperienceBank()
+    bank.add(np.eye(3, dtype=np.float32), np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError, match="decay must be a number in"):
+        bank.update([0], [1.0], "0.9")
+    with pytest.raises(ValueError, match="threshold must be a number, got '0.5'"):
+        bank.merge("0.5")
+    with pytest.raises(ValueError, match="temperature must be a number, got '1'"):
+        bank.query(np.eye(3)[0], k=1, temperature="1")
+    with pytest.raises(ValueError, match=r"k must be an int in \[1, 65536\], got 1000000000"):
+        wrap(gym.make("CartPole-v1"), k=10**9)

@@ -24,6 +24,7 @@ from .validation import (
     as_float_vector,
     as_int_vector,
     as_matrix,
+    as_real,
     check_bounded,
     check_int64,
     check_positive_int,
@@ -362,10 +363,7 @@ class ExperienceBank:
             raise ValueError(f"k must be <= {MAX_K}, got {k}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        try:
-            temp = self.config.temperature if temperature is None else float(temperature)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"temperature must be a number, got {temperature!r}") from exc
+        temp = self.config.temperature if temperature is None else as_real("temperature", temperature)
         if not (np.isfinite(temp) and temp >= MIN_TEMPERATURE):
             raise ValueError(f"temperature must be finite and >= {MIN_TEMPERATURE}, got {temperature!r}")
         dims = self.dims
@@ -549,7 +547,7 @@ class ExperienceBank:
         utility the credit-weighted mean; counters are summed; provenance becomes
         ``MERGED``; creation step the earliest; extractor version the latest.
         """
-        thr = self.config.merge_threshold if threshold is None else float(threshold)
+        thr = self.config.merge_threshold if threshold is None else as_real("threshold", threshold)
         if not (np.isfinite(thr) and thr >= 0):
             raise ValueError(f"threshold must be finite and >= 0, got {threshold!r}")
         with interrupts_deferred(), self._lock.write(), transaction(self):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
 __all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_unit",
-           "check_int64", "check_bounded"]
+           "check_int64", "check_bounded", "as_real"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -118,11 +119,24 @@ def check_bounded(name: str, arr: np.ndarray, bound: float) -> None:
         raise ValueError(f"{name} must be within +-{bound:g}, got {float(arr[np.argmax(np.abs(arr))])!r}")
 
 
+def as_real(name: str, x: Any) -> float:
+    """A real number as a float (strings, bools and None are refused, not converted).
+
+    >>> as_real("threshold", "0.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: threshold must be a number, got '0.5'
+    """
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (Real, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {x!r}")
+    return float(x)
+
+
 def check_unit(name: str, x: Any) -> float:
     """A float in [0, 1]."""
     try:
-        v = float(x)
-    except (TypeError, ValueError) as exc:
+        v = as_real(name, x)
+    except ValueError as exc:
         raise ValueError(f"{name} must be a number in [0, 1], got {x!r}") from exc
     if not 0.0 <= v <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {x!r}")

@@ -4,10 +4,27 @@ from __future__ import annotations
 
 import attrs
 
+from ..bank.config import MAX_DIM, MAX_SEED
+from ..validators import (
+    at_least,
+    at_most,
+    finite,
+    is_bool,
+    is_int,
+    is_real,
+    non_negative,
+    positive,
+    to_float,
+)
+
 __all__ = ["ManagerConfig"]
 
-_pos = attrs.validators.gt(0)
-_nonneg = attrs.validators.ge(0)
+#: most steps a segment reads, hidden units per direction (sane bounds before any allocation)
+MAX_LEN, MAX_HIDDEN = 100_000, 8192
+
+_int = [is_int, positive]
+_float = dict(converter=to_float)
+_unit = [is_real, finite, at_least(0.0), at_most(1.0)]
 
 
 @attrs.frozen(kw_only=True)
@@ -36,26 +53,41 @@ class ManagerConfig:
             episodes) instead of one shared by all tasks; the bank stays shared.
         train_extractor: False freezes the extractor (the "static" ablation): entries are
             still distilled and credited, but the extractor never updates.
-        seed: seed of the extractor's weights and sampling.
+        seed: seed of the extractor's weights and sampling, in ``[0, 2**63 - 1]``.
+
+    Every field is checked here: numbers must be numbers (``"3e-4"`` is refused, not
+    converted), ints ints, sizes within sane bounds, so a bad value fails at construction
+    and not inside torch.
+
+    >>> ManagerConfig(lr="3e-4")
+    Traceback (most recent call last):
+    ...
+    TypeError: lr must be a number, got '3e-4'
     """
 
     mode: str = attrs.field(default="async", validator=attrs.validators.in_(("sync", "async")))
-    segment_every: int = attrs.field(default=8, validator=_nonneg)
-    prior_horizon: int = attrs.field(default=4, validator=_pos)
-    exp_dim: int = attrs.field(default=16, validator=_pos)
-    hidden: int = attrs.field(default=64, validator=_pos)
-    max_len: int = attrs.field(default=16, validator=_pos)
-    lr: float = attrs.field(default=3e-4, converter=float, validator=_pos)
-    batch_size: int = attrs.field(default=64, validator=_pos)
-    ssl_batch_size: int = attrs.field(default=64, validator=_pos)
+    segment_every: int = attrs.field(default=8, validator=[is_int, non_negative, at_most(MAX_LEN)])
+    prior_horizon: int = attrs.field(default=4, validator=[*_int, at_most(MAX_LEN)])
+    exp_dim: int = attrs.field(default=16, validator=[*_int, at_most(MAX_DIM)])
+    hidden: int = attrs.field(default=64, validator=[*_int, at_most(MAX_HIDDEN)])
+    max_len: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
+    lr: float = attrs.field(default=3e-4, **_float, validator=[is_real, finite, positive])
+    batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
+    ssl_batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
     extractor_reward: str = attrs.field(default="delta", validator=attrs.validators.in_(("delta", "direct")))
-    baseline_window: int = attrs.field(default=100, validator=_pos)
-    skip_below: float | None = attrs.field(default=None)
-    decay_start: float = attrs.field(default=0.99, converter=float, validator=[_nonneg, attrs.validators.le(1)])
-    decay_end: float = attrs.field(default=0.95, converter=float, validator=[_nonneg, attrs.validators.le(1)])
-    extractor_per_task: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
-    train_extractor: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    seed: int = attrs.field(default=0)
+    baseline_window: int = attrs.field(default=100, validator=[*_int, at_most(MAX_LEN)])
+    skip_below: float | None = attrs.field(default=None, **_float)
+    decay_start: float = attrs.field(default=0.99, **_float, validator=_unit)
+    decay_end: float = attrs.field(default=0.95, **_float, validator=_unit)
+    extractor_per_task: bool = attrs.field(default=False, validator=is_bool)
+    train_extractor: bool = attrs.field(default=True, validator=is_bool)
+    seed: int = attrs.field(default=0, validator=[is_int, at_least(0), at_most(MAX_SEED)])
+
+    @skip_below.validator
+    def _check_skip_below(self, attribute: attrs.Attribute, value: float | None) -> None:
+        if value is not None:
+            is_real(self, attribute, value)
+            finite(self, attribute, value)
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from ..bank.config import MAX_K
 from ..manager import Episode, ExperienceManager
 from .checks import check_finite_rewards, observation_checker
 from .spaces import BASE_KEY
@@ -82,8 +83,8 @@ class ExperienceInjector:
                  k: int = 4, retrieve_every: int = 0, task_id: TaskIdSource = 0,
                  action_prior: bool = False, query_mode: str = "utility", filter_by_task: bool = True,
                  learn: bool | None = None, seed: int | None = None) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise ValueError(f"k must be a positive int, got {k!r}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= MAX_K:
+            raise ValueError(f"k must be an int in [1, {MAX_K}], got {k!r}")
         if isinstance(retrieve_every, bool) or not isinstance(retrieve_every, int) or retrieve_every < 0:
             raise ValueError(f"retrieve_every must be an int >= 0, got {retrieve_every!r}")
         if query_mode not in ("utility", "knn", "random"):
