@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -378,19 +380,47 @@ def test_a_save_that_fails_half_way_leaves_the_previous_save_and_no_files(tmp_pa
     assert folder_files(tmp_path) == ["bank", "probe"]  # never a temporary folder beside it
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
-def test_save_into_a_read_only_folder_fails_and_leaves_nothing(tmp_path):
-    path = filled_bank(5).save(tmp_path / "bank")
-    before = folder_files(path)
-    path.chmod(0o555)
+def _save_as_nobody(bank: ExperienceBank, path: Path) -> int:
+    """Save in a forked child that dropped root (root may write anywhere): 0 = PermissionError."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                bank.save(path)
+                code = 1
+            except PermissionError:
+                code = 0
+            except BaseException:  # noqa: BLE001 - reported by the exit code
+                code = 2
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(os.name != "posix" or (os.geteuid() == 0 and not HAS_FORK), reason="needs POSIX permissions")
+def test_save_into_a_read_only_folder_fails_and_leaves_nothing():
+    base = Path(tempfile.mkdtemp())
+    path = base / "bank"
     try:
-        with pytest.raises(PermissionError):
-            filled_bank(7).save(path)
+        base.chmod(0o777)  # the parent stays writable (by the unprivileged child too); the bank folder is not
+        filled_bank(5).save(path)
+        before = folder_files(path)
+        path.chmod(0o555)
+        if os.geteuid() == 0:
+            assert _save_as_nobody(filled_bank(7), path) == 0
+        else:
+            with pytest.raises(PermissionError):
+                filled_bank(7).save(path)
         assert folder_files(path) == before
-        assert folder_files(tmp_path) == ["bank"]
+        assert folder_files(base) == ["bank"]  # no temporary folder beside it either
     finally:
         path.chmod(0o755)
-    assert len(ExperienceBank.load(path)) == 5
+        loaded = len(ExperienceBank.load(path))
+        shutil.rmtree(base)
+    assert loaded == 5
 
 
 def test_concurrent_saves_of_one_folder_are_serialised(tmp_path):
