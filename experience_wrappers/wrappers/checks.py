@@ -143,12 +143,15 @@ def _box_checker(space: spaces.Box, path: str, warned: set[str]) -> Check:
     # the common case, one bound for every element: compare the batch's min and max only
     scalar = low.size > 0 and bool(np.all(low == low.flat[0]) and np.all(high == high.flat[0]))
     lo_s, hi_s = (float(low.flat[0]), float(high.flat[0])) if scalar else (0.0, 0.0)
+    # integer bounds that span the whole dtype (uint8 in [0, 255]): a value of that dtype always fits
+    whole = space.dtype is not None and np.dtype(space.dtype).kind in "iu" and bool(
+        np.all(low <= np.iinfo(space.dtype).min) and np.all(high >= np.iinfo(space.dtype).max))
 
     def check_box(batch: Any, where: str) -> None:
         x = np.asarray(batch)
         if x.shape[1:] != space.shape:
             raise _fail(where, path, f"shape {x.shape[1:]} is not the space's {space.shape}")
-        if path in warned or not x.size or not (finite_low or finite_high):
+        if path in warned or not x.size or not (finite_low or finite_high) or (whole and x.dtype == space.dtype):
             return
         if scalar:
             outside = (finite_low and x.min() < lo_s) or (finite_high and x.max() > hi_s)
