@@ -357,6 +357,20 @@ def test_leftovers_of_an_interrupted_save_are_removed_by_the_next_save(tmp_path)
     assert len(folder_files(path)) == 4 and "entries-00000000deadbeef.npz" not in folder_files(path)
 
 
+def test_temporary_folders_left_by_earlier_versions_are_removed_by_the_next_save(tmp_path):
+    bank = filled_bank(10)
+    path = bank.save(tmp_path / "bank")
+    old = tmp_path / ".bank.tmp-0123abcd"  # a killed save of version 1 left a whole bank folder here
+    old.mkdir()
+    for name in ("meta.json", "entries.npz", "index.bin"):
+        (old / name).write_bytes(b"x" * 100)
+    foreign = tmp_path / ".bank.tmp-89abcdef"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("not a bank's")
+    bank.save(path)
+    assert folder_files(tmp_path) == [".bank.tmp-89abcdef", "bank"]
+
+
 @pytest.mark.skipif(not HAS_ALARM, reason="needs signal.setitimer")
 def test_a_save_that_fails_half_way_leaves_the_previous_save_and_no_files(tmp_path):
     old, new = filled_bank(300, seed=1), filled_bank(500, seed=2)

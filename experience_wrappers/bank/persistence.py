@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -156,11 +157,13 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool]) -> Iterato
 
 @contextmanager
 def _dir_lock(folder: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on a folder itself (no file is created in it)."""
+    """An exclusive ``flock`` on a folder itself (no file is created in it); unlocked where there is no flock."""
+    if fcntl is None:  # pragma: no cover - Windows cannot open a folder as a file either
+        yield
+        return
     fd = os.open(folder, os.O_RDONLY)
     try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
@@ -217,7 +220,25 @@ def save_bank(bank: ExperienceBank, path: Path) -> Path:
             stale += [path / n for n in V1_FILES if n in old_meta["files"] and n not in files]
         for f in stale:
             remove_quietly(f)
+    _remove_old_temporary_folders(path)
     return path
+
+
+def _remove_old_temporary_folders(path: Path) -> None:
+    """Remove ``.NAME.tmp-*`` folders that killed saves of earlier versions left beside ``path``.
+
+    Earlier versions wrote a whole temporary folder beside the bank and swapped it in; a
+    killed save left it behind (hundreds of MB for a large bank). Only folders holding
+    nothing but a bank's files of that version are removed.
+    """
+    v1 = {META, *V1_FILES}
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        try:
+            if re.fullmatch(r"[0-9a-f]{8}", tmp.name.rsplit("-", 1)[-1]) and tmp.is_dir() and not tmp.is_symlink() \
+                    and {p.name for p in tmp.iterdir()} <= v1:
+                shutil.rmtree(tmp)
+        except OSError:  # someone else's business after all (permissions, a race): leave it
+            continue
 
 
 def _committed(path: Path, gen: str) -> bool:
