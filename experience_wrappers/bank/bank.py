@@ -361,6 +361,10 @@ class ExperienceBank:
         k = check_positive_int("k", k)
         if k > MAX_K:
             raise ValueError(f"k must be <= {MAX_K}, got {k}")
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy Generator or None, got {type(rng).__name__}")
+        if not isinstance(record, (bool, np.bool_)):
+            raise TypeError(f"record must be a bool, got {record!r}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         temp = self.config.temperature if temperature is None else as_real("temperature", temperature)

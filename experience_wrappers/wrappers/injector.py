@@ -87,6 +87,8 @@ class ExperienceInjector:
             raise ValueError(f"k must be an int in [1, {MAX_K}], got {k!r}")
         if isinstance(retrieve_every, bool) or not isinstance(retrieve_every, int) or retrieve_every < 0:
             raise ValueError(f"retrieve_every must be an int >= 0, got {retrieve_every!r}")
+        if not isinstance(action_prior, bool):
+            raise ValueError(f"action_prior must be a bool, got {action_prior!r}")
         if query_mode not in ("utility", "knn", "random"):
             raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {query_mode!r}")
         if not (callable(task_id) or (isinstance(task_id, (int, np.integer)) and not isinstance(task_id, bool))):
