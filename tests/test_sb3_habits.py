@@ -178,3 +178,23 @@ def test_tensorboard_gets_bank_histograms_and_a_figure(tmp_path):
     assert {"bank/utility", "bank/retrievals", "bank/utility_extracted"} <= set(acc.Tags()["histograms"])
     assert "bank/retrievals_vs_utility" in acc.Tags()["images"]
     assert len(acc.Histograms("bank/utility")) == 2  # rollouts 2 and 4
+
+
+def test_ppo_advantage_normalisation_is_off_while_training_and_back_after():
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Seen(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.values = []
+
+        def _on_step(self):
+            return True
+
+        def _on_rollout_end(self):
+            self.values.append(self.model.normalize_advantage)
+
+    seen = Seen()
+    model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
+    model.learn(256, callback=CallbackList([CRLCallback(), seen]))
+    assert seen.values == [False, False] and model.normalize_advantage is True
