@@ -20,8 +20,8 @@ class ExperienceEvalCallback(BaseCallback):
 
     The role of SB3's ``EvalCallback`` for Complementary RL: the paper reports both numbers,
     and their gap says whether the agent uses what it is shown. Build ``eval_env`` with
-    experience wrappers on the *training* bank and ``learn=False`` (for example
-    ``ExperienceWrapper(env, bank, learn=False)``), so evaluation episodes are never
+    experience wrappers on the *training* bank (the default ``learn=None`` learns nothing while
+    another env trains the bank; ``learn=False`` never does), so evaluation episodes are never
     credited or distilled and retrieval counters are left alone; a VecEnv without experience
     wrappers is evaluated once, as ``"without_experience"`` (a vanilla PPO baseline).
 
@@ -84,7 +84,8 @@ class ExperienceEvalCallback(BaseCallback):
                 if not (isinstance(value, float) and math.isnan(value)):
                     self.logger.record(f"eval/{setting}/{key}", value)
         if self.verbose:
-            parts = [f"{s}: success {v['success']:.2f}, return {v['return']:.2f}" for s, v in res.items()]
+            parts = [(f"{s}: success {v['success']:.2f}, " if not math.isnan(v["success"]) else f"{s}: ")
+                     + f"return {v['return']:.2f}" for s, v in res.items()]  # success only where reported
             print(f"eval at {self.num_timesteps} steps: " + "; ".join(parts))
         return record
 
