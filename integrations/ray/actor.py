@@ -64,6 +64,7 @@ class ServiceActor:
         else:
             self.bank = ExperienceBank(config or BankConfig(), **(dims or {}))
         self.manager: ExperienceManager | None = None
+        self.schedule_values = {"guided_ratio": 0.5, "progress": 0.0}
         self.calls = 0
 
     # ----------------------------------------------------------------- status
@@ -153,6 +154,7 @@ class ServiceActor:
         if self.manager is None:
             self.manager = manager_for_bank(self.bank, observation_space, action_space,
                                             key_encoder=key_encoder, **kwargs)
+            self.set_schedule(**self.schedule_values)
         else:  # raises ValueError when the spaces, encoder or config disagree
             manager_for_bank(self.bank, observation_space, action_space,
                              key_encoder=None, **(manager_kwargs or {}))
@@ -183,12 +185,20 @@ class ServiceActor:
             self.manager.flush(timeout)
 
     def set_schedule(self, guided_ratio: float | None = None, progress: float | None = None) -> None:
-        """The callback's schedules (the learner's utility decay follows ``progress``)."""
-        m = self._learner()
-        if guided_ratio is not None:
-            m.guided_ratio = float(guided_ratio)
-        if progress is not None:
-            m.progress = float(progress)
+        """The callback's schedules (the learner's utility decay follows ``progress``); kept
+        until a learner attaches when none has yet."""
+        for name, value in (("guided_ratio", guided_ratio), ("progress", progress)):
+            if value is not None:
+                value = float(value)
+                if not 0.0 <= value <= 1.0:
+                    raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+                self.schedule_values[name] = value
+                if self.manager is not None:
+                    setattr(self.manager, name, value)
+
+    def schedule(self) -> dict[str, float]:
+        """The last schedule values received (what clients that follow the schedule read)."""
+        return dict(self.schedule_values)
 
     def learner_stats(self) -> dict[str, float]:
         return self._learner().stats()

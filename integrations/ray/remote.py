@@ -131,10 +131,14 @@ class RemoteManager:
         submit_batch: episodes sent per call.
         submit_delay: seconds an episode may wait for its batch to fill (checked at each
             submission and each key encoding, i.e. at every retrieval).
+        follow_schedule: read ``guided_ratio`` from the service (at most once per
+            ``baseline_ttl`` seconds) instead of keeping the value set here: for envs whose
+            schedule is set by another process (RLlib's EnvRunners).
     """
 
     def __init__(self, service: ExperienceService, info: dict[str, Any], *, max_pending: int = 256,
-                 baseline_ttl: float = 1.0, submit_batch: int = 16, submit_delay: float = 0.5) -> None:
+                 baseline_ttl: float = 1.0, submit_batch: int = 16, submit_delay: float = 0.5,
+                 follow_schedule: bool = False) -> None:
         if isinstance(submit_batch, bool) or not isinstance(submit_batch, int) or submit_batch < 1:
             raise ValueError(f"submit_batch must be a positive int, got {submit_batch!r}")
         if not (np.isfinite(submit_delay) and submit_delay >= 0):
@@ -153,6 +157,8 @@ class RemoteManager:
         self.submit_delay = float(submit_delay)
         self._outbox: list[Episode] = []
         self._outbox_since = 0.0
+        self.follow_schedule = bool(follow_schedule)
+        self._schedule_read = -np.inf
         self.rollouts = 0
         self.episodes_sent = 0
         self._guided_ratio = 0.5
@@ -169,6 +175,9 @@ class RemoteManager:
     # ------------------------------------------------------------- schedules
     @property
     def guided_ratio(self) -> float:
+        if self.follow_schedule and time.monotonic() - self._schedule_read >= self.baseline_ttl:
+            self._guided_ratio = float(self.service.call("schedule")["guided_ratio"])
+            self._schedule_read = time.monotonic()
         return self._guided_ratio
 
     @guided_ratio.setter
