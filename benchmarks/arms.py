@@ -101,6 +101,11 @@ _ALL += [
                 question="the method: demonstrations in the bank, self-imitation on the policy's own "
                          "logits from the demonstrated and the agent's successful states, action prior and "
                          "observation channel on guided episodes"),
+    attrs.evolve(_SIL, name="crl-sil-obs", wrapper={}, prior_policy=False, callback={},
+                 question="the method without the action prior: demonstrations in the bank, the observation "
+                          "channel on guided episodes, self-imitation on the policy's own logits (the first "
+                          "KeyRoom runs showed guided episodes under the nearest-neighbour prior failing more "
+                          "often than free ones)"),
     attrs.evolve(_SIL, name="crl-sil-own", demonstrations=0,
                  question="the method on the agent's own successes only (no demonstrations)"),
     # ablations of the method, one change each

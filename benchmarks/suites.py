@@ -7,8 +7,8 @@ import attrs
 __all__ = ["Suite", "SUITES", "WAYS_ARMS", "ABLATION_ARMS", "KEYROOM_ARMS"]
 
 WAYS_ARMS = ("crl-obs", "crl-prior", "crl-distill", "crl-all3")
-KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil", "crl-sil-plain", "crl-sil-no-sil",
-                "crl-sil-random-retrieval")
+KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil", "crl-sil-obs", "crl-sil-plain",
+                "crl-sil-no-sil", "crl-sil-random-retrieval")
 ABLATION_ARMS = ("crl-static", "crl-all-guided", "crl-mixed-adv", "crl-random-retrieval", "crl-sync")
 
 
