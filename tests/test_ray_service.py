@@ -6,6 +6,7 @@ Writers are Ray tasks, so they run in other processes, at the same time.
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 import time
 
@@ -64,9 +65,7 @@ class _Worker:
     """
 
     def ready(self) -> bool:
-        import stable_baselines3  # noqa: F401  (paid once, here)
-
-        import integrations.ray  # noqa: F401
+        import integrations.ray.remote  # noqa: F401  (the library and torch: paid once, here)
 
         return True
 
@@ -298,7 +297,9 @@ def test_subproc_workers_write_into_the_service():
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
     service = _service()
-    venv = SubprocVecEnv([_wrapped_cartpole(service) for _ in range(2)], start_method="spawn")
+    # workers fork from a server that imported the library once (when this test starts it)
+    multiprocessing.set_forkserver_preload(["integrations.ray.remote", "stable_baselines3"])
+    venv = SubprocVecEnv([_wrapped_cartpole(service) for _ in range(2)], start_method="forkserver")
     try:
         venv.seed(0)
         obs = venv.reset()
