@@ -11,7 +11,10 @@ Measures, on one machine:
   service whose bank holds ``--bank-size`` entries (``len``, query of 1 and of 16 keys,
   add and update of 8), and the queries' latency seen by the rollout workers under load;
 * **query capacity**: queries/s the service answers when ``--clients`` clients query it
-  at once, for single keys and for batches of 16, beside the same bank queried in-process.
+  at once, for single keys and for batches of 16, beside the same bank queried in-process;
+* **where the learner runs**: wall-clock of PPO + CRL on CartPole for ``--learner-steps``
+  steps with the learner on the PPO process's thread (``sync``), on a thread beside it
+  (``async``), and in the service's process (``service``), beside vanilla PPO.
 
 Actions are random (no policy network), so the env steps are as cheap as they get and the
 service's cost shows in full. The design target is throughput linear in workers up to the
@@ -62,6 +65,10 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def report_command(argv: list[str] | None) -> str:
+    return " ".join(["python -m benchmarks.scaleout", *(argv if argv is not None else sys.argv[1:])])
 
 
 def pct(samples: list[float] | np.ndarray) -> dict[str, float]:
@@ -213,6 +220,47 @@ def capacity(ray: Any, service: Any, local_bank: Any, clients: int, seconds: flo
     return out
 
 
+def learner_placement(steps: int, seed: int = 0) -> dict[str, Any]:
+    """Wall-clock of ``model.learn(steps)`` with the learner in sync, async and service modes."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from experience_wrappers import ExperienceBank
+    from integrations.ray import start_service
+    from integrations.sb3 import CRLCallback, ExperienceVecEnv
+
+    torch.set_num_threads(1)
+    out: dict[str, Any] = {"env": "CartPole-v1", "steps": steps, "n_envs": 4,
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    for arm in ("ppo", "sync", "async", "service"):
+        venv = make_vec_env("CartPole-v1", n_envs=4, seed=seed)
+        service = None
+        if arm in ("sync", "async"):
+            venv = ExperienceVecEnv(venv, ExperienceBank(seed=seed), manager_kwargs={"mode": arm}, seed=seed)
+        elif arm == "service":
+            service = start_service(num_cpus=0, seed=seed)
+            venv = service.vec_env(venv, seed=seed)
+        policy = "MlpPolicy" if arm == "ppo" else "MultiInputPolicy"
+        model = PPO(policy, venv, n_steps=128, batch_size=64, n_epochs=4, seed=seed, device="cpu")
+        t0 = time.perf_counter()
+        model.learn(steps, callback=None if arm == "ppo" else CRLCallback())  # CRL: ends with a flush
+        wall = time.perf_counter() - t0
+        row: dict[str, Any] = {"wall_s": wall, "steps_per_s": steps / wall}
+        if arm != "ppo":
+            st = venv.manager.stats()
+            row.update(episodes_processed=st["episodes_processed"], learner_busy_s=st["busy_seconds"])
+        out[arm] = row
+        venv.close()
+        if service is not None:
+            service.shutdown()
+    sync = out["sync"]
+    out["manager_share_of_sync"] = sync["learner_busy_s"] / sync["wall_s"]
+    for arm in ("async", "service"):
+        out[arm]["vs_sync"] = out[arm]["wall_s"] / sync["wall_s"]
+    return out
+
+
 def fmt_table(report: dict[str, Any]) -> str:
     rows = {(r["workers"], r["service"]): r for r in report["rollout"]}
     one = rows.get((min(report["args"]["workers"]), True))
@@ -250,6 +298,20 @@ def fmt_table(report: dict[str, Any]) -> str:
     for b in (1, 16):
         v = cap[f"batch_{b}"]
         lines.append(f"| {b} | {v['calls_per_s']:.0f} | {v['keys_per_s']:.0f} | {v['in_process_calls_per_s']:.0f} |")
+    lp = report.get("learner_placement")
+    if lp:
+        lines += ["", f"Where the learner runs (measured {lp.get('date', report['date'])}; "
+                  f"`--only-learner --learner-steps {lp['steps']}` reruns this part alone): PPO + CRL on "
+                  f"{lp['env']}, {lp['steps']:,} steps, {lp['n_envs']} envs (`ExperienceVecEnv`), one seed, "
+                  "one round; the manager's share of the sync wall-clock is "
+                  f"{100 * lp['manager_share_of_sync']:.0f} %:", "",
+                  "| learner | wall-clock (s) | steps/s | vs sync |", "| --- | --- | --- | --- |"]
+        names = {"ppo": "none (vanilla PPO)", "sync": "PPO's thread (`sync`)", "async": "a thread beside PPO (`async`)",
+                 "service": "the service's process (Ray actor)"}
+        for arm, label in names.items():
+            v = lp[arm]
+            ratio = f"{v['vs_sync']:.2f}x" if "vs_sync" in v else ("1.00x" if arm == "sync" else "-")
+            lines.append(f"| {label} | {v['wall_s']:.1f} | {v['steps_per_s']:.0f} | {ratio} |")
     return "\n".join(lines)
 
 
@@ -271,6 +333,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--bank-size", type=int, default=10_000)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--latency-rounds", type=int, default=300)
+    p.add_argument("--learner-steps", type=int, default=8192, help="PPO + CRL steps per learner placement (0: skip)")
+    p.add_argument("--only-learner", action="store_true",
+                   help="measure only where the learner runs; keep the other figures of --out")
     p.add_argument("--address", default=None, help="an existing Ray cluster (default: a local one)")
     p.add_argument("--out", type=Path, default=RESULTS / "scaleout.json")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite the table in docs/scaling.md")
@@ -283,12 +348,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     init = {} if args.address else {"num_cpus": max(max(args.workers), args.clients, cpus)}
     ray = ensure_connected(args.address, **init)
     report: dict[str, Any] = {
-        "command": " ".join(["python -m benchmarks.scaleout", *(argv if argv is not None else sys.argv[1:])]),
+        "command": report_command(argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": {"cpus": cpus, "platform": platform.platform()}, "versions": versions(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "rollout": [],
     }
+    if args.only_learner:
+        report = {**json.loads(args.out.read_text()), "learner_placement": learner_placement(args.learner_steps)}
+        report["learner_placement"]["command"] = report_command(argv)
+        args.out.write_text(json.dumps(report, indent=1))
+        table = fmt_table(report)
+        print(table)
+        if not args.no_doc:
+            write_doc(table)
+        return report
     for w in args.workers:
         for with_service in (False, True):
             r = rollout(ray, w, args, with_service)
@@ -309,6 +383,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report["capacity"] = capacity(ray, service, local, args.clients, args.seconds)
     print("capacity:", json.dumps(report["capacity"]), flush=True)
     service.shutdown()
+    if args.learner_steps:
+        report["learner_placement"] = learner_placement(args.learner_steps)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
