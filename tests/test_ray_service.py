@@ -317,3 +317,25 @@ def test_subproc_workers_write_into_the_service():
     assert episodes > 0
     assert manager.stats()["episodes_processed"] == episodes
     assert len(service) > 0
+
+
+@pytest.mark.timeout(30)
+def test_learner_attach_checks_spaces_and_shares_one_stand_in():
+    from gymnasium import spaces
+
+    from experience_wrappers import RandomProjectionKeyEncoder
+
+    service = _service()
+    env = gym.make("CartPole-v1")
+    first = service.manager(env.observation_space, env.action_space, segment_every=4)
+    assert service.manager(env.observation_space, env.action_space) is first
+    assert service.wrap(gym.make("CartPole-v1")).experience_manager is first
+    with pytest.raises(ValueError, match="layout"):
+        service.manager(spaces.Box(-1.0, 1.0, (7,)), env.action_space)
+    with pytest.raises(ValueError, match="another config"):
+        service.manager(env.observation_space, env.action_space, segment_every=2)
+    with pytest.raises(ValueError, match="key encoder"):
+        service.manager(env.observation_space, env.action_space,
+                        key_encoder=RandomProjectionKeyEncoder(env.observation_space, key_dim=8))
+    with pytest.raises(ValueError, match="guided_ratio"):
+        service.call("set_schedule", guided_ratio=1.5)

@@ -148,16 +148,25 @@ class ServiceActor:
         """Create the learner for these spaces, or check that the existing one fits them.
 
         Returns what a client needs to act like the learner locally: the frozen key encoder,
-        ``exp_dim``, ``prior_dim`` and the config.
+        ``exp_dim``, ``prior_dim`` and the config. Once the learner exists, a key encoder
+        given here must be of the same type and ``key_dim`` as its own (a pickled copy of it
+        is); every client then encodes with the learner's own.
         """
         kwargs = {"mode": "async", **(manager_kwargs or {})}
         if self.manager is None:
             self.manager = manager_for_bank(self.bank, observation_space, action_space,
                                             key_encoder=key_encoder, **kwargs)
             self.set_schedule(**self.schedule_values)
-        else:  # raises ValueError when the spaces, encoder or config disagree
+        else:  # raises ValueError when the spaces or the config disagree
             manager_for_bank(self.bank, observation_space, action_space,
                              key_encoder=None, **(manager_kwargs or {}))
+            mine = self.manager.key_encoder
+            if key_encoder is not None and (type(key_encoder) is not type(mine)
+                                            or key_encoder.key_dim != mine.key_dim):
+                raise ValueError(f"this service's learner already has a {type(mine).__name__} key encoder "
+                                 f"(key_dim {mine.key_dim}); got a {type(key_encoder).__name__} "
+                                 f"(key_dim {key_encoder.key_dim}). Clients use the learner's own encoder: "
+                                 "pass none, or the same one")
         m = self.manager
         return {"key_encoder": m.key_encoder, "exp_dim": m.exp_dim, "prior_dim": m.prior_dim,
                 "config": m.config, "observation_space": m.observation_space,

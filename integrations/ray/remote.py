@@ -44,12 +44,6 @@ class RemoteBank(ExperienceBank):
     def __repr__(self) -> str:
         return f"RemoteBank(service={self.service.name!r})"
 
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
     @property  # type: ignore[override]
     def config(self) -> BankConfig:
         return self.service.config

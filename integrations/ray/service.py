@@ -206,11 +206,10 @@ class ExperienceService:
         """
         from .remote import RemoteManager
 
-        if self._manager is None or key_encoder is not None or manager_kwargs:
-            info = self.call("attach", observation_space, action_space, key_encoder, manager_kwargs)
+        # the service creates the learner, or checks these spaces and kwargs against it (ValueError)
+        info = self.call("attach", observation_space, action_space, key_encoder, manager_kwargs)
+        if self._manager is None:  # one stand-in per handle: every wrapper here shares it
             self._manager = RemoteManager(self, info)
-        else:  # checks the layout against the learner's
-            self.call("attach", observation_space, action_space, None, None)
         return self._manager
 
     def submit(self, episodes: Episode | list[Episode]) -> int:
