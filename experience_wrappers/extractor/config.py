@@ -25,7 +25,8 @@ class ExtractorConfig:
         utility_coef: weight of the utility-regression loss.
         diversity_coef: weight of the batch diversity loss.
         ssl_coef: weight of the self-supervised losses (steps-to-go + inverse dynamics).
-        init_log_std: initial log standard deviation of the experience distribution.
+        init_log_std: initial log standard deviation of the experience distribution (-2.3: a
+            standard deviation of about 0.1 beside means of unit root-mean-square).
         min_log_std: floor of the log standard deviation.
         max_grad_norm: gradient-norm clipping threshold.
         seed: seed of the network's initial weights.
@@ -56,7 +57,7 @@ class ExtractorConfig:
         default=0.05, converter=float, validator=[finite, non_negative]
     )
     ssl_coef: float = attrs.field(default=0.5, converter=float, validator=[finite, non_negative])
-    init_log_std: float = attrs.field(default=-0.5, converter=float, validator=finite)
+    init_log_std: float = attrs.field(default=-2.3, converter=float, validator=finite)
     min_log_std: float = attrs.field(default=-3.0, converter=float, validator=finite)
     max_grad_norm: float = attrs.field(default=1.0, converter=float, validator=[finite, positive])
     seed: int = attrs.field(default=0, validator=is_int)

@@ -27,6 +27,7 @@ __all__ = [
     "steps_to_go_targets",
     "steps_to_go_loss",
     "inverse_dynamics_loss",
+    "decoder_loss",
 ]
 
 EPS = 1e-8
@@ -239,3 +240,41 @@ def inverse_dynamics_loss(
         ce = F.cross_entropy(pred[mask], target[mask].argmax(dim=-1), reduction="mean")
         return ce
     return ((pred[mask] - target[mask]) ** 2).mean()
+
+
+def decoder_loss(decoded: torch.Tensor, inputs: torch.Tensor, lengths: torch.Tensor, state_dim: int,
+                 action_dim: int, discrete: bool = True) -> torch.Tensor:
+    """Read the segment back from its experience vector: first action, length, return-to-go.
+
+    ``decoded`` is the decoder head's output on the experience mean, ``(B, action_dim + 2)``:
+    the first action (cross-entropy against the first row's one-hot when ``discrete``,
+    else MSE), ``log1p(length)`` and ``symlog`` of the first row's return-to-go (MSE each).
+    Training it makes the vector that the actor sees carry what the segment did and how
+    it ended (DESIGN.md, "What an entry is").
+
+    Args:
+        decoded: ``(B, action_dim + 2)`` decoder output.
+        inputs: ``(B, T, segment_dim)`` raw rows ``[state, action, reward, return-to-go]``.
+        lengths: ``(B,)`` valid rows per segment.
+        state_dim: columns of the state.
+        action_dim: columns of the encoded action.
+        discrete: whether actions are one-hot rows.
+
+    >>> rows = torch.zeros(1, 2, 5); rows[0, 0, 1] = 1.0; rows[0, 0, 4] = 1.0  # state 1, action 0 of 2
+    >>> good = torch.tensor([[20.0, -20.0, float(torch.log1p(torch.tensor(2.0))), 0.6931]])
+    >>> float(decoder_loss(good, rows, torch.tensor([2]), 1, 2)) < 1e-3
+    True
+    """
+    if decoded.shape != (inputs.shape[0], action_dim + 2):
+        raise ValueError(f"decoded must have shape {(inputs.shape[0], action_dim + 2)}, got {tuple(decoded.shape)}")
+    first = inputs[:, 0].to(decoded.dtype)
+    action = first[:, state_dim : state_dim + action_dim]
+    rtg = first[:, state_dim + action_dim + 1]
+    target_len = torch.log1p(lengths.to(decoded.device, decoded.dtype))
+    target_rtg = torch.sign(rtg) * torch.log1p(rtg.abs())
+    if discrete:
+        act_loss = F.cross_entropy(decoded[:, :action_dim], action.argmax(dim=-1))
+    else:
+        act_loss = ((decoded[:, :action_dim] - action) ** 2).mean()
+    return act_loss + ((decoded[:, action_dim] - target_len) ** 2).mean() + (
+        (decoded[:, action_dim + 1] - target_rtg) ** 2).mean()

@@ -31,6 +31,19 @@ def symlog(x: torch.Tensor) -> torch.Tensor:
     return torch.sign(x) * torch.log1p(torch.abs(x))
 
 
+def normalise(mean: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Scale each row to unit root-mean-square: the scale the actor sees, whatever the head's.
+
+    The experience vector is what the actor reads; an untrained head's raw means are
+    tiny (its last layer starts at gain 0.01) and were drowned by the exploration noise.
+    After this, the noise (``exp(log_std)``, 0.1 by default) is small next to the signal.
+
+    >>> round(normalise(torch.tensor([[3.0, 4.0]])).pow(2).mean().item(), 4)
+    1.0
+    """
+    return mean * torch.rsqrt(mean.pow(2).mean(dim=-1, keepdim=True) + eps)
+
+
 class ExtractorOutput(NamedTuple):
     """Everything :meth:`ExperienceExtractor.forward` computes.
 
@@ -41,6 +54,9 @@ class ExtractorOutput(NamedTuple):
         steps_to_go: ``(B, T)`` predicted ``log1p(rows remaining)`` per step.
         inverse: ``(B, T - 1, action_dim)`` predicted action row at ``t`` from steps
             ``t`` and ``t + 1`` (logits when actions are discrete).
+        decoded: ``(B, action_dim + 2)`` what the decoder head reads back from the
+            experience vector itself: the segment's first action (logits when discrete),
+            ``log1p`` of its length, and ``symlog`` of its return-to-go.
     """
 
     mean: torch.Tensor
@@ -48,6 +64,7 @@ class ExtractorOutput(NamedTuple):
     utility: torch.Tensor
     steps_to_go: torch.Tensor
     inverse: torch.Tensor
+    decoded: torch.Tensor
 
 
 class ExperienceExtractor(nn.Module):
@@ -64,9 +81,14 @@ class ExperienceExtractor(nn.Module):
       last valid row) and the backward direction's state at the first row (after reading
       the whole segment backwards). Both have seen every valid row; the forward half ends
       at the outcome, the backward half ends at the segment's start state.
-    * A ``tanh`` MLP on the summary gives the experience mean (``exp_dim``) and a scalar
-      utility prediction. The log standard deviation is a learned, state-independent
-      parameter clamped to ``>= min_log_std``.
+    * A ``tanh`` MLP on the summary gives the experience mean (``exp_dim``, scaled to unit
+      root-mean-square by :func:`normalise`) and a scalar utility prediction. The log
+      standard deviation is a learned, state-independent parameter clamped to
+      ``>= min_log_std``; it starts small (``init_log_std``), so a stored vector is mostly
+      its entry's signal.
+    * A decoder head reads the experience mean itself back into the segment's first
+      action, its length and its return-to-go, so the vector the actor sees carries them
+      by construction.
     * Self-supervised heads on the per-step LSTM outputs: steps-to-go (``log1p`` of the
       rows remaining) and inverse dynamics (the action row at ``t`` from the outputs at
       ``t`` and ``t + 1``). The inverse-dynamics pass runs the same LSTM on the rows with
@@ -104,6 +126,7 @@ class ExperienceExtractor(nn.Module):
             self.mean_head = nn.Linear(h, config.exp_dim)
             self.utility_head = nn.Linear(h, 1)
             self.steps_head = nn.Linear(2 * h, 1)
+            self.decoder_head = nn.Linear(config.exp_dim, config.action_dim + 2)
             self.inverse_head = nn.Sequential(
                 nn.Linear(4 * h, h), nn.Tanh(), nn.Linear(h, config.action_dim)
             )
@@ -162,7 +185,7 @@ class ExperienceExtractor(nn.Module):
         x = self.preprocess(inputs.to(self.device, torch.float32))
         _, summary = self._run(x, lengths)
         h = self.trunk(summary)
-        return self.mean_head(h), self.utility_head(h).squeeze(-1)
+        return normalise(self.mean_head(h)), self.utility_head(h).squeeze(-1)
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor) -> ExtractorOutput:
         """Run every head on decoded segments.
@@ -179,11 +202,11 @@ class ExperienceExtractor(nn.Module):
         outputs_both, summary_both = self._run(both, torch.cat([lengths, lengths]))
         outputs, out_m = outputs_both[:b], outputs_both[b:]
         h = self.trunk(summary_both[:b])
-        mean, utility = self.mean_head(h), self.utility_head(h).squeeze(-1)
+        mean, utility = normalise(self.mean_head(h)), self.utility_head(h).squeeze(-1)
         steps_to_go = self.steps_head(outputs).squeeze(-1)
         pairs = torch.cat([out_m[:, :-1], out_m[:, 1:]], dim=-1)
         inverse = self.inverse_head(pairs)
-        return ExtractorOutput(mean, self.log_std, utility, steps_to_go, inverse)
+        return ExtractorOutput(mean, self.log_std, utility, steps_to_go, inverse, self.decoder_head(mean))
 
     def distribution(self, inputs: torch.Tensor, lengths: torch.Tensor) -> Independent:
         """The experience distribution ``Independent(Normal(mean, std), 1)`` per segment."""

@@ -16,6 +16,7 @@ from .losses import (
     batch_advantages,
     cispo_loss,
     count_aware_weights,
+    decoder_loss,
     diversity_loss,
     inverse_dynamics_loss,
     steps_to_go_loss,
@@ -59,7 +60,7 @@ class ExtractorTrainer:
         cispo(logp(z), logp_old, rewards - mean(rewards), count-aware weights, clip)
         + utility_coef * mse(utility, rewards)
         + diversity_coef * mean off-diagonal cosine similarity of the means
-        + ssl_coef * (steps-to-go loss + inverse-dynamics loss)
+        + ssl_coef * (steps-to-go loss + inverse-dynamics loss + decoder loss)
 
     Gradients are clipped to ``max_grad_norm``. The utility regression uses every sample
     with weight 1 (the count-aware weights only gate the policy gradient).
@@ -91,14 +92,16 @@ class ExtractorTrainer:
 
     def _ssl(
         self, out: ExtractorOutput, inputs: torch.Tensor, lengths: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         cfg = self.config
         actions = inputs[..., cfg.state_dim : cfg.state_dim + cfg.action_dim]
         stg = steps_to_go_loss(out.steps_to_go, lengths.to(out.steps_to_go.device))
         inv = inverse_dynamics_loss(
             out.inverse, actions, lengths.to(out.inverse.device), cfg.discrete_actions
         )
-        return stg, inv
+        dec = decoder_loss(out.decoded, inputs.to(out.decoded.device), lengths, cfg.state_dim, cfg.action_dim,
+                           cfg.discrete_actions)
+        return stg, inv, dec
 
     def _step(self, loss: torch.Tensor) -> float:
         if not bool(torch.isfinite(loss)):
@@ -171,8 +174,8 @@ class ExtractorTrainer:
         )
         util = utility_loss(out.utility, torch.from_numpy(r_arr).to(dev))
         div = diversity_loss(out.mean)
-        stg, inv = self._ssl(out, inputs, lengths)
-        ssl = stg + inv
+        stg, inv, dec = self._ssl(out, inputs, lengths)
+        ssl = stg + inv + dec
         loss = pg + cfg.utility_coef * util + cfg.diversity_coef * div + cfg.ssl_coef * ssl
         with torch.no_grad():
             ratio = torch.exp(logp_new - logp_old_t)
@@ -186,6 +189,7 @@ class ExtractorTrainer:
             "ssl_loss": _item(ssl),
             "steps_to_go_loss": _item(stg),
             "inverse_loss": _item(inv),
+            "decoder_loss": _item(dec),
             "n_samples": float(b),
             "mean_weight": float(weights.mean()),
             "log_std_mean": _item(self.extractor.log_std.mean()),
@@ -196,7 +200,7 @@ class ExtractorTrainer:
     def ssl_update(self, contexts: np.ndarray) -> dict[str, float]:
         """One gradient step on the self-supervised losses only (no outcome reward needed).
 
-        The loss is ``steps-to-go + inverse dynamics`` (not scaled by ``ssl_coef``: this
+        The loss is ``steps-to-go + inverse dynamics + decoder`` (not scaled by ``ssl_coef``: this
         step is asked for explicitly).
 
         Returns:
@@ -207,14 +211,15 @@ class ExtractorTrainer:
         if inputs.shape[0] == 0:
             raise ValueError("contexts must hold at least one sample, got an empty batch")
         out = self.extractor(inputs, lengths)
-        stg, inv = self._ssl(out, inputs, lengths)
-        loss = stg + inv
+        stg, inv, dec = self._ssl(out, inputs, lengths)
+        loss = stg + inv + dec
         grad_norm = self._step(loss)
         return {
             "loss": _item(loss),
             "ssl_loss": _item(loss),
             "steps_to_go_loss": _item(stg),
             "inverse_loss": _item(inv),
+            "decoder_loss": _item(dec),
             "n_samples": float(inputs.shape[0]),
             "grad_norm": grad_norm,
         }
