@@ -93,32 +93,32 @@ _ALL += [
         question="peer: behaviour cloning, then PPO with the cloning loss on the demonstrations kept on"),
     Arm("ppo-sil", crl=False, imitation={"weight": "sil", "keep": "all"},
         question="peer: PPO + self-imitation from a plain FIFO buffer of the agent's own episodes"),
-    # the method: experience reaches the policy's own weights (self-imitation from the bank's
-    # successful states) and its input (observation channel, action prior on guided episodes)
-    _SIL := Arm("crl-sil", wrapper={"action_prior": True, "retrieve_every": 1}, prior_policy=True,
-                callback={"prior_weight": (1.0, 0.0)}, demonstrations=20, ingest={"segment_every": 1},
-                imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
-                question="the method: demonstrations in the bank, self-imitation on the policy's own "
-                         "logits from the demonstrated and the agent's successful states, action prior and "
-                         "observation channel on guided episodes"),
-    attrs.evolve(_SIL, name="crl-sil-obs", wrapper={}, prior_policy=False, callback={},
-                 question="the method without the action prior: demonstrations in the bank, the observation "
-                          "channel on guided episodes, self-imitation on the policy's own logits (the first "
-                          "KeyRoom runs showed guided episodes under the nearest-neighbour prior failing more "
-                          "often than free ones)"),
-    attrs.evolve(_SIL, name="crl-sil-own", demonstrations=0,
+    # the method: experience reaches the policy's own weights (self-imitation from the successful
+    # states kept beside the bank: demonstrations and the agent's own wins) and its input (the
+    # observation channel on guided episodes); the extractor and the bank co-evolve as in `crl`
+    _METHOD := Arm("crl-sil-obs", demonstrations=20, ingest={"segment_every": 1},
+                   imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
+                   question="the method: demonstrations in the bank, the observation channel on guided "
+                            "episodes, self-imitation on the policy's own logits from the demonstrated and "
+                            "the agent's successful states"),
+    attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
                  question="the method on the agent's own successes only (no demonstrations)"),
     # ablations of the method, one change each
+    attrs.evolve(_METHOD, name="crl-sil", wrapper={"action_prior": True, "retrieve_every": 1}, prior_policy=True,
+                 callback={"prior_weight": (1.0, 0.0)},
+                 question="ablation: the method plus the action prior (nearest entries' actions as a logit "
+                          "bias on guided episodes, retrieved every step, weight annealed 1 -> 0)"),
     Arm("crl-sil-plain", crl=False, demonstrations=20,
         imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
-        question="ablation: the bank, extractor and retrieval replaced by a plain buffer (self-imitation "
-                 "from the demonstrations and own successes only)"),
-    attrs.evolve(_SIL, name="crl-sil-no-sil", imitation={"coef": 0.0, "keep": "none",
-                                                         "pretrain_steps": PRETRAIN_STEPS},
+        question="ablation: the bank, extractor, retrieval and observation channel replaced by a plain "
+                 "buffer (self-imitation from the demonstrations and own successes only)"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-no-sil",
+                 imitation={"coef": 0.0, "keep": "none", "pretrain_steps": PRETRAIN_STEPS},
                  question="ablation: no self-imitation after the cloning warm-up"),
-    attrs.evolve(_SIL, name="crl-sil-random-retrieval",
-                 wrapper={"action_prior": True, "retrieve_every": 1, "query_mode": "random"},
-                 question="ablation: random retrieval"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-random", wrapper={"query_mode": "random"},
+                 question="ablation: random retrieval for the observation channel"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-static", manager={"train_extractor": False},
+                 question="ablation: a frozen extractor"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

@@ -7,8 +7,8 @@ import attrs
 __all__ = ["Suite", "SUITES", "WAYS_ARMS", "ABLATION_ARMS", "KEYROOM_ARMS"]
 
 WAYS_ARMS = ("crl-obs", "crl-prior", "crl-distill", "crl-all3")
-KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil", "crl-sil-obs", "crl-sil-plain",
-                "crl-sil-no-sil", "crl-sil-random-retrieval")
+KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil-obs", "crl-sil", "crl-sil-plain",
+                "crl-sil-obs-no-sil", "crl-sil-obs-random", "crl-sil-obs-static")
 ABLATION_ARMS = ("crl-static", "crl-all-guided", "crl-mixed-adv", "crl-random-retrieval", "crl-sync")
 
 
@@ -57,11 +57,12 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           steps=300_000,
           thresholds=(0.5, 0.8), reference="medium"),
     # experience that reaches the policy (issue 13): the method against vanilla PPO and the simple peers
-    Suite("keyroom-20", ("MiniHack-KeyRoom-S5-v0",), KEYROOM_ARMS, (0, 1, 2), steps=300_000, eval_every=100_000,
+    # 72k steps: what a 7-minute box on a 16-core machine gave the fast arms (the issue asks 300k)
+    Suite("keyroom-20", ("MiniHack-KeyRoom-S5-v0",), KEYROOM_ARMS, (0, 1, 2, 3, 4), steps=72_000,
           thresholds=(0.5, 0.8, 0.9), demonstrations=20),
-    Suite("keyroom-100", ("MiniHack-KeyRoom-S5-v0",), ("ppo-bc", "ppo-kickstart", "crl-sil"), (0, 1, 2),
+    Suite("keyroom-100", ("MiniHack-KeyRoom-S5-v0",), ("ppo-bc", "ppo-kickstart", "crl-sil-obs"), (0, 1, 2),
           steps=150_000, eval_every=50_000, thresholds=(0.7, 0.9), demonstrations=100),
-    Suite("keyroom-5", ("MiniHack-KeyRoom-S5-v0",), ("ppo-kickstart", "crl-sil"), (0, 1, 2), steps=300_000,
+    Suite("keyroom-5", ("MiniHack-KeyRoom-S5-v0",), ("ppo-kickstart", "crl-sil-obs"), (0, 1, 2), steps=300_000,
           eval_every=100_000, thresholds=(0.3, 0.5), demonstrations=5),
     Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo-sil", "crl-sil-own"),
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
