@@ -16,7 +16,7 @@ from .entries import EntryStore
 from .index import HnswIndex
 from .lock import RWLock
 from .merge import merge_weights, plan_clusters
-from .provenance import Provenance
+from .provenance import CURATED, Provenance
 from .results import AddResult, MergeResult, QueryResult
 from .retrieval import MODES, retrieval_scores, sample_without_replacement
 from .transaction import Transaction, interrupts_deferred, transaction
@@ -139,8 +139,10 @@ class ExperienceBank:
         An item closer than ``dedup_threshold`` to an entry of the same task (already in the
         bank, or added earlier in this batch) refreshes that entry instead: its value, prior,
         context, sample log-prob and extractor version are replaced by the item's, its key,
-        utility and counters stay. When the new entries do not fit, existing entries are
-        evicted, lowest utility first, then oldest; a batch larger than the capacity keeps
+        utility and counters stay. A refresh never crosses between curated entries
+        (demonstrations) and the agent's: such an item becomes a new entry. When the new
+        entries do not fit, existing entries are evicted, lowest utility first, then oldest,
+        demonstrations last; a batch larger than the capacity keeps
         only its last ``capacity`` new entries.
 
         Returns:
@@ -181,6 +183,13 @@ class ExperienceBank:
             store, index = self._store, self._index
             assert store is not None and index is not None
             target, source = self._dedup_targets(keys_arr, tasks)
+            # a refresh never crosses between curated entries (demonstrations) and the agent's: an
+            # agent's item beside a demonstration is a new entry, and the demonstration keeps its
+            # content (DESIGN.md, bank maintenance)
+            crossing = np.flatnonzero(target >= 0)
+            if crossing.size:
+                their = np.isin(store.cols["provenance"][store.slots_of(target[crossing])], CURATED)
+                target[crossing[their != (int(prov) in CURATED)]] = -1
             result_ids = np.full(n, -1, dtype=np.int64)
 
             # refresh existing entries, in item order (a later item wins)
@@ -502,7 +511,9 @@ class ExperienceBank:
         n = min(n, store.size)
         if n <= 0:
             return np.zeros(0, dtype=np.int64)
-        order = np.lexsort((store.view("id"), store.view("utility")))[:n]
+        # curated entries (demonstrations) go last: only when nothing else is left
+        curated = np.isin(store.view("provenance"), CURATED)
+        order = np.lexsort((store.view("id"), store.view("utility"), curated))[:n]
         victims = store.view("id")[order].copy()
         self._remove_locked(victims)
         return victims
@@ -519,7 +530,8 @@ class ExperienceBank:
         index.remove(ids)
 
     def evict(self, n: int) -> np.ndarray:
-        """Evict ``n`` entries, lowest utility first, then oldest. Returns their ids."""
+        """Evict ``n`` entries, lowest utility first, then oldest; curated entries (demonstrations)
+        only once no other entry is left. Returns their ids."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an int >= 0, got {n!r}")
         with interrupts_deferred(), self._lock.write(), transaction(self):
@@ -544,12 +556,14 @@ class ExperienceBank:
 
         Entries are visited by utility (highest first), then age (oldest first); each
         unvisited entry takes its unvisited neighbours (among its ``merge_k`` nearest)
-        closer than ``threshold`` (default ``merge_threshold``). The survivor keeps its id,
+        closer than ``threshold`` (default ``merge_threshold``), never mixing curated entries
+        (demonstrations) with the agent's. The survivor keeps its id,
         key and context; its sample log-prob becomes NaN (its value is no longer the
         sampled one, so a trainer must recompute it); its value and prior become the cluster's
         average weighted by :func:`~experience_wrappers.bank.merge.merge_weights`; its
         utility the credit-weighted mean; counters are summed; provenance becomes
-        ``MERGED``; creation step the earliest; extractor version the latest.
+        ``MERGED`` (demonstrations stay ``DEMO``); creation step the earliest; extractor version
+        the latest.
         """
         thr = self.config.merge_threshold if threshold is None else as_real("threshold", threshold)
         if not (np.isfinite(thr) and thr >= 0):
@@ -563,7 +577,9 @@ class ExperienceBank:
             nb_ids, nb_d = self._nearest(keys, m, None)
             nb_slots = store.find(nb_ids)
             tasks = store.view("task_id")
-            same = (nb_slots >= 0) & (tasks[np.maximum(nb_slots, 0)] == tasks[:, None])
+            curated = np.isin(store.view("provenance"), CURATED)
+            same = ((nb_slots >= 0) & (tasks[np.maximum(nb_slots, 0)] == tasks[:, None])
+                    & (curated[np.maximum(nb_slots, 0)] == curated[:, None]))  # never curated with the agent's
             order = np.lexsort((store.view("id"), -store.view("utility")))
             clusters = plan_clusters(order, nb_slots, nb_d, same, thr)
             merged: dict[int, list[int]] = {}
@@ -582,7 +598,8 @@ class ExperienceBank:
                 for name in ("last_retrieved", "last_trained", "extractor_version"):
                     c[name][lead] = c[name][s].max()
                 c["created_step"][lead] = c["created_step"][s].min()
-                c["provenance"][lead] = int(Provenance.MERGED)
+                if c["provenance"][lead] not in CURATED:  # merged demonstrations stay demonstrations
+                    c["provenance"][lead] = int(Provenance.MERGED)
                 c["sample_logp"][lead] = np.nan  # the value is no longer the sampled one
                 merged[int(c["id"][lead])] = [int(i) for i in c["id"][s[1:]]]
             gone = np.array([i for v in merged.values() for i in v], dtype=np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Provenance"]
+__all__ = ["Provenance", "CURATED"]
 
 
 class Provenance(enum.IntEnum):
@@ -17,3 +17,8 @@ class Provenance(enum.IntEnum):
     EXTRACTED = 0
     DEMO = 1
     MERGED = 2
+
+
+#: Provenances the bank keeps: never refreshed by another provenance's item, never merged with
+#: another provenance, evicted only when nothing else is left.
+CURATED: tuple[int, ...] = (int(Provenance.DEMO),)
