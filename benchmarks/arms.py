@@ -117,6 +117,9 @@ _ALL += [
                  question="ablation: no self-imitation after the cloning warm-up"),
     attrs.evolve(_METHOD, name="crl-sil-obs-random", wrapper={"query_mode": "random"},
                  question="ablation: random retrieval for the observation channel"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-no-exp", callback={"guided_ratio": 0.0},
+                 question="control: the method's network, wrapper, callback and self-imitation, but no "
+                          "episode is ever shown experience (isolates the observation channel)"),
     attrs.evolve(_METHOD, name="crl-sil-obs-static", manager={"train_extractor": False},
                  question="ablation: a frozen extractor"),
 ]
