@@ -15,6 +15,7 @@ from .evaluation import (
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .persistence import load_crl, save_crl, save_experience
 from .policy import ActionPriorPolicy, prior_mixture
+from .self_imitation import SelfImitationCallback, demonstration_replay, self_imitation_step
 from .vec_env import ExperienceVecEnv, norm_obs_keys
 
 __all__ = [
@@ -22,6 +23,9 @@ __all__ = [
     "CRLCheckpointCallback",
     "ExperienceEvalCallback",
     "ExperienceVecEnv",
+    "SelfImitationCallback",
+    "demonstration_replay",
+    "self_imitation_step",
     "ExperienceFeaturesExtractor",
     "ActionPriorPolicy",
     "crl_policy_kwargs",

@@ -31,7 +31,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
 
-__all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view"]
+__all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay"]
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +137,24 @@ def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef
         losses.append(float(loss.detach()))
     return {"loss": float(np.mean(losses)) if losses else 0.0, "valid": float(np.mean(valid)),
             "states": int(idx_all.size)}
+
+
+def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_000) -> SuccessReplay:
+    """A :class:`SuccessReplay` with ``demonstrations`` pinned (any form
+    :func:`~integrations.demos.as_demonstrations` takes), ready for :class:`SelfImitationCallback`.
+
+    >>> import numpy as np
+    >>> r = demonstration_replay([{"obs": np.zeros((3, 2)), "acts": np.array([0, 1, 1]),
+    ...                            "rews": np.array([0.0, 0.0, 1.0])}], gamma=0.9)
+    >>> r.counts(), [round(float(x), 2) for x in r.returns[:3]]
+    ({'demo': 3, 'own': 0}, [0.81, 0.9, 1.0])
+    """
+    from integrations.demos import as_demonstrations
+
+    replay = SuccessReplay(capacity)
+    for d in as_demonstrations(demonstrations):
+        replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
+    return replay
 
 
 def _schedule(value: float | tuple[float, float], progress: float) -> float:
