@@ -41,7 +41,10 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 OVERHEAD = RESULTS / "overhead.json"
 HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->"
 #: Suites in the README headline, each with the success threshold whose steps it shows.
-HEADLINE_SUITES = {"easy": "0.9", "easy-60k": "0.9", "medium": "0.8", "stretch": "0.5", "mt10": "0.5", "ways": "0.9"}
+HEADLINE_SUITES = {"keyroom-20": "0.8", "easy": "0.9", "easy-60k": "0.9", "medium": "0.8", "stretch": "0.5",
+                   "mt10": "0.5", "ways": "0.9"}
+#: The simple peers shown beside PPO and the method in the headline, per suite.
+HEADLINE_PEERS = {"keyroom-20": ("ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil-plain")}
 
 
 def load_results(root: Path, suites: list[str] | None = None) -> dict[str, dict[str, dict[str, list[dict]]]]:
@@ -345,7 +348,7 @@ def headline(results: dict) -> list[str]:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for suite, threshold in HEADLINE_SUITES.items():
         for env_id, arms in sorted(results.get(suite, {}).items()):
-            for arm in ("ppo", METHOD_ARM.get(suite, "crl")):
+            for arm in ("ppo", *HEADLINE_PEERS.get(suite, ()), METHOD_ARM.get(suite, "crl")):
                 runs = arms.get(arm)
                 if not runs:
                     continue

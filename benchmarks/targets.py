@@ -31,7 +31,7 @@ from .stats import bootstrap_ci
 __all__ = ["Check", "check_all", "check_overhead", "render_checks", "steps_to_level"]
 
 MIN_SEEDS = {"easy": 5, "easy-60k": 5, "medium": 5, "mt10": 3, "stretch": 1}
-METHOD_ARM = {"stretch": "crl-demos"}
+METHOD_ARM = {"stretch": "crl-demos", "keyroom-20": "crl-sil-obs"}
 """The arm checked against ``ppo`` where it is not ``crl``."""
 
 
