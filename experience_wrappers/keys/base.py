@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KeyEncoder", "add_batch_axis", "normalise_rows"]
+__all__ = ["KeyEncoder", "add_batch_axis", "normalise_rows", "checked_keys"]
 
 
 def normalise_rows(x: np.ndarray, eps: float = 1e-8) -> np.ndarray:
@@ -50,3 +50,20 @@ def add_batch_axis(obs: Any) -> Any:
     if isinstance(obs, tuple):
         return tuple(add_batch_axis(v) for v in obs)
     return np.asarray(obs)[None]
+
+
+def checked_keys(encoder: KeyEncoder, observations: Any, task_ids: np.ndarray) -> np.ndarray:
+    """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows.
+
+    Raises:
+        ValueError: the encoder returned another shape, or NaN / inf.
+    """
+    task_ids = np.asarray(task_ids, dtype=np.int64)
+    keys = np.asarray(encoder.encode(observations, task_ids), dtype=np.float32)
+    want = (len(task_ids), encoder.key_dim)
+    if keys.shape != want:
+        raise ValueError(f"the key encoder {type(encoder).__name__} returned keys of shape "
+                         f"{keys.shape}, expected {want} (its key_dim is {encoder.key_dim})")
+    if not np.all(np.isfinite(keys)):
+        raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
+    return keys

@@ -32,6 +32,7 @@ from ..extractor import (
     encode_segment,
 )
 from ..keys import KeyEncoder, RandomProjectionKeyEncoder
+from ..keys.base import checked_keys
 from .attribution import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode
@@ -362,15 +363,7 @@ class ExperienceManager:
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
-        task_ids = np.asarray(task_ids, dtype=np.int64)
-        keys = np.asarray(self.key_encoder.encode(observations, task_ids), dtype=np.float32)
-        want = (len(task_ids), self.key_encoder.key_dim)
-        if keys.shape != want:
-            raise ValueError(f"the key encoder {type(self.key_encoder).__name__} returned keys of shape "
-                             f"{keys.shape}, expected {want} (its key_dim is {self.key_encoder.key_dim})")
-        if not np.all(np.isfinite(keys)):
-            raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
-        return keys
+        return checked_keys(self.key_encoder, observations, task_ids)
 
     def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
         return self.encode_keys(observations, np.full(n, task_id, dtype=np.int64))

@@ -17,6 +17,7 @@ import numpy as np
 
 from experience_wrappers import BankConfig, Episode, ExperienceBank
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+from experience_wrappers.keys.base import checked_keys
 
 from ._require import require_ray
 
@@ -193,14 +194,7 @@ class RemoteManager:
     # ------------------------------------------------------------------ keys
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, as the service's learner computes them."""
-        task_ids = np.asarray(task_ids, dtype=np.int64)
-        keys = np.asarray(self.key_encoder.encode(observations, task_ids), dtype=np.float32)
-        want = (len(task_ids), self.key_encoder.key_dim)
-        if keys.shape != want:
-            raise ValueError(f"the key encoder {type(self.key_encoder).__name__} returned keys of shape "
-                             f"{keys.shape}, expected {want}")
-        if not np.all(np.isfinite(keys)):
-            raise ValueError("the key encoder returned NaN or inf: check the observation for NaN")
+        keys = checked_keys(self.key_encoder, observations, task_ids)
         if self._outbox and time.monotonic() - self._outbox_since >= self.submit_delay:
             self._send_outbox()
         return keys
