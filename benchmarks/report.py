@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .compare import COMPARE_TO, comparison_lines
 from .stats import bootstrap_ci
 from .suites import SUITES
 from .targets import METHOD_ARM, check_all, render_checks
@@ -330,6 +331,8 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Path | None = N
                          _mean_std(r["final"]), _mean_std(r["auc"]), _mean_std(r["with_experience"]),
                          _mean_std(r["without_experience"]), _mean_std(r["gap"]), f"{np.mean(r['sps']):.0f}", f"{np.mean(r['wall']):.0f}"]
                 lines.append("| " + " | ".join(cells) + " |")
+            if suite in COMPARE_TO:
+                lines += ["", *comparison_lines(arms, COMPARE_TO[suite])]
             lines += ["", *interval_eval_lines(arms)]
             png = fig_dir / f"{suite}_{env_id.replace('/', '_')}.png"
             plot_curves(env_id, arms, png)
