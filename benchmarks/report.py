@@ -209,6 +209,8 @@ def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
     gaps = {arm: [gap_curve(r) for r in runs] for arm, runs in sorted(arms.items())}
     gaps = {arm: g for arm, g in gaps.items() if any(len(s) >= 2 for s, _ in g)}
     cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if len(arms) > len(cycle):  # more arms than the default cycle: a 20-colour palette, still one per arm
+        cycle = [plt.get_cmap("tab20")(i) for i in range(20)]
     colors = {arm: cycle[i % len(cycle)] for i, arm in enumerate(sorted(arms))}  # one colour per arm, both panels
     fig, axes = plt.subplots(1, 2 if gaps else 1, figsize=(11 if gaps else 6, 3.6), squeeze=False)
     ax = axes[0, 0]
