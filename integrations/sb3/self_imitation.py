@@ -167,7 +167,9 @@ def _schedule(value: float | tuple[float, float], progress: float) -> float:
 class SelfImitationCallback(BaseCallback):
     """Self-imitation (or behaviour cloning) from a :class:`SuccessReplay`, after each PPO update.
 
-    It records the agent's own finished episodes into the replay (``keep``), optionally
+    It records the agent's own finished episodes into the replay (``keep``: the observations
+    the policy was given, so under ``VecNormalize`` the stored states are normalised ones while
+    demonstrations are raw; add demonstrations in the same form the policy sees), optionally
     pre-trains on the demonstrations before the first rollout (``pretrain_steps``), and
     after every PPO update runs :func:`self_imitation_step`. Works on any SB3 on-policy
     model, with or without experience wrappers: the benchmarks' simple peers
@@ -247,8 +249,7 @@ class SelfImitationCallback(BaseCallback):
         infos = self.locals["infos"]
         for e, ep in enumerate(self._episodes):
             ep["obs"].append({k: v[e].copy() for k, v in obs.items()})
-            act = infos[e].get("experience_guide_action", actions[e])
-            ep["actions"].append(np.asarray(act).copy())
+            ep["actions"].append(np.asarray(actions[e]).copy())
             ep["rewards"].append(float(rewards[e]))
             if dones[e]:
                 self._finish(e, infos[e])
