@@ -157,3 +157,18 @@ def test_callback_pretrains_on_demonstrations_before_the_first_rollout() -> None
     before = _own_prob(model, states, 1)
     model.learn(64, callback=cb)
     assert _own_prob(model, states, 1) > max(0.9, before + 0.3)
+
+
+def test_save_crl_keeps_the_replay_beside_the_bank(tmp_path) -> None:
+    from integrations.sb3 import save_crl
+    from integrations.sb3.persistence import REPLAY_FILE
+
+    model = _prior_model(2)
+    replay = SuccessReplay(64)
+    replay.add_episode({"observation": _states(8)}, np.ones(8, dtype=np.int64), np.ones(8), gamma=0.5,
+                       source=SOURCE_DEMO)
+    path = save_crl(tmp_path / "run", model, replay=replay)
+    back = SuccessReplay.load(path / REPLAY_FILE)
+    assert back.counts() == {"demo": 8, "own": 0}
+    np.testing.assert_array_equal(back.batch(back.indices())[2], replay.batch(replay.indices())[2])
+    assert (path / "model.zip").exists() and (path / "experience").is_dir()

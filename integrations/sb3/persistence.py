@@ -9,10 +9,16 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from experience_wrappers.replay import SuccessReplay
+
 from .discovery import find_experience
 from .lifecycle import advantage_normalisation_as_configured
 
-__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of"]
+__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "REPLAY_FILE"]
+
+
+#: The self-imitation replay's file name inside a :func:`save_crl` folder.
+REPLAY_FILE = "replay.npz"
 
 
 def experience_dir_of(model_zip: str | Path) -> Path:
@@ -39,8 +45,11 @@ def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None =
     return managers[0].save(path)
 
 
-def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None) -> Path:
-    """Write ``path/model.zip`` and ``path/experience/`` (bank, extractor, manager state).
+def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
+             replay: SuccessReplay | None = None) -> Path:
+    """Write ``path/model.zip`` and ``path/experience/`` (bank, extractor, manager state), and
+    with ``replay`` the self-imitation replay beside them as ``path/replay.npz``
+    (``SuccessReplay.load(path / "replay.npz")`` reads it back).
 
     The model is saved with its own ``normalize_advantage`` (which :class:`CRLCallback`
     turns off while it trains), so ``PPO.load`` alone gives a plain PPO agent.
@@ -48,6 +57,8 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None) 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     save_experience(path / "experience", model, env)
+    if replay is not None:
+        replay.save(path / REPLAY_FILE)
     with advantage_normalisation_as_configured(model):
         model.save(path / "model.zip")
     return path
