@@ -103,6 +103,10 @@ _ALL += [
                             "the agent's successful states"),
     attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
                  question="the method on the agent's own successes only (no demonstrations)"),
+    attrs.evolve(_METHOD, name="crl-sil-own-all", demonstrations=0,
+                 imitation={"weight": "sil", "keep": "all", "pretrain_steps": PRETRAIN_STEPS},
+                 question="the method on the agent's own episodes, all of them kept (SIL's own choice: the "
+                          "(R - V)+ weight filters), not only the successful ones"),
     # ablations of the method, one change each
     attrs.evolve(_METHOD, name="crl-sil", wrapper={"action_prior": True, "retrieve_every": 1}, prior_policy=True,
                  callback={"prior_weight": (1.0, 0.0)},
