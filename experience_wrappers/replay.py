@@ -140,7 +140,7 @@ class SuccessReplay:
             # demonstrations take the next front slots; an own state held there is dropped
             slots = np.arange(self._n_demo, self._n_demo + n)
             self._n_demo += n
-            self._own_next = max(self._own_next, self._n_demo) if self._n_demo < self.capacity else self._n_demo
+            self._own_next = max(self._own_next, self._n_demo)
             self.episodes["demo"] += 1
         else:
             room = self.capacity - self._n_demo
