@@ -205,9 +205,14 @@ def test_two_crl_callbacks_in_one_learn_are_refused_but_a_new_learn_takes_a_new_
 def _used_manager(bank: ExperienceBank | None = None) -> ExperienceManager:
     env = wrap(gym.make("CartPole-v1"), bank)
     env.reset(seed=0)
-    for _ in range(60):
+    env.action_space.seed(0)
+    ended = 0
+    for _ in range(500):  # at least three finished episodes (a random CartPole episode can outlast 60 steps)
         *_, term, trunc, _ = env.step(env.action_space.sample())
         if term or trunc:
+            ended += 1
+            if ended == 3:
+                break
             env.reset()
     assert len(env.bank) > 0
     return env.experience_manager
