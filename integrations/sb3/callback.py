@@ -22,17 +22,11 @@ from .lifecycle import (
     restore_advantage_normalisation,
     start_training,
 )
+from .schedules import linear, training_progress
 
 __all__ = ["CRLCallback"]
 
 log = logging.getLogger(__name__)
-
-
-def _linear(schedule: tuple[float, float] | float, progress: float) -> float:
-    if isinstance(schedule, (int, float)):
-        return float(schedule)
-    start, end = schedule
-    return float(start + (end - start) * min(max(progress, 0.0), 1.0))
 
 
 class CRLCallback(BaseCallback):
@@ -110,8 +104,7 @@ class CRLCallback(BaseCallback):
         self._good: dict[int, float] = {}
 
     def _progress(self) -> float:
-        total = getattr(self.model, "_total_timesteps", 0) or 1
-        return min(1.0, self.num_timesteps / total)
+        return training_progress(self.model, self.num_timesteps)
 
     def _on_training_start(self) -> None:
         self._on_rollout_start()  # the schedule's values before any episode is drawn
@@ -124,12 +117,12 @@ class CRLCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         p = self._progress()
-        ratio = _linear(self.guided_ratio, p)
+        ratio = linear(self.guided_ratio, p)
         for m in self.managers:
             m.guided_ratio = ratio
             m.progress = p
         if self.prior_weight is not None and hasattr(self.model.policy, "prior_weight"):
-            self.model.policy.prior_weight = _linear(self.prior_weight, p)
+            self.model.policy.prior_weight = linear(self.prior_weight, p)
         self._good = {}
 
     # ------------------------------------------------------------------- steps

@@ -30,6 +30,9 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
+from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
+
+from .schedules import linear, training_progress
 
 __all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay"]
 
@@ -56,10 +59,10 @@ def free_view(obs: dict[str, np.ndarray], observation_space: spaces.Space) -> An
 
     Keys of ``observation_space`` absent from ``obs`` (the experience keys) are filled with
     zeros of their shape and dtype: mask 0, so the policy sees an experience-free state.
-    A non-Dict space takes ``obs["observation"]``.
+    A non-Dict space takes ``obs[BASE_KEY]``.
     """
     if not isinstance(observation_space, spaces.Dict):
-        return obs["observation"]
+        return obs[BASE_KEY]
     n = len(next(iter(obs.values())))
     out = {}
     for key, sub in observation_space.spaces.items():
@@ -72,8 +75,8 @@ def free_view(obs: dict[str, np.ndarray], observation_space: spaces.Space) -> An
 
 def _base_keys(obs: Any) -> dict[str, np.ndarray]:
     if isinstance(obs, dict):
-        return {k: np.asarray(v) for k, v in obs.items() if not k.startswith("experience")}
-    return {"observation": np.asarray(obs)}
+        return {k: np.asarray(v) for k, v in obs.items() if k not in EXPERIENCE_KEYS}
+    return {BASE_KEY: np.asarray(obs)}
 
 
 def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef: float = 1.0,
@@ -155,13 +158,6 @@ def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_0
     for d in as_demonstrations(demonstrations):
         replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
     return replay
-
-
-def _schedule(value: float | tuple[float, float], progress: float) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    start, end = value
-    return float(start + (end - start) * min(max(progress, 0.0), 1.0))
 
 
 class SelfImitationCallback(BaseCallback):
@@ -268,15 +264,11 @@ class SelfImitationCallback(BaseCallback):
                                 SOURCE_OWN)
 
     # ---------------------------------------------------------------- update
-    def _progress(self) -> float:
-        total = getattr(self.model, "_total_timesteps", 0) or 1
-        return min(1.0, self.num_timesteps / total)
-
     def _on_rollout_start(self) -> None:
         if not self._updated:  # no PPO update yet
             self._updated = True
             return
-        coef = _schedule(self.coef, self._progress())
+        coef = linear(self.coef, training_progress(self.model, self.num_timesteps))
         self.stats = self_imitation_step(self.model, self.replay, coef=coef, weight=self.weight,
                                          n_batches=self.n_batches, batch_size=self.batch_size,
                                          value_coef=self.value_coef, max_weight=self.max_weight,
