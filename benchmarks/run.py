@@ -15,7 +15,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank
-from experience_wrappers.replay import SOURCE_DEMO, SuccessReplay
+from experience_wrappers.replay import SuccessReplay
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import (
     ActionPriorPolicy,
@@ -25,7 +25,7 @@ from integrations.sb3 import (
     find_experience,
 )
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
-from integrations.sb3.self_imitation import SelfImitationCallback
+from integrations.sb3.self_imitation import SelfImitationCallback, add_demonstrations
 
 from .algos import check_algo_arm, resolve_algo
 from .arms import Arm
@@ -34,9 +34,6 @@ from .envs import build_env, family_of
 from .tracking import CurveTracker
 
 __all__ = ["train_run", "versions"]
-
-#: States a run's self-imitation replay holds at most (demonstrations pinned, own states FIFO).
-REPLAY_CAPACITY = 50_000
 
 PPO_KEYS = ("learning_rate", "n_steps", "batch_size", "n_epochs", "ent_coef", "gamma", "gae_lambda",
             "clip_range", "vf_coef", "max_grad_norm")
@@ -74,9 +71,7 @@ def _demonstrations(env: Any, env_id: str, arm: Arm, n: int, seed: int, fam: Any
         record["segments"] = ingest_demonstrations(manager, demos, **arm.ingest)
         record["bank_size"] = len(manager.bank)
     if replay is not None:
-        for d in demos:
-            replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
-        record["replay_states"] = replay.counts()["demo"]
+        record["replay_states"] = add_demonstrations(replay, demos, gamma)
     record["seconds"] = round(time.perf_counter() - t0, 2)
     return record
 
@@ -121,7 +116,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         raise ValueError(f"arm {arm.name!r} starts from demonstrations but has neither a bank nor imitation")
     bank = ExperienceBank(seed=seed, **arm.bank) if arm.crl else None
     env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
-    replay = SuccessReplay(REPLAY_CAPACITY) if arm.imitation is not None else None
+    replay = SuccessReplay() if arm.imitation is not None else None
     gamma = float(hyper.get("gamma", 0.99))
     demos_record = (_demonstrations(env, env_id, arm, n_demos, seed, fam, replay, gamma) if n_demos else None)
     ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}

@@ -34,7 +34,7 @@ from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 
 from .schedules import linear, training_progress
 
-__all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay"]
+__all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations"]
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +142,17 @@ def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef
             "states": int(idx_all.size)}
 
 
+def add_demonstrations(replay: SuccessReplay, demonstrations: Any, gamma: float) -> int:
+    """Pin ``demonstrations`` (any form :func:`~integrations.demos.as_demonstrations` takes) in
+    ``replay``; returns the states added."""
+    from integrations.demos import as_demonstrations
+
+    return sum(replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
+               for d in as_demonstrations(demonstrations))
+
+
 def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_000) -> SuccessReplay:
-    """A :class:`SuccessReplay` with ``demonstrations`` pinned (any form
-    :func:`~integrations.demos.as_demonstrations` takes), ready for :class:`SelfImitationCallback`.
+    """A :class:`SuccessReplay` with ``demonstrations`` pinned, ready for :class:`SelfImitationCallback`.
 
     >>> import numpy as np
     >>> r = demonstration_replay([{"obs": np.zeros((3, 2)), "acts": np.array([0, 1, 1]),
@@ -152,11 +160,8 @@ def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_0
     >>> r.counts(), [round(float(x), 2) for x in r.returns[:3]]
     ({'demo': 3, 'own': 0}, [0.81, 0.9, 1.0])
     """
-    from integrations.demos import as_demonstrations
-
     replay = SuccessReplay(capacity)
-    for d in as_demonstrations(demonstrations):
-        replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
+    add_demonstrations(replay, demonstrations, gamma)
     return replay
 
 
