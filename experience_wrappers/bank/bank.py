@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BankStateError
-from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE, BankConfig
+from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE, BankConfig, resolve_config
 from .distance import pairwise_distances
 from .entries import EntryStore
 from .index import HnswIndex
@@ -76,13 +76,7 @@ class ExperienceBank:
     def __init__(self, config: BankConfig | None = None, *, key_dim: int | None = None,
                  value_dim: int | None = None, prior_dim: int = 0, context_dim: int = 0,
                  **overrides: Any) -> None:
-        if config is None:
-            config = BankConfig(**overrides)
-        elif overrides:
-            raise TypeError(f"give either a config or keyword overrides, not both: {sorted(overrides)}")
-        if not isinstance(config, BankConfig):
-            raise TypeError(f"config must be a BankConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = config = resolve_config(config, overrides)
         self._lock = RWLock()
         self._count_lock = threading.Lock()
         self._rng = np.random.default_rng(config.seed)

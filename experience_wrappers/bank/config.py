@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from ..validators import (
@@ -16,7 +18,7 @@ from ..validators import (
     to_float,
 )
 
-__all__ = ["BankConfig", "SPACES", "MAX_CAPACITY", "MAX_M", "MAX_EF", "MAX_DIM", "MAX_K", "MAX_UTILITY",
+__all__ = ["BankConfig", "resolve_config", "SPACES", "MAX_CAPACITY", "MAX_M", "MAX_EF", "MAX_DIM", "MAX_K", "MAX_UTILITY",
            "MIN_TEMPERATURE", "MAX_SEED"]
 
 SPACES = ("l2", "cosine", "ip")
@@ -130,3 +132,18 @@ class BankConfig:
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (the inverse of ``BankConfig(**d)``)."""
         return attrs.asdict(self)
+
+
+def resolve_config(config: BankConfig | None, overrides: dict[str, Any]) -> BankConfig:
+    """``config``, or a :class:`BankConfig` built from keyword ``overrides`` (not both).
+
+    >>> resolve_config(None, {"capacity": 10}).capacity
+    10
+    """
+    if config is None:
+        config = BankConfig(**overrides)
+    elif overrides:
+        raise TypeError(f"give either a config or keyword overrides, not both: {sorted(overrides)}")
+    if not isinstance(config, BankConfig):
+        raise TypeError(f"config must be a BankConfig, got {type(config).__name__}")
+    return config

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from experience_wrappers import BankConfig, Episode, KeyEncoder
+from experience_wrappers.bank.config import resolve_config
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 
 from ._require import ensure_connected, require_ray
@@ -320,12 +321,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
     Raises:
         ImportError: Ray is not installed (it names the ``[ray]`` extra).
     """
-    if config is None:
-        config = BankConfig(**bank_overrides)
-    elif bank_overrides:
-        raise TypeError(f"give either a config or keyword overrides, not both: {sorted(bank_overrides)}")
-    if not isinstance(config, BankConfig):
-        raise TypeError(f"config must be a BankConfig, got {type(config).__name__}")
+    config = resolve_config(config, bank_overrides)
     if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < -1:
         raise ValueError(f"max_restarts must be an int >= -1 (-1: forever), got {max_restarts!r}")
     if not (np.isfinite(num_cpus) and num_cpus >= 0):
