@@ -357,12 +357,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.only_learner:
         report = {**json.loads(args.out.read_text()), "learner_placement": learner_placement(args.learner_steps)}
         report["learner_placement"]["command"] = report_command(argv)
-        args.out.write_text(json.dumps(report, indent=1))
-        table = fmt_table(report)
-        print(table)
-        if not args.no_doc:
-            write_doc(table)
-        return report
+        return _write(report, args)
     for w in args.workers:
         for with_service in (False, True):
             r = rollout(ray, w, args, with_service)
@@ -386,6 +381,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.learner_steps:
         report["learner_placement"] = learner_placement(args.learner_steps)
 
+    return _write(report, args)
+
+
+def _write(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """Write the result file, print the table and (unless ``--no-doc``) put it in the docs page."""
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
     table = fmt_table(report)
