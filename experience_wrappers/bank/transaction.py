@@ -141,8 +141,9 @@ def interrupts_deferred() -> Iterator[None]:
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
+    previous = signal.getsignal(signal.SIGINT)
+    try:  # installed inside the try: an exception right after it still restores the handler
+        signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
