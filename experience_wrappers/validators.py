@@ -1,4 +1,4 @@
-"""attrs validators shared by the library's config classes; messages name the field and the value."""
+"""Validators shared by the library: attrs validators for the config classes, and `check_int` for plain arguments; messages name the field and the value."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from collections.abc import Callable
 from numbers import Real
 
 import attrs
+import numpy as np
 
 __all__ = ["is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
-           "at_least", "at_most"]
+           "at_least", "at_most", "integral", "check_int"]
 
 
 def is_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
     """A real int (bools are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not integral(value):
         raise TypeError(f"{attribute.name} must be an int, got {value!r}")
 
 
@@ -76,3 +77,65 @@ def at_most(bound: float) -> Callable[[object, attrs.Attribute, object], None]:
 
 def _show(bound: float) -> str:
     return f"{bound:g}" if isinstance(bound, float) else repr(bound)
+
+
+def integral(value: object, *, numpy: bool = False) -> bool:
+    """Whether ``value`` is an int: bools are not, numpy integers are with ``numpy=True``.
+
+    >>> integral(3), integral(True), integral(3.0), integral(np.int64(3)), integral(np.int64(3), numpy=True)
+    (True, False, False, False, True)
+    """
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer) if numpy else int)
+
+
+def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None,
+              numpy: bool = False, optional: bool = False, type_error: type[Exception] = ValueError,
+              hint: str = "") -> int | None:
+    """Checks an int argument outside attrs classes; returns it as a Python int.
+
+    Args:
+        name: The argument's name, for the message.
+        value: The value received.
+        minimum: Smallest value allowed (``None``: no bound).
+        maximum: Largest value allowed (``None``: no bound).
+        numpy: Accept numpy integers too.
+        optional: ``None`` passes (and is returned).
+        type_error: Raised for a value that is not an int (``ValueError`` unless the caller
+            has always raised ``TypeError`` there); a value out of bounds raises ``ValueError``.
+        hint: Appended to the description, e.g. ``" (-1: forever)"``.
+
+    Returns:
+        ``int(value)``, or ``None`` for an optional ``None``.
+
+    Raises:
+        ValueError: The value is out of bounds (or not an int, by default); the message names
+            the argument, what it must be and the value received.
+
+    >>> check_int("n_envs", np.int64(4), minimum=1, numpy=True)
+    4
+    >>> check_int("n_envs", 0, minimum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_envs must be a positive int, got 0
+    >>> check_int("seed", True, minimum=0, optional=True, type_error=TypeError)
+    Traceback (most recent call last):
+    ...
+    TypeError: seed must be an int >= 0 or None, got True
+    """
+    if value is None and optional:
+        return None
+    ok_type = integral(value, numpy=numpy)
+    if ok_type and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):  # type: ignore[operator]
+        return int(value)  # type: ignore[call-overload]
+    if minimum is not None and maximum is not None:
+        what = f"an int in [{minimum}, {maximum}]"
+    elif minimum == 1:
+        what = "a positive int"
+    elif minimum is not None:
+        what = f"an int >= {minimum}"
+    elif maximum is not None:
+        what = f"an int <= {maximum}"
+    else:
+        what = "an int"
+    message = f"{name} must be {what}{hint}{' or None' if optional else ''}, got {value!r}"
+    raise (ValueError if ok_type else type_error)(message)
