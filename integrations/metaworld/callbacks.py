@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from integrations.metaworld.envs import MT10_TASKS
+from experience_wrappers.validators import check_int
+from integrations.metaworld.constants import MT10_TASKS
 
 __all__ = ["PerTaskSuccessCallback"]
 
@@ -58,9 +59,7 @@ class PerTaskSuccessCallback(BaseCallback):
         verbose: int = 0,
     ) -> None:
         super().__init__(verbose=verbose)
-        if isinstance(window, bool) or not isinstance(window, int | np.integer) or window < 1:
-            raise ValueError(f"window must be a positive int, got {window!r}")
-        self.window = int(window)
+        self.window: int = check_int("window", window, minimum=1, numpy=True)  # type: ignore[assignment]
         self.task_names: tuple[str, ...] = tuple(MT10_TASKS if task_names is None else task_names)
         self.prefix = prefix.rstrip("/")
         self.log_counts = bool(log_counts)
