@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from experience_wrappers.validators import check_int
 from integrations.demos import Demonstration, record_demonstrations
 
 from .envs import DEFAULT_OBSERVATION_KEYS, make_minihack_env
@@ -39,8 +40,7 @@ def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
     >>> len(demos), sorted(demos[0].observations), all(d.success for d in demos)
     (2, ['blstats', 'glyphs_crop', 'inv_glyphs', 'last_action'], True)
     """
-    if isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes <= 0:
-        raise ValueError(f"n_episodes must be a positive int, got {n_episodes!r}")
+    check_int("n_episodes", n_episodes, minimum=1)
     keys = tuple(observation_keys)
     record_keys = keys + tuple(k for k in NAVIGATOR_KEYS if k not in keys)
     env = make_minihack_env(env_id, observation_keys=record_keys, seed=seed, **env_kwargs)

@@ -24,7 +24,6 @@ Facts about MiniHack 1.0.2 on NLE 1.3.0 that these wrappers act on (checked by
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +35,14 @@ from gymnasium import spaces
 from gymnasium.utils import RecordConstructorArgs
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+from experience_wrappers.validators import check_int
+from integrations.minihack.checks import (
+    check_env_id,
+    check_env_kwargs,
+    check_observation_keys,
+    check_seed,
+)
 
 __all__ = [
     "END_STATUS_ABORTED",
@@ -87,13 +94,6 @@ def import_minihack() -> Any:
             f"`{_INSTALL_HINT}`"
         ) from exc
     return minihack
-
-
-def _valid_observation_keys() -> set[str]:
-    from minihack.base import MINIHACK_SPACE_FUNCS
-    from nle import nethack
-
-    return set(nethack.OBSERVATION_DESC) | set(MINIHACK_SPACE_FUNCS) | {"pixel"}
 
 
 def _end_status(info: Mapping[str, Any]) -> int:
@@ -149,7 +149,7 @@ class MiniHackCompat(gym.Wrapper, RecordConstructorArgs):
             env.unwrapped, "nethack"
         ):
             raise ValueError(f"MiniHackCompat needs an NLE/MiniHack env, got {env.unwrapped!r}")
-        _check_seed(seed)
+        check_seed(seed)
         self._rng: np.random.Generator | None = (
             None if seed is None else np.random.default_rng(seed)
         )
@@ -157,7 +157,7 @@ class MiniHackCompat(gym.Wrapper, RecordConstructorArgs):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        _check_seed(seed)
+        check_seed(seed)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         if self._rng is not None:
@@ -171,13 +171,6 @@ class MiniHackCompat(gym.Wrapper, RecordConstructorArgs):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return _copy_obs(obs), reward, terminated, truncated, info
-
-
-def _check_seed(seed: Any) -> None:
-    if seed is not None and (
-        isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0
-    ):
-        raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
 
 
 class StepLimitTruncation(gym.Wrapper, RecordConstructorArgs):
@@ -314,34 +307,10 @@ def make_minihack_env(
     >>> env.close()
     """
     import_minihack()
-    if not isinstance(env_id, str):
-        raise ValueError(f"env_id must be a str, got {env_id!r}")
-    if env_id not in gym.registry:
-        close = difflib.get_close_matches(env_id, [k for k in gym.registry if "Hack" in k], n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown MiniHack env id {env_id!r}{hint}")
-    if isinstance(observation_keys, str) or not isinstance(observation_keys, Sequence):
-        raise ValueError(
-            f"observation_keys must be a sequence of str, got {observation_keys!r}"
-        )
-    keys = tuple(observation_keys)
-    if not keys:
-        raise ValueError("observation_keys must not be empty")
-    if add_last_action and LAST_ACTION_KEY in keys:
-        raise ValueError(f"{LAST_ACTION_KEY!r} is added by add_last_action, not an NLE key")
-    valid = _valid_observation_keys()
-    bad = [k for k in keys if not isinstance(k, str) or k not in valid]
-    if bad:
-        raise ValueError(
-            f"unknown observation keys {bad!r}; valid keys are {sorted(valid)!r}"
-        )
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"observation_keys has duplicates: {keys!r}")
-    _check_seed(seed)
-    if "max_episode_steps" in kwargs:
-        limit = kwargs["max_episode_steps"]
-        if isinstance(limit, bool) or not isinstance(limit, int | np.integer) or limit <= 0:
-            raise ValueError(f"max_episode_steps must be a positive int, got {limit!r}")
+    check_env_id(env_id)
+    keys = check_observation_keys(observation_keys, LAST_ACTION_KEY if add_last_action else None)
+    check_seed(seed)
+    check_env_kwargs(kwargs)
 
     spec = gym.spec(env_id)
     # Pass everything through the spec's kwargs so that ``max_episode_steps`` reaches the
@@ -400,9 +369,8 @@ def make_minihack_vec_env(
     >>> venv.close()
     """
     import_minihack()
-    if isinstance(n_envs, bool) or not isinstance(n_envs, int | np.integer) or n_envs <= 0:
-        raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
-    _check_seed(seed)
+    check_int("n_envs", n_envs, minimum=1, numpy=True)
+    check_seed(seed)
     if wrapper_kwargs is not None and wrapper_class is None:
         raise ValueError("wrapper_kwargs given without a wrapper_class")
     if "seed" in env_kwargs:

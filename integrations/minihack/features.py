@@ -19,6 +19,8 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from experience_wrappers.validators import check_int, integral
+
 __all__ = [
     "BLSTATS_LOG_FIELDS",
     "BLSTATS_SCALES",
@@ -194,12 +196,9 @@ class GlyphCNNExtractor(BaseFeaturesExtractor):
             ("embed_dim", embed_dim),
             ("blstats_hidden", blstats_hidden),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_int(name, value, minimum=1)
         channels = tuple(conv_channels)
-        if not channels or any(
-            isinstance(c, bool) or not isinstance(c, int) or c <= 0 for c in channels
-        ):
+        if not channels or not all(integral(c) and c > 0 for c in channels):
             raise ValueError(f"conv_channels must be positive ints, got {conv_channels!r}")
         super().__init__(observation_space, features_dim)
         sub = observation_space.spaces

@@ -1,0 +1,69 @@
+"""Argument checks of the MiniHack factories; each raises a ``ValueError`` that names the argument."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from experience_wrappers.validators import check_int
+
+__all__ = ["check_env_id", "check_env_kwargs", "check_observation_keys", "check_seed"]
+
+
+def check_env_id(env_id: str) -> None:
+    """A registered env id (MiniHack must be imported first), with close matches if not."""
+    if not isinstance(env_id, str):
+        raise ValueError(f"env_id must be a str, got {env_id!r}")
+    if env_id not in gym.registry:
+        close = difflib.get_close_matches(env_id, [k for k in gym.registry if "Hack" in k], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown MiniHack env id {env_id!r}{hint}")
+
+
+def check_observation_keys(observation_keys: Sequence[str], added_key: str | None) -> tuple[str, ...]:
+    """NLE/MiniHack observation keys: a non-empty sequence of distinct valid names, as a tuple.
+
+    Args:
+        observation_keys: The keys asked for.
+        added_key: A key a wrapper adds on top (``"last_action"``), which may not be asked
+            for; ``None`` if no wrapper adds one.
+    """
+    if isinstance(observation_keys, str) or not isinstance(observation_keys, Sequence):
+        raise ValueError(
+            f"observation_keys must be a sequence of str, got {observation_keys!r}"
+        )
+    keys = tuple(observation_keys)
+    if not keys:
+        raise ValueError("observation_keys must not be empty")
+    if added_key is not None and added_key in keys:
+        raise ValueError(f"{added_key!r} is added by add_last_action, not an NLE key")
+    valid = _valid_observation_keys()
+    bad = [k for k in keys if not isinstance(k, str) or k not in valid]
+    if bad:
+        raise ValueError(
+            f"unknown observation keys {bad!r}; valid keys are {sorted(valid)!r}"
+        )
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"observation_keys has duplicates: {keys!r}")
+    return keys
+
+
+def check_seed(seed: Any) -> None:
+    """``None`` or an int >= 0."""
+    check_int("seed", seed, minimum=0, numpy=True, optional=True)
+
+
+def check_env_kwargs(kwargs: Mapping[str, Any]) -> None:
+    """The env constructor's keyword arguments this library relies on (``max_episode_steps``)."""
+    if "max_episode_steps" in kwargs:
+        check_int("max_episode_steps", kwargs["max_episode_steps"], minimum=1, numpy=True)
+
+
+def _valid_observation_keys() -> set[str]:
+    from minihack.base import MINIHACK_SPACE_FUNCS
+    from nle import nethack
+
+    return set(nethack.OBSERVATION_DESC) | set(MINIHACK_SPACE_FUNCS) | {"pixel"}
