@@ -7,6 +7,7 @@ from typing import Any
 from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers import ExperienceBank, Provenance
+from experience_wrappers.validators import check_int
 
 __all__ = ["BankTracker", "bank_snapshot"]
 
@@ -35,8 +36,7 @@ class BankTracker(BaseCallback):
 
     def __init__(self, bank: ExperienceBank, every: int = 8) -> None:
         super().__init__()
-        if isinstance(every, bool) or not isinstance(every, int) or every <= 0:
-            raise ValueError(f"every must be a positive int, got {every!r}")
+        check_int("every", every, minimum=1)
         self.bank, self.every = bank, every
         self.history: list[dict[str, Any]] = []
         self._rollouts = 0

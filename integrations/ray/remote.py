@@ -18,6 +18,7 @@ import numpy as np
 from experience_wrappers import BankConfig, Episode, ExperienceBank
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.keys.base import checked_keys
+from experience_wrappers.validators import check_int
 
 from ._require import require_ray
 
@@ -134,8 +135,7 @@ class RemoteManager:
     def __init__(self, service: ExperienceService, info: dict[str, Any], *, max_pending: int = 256,
                  baseline_ttl: float = 1.0, submit_batch: int = 16, submit_delay: float = 0.5,
                  follow_schedule: bool = False) -> None:
-        if isinstance(submit_batch, bool) or not isinstance(submit_batch, int) or submit_batch < 1:
-            raise ValueError(f"submit_batch must be a positive int, got {submit_batch!r}")
+        check_int("submit_batch", submit_batch, minimum=1)
         if not (np.isfinite(submit_delay) and submit_delay >= 0):
             raise ValueError(f"submit_delay must be a finite number >= 0, got {submit_delay!r}")
         self.service = service

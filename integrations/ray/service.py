@@ -12,6 +12,7 @@ import numpy as np
 from experience_wrappers import BankConfig, Episode, KeyEncoder
 from experience_wrappers.bank.config import resolve_config
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+from experience_wrappers.validators import check_int
 
 from ._require import ensure_connected, require_ray
 from .actor import ServiceActor
@@ -322,8 +323,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
         ImportError: Ray is not installed (it names the ``[ray]`` extra).
     """
     config = resolve_config(config, bank_overrides)
-    if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < -1:
-        raise ValueError(f"max_restarts must be an int >= -1 (-1: forever), got {max_restarts!r}")
+    check_int("max_restarts", max_restarts, minimum=-1, hint=" (-1: forever)")
     if not (np.isfinite(num_cpus) and num_cpus >= 0):
         raise ValueError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
     dims = None

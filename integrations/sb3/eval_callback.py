@@ -9,6 +9,8 @@ from typing import Any
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from experience_wrappers.validators import check_int
+
 from .discovery import find_experience
 from .evaluation import evaluate_with_and_without_experience, run_episodes
 
@@ -46,8 +48,7 @@ class ExperienceEvalCallback(BaseCallback):
         if not isinstance(eval_env, VecEnv):
             raise ValueError(f"eval_env must be an SB3 VecEnv, got {type(eval_env).__name__}")
         for name, value in (("eval_freq", eval_freq), ("n_eval_episodes", n_eval_episodes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_int(name, value, minimum=1)
         self.eval_env = eval_env
         self.eval_freq = eval_freq
         self.n_eval_episodes = n_eval_episodes

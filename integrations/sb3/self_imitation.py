@@ -30,6 +30,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
+from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 
 from .schedules import linear, training_progress
@@ -207,8 +208,7 @@ class SelfImitationCallback(BaseCallback):
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"coef must be finite and >= 0, got {coef!r}")
         for name, v in (("n_batches", n_batches), ("batch_size", batch_size), ("pretrain_steps", pretrain_steps)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (name == "batch_size" and v == 0):
-                raise ValueError(f"{name} must be an int >= {1 if name == 'batch_size' else 0}, got {v!r}")
+            check_int(name, v, minimum=1 if name == "batch_size" else 0)
         self.replay = replay
         self.coef = coef
         self.weight: Weight = weight
