@@ -2,25 +2,56 @@
 
 Bad arguments raise the built-in :class:`ValueError` (or :class:`TypeError`) with a
 message that names the argument and the value received. Problems with files on disk
-raise :class:`BankFileError`, the library's own type, so callers can tell "you passed
-a bad array" from "this folder is not a bank I can trust".
+raise a subclass of :class:`ExperienceFileError`, one per kind of file
+(:class:`BankFileError`, :class:`ExtractorFileError`, :class:`ManagerFileError`,
+:class:`DemonstrationFileError`), so callers can tell "you passed a bad array" from
+"this folder is not a bank I can trust", and which file it was.
 """
 
 from __future__ import annotations
 
-__all__ = ["ExperienceError", "BankFileError", "BankStateError"]
+__all__ = ["ExperienceError", "ExperienceFileError", "BankFileError", "ExtractorFileError", "ManagerFileError",
+           "DemonstrationFileError", "BankStateError"]
 
 
 class ExperienceError(Exception):
     """Base class of the library's own errors."""
 
 
-class BankFileError(ExperienceError):
-    """A saved bank (or manager state) is missing, damaged, truncated, foreign or newer.
+class ExperienceFileError(ExperienceError):
+    """A file or folder written by this library is missing, damaged, truncated, foreign or newer.
 
     Loading never runs code from the file: arrays are read with ``allow_pickle=False``
-    and metadata is plain JSON, checked before anything is built from it.
+    and metadata is plain JSON, checked before anything is built from it. Catch this
+    base class for any of the library's files; each kind of file has its own subclass.
     """
+
+    #: what kind of file, for messages ("cannot load <what> from ...")
+    what = "saved file"
+
+
+class BankFileError(ExperienceFileError):
+    """A saved experience bank folder cannot be trusted (or a folder refuses a bank save)."""
+
+    what = "experience bank"
+
+
+class ExtractorFileError(ExperienceFileError):
+    """A saved extractor (trainer) file cannot be trusted."""
+
+    what = "extractor"
+
+
+class ManagerFileError(ExperienceFileError):
+    """A saved manager state folder cannot be trusted (its bank part raises :class:`BankFileError`)."""
+
+    what = "manager state"
+
+
+class DemonstrationFileError(ExperienceFileError):
+    """A demonstrations file cannot be trusted."""
+
+    what = "demonstrations"
 
 
 class BankStateError(ExperienceError):

@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from experience_wrappers import BankFileError, ExperienceBank, ExperienceWrapper, Provenance
+from experience_wrappers import DemonstrationFileError, ExperienceBank, ExperienceWrapper, Provenance
 from integrations.demos import (
     Demonstration,
     ingest_demonstrations,
@@ -92,7 +92,7 @@ def test_damaged_demo_file_raises(tmp_path, cartpole):
     env, _ = cartpole
     path = save_demonstrations(tmp_path / "demos.npz", _random_demos(env, 1))
     path.write_bytes(path.read_bytes()[:50])
-    with pytest.raises(BankFileError):
+    with pytest.raises(DemonstrationFileError):
         load_demonstrations(path)
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from experience_wrappers.errors import BankFileError
+from experience_wrappers.errors import ExtractorFileError
 from experience_wrappers.extractor import (
     ActionCoder,
     ExperienceExtractor,
@@ -487,28 +487,28 @@ def test_load_rejects_bad_files(tmp_path):
     good = tmp_path / "good.pt"
     trainer.save(good)
     data = good.read_bytes()
-    with pytest.raises(BankFileError, match="no extractor file"):
+    with pytest.raises(ExtractorFileError, match="no extractor file"):
         ExtractorTrainer.load(tmp_path / "missing.pt")
     truncated = tmp_path / "truncated.pt"
     truncated.write_bytes(data[: len(data) // 2])
-    with pytest.raises(BankFileError, match="damaged"):
+    with pytest.raises(ExtractorFileError, match="damaged"):
         ExtractorTrainer.load(truncated)
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(b"not a torch file at all")
-    with pytest.raises(BankFileError, match="damaged"):
+    with pytest.raises(ExtractorFileError, match="damaged"):
         ExtractorTrainer.load(garbage)
     foreign = tmp_path / "foreign.pt"
     torch.save({"format": "something-else", "version": 1}, foreign)
-    with pytest.raises(BankFileError, match="not an extractor file"):
+    with pytest.raises(ExtractorFileError, match="not an extractor file"):
         ExtractorTrainer.load(foreign)
     payload = torch.load(good, weights_only=True)
     newer = tmp_path / "newer.pt"
     torch.save({**payload, "version": 2}, newer)
-    with pytest.raises(BankFileError, match="newer"):
+    with pytest.raises(ExtractorFileError, match="newer"):
         ExtractorTrainer.load(newer)
     wrong = tmp_path / "wrong_shapes.pt"
     torch.save({**payload, "config": {**payload["config"], "hidden": 4}}, wrong)
-    with pytest.raises(BankFileError, match="unusable"):
+    with pytest.raises(ExtractorFileError, match="unusable"):
         ExtractorTrainer.load(wrong)
 
 

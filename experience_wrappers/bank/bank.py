@@ -1,4 +1,10 @@
-"""The experience bank: entries, an HNSW index over their keys, and the rules that keep both."""
+"""The experience bank: entries, an HNSW index over their keys, and the rules that keep both.
+
+The bank is the public surface; the rules live beside it: :mod:`.dedup` and :mod:`.merge`
+(how entries combine), :mod:`.search` (nearest entries and a query's steps),
+:mod:`.utility` (credit and eviction order), :mod:`.persistence` (save/load, through
+:meth:`ExperienceBank.state` and :meth:`ExperienceBank.from_state`).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +17,18 @@ import numpy as np
 
 from ..errors import BankStateError
 from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE, BankConfig, resolve_config
-from .distance import pairwise_distances
+from .dedup import dedup_targets, plan_new_items
 from .entries import EntryStore
 from .index import HnswIndex
 from .lock import RWLock
-from .merge import merge_weights, plan_clusters
-from .provenance import CURATED, Provenance
+from .merge import combine_cluster, plan_clusters, refresh_entry, same_kind
+from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
-from .retrieval import MODES, retrieval_scores, sample_without_replacement
+from .retrieval import MODES
+from .search import candidate_count, choose, empty_result, gather, nearest, random_candidates, record_hits
+from .state import BankState
 from .transaction import Transaction, interrupts_deferred, transaction
+from .utility import credit, eviction_order
 from .validation import (
     as_float_vector,
     as_int_vector,
@@ -27,6 +36,7 @@ from .validation import (
     as_real,
     check_bounded,
     check_int64,
+    check_non_negative_int,
     check_positive_int,
     check_unit,
 )
@@ -93,8 +103,8 @@ class ExperienceBank:
                 raise ValueError(f"give both key_dim and value_dim, got {key_dim!r} and {value_dim!r}")
             self._init_dims({"key_dim": check_positive_int("key_dim", key_dim),
                              "value_dim": check_positive_int("value_dim", value_dim),
-                             "prior_dim": _non_negative_int("prior_dim", prior_dim),
-                             "context_dim": _non_negative_int("context_dim", context_dim)})
+                             "prior_dim": check_non_negative_int("prior_dim", prior_dim),
+                             "context_dim": check_non_negative_int("context_dim", context_dim)})
 
     # ------------------------------------------------------------------ basics
     def _init_dims(self, dims: dict[str, int]) -> None:
@@ -133,7 +143,7 @@ class ExperienceBank:
         An item closer than ``dedup_threshold`` to an entry of the same task (already in the
         bank, or added earlier in this batch) refreshes that entry instead: its value, prior,
         context, sample log-prob and extractor version are replaced by the item's, its key,
-        utility and counters stay. A refresh never crosses between curated entries
+        utility and counters stay (:mod:`.merge`). A refresh never crosses between curated entries
         (demonstrations) and the agent's: such an item becomes a new entry. When the new
         entries do not fit, existing entries are evicted, lowest utility first, then oldest,
         demonstrations last; a batch larger than the capacity keeps
@@ -142,6 +152,53 @@ class ExperienceBank:
         Returns:
             :class:`AddResult` with, per item, the id it now lives in.
         """
+        items = self._check_batch(keys, values, task_ids, utility, prior, context, sample_logp, provenance,
+                                  step, extractor_version)
+        keys_arr, tasks, prov = items["key"], items["task_id"], items["provenance"]
+        n = len(keys_arr)
+        with interrupts_deferred(), self._lock.write(), transaction(self) as txn:
+            if self._store is None:
+                self._init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "prior", "context")})
+            store, index = self._store, self._index
+            assert store is not None and index is not None
+            target, source = dedup_targets(keys_arr, tasks, self.config.dedup_threshold, self.config.space,
+                                           self._nearest if len(self) > 0 else None)
+            crossing = np.flatnonzero(target >= 0)
+            if crossing.size:  # a refresh never crosses between demonstrations and the agent's entries
+                their = store.cols["provenance"][store.slots_of(target[crossing])]
+                target[crossing[~same_kind(their, prov)]] = -1
+            result_ids = np.full(n, -1, dtype=np.int64)
+
+            # refresh existing entries, in item order (a later item wins)
+            refreshed = np.flatnonzero(target >= 0)
+            store.touch(store.slots_of(target[refreshed]))
+            for i in refreshed.tolist():
+                refresh_entry(store.cols, store.slots_of([target[i]])[0], _item(items, i))
+                result_ids[i] = target[i]
+
+            kept_items, kept_src = plan_new_items(target, source, self.config.capacity)
+            excess = store.size + len(kept_items) - self.config.capacity
+            store.reserve(store.size + len(kept_items))  # allocations first: they change nothing
+            evicted = self._evict_locked(excess) if excess > 0 else np.zeros(0, dtype=np.int64)
+            new_ids = self._append_locked(items, kept_items, kept_src)
+            txn.index_touched = True
+            index.add(keys_arr[kept_items], new_ids)
+
+            result_ids[kept_items] = new_ids
+            id_of_item = dict(zip(kept_items.tolist(), new_ids.tolist(), strict=True))
+            for i in np.flatnonzero(source >= 0).tolist():
+                result_ids[i] = id_of_item.get(int(source[i]), -1)
+            if len(evicted):  # an entry refreshed above may have been evicted to make room
+                result_ids[np.isin(result_ids, evicted)] = -1
+            added = np.zeros(n, dtype=bool)
+            added[kept_items] = True
+            return AddResult(ids=result_ids, added=added, evicted=evicted)
+
+    def _check_batch(self, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
+                     sample_logp: Any, provenance: Provenance | int, step: int,
+                     extractor_version: int) -> dict[str, Any]:
+        """The arguments of :meth:`add`, checked, as per-item fields (``provenance``, ``created_step``
+        and ``extractor_version`` are one value for the batch)."""
         keys_arr = as_matrix("keys", keys, None if self._store is None else self._store.dims["key_dim"])
         n = len(keys_arr)
         vals = as_matrix("values", values, None if self._store is None else self._store.dims["value_dim"])
@@ -169,76 +226,9 @@ class ExperienceBank:
                     raise ValueError(f"{name} must have at most {MAX_DIM} columns, got {width}")
         if self.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
             raise ValueError(f"keys must be non-zero for space {self.config.space!r}")
-
-        with interrupts_deferred(), self._lock.write(), transaction(self) as txn:
-            if self._store is None:
-                self._init_dims({"key_dim": keys_arr.shape[1], "value_dim": vals.shape[1],
-                                 "prior_dim": pri.shape[1], "context_dim": ctx.shape[1]})
-            store, index = self._store, self._index
-            assert store is not None and index is not None
-            target, source = self._dedup_targets(keys_arr, tasks)
-            # a refresh never crosses between curated entries (demonstrations) and the agent's: an
-            # agent's item beside a demonstration is a new entry, and the demonstration keeps its
-            # content (DESIGN.md, bank maintenance)
-            crossing = np.flatnonzero(target >= 0)
-            if crossing.size:
-                their = np.isin(store.cols["provenance"][store.slots_of(target[crossing])], CURATED)
-                target[crossing[their != (int(prov) in CURATED)]] = -1
-            result_ids = np.full(n, -1, dtype=np.int64)
-
-            # refresh existing entries, in item order (a later item wins)
-            refreshed = np.flatnonzero(target >= 0)
-            store.touch(store.slots_of(target[refreshed]))
-            for i in refreshed.tolist():
-                slot = store.slots_of([target[i]])[0]
-                self._refresh(slot, vals[i], pri[i], ctx[i], logp[i], extractor_version)
-                result_ids[i] = target[i]
-
-            new_items = np.flatnonzero((target < 0) & (source < 0))
-            # the final content of a new item is that of the last batch item folded into it
-            final_src = new_items.copy()
-            pos = {int(j): p for p, j in enumerate(new_items.tolist())}
-            for i in np.flatnonzero(source >= 0).tolist():
-                final_src[pos[int(source[i])]] = i
-            keep_from = max(0, len(new_items) - self.config.capacity)
-            kept_items, kept_src = new_items[keep_from:], final_src[keep_from:]
-
-            excess = store.size + len(kept_items) - self.config.capacity
-            store.reserve(store.size + len(kept_items))  # allocations first: they change nothing
-            evicted = self._evict_locked(excess) if excess > 0 else np.zeros(0, dtype=np.int64)
-
-            new_ids = np.arange(self._next_id, self._next_id + len(kept_items), dtype=np.int64)
-            self._next_id += len(kept_items)
-            slots = store.append(len(kept_items))
-            c = store.cols
-            c["id"][slots] = new_ids
-            c["key"][slots] = keys_arr[kept_items]
-            c["value"][slots] = vals[kept_src]
-            c["prior"][slots] = pri[kept_src]
-            c["context"][slots] = ctx[kept_src]
-            c["sample_logp"][slots] = logp[kept_src]
-            c["utility"][slots] = util[kept_items]
-            c["last_retrieved"][slots] = -1
-            c["last_trained"][slots] = -1
-            c["task_id"][slots] = tasks[kept_items]
-            c["provenance"][slots] = int(prov)
-            c["created_step"][slots] = step
-            c["extractor_version"][slots] = extractor_version
-            store.reindex(slots)
-            txn.index_touched = True
-            index.add(keys_arr[kept_items], new_ids)
-            self._task_counts.update(tasks[kept_items].tolist())
-            self._task_sets.clear()
-
-            result_ids[kept_items] = new_ids
-            id_of_item = dict(zip(kept_items.tolist(), new_ids.tolist(), strict=True))
-            for i in np.flatnonzero(source >= 0).tolist():
-                result_ids[i] = id_of_item.get(int(source[i]), -1)
-            if len(evicted):  # an entry refreshed above may have been evicted to make room
-                result_ids[np.isin(result_ids, evicted)] = -1
-            added = np.zeros(n, dtype=bool)
-            added[kept_items] = True
-            return AddResult(ids=result_ids, added=added, evicted=evicted)
+        return {"key": keys_arr, "value": vals, "task_id": tasks, "utility": util, "prior": pri, "context": ctx,
+                "sample_logp": logp, "provenance": int(prov), "created_step": step,
+                "extractor_version": extractor_version}
 
     def _optional(self, name: str, x: Any, n: int, dtype: type) -> np.ndarray:
         width = None if self._store is None else self._store.dims[f"{name}_dim"]
@@ -251,44 +241,28 @@ class ExperienceBank:
             raise ValueError(f"{name} must have {n} rows (one per key), got {len(arr)}")
         return arr.astype(dtype)
 
-    def _refresh(self, slot: int, value: np.ndarray, prior: np.ndarray, context: np.ndarray,
-                 logp: float, version: int) -> None:
-        c = self._store.cols  # type: ignore[union-attr]
-        c["value"][slot] = value
-        c["prior"][slot] = prior
-        c["context"][slot] = context
-        c["sample_logp"][slot] = logp
-        c["extractor_version"][slot] = version
-
-    def _dedup_targets(self, keys: np.ndarray, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per item: the existing id it refreshes (or -1) and the earlier batch item it folds into (or -1)."""
-        n = len(keys)
-        target = np.full(n, -1, dtype=np.int64)
-        source = np.full(n, -1, dtype=np.int64)
-        thr = self.config.dedup_threshold
-        if thr <= 0:
-            return target, source
-        best = np.full(n, np.inf)
-        if len(self) > 0:
-            ids, dists = self._nearest(keys, 1, tasks)
-            close = (ids[:, 0] >= 0) & (dists[:, 0] < thr)
-            target[close] = ids[close, 0]
-            best[close] = dists[close, 0]
-        if n > 1:
-            for lo in range(0, n, 1024):  # chunks bound the pairwise matrix
-                hi = min(n, lo + 1024)
-                d = pairwise_distances(keys[lo:hi], keys[:hi], self.config.space)
-                close = (d < thr) & (tasks[lo:hi, None] == tasks[None, :hi])
-                close &= np.arange(hi)[None, :] < np.arange(lo, hi)[:, None]
-                for r in np.flatnonzero(close.any(axis=1)).tolist():
-                    i = lo + r
-                    earlier = np.flatnonzero(close[r] & (target[:hi] < 0) & (source[:hi] < 0))
-                    earlier = earlier[earlier < i]
-                    if earlier.size:
-                        j = earlier[np.argmin(d[r, earlier])]
-                        if d[r, j] < best[i]:
-                            source[i], target[i] = j, -1
-        return target, source
+    def _append_locked(self, items: dict[str, Any], kept: np.ndarray, src: np.ndarray) -> np.ndarray:
+        """Write new entries: keys, tasks and utility of the ``kept`` items, content of their ``src``."""
+        store = self._store
+        assert store is not None
+        new_ids = np.arange(self._next_id, self._next_id + len(kept), dtype=np.int64)
+        self._next_id += len(kept)
+        slots = store.append(len(kept))
+        c = store.cols
+        c["id"][slots] = new_ids
+        c["key"][slots] = items["key"][kept]
+        for name in ("value", "prior", "context", "sample_logp"):
+            c[name][slots] = items[name][src]
+        c["utility"][slots] = items["utility"][kept]
+        c["last_retrieved"][slots] = -1
+        c["last_trained"][slots] = -1
+        c["task_id"][slots] = items["task_id"][kept]
+        for name in ("provenance", "created_step", "extractor_version"):
+            c[name][slots] = items[name]
+        store.reindex(slots)
+        self._task_counts.update(items["task_id"][kept].tolist())
+        self._task_sets.clear()
+        return new_ids
 
     # ------------------------------------------------------------------ search
     def _task_set(self, task: int) -> frozenset[int]:
@@ -301,47 +275,10 @@ class ExperienceBank:
         return s
 
     def _nearest(self, keys: np.ndarray, m: int, tasks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Up to ``m`` nearest ids per row (same task when ``tasks`` is given); -1 / inf padded."""
-        store, index = self._store, self._index
-        assert store is not None and index is not None
-        n = len(keys)
-        if tasks is None or (len(self._task_counts) == 1 and np.all(tasks == next(iter(self._task_counts)))):
-            if m <= store.size:  # the usual case: one unfiltered search fills every row
-                try:
-                    return index.search(keys, m)
-                except RuntimeError:  # hnswlib could not fill m results: exact search instead
-                    return self._brute_nearest(keys, m, None)
-            groups = [(np.arange(n), None, store.size)]
-        else:
-            groups = []
-            for t in np.unique(tasks).tolist():
-                rows = np.flatnonzero(tasks == t)
-                count = self._task_counts.get(t, 0)
-                if count:
-                    groups.append((rows, t, count))
-        ids = np.full((n, m), -1, dtype=np.int64)
-        dists = np.full((n, m), np.inf)
-        for rows, task, count in groups:
-            mm = min(m, count)
-            try:
-                if task is None:
-                    lab, dis = index.search(keys[rows], mm)
-                else:
-                    members = self._task_set(task)
-                    lab, dis = index.search(keys[rows], mm, filter_fn=members.__contains__)
-            except RuntimeError:  # hnswlib could not fill mm results: exact search instead
-                lab, dis = self._brute_nearest(keys[rows], mm, task)
-            ids[rows, :mm] = lab
-            dists[rows, :mm] = dis
-        return ids, dists
-
-    def _brute_nearest(self, keys: np.ndarray, m: int, task: int | None) -> tuple[np.ndarray, np.ndarray]:
-        store = self._store
-        assert store is not None
-        sel = np.arange(store.size) if task is None else np.flatnonzero(store.view("task_id") == task)
-        d = pairwise_distances(keys, store.view("key")[sel], self.config.space)
-        order = np.argsort(d, axis=1, kind="stable")[:, :m]
-        return store.view("id")[sel][order], np.take_along_axis(d, order, axis=1)
+        """Up to ``m`` nearest ids per row (same task when ``tasks`` is given); see :func:`.search.nearest`."""
+        assert self._store is not None and self._index is not None
+        return nearest(self._store, self._index, keys, m, tasks, self._task_counts, self._task_set,
+                       self.config.space)
 
     # ------------------------------------------------------------------- query
     def query(self, keys: Any, k: int = 4, *, task_ids: Any = None, mode: str = "utility",
@@ -360,7 +297,34 @@ class ExperienceBank:
 
         A query on an empty or small bank returns what exists; missing picks have
         ``mask == False``. ``record=False`` leaves the retrieval counters alone (evaluation).
+        The steps are those of :mod:`.search`.
         """
+        k, temp = self._check_query(k, mode, temperature, record, rng)
+        dims = self.dims
+        q = as_matrix("keys", keys, None if dims is None else dims["key_dim"])
+        n = len(q)
+        tasks = None if task_ids is None else as_int_vector("task_ids", task_ids, n)
+        with self._lock.read():
+            store = self._store
+            if dims is None or store is None or store.size == 0:
+                return empty_result(n, k, 0 if dims is None else dims["value_dim"],
+                                    0 if dims is None else dims["prior_dim"])
+            if mode != "random":
+                cand_ids, cand_d = self._nearest(q, candidate_count(mode, k, store.size, self.config), tasks)
+            with self._count_lock:
+                generator = self._rng if rng is None else rng
+                if mode == "random":
+                    cand_ids, cand_d = random_candidates(store, n, k, tasks, self.config.candidate_factor,
+                                                         generator)
+                slots = store.find(cand_ids)
+                cols, mask = choose(store, slots, mode, k, temp, self.config, generator)
+                result, chosen = gather(store, slots, cand_d, cols, mask, k)
+                if record:
+                    self._tick = record_hits(store, chosen, mask, self._tick)
+        return result
+
+    def _check_query(self, k: Any, mode: Any, temperature: Any, record: Any, rng: Any) -> tuple[int, float]:
+        """The checked ``k`` and temperature of a :meth:`query` (ValueError/TypeError otherwise)."""
         k = check_positive_int("k", k)
         if k > MAX_K:
             raise ValueError(f"k must be <= {MAX_K}, got {k}")
@@ -373,88 +337,15 @@ class ExperienceBank:
         temp = self.config.temperature if temperature is None else as_real("temperature", temperature)
         if not (np.isfinite(temp) and temp >= MIN_TEMPERATURE):
             raise ValueError(f"temperature must be finite and >= {MIN_TEMPERATURE}, got {temperature!r}")
-        dims = self.dims
-        q = as_matrix("keys", keys, None if dims is None else dims["key_dim"])
-        n = len(q)
-        tasks = None if task_ids is None else as_int_vector("task_ids", task_ids, n)
-        vdim = 0 if dims is None else dims["value_dim"]
-        pdim = 0 if dims is None else dims["prior_dim"]
-        with self._lock.read():
-            store = self._store
-            if store is None or store.size == 0:
-                return QueryResult(ids=np.full((n, k), -1, dtype=np.int64),
-                                   values=np.zeros((n, k, vdim), np.float32),
-                                   utility=np.zeros((n, k)), prior=np.zeros((n, k, pdim), np.float32),
-                                   distances=np.full((n, k), np.inf), mask=np.zeros((n, k), dtype=bool))
-            if mode != "random":
-                m = min(store.size, k * self.config.candidate_factor)
-                if mode == "knn" and self.config.utility_floor is None:
-                    m = k
-                cand_ids, cand_d = self._nearest(q, m, tasks)
-            with self._count_lock:
-                generator = self._rng if rng is None else rng
-                if mode == "random":
-                    cand_ids, cand_d = self._random_candidates(n, k, tasks, generator)
-                slots = store.find(cand_ids)
-                valid = slots >= 0
-                floor = self.config.utility_floor
-                if mode == "utility" or floor is not None:
-                    util = np.where(valid, store.cols["utility"][np.maximum(slots, 0)], -np.inf)
-                    if floor is not None:
-                        valid &= util >= floor
-                if mode == "utility":
-                    scores = retrieval_scores(util, store.cols["n_retrieved"][np.maximum(slots, 0)],
-                                              temp, self.config.diversity_penalty)
-                    cols, mask = sample_without_replacement(scores, valid, k, generator)
-                elif valid.shape[1] >= k and valid[:, :k].all():  # the usual case: the first k
-                    cols, mask = None, np.ones((n, k), dtype=bool)
-                else:  # nearest first / random order, among the valid
-                    cols = np.argsort(~valid, axis=1, kind="stable")[:, :k]
-                    mask = np.take_along_axis(valid, cols, axis=1)
-                    if cols.shape[1] < k:  # fewer candidates than k: pad (np.pad is slow, avoid it)
-                        cols = np.concatenate([cols, np.zeros((n, k - cols.shape[1]), np.int64)], axis=1)
-                        mask = np.concatenate([mask, np.zeros((n, k - mask.shape[1]), bool)], axis=1)
-                if cols is None:  # every pick is real: plain gathers, nothing to mask
-                    chosen = slots[:, :k]
-                    out_ids, out_d = store.cols["id"][chosen], cand_d[:, :k]
-                    values, prior = store.cols["value"][chosen], store.cols["prior"][chosen]
-                    utility = store.cols["utility"][chosen]
-                else:
-                    rows = np.arange(n)[:, None]
-                    chosen = np.where(mask, slots[rows, cols], 0)
-                    out_ids = np.where(mask, store.cols["id"][chosen], -1)
-                    out_d = np.where(mask, cand_d[rows, cols], np.inf)
-                    values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32, copy=False)
-                    prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32, copy=False)
-                    utility = np.where(mask, store.cols["utility"][chosen], 0.0)
-                if record:
-                    hit = chosen[mask]
-                    np.add.at(store.cols["n_retrieved"], hit, 1)
-                    store.cols["last_retrieved"][hit] = self._tick
-                    self._tick += 1
-        return QueryResult(ids=out_ids, values=values, utility=utility, prior=prior,
-                           distances=out_d, mask=mask)
-
-    def _random_candidates(self, n: int, k: int, tasks: np.ndarray | None,
-                           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        store = self._store
-        assert store is not None
-        all_ids = store.view("id")
-        m = store.size
-        m = min(m, self.config.candidate_factor * max(1, k))
-        ids = np.full((n, m), -1, dtype=np.int64)
-        for r in range(n):
-            pool = all_ids if tasks is None else all_ids[store.view("task_id") == tasks[r]]
-            pick = rng.choice(pool, size=min(len(pool), m), replace=False) if len(pool) else pool
-            ids[r, : len(pick)] = pick
-        return ids, np.full((n, m), np.nan)
+        return k, temp
 
     # ------------------------------------------------------------------ update
     def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
         """Credit entries with outcome deltas: ``u <- decay * u + (1 - decay) * delta``.
 
         With ``config.utility_warmup`` the step is ``max(1 - decay, 1 / (n_credited + 2))``:
-        ``u <- u + step * (delta - u)``, a running mean over the first credits.
+        ``u <- u + step * (delta - u)``, a running mean over the first credits
+        (:func:`.utility.credit`).
 
         Ids that are no longer in the bank are skipped. An id given twice is credited twice,
         in order. Returns a mask of the ids that were found.
@@ -475,16 +366,16 @@ class ExperienceBank:
             slots = self._store.find(ids_arr)
             found = slots >= 0
             self._store.touch(slots[found])
-            u, n = self._store.cols["utility"], self._store.cols["n_credited"]
-            warmup = self.config.utility_warmup
-            for s, delta in zip(slots[found].tolist(), d[found].tolist(), strict=True):
-                step = max(1.0 - decay, 1.0 / (int(n[s]) + 2)) if warmup else 1.0 - decay
-                u[s] += step * (delta - u[s])
-                n[s] += 1
+            credit(self._store.cols["utility"], self._store.cols["n_credited"], slots[found].tolist(),
+                   d[found].tolist(), decay, self.config.utility_warmup)
             return found
 
     def mark_trained(self, ids: Any, step: int) -> np.ndarray:
-        """Count a training pass on these entries at ``step``; returns the found mask."""
+        """Count a training pass on these entries at ``step``; returns the found mask.
+
+        A plain counter of the entries (``n_trained``, ``last_trained``); what a pass is and
+        when it happens is the learner's (:mod:`experience_wrappers.manager.learner`).
+        """
         ids_arr = np.atleast_1d(np.asarray(ids))
         ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
         step = check_int64("step", step)
@@ -505,9 +396,7 @@ class ExperienceBank:
         n = min(n, store.size)
         if n <= 0:
             return np.zeros(0, dtype=np.int64)
-        # curated entries (demonstrations) go last: only when nothing else is left
-        curated = np.isin(store.view("provenance"), CURATED)
-        order = np.lexsort((store.view("id"), store.view("utility"), curated))[:n]
+        order = eviction_order(store.view("id"), store.view("utility"), store.view("provenance"))[:n]
         victims = store.view("id")[order].copy()
         self._remove_locked(victims)
         return victims
@@ -526,12 +415,11 @@ class ExperienceBank:
     def evict(self, n: int) -> np.ndarray:
         """Evict ``n`` entries, lowest utility first, then oldest; curated entries (demonstrations)
         only once no other entry is left. Returns their ids."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an int >= 0, got {n!r}")
+        n = check_non_negative_int("n", n)
         with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
                 return np.zeros(0, dtype=np.int64)
-            return self._evict_locked(int(n))
+            return self._evict_locked(n)
 
     def remove(self, ids: Any) -> int:
         """Remove entries by id (absent ids are ignored). Returns how many were removed."""
@@ -557,7 +445,7 @@ class ExperienceBank:
         average weighted by :func:`~experience_wrappers.bank.merge.merge_weights`; its
         utility the credit-weighted mean; counters are summed; provenance becomes
         ``MERGED`` (demonstrations stay ``DEMO``); creation step the earliest; extractor version
-        the latest.
+        the latest (:func:`~experience_wrappers.bank.merge.combine_cluster`).
         """
         thr = self.config.merge_threshold if threshold is None else as_real("threshold", threshold)
         if not (np.isfinite(thr) and thr >= 0):
@@ -570,32 +458,17 @@ class ExperienceBank:
             m = min(store.size, self.config.merge_k + 1)
             nb_ids, nb_d = self._nearest(keys, m, None)
             nb_slots = store.find(nb_ids)
-            tasks = store.view("task_id")
-            curated = np.isin(store.view("provenance"), CURATED)
-            same = ((nb_slots >= 0) & (tasks[np.maximum(nb_slots, 0)] == tasks[:, None])
-                    & (curated[np.maximum(nb_slots, 0)] == curated[:, None]))  # never curated with the agent's
+            nb = np.maximum(nb_slots, 0)
+            tasks, prov = store.view("task_id"), store.view("provenance")
+            same = (nb_slots >= 0) & (tasks[nb] == tasks[:, None]) & same_kind(prov[nb], prov[:, None])
             order = np.lexsort((store.view("id"), -store.view("utility")))
             clusters = plan_clusters(order, nb_slots, nb_d, same, thr)
             merged: dict[int, list[int]] = {}
-            c = store.cols
             store.touch([members[0] for members in clusters])
             for members in clusters:
                 s = np.asarray(members)
-                w = merge_weights(c["utility"][s], c["n_credited"][s])
-                lead = s[0]
-                credit_w = 1.0 + c["n_credited"][s]
-                c["value"][lead] = (w[:, None] * c["value"][s]).sum(0)
-                c["prior"][lead] = (w[:, None] * c["prior"][s]).sum(0)
-                c["utility"][lead] = float((credit_w * c["utility"][s]).sum() / credit_w.sum())
-                for name in ("n_retrieved", "n_credited", "n_trained"):
-                    c[name][lead] = c[name][s].sum()
-                for name in ("last_retrieved", "last_trained", "extractor_version"):
-                    c[name][lead] = c[name][s].max()
-                c["created_step"][lead] = c["created_step"][s].min()
-                if c["provenance"][lead] not in CURATED:  # merged demonstrations stay demonstrations
-                    c["provenance"][lead] = int(Provenance.MERGED)
-                c["sample_logp"][lead] = np.nan  # the value is no longer the sampled one
-                merged[int(c["id"][lead])] = [int(i) for i in c["id"][s[1:]]]
+                combine_cluster(store.cols, s)
+                merged[int(store.cols["id"][s[0]])] = [int(i) for i in store.cols["id"][s[1:]]]
             gone = np.array([i for v in merged.values() for i in v], dtype=np.int64)
             if len(gone):
                 self._remove_locked(gone)
@@ -662,7 +535,7 @@ class ExperienceBank:
 
         with self._lock.read(), self._count_lock:
             self.check_consistency()
-            return save_bank(self, Path(path))
+            return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION)
 
     def check_consistency(self) -> None:
         """Raise :class:`~experience_wrappers.errors.BankStateError` if entries and index disagree.
@@ -707,12 +580,37 @@ class ExperienceBank:
         if other is self:
             return
         with interrupts_deferred(), self._lock.write(), other._lock.read():
-            self.config = other.config
-            self._rng = other._rng
-            self._next_id, self._tick = other._next_id, other._tick
-            self._task_counts = other._task_counts.copy()
-            self._task_sets = {}
-            self._store, self._index = other._store, other._index
+            self._adopt(other.state())
+
+    def state(self) -> BankState:
+        """The bank's whole state as a :class:`~experience_wrappers.bank.state.BankState`.
+
+        It holds the bank's own entries and index, not copies: read it under the bank's
+        lock and do not change it (:meth:`save` does both).
+        """
+        return BankState(config=self.config, next_id=self._next_id, tick=self._tick, rng=self._rng,
+                         store=self._store, index=self._index, save_id=self._save_id)
+
+    @classmethod
+    def from_state(cls, state: BankState) -> ExperienceBank:
+        """A bank around ``state`` (which it then owns), e.g. one that persistence has read and checked."""
+        bank = cls(state.config)
+        bank._adopt(state)
+        return bank
+
+    def _adopt(self, state: BankState) -> None:
+        self.config = state.config
+        self._rng = state.rng
+        self._next_id, self._tick = state.next_id, state.tick
+        self._store, self._index = state.store, state.index
+        self._task_counts = Counter() if state.store is None else Counter(state.store.view("task_id").tolist())
+        self._task_sets = {}
+        self._save_id = state.save_id
+
+    @property
+    def save_id(self) -> str | None:
+        """The id of the save this bank was loaded from (None if it was not loaded)."""
+        return self._save_id
 
     @classmethod
     def load(cls, path: str | Path) -> ExperienceBank:
@@ -722,7 +620,6 @@ class ExperienceBank:
         return load_bank(cls, Path(path))
 
 
-def _non_negative_int(name: str, x: Any) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {x!r}")
-    return int(x)
+def _item(items: dict[str, Any], i: int) -> dict[str, Any]:
+    """The fields of batch item ``i`` (per-item arrays indexed, batch-wide values as they are)."""
+    return {name: v[i] if isinstance(v, np.ndarray) else v for name, v in items.items()}

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import BankFileError
+from ..errors import BankFileError, ExperienceFileError
 
 __all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "read_consistent",
            "fsync_dir", "remove_quietly"]
@@ -121,11 +121,12 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
-def _fail(path: Path, why: str) -> BankFileError:
-    return BankFileError(f"cannot load experience bank from {str(path)!r}: {why}")
+def _fail(path: Path, why: str, error: type[ExperienceFileError] = BankFileError) -> ExperienceFileError:
+    return error(f"cannot load {error.what} from {str(path)!r}: {why}")
 
 
-def read_consistent(path: Path, fmt: str, version: int) -> tuple[dict, dict[str, bytes]]:
+def read_consistent(path: Path, fmt: str, version: int,
+                    error: type[ExperienceFileError] = BankFileError) -> tuple[dict, dict[str, bytes]]:
     """``meta.json`` and the bytes of every file it lists, all from one save, checksums verified.
 
     Each file is read once; its SHA-256 is checked on those bytes, which the caller then
@@ -134,24 +135,30 @@ def read_consistent(path: Path, fmt: str, version: int) -> tuple[dict, dict[str,
     the read starts again, up to ``READ_ATTEMPTS`` times. So the result is one save's
     complete files, or an error; never files of two saves.
 
+    Args:
+        path: the folder.
+        fmt: the ``format`` its ``meta.json`` must declare.
+        version: the newest format version this library reads.
+        error: the error raised, the one of the folder's kind.
+
     Raises:
-        BankFileError: not a bank folder, a foreign or newer format, a missing or damaged file.
+        BankFileError: (or ``error``) not a folder of ``fmt``, a newer format, a missing or damaged file.
     """
     if not path.is_dir():
         leftovers = sorted(p.name for p in path.parent.glob(f".{path.name}.old-*")) if path.parent.is_dir() else []
         hint = f"; an interrupted save left {leftovers[0]!r} beside it (rename it to recover)" if leftovers else ""
-        raise _fail(path, ("not a folder" if path.exists() else "no such folder") + hint)
+        raise _fail(path, ("not a folder" if path.exists() else "no such folder") + hint, error)
     problem = ""
     for attempt in range(READ_ATTEMPTS):
         if attempt:
             time.sleep(min(0.001 * 2**attempt, 0.05))
-        raw = _read_meta_bytes(path)
-        meta = parse_meta(path, raw, fmt, version)
+        raw = _read_meta_bytes(path, error)
+        meta = parse_meta(path, raw, fmt, version, error)
         blobs: dict[str, bytes] = {}
         problem = ""
         for name, digest in meta["files"].items():
             if not isinstance(name, str) or "/" in name or "\\" in name or name in ("", ".", ".."):
-                raise _fail(path, f"metadata lists a bad file name {name!r}")
+                raise _fail(path, f"metadata lists a bad file name {name!r}", error)
             try:
                 data = (path / name).read_bytes()
             except FileNotFoundError:
@@ -164,37 +171,38 @@ def read_consistent(path: Path, fmt: str, version: int) -> tuple[dict, dict[str,
         if not problem:
             return meta, blobs
         try:
-            changed = _read_meta_bytes(path) != raw
-        except BankFileError:
+            changed = _read_meta_bytes(path, error) != raw
+        except ExperienceFileError:
             changed = True
         if not changed:  # the files of a save that is still current: really missing or damaged
-            raise _fail(path, problem)
-    raise _fail(path, f"the folder kept changing while it was read (saves in progress?); last: {problem}")
+            raise _fail(path, problem, error)
+    raise _fail(path, f"the folder kept changing while it was read (saves in progress?); last: {problem}", error)
 
 
-def _read_meta_bytes(path: Path) -> bytes:
+def _read_meta_bytes(path: Path, error: type[ExperienceFileError]) -> bytes:
     try:
         return (path / META).read_bytes()
     except FileNotFoundError as exc:
-        raise _fail(path, f"no {META}: not a saved folder of this library") from exc
+        raise _fail(path, f"no {META}: not a saved folder of this library", error) from exc
     except OSError as exc:
-        raise _fail(path, f"{META} cannot be read ({exc})") from exc
+        raise _fail(path, f"{META} cannot be read ({exc})", error) from exc
 
 
-def parse_meta(path: Path, raw: bytes, fmt: str, version: int) -> dict:
+def parse_meta(path: Path, raw: bytes, fmt: str, version: int,
+               error: type[ExperienceFileError] = BankFileError) -> dict:
     """Parse and check metadata bytes of format ``fmt``, versions 1 to ``version``."""
     try:
         meta = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(path, f"{META} is damaged ({exc})") from exc
+        raise _fail(path, f"{META} is damaged ({exc})", error) from exc
     if not isinstance(meta, dict) or meta.get("format") != fmt:
         got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise _fail(path, f"format is {got!r}, expected {fmt!r}")
+        raise _fail(path, f"format is {got!r}, expected {fmt!r}", error)
     v = meta.get("version")
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise _fail(path, f"bad format version {v!r}")
+        raise _fail(path, f"bad format version {v!r}", error)
     if v > version:
-        raise _fail(path, f"written by a newer version of the format ({v} > {version}); upgrade the library")
+        raise _fail(path, f"written by a newer version of the format ({v} > {version}); upgrade the library", error)
     if not isinstance(meta.get("files"), dict):
-        raise _fail(path, "metadata lists no files")
+        raise _fail(path, "metadata lists no files", error)
     return meta

@@ -1,10 +1,57 @@
-"""The merge rule: clusters of near-duplicate entries become one entry."""
+"""The merge rule: how entries and their fields combine.
+
+Three things fold one entry into another, and all of them follow this module:
+
+* **dedup on add** (:func:`refresh_entry`): an item closer than ``dedup_threshold`` to an
+  entry of its task refreshes that entry (which items do is found by :mod:`.dedup`);
+* **merge** (:func:`plan_clusters`, :func:`combine_cluster`): clusters of near duplicates
+  become one entry, their fields combined as :func:`combine_cluster` says;
+* **the learner's pending samples** (:func:`fold_samples`): the rewards credited to an
+  entry that was merged away join its survivor's.
+
+Curated entries (demonstrations) and the agent's are never folded together
+(:func:`same_kind`). A merged entry's sample log-prob becomes :data:`STALE_LOGP` (its
+value is an average, no longer the one sampled), which tells a learner to recompute it
+(:func:`is_stale`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
-__all__ = ["plan_clusters", "merge_weights"]
+from .provenance import CURATED, Provenance
+
+__all__ = ["plan_clusters", "merge_weights", "combine_cluster", "refresh_entry", "REFRESHED", "same_kind",
+           "STALE_LOGP", "is_stale", "fold_samples"]
+
+#: the fields an item's refresh (dedup on add) replaces; key, utility and counters stay
+REFRESHED = ("value", "prior", "context", "sample_logp", "extractor_version")
+
+#: the sample log-prob of a merged entry: no longer the sampled one, to be recomputed
+STALE_LOGP = np.nan
+
+
+def same_kind(provenance: Any, other: Any) -> np.ndarray:
+    """Whether entries may fold together: both curated (demonstrations) or both the agent's.
+
+    >>> same_kind(np.array([Provenance.DEMO, Provenance.EXTRACTED]), int(Provenance.MERGED)).tolist()
+    [False, True]
+    """
+    return np.isin(provenance, CURATED) == np.isin(other, CURATED)
+
+
+def is_stale(logp: np.ndarray) -> np.ndarray:
+    """Which sample log-probs are :data:`STALE_LOGP` (merged entries): a learner recomputes them."""
+    return ~np.isfinite(logp)
+
+
+def refresh_entry(cols: dict[str, np.ndarray], slot: int, fields: Mapping[str, Any]) -> None:
+    """Dedup on add: the item's :data:`REFRESHED` fields replace the entry's in ``slot``."""
+    for name in REFRESHED:
+        cols[name][slot] = fields[name]
 
 
 def plan_clusters(order: np.ndarray, neighbours: np.ndarray, dists: np.ndarray,
@@ -50,3 +97,51 @@ def merge_weights(utility: np.ndarray, n_credited: np.ndarray) -> np.ndarray:
     """
     w = (1.0 + n_credited) * np.exp(utility - utility.max())
     return w / w.sum()
+
+
+def combine_cluster(cols: dict[str, np.ndarray], slots: np.ndarray) -> None:
+    """Fold the entries in ``slots`` into the first (the survivor), in place.
+
+    The survivor keeps its id, key and context; its value and prior become the members'
+    average weighted by :func:`merge_weights`; its utility the credit-weighted mean
+    (weights ``1 + n_credited``); counters are summed, ``last_*`` stamps and extractor
+    version take the latest, creation step the earliest; provenance becomes ``MERGED``
+    (demonstrations stay ``DEMO``); the sample log-prob becomes :data:`STALE_LOGP`.
+    """
+    c, s = cols, slots
+    w = merge_weights(c["utility"][s], c["n_credited"][s])
+    lead = s[0]
+    credit_w = 1.0 + c["n_credited"][s]
+    c["value"][lead] = (w[:, None] * c["value"][s]).sum(0)
+    c["prior"][lead] = (w[:, None] * c["prior"][s]).sum(0)
+    c["utility"][lead] = float((credit_w * c["utility"][s]).sum() / credit_w.sum())
+    for name in ("n_retrieved", "n_credited", "n_trained"):
+        c[name][lead] = c[name][s].sum()
+    for name in ("last_retrieved", "last_trained", "extractor_version"):
+        c[name][lead] = c[name][s].max()
+    c["created_step"][lead] = c["created_step"][s].min()
+    if c["provenance"][lead] not in CURATED:  # merged demonstrations stay demonstrations
+        c["provenance"][lead] = int(Provenance.MERGED)
+    c["sample_logp"][lead] = STALE_LOGP  # the value is no longer the sampled one
+
+
+def fold_samples(samples: dict[int, Any], merged: Mapping[int, list[int]]) -> None:
+    """The learner's pending samples after a merge: each merged-away entry's sample leaves
+    ``samples``, and its rewards join the survivor's sample if the survivor has one.
+
+    Args:
+        samples: entry id -> pending sample (anything with a ``rewards`` list), changed in place.
+        merged: survivor id -> ids merged into it (:attr:`MergeResult.merged`).
+
+    >>> class S:
+    ...     def __init__(self, r): self.rewards = r
+    >>> pending = {1: S([1.0]), 2: S([3.0]), 5: S([7.0])}
+    >>> fold_samples(pending, {1: [2], 4: [5]})
+    >>> sorted(pending), pending[1].rewards
+    ([1], [1.0, 3.0])
+    """
+    for survivor, gone in merged.items():
+        for g in gone:
+            s = samples.pop(g, None)
+            if s is not None and survivor in samples:
+                samples[survivor].rewards.extend(s.rewards)

@@ -25,15 +25,15 @@ import sys
 import tempfile
 import uuid
 import zipfile
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 import numpy as np
 
-from ..errors import BankFileError
+from ..errors import BankFileError, ExperienceFileError
 from .config import MAX_UTILITY, BankConfig
 from .entries import COLUMNS, DIM_NAMES, EntryStore
 from .folder import (
@@ -47,6 +47,7 @@ from .folder import (
     remove_quietly,
 )
 from .index import HnswIndex
+from .state import BankState
 from .swap import exchange_paths
 
 try:  # POSIX
@@ -97,7 +98,8 @@ def atomic_folder(path: Path) -> tuple[Path, callable]:
 
 
 @contextmanager
-def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool]) -> Iterator[Path]:
+def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
+                    error: type[ExperienceFileError] = BankFileError) -> Iterator[Path]:
     """Build a new folder inside the block; when the block succeeds it takes ``path``'s place.
 
     For folders saved whole (the manager's). ``path`` must not exist, be empty, or be a
@@ -112,6 +114,7 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool]) -> Iterato
         path: the folder to write.
         fmt: the ``format`` its ``meta.json`` declares.
         own: whether a top-level name in such a folder is one the save writes.
+        error: the error a refused folder raises, the one of the folder's kind.
     """
     path = Path(os.path.abspath(path))
     if path.exists() and not path.is_dir():
@@ -125,9 +128,9 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool]) -> Iterato
                 meta = None
             if not isinstance(meta, dict) or meta.get("format") != fmt:
                 shown = ", ".join(sorted(repr(p.name) for p in path.iterdir())[:5])
-                raise BankFileError(f"refusing to save into {str(path)!r}: the folder is not empty and is not a "
-                                    f"saved folder of format {fmt!r} (it holds {shown}); save into a new or "
-                                    "empty folder")
+                raise error(f"refusing to save into {str(path)!r}: the folder is not empty and is not a "
+                            f"saved folder of format {fmt!r} (it holds {shown}); save into a new or "
+                            "empty folder")
         for stale in path.parent.glob(f".{path.name}.tmp-*"):  # left by a killed save (we hold the lock)
             if stale.is_dir() and all(own(p.name) for p in stale.iterdir()):
                 shutil.rmtree(stale, ignore_errors=True)
@@ -169,27 +172,28 @@ def _dir_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def save_bank(bank: ExperienceBank, path: Path) -> Path:
-    """Write ``bank`` to the folder ``path`` (caller holds the bank's read lock; see the module doc)."""
+def save_bank(state: BankState, path: Path, fmt: str, version: int) -> Path:
+    """Write a bank's ``state`` to the folder ``path`` in format ``fmt``, ``version`` (the caller
+    holds the bank's read lock; see the module doc)."""
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
     path.mkdir(parents=True, exist_ok=True)
-    check_save_target(path, bank.FORMAT)  # before the lock file: a refused folder gets nothing
+    check_save_target(path, fmt)  # before the lock file: a refused folder gets nothing
     with folder_lock(path):
-        old_meta = check_save_target(path, bank.FORMAT)
+        old_meta = check_save_target(path, fmt)
         gen = uuid.uuid4().hex[:16]
         written: list[Path] = []
         try:
-            store, index = bank._store, bank._index
+            store, index = state.store, state.index
             meta = {
-                "format": bank.FORMAT,
-                "version": bank.VERSION,
-                "config": bank.config.to_dict(),
+                "format": fmt,
+                "version": version,
+                "config": state.config.to_dict(),
                 "dims": None if store is None else store.dims,
-                "size": len(bank),
-                "next_id": bank._next_id,
-                "tick": bank._tick,
-                "rng_state": bank._rng.bit_generator.state,
+                "size": 0 if store is None else store.size,
+                "next_id": state.next_id,
+                "tick": state.tick,
+                "rng_state": state.rng.bit_generator.state,
                 "save_id": gen,
             }
             files: dict[str, str] = {}
@@ -275,39 +279,6 @@ def _fail(path: Path, why: str) -> BankFileError:
     return BankFileError(f"cannot load experience bank from {str(path)!r}: {why}")
 
 
-def read_meta(path: Path, fmt: str, version: int) -> dict:
-    """Read and check ``meta.json`` of a folder written in format ``fmt``, up to ``version``."""
-    if not path.is_dir():
-        leftovers = sorted(p.name for p in path.parent.glob(f".{path.name}.old-*")) if path.parent.is_dir() else []
-        hint = f"; an interrupted save left {leftovers[0]!r} beside it (rename it to recover)" if leftovers else ""
-        raise _fail(path, ("not a folder" if path.exists() else "no such folder") + hint)
-    meta_path = path / META
-    if not meta_path.is_file():
-        raise _fail(path, f"no {META}: not a saved folder of this library")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(path, f"{META} is damaged ({exc})") from exc
-    if not isinstance(meta, dict) or meta.get("format") != fmt:
-        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise _fail(path, f"format is {got!r}, expected {fmt!r}")
-    v = meta.get("version")
-    if not isinstance(v, int) or v < 1:
-        raise _fail(path, f"bad format version {v!r}")
-    if v > version:
-        raise _fail(path, f"written by a newer version of the format ({v} > {version}); upgrade the library")
-    files = meta.get("files")
-    if not isinstance(files, dict):
-        raise _fail(path, "metadata lists no files")
-    for name, digest in files.items():
-        f = path / name
-        if not f.is_file():
-            raise _fail(path, f"{name} is missing")
-        if sha256_file(f) != digest:
-            raise _fail(path, f"{name} is damaged or truncated (checksum mismatch)")
-    return meta
-
-
 def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
     meta, blobs = read_consistent(path, cls.FORMAT, cls.VERSION)
     try:
@@ -316,17 +287,16 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         dims = meta["dims"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(path, f"metadata is invalid ({exc})") from exc
-    bank = cls(config)
-    bank._save_id = meta.get("save_id")
-    bank._next_id, bank._tick = next_id, tick
+    rng = np.random.default_rng(config.seed)
     try:
-        bank._rng.bit_generator.state = meta["rng_state"]
+        rng.bit_generator.state = meta["rng_state"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(path, f"sampler state is invalid ({exc})") from exc
+    state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, save_id=meta.get("save_id"))
     if dims is None:
         if size:
             raise _fail(path, "metadata says entries exist but gives no dims")
-        return bank
+        return cls.from_state(state)
     if not isinstance(dims, dict) or set(dims) != set(DIM_NAMES) or not all(
         isinstance(v, int) and v >= 0 for v in dims.values()
     ):
@@ -366,9 +336,7 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
                                    config.seed or 0, live, deleted)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise _fail(path, f"{index_name} does not match the entries ({exc})") from exc
-    bank._store, bank._index = store, index
-    bank._task_counts = Counter(cols["task_id"].tolist())
-    return bank
+    return cls.from_state(attrs.evolve(state, store=store, index=index))
 
 
 def _data_names(path: Path, meta: dict) -> tuple[str, str]:

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_unit",
-           "check_int64", "check_bounded", "as_real"]
+from ..validators import integral
+
+__all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_non_negative_int",
+           "check_unit", "check_int64", "check_bounded", "as_real"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -93,8 +95,15 @@ def as_float_vector(name: str, x: Any, n: int, dtype: type = np.float64) -> np.n
 
 
 def check_positive_int(name: str, x: Any) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x <= 0:
+    if not integral(x, numpy=True) or x <= 0:
         raise ValueError(f"{name} must be a positive int, got {x!r}")
+    return int(x)
+
+
+def check_non_negative_int(name: str, x: Any) -> int:
+    """An int >= 0 (bools are refused)."""
+    if not integral(x, numpy=True) or x < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {x!r}")
     return int(x)
 
 
@@ -106,7 +115,7 @@ def check_int64(name: str, x: Any) -> int:
     ...
     ValueError: step must be an int in [-2**63, 2**63 - 1], got 9223372036854775808
     """
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+    if not integral(x, numpy=True):
         raise ValueError(f"{name} must be an int, got {x!r}")
     if not _INT64_MIN <= int(x) <= _INT64_MAX:
         raise ValueError(f"{name} must be an int in [-2**63, 2**63 - 1], got {x!r}")

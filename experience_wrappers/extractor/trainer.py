@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import BankFileError
+from ..errors import ExtractorFileError
 from .config import ExtractorConfig
 from .losses import (
     batch_advantages,
@@ -282,28 +282,28 @@ class ExtractorTrainer:
         """Rebuild a trainer (network, optimizer, counter) saved by :meth:`save`.
 
         Raises:
-            BankFileError: the file is missing, damaged, not an extractor file, or from a
+            ExtractorFileError: the file is missing, damaged, not an extractor file, or from a
                 newer version of the library.
         """
         path = Path(path)
         if not path.is_file():
-            raise BankFileError(f"no extractor file at {str(path)!r}")
+            raise ExtractorFileError(f"no extractor file at {str(path)!r}")
         try:
             payload = torch.load(path, map_location=map_location, weights_only=True)
         except Exception as exc:  # torch raises many types for truncated or foreign files
-            raise BankFileError(
+            raise ExtractorFileError(
                 f"{str(path)!r} is damaged or not a torch file ({type(exc).__name__}: {exc})"
             ) from exc
         if not isinstance(payload, dict) or payload.get("format") != FILE_FORMAT:
             got = payload.get("format") if isinstance(payload, dict) else type(payload).__name__
-            raise BankFileError(
+            raise ExtractorFileError(
                 f"{str(path)!r} is not an extractor file (format {FILE_FORMAT!r} expected, got {got!r})"
             )
         version = payload.get("version")
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise BankFileError(f"{str(path)!r} has an invalid version {version!r}")
+            raise ExtractorFileError(f"{str(path)!r} has an invalid version {version!r}")
         if version > FILE_VERSION:
-            raise BankFileError(
+            raise ExtractorFileError(
                 f"{str(path)!r} was written by a newer library (file version {version}, "
                 f"this library reads up to {FILE_VERSION}); upgrade complementary-rl"
             )
@@ -312,7 +312,7 @@ class ExtractorTrainer:
             trainer = cls(ExperienceExtractor(config).to(map_location))
             trainer.load_state_dict(payload)
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            raise BankFileError(
+            raise ExtractorFileError(
                 f"{str(path)!r} holds an unusable extractor ({type(exc).__name__}: {exc})"
             ) from exc
         return trainer

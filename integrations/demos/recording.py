@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from experience_wrappers.errors import BankFileError
+from experience_wrappers.errors import DemonstrationFileError
 from experience_wrappers.manager import success_from_info
 
 from .trajectories import Demonstration, stack_observations
@@ -79,16 +79,16 @@ def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
 
 
 def load_demonstrations(path: str | Path) -> list[Demonstration]:
-    """Read a file written by :func:`save_demonstrations` (raises BankFileError if it can't be trusted)."""
+    """Read a file written by :func:`save_demonstrations` (raises DemonstrationFileError if it can't be trusted)."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode())
             if meta.get("format") != FORMAT or meta.get("version", 0) > VERSION:
-                raise BankFileError(f"{str(path)!r} is not a demonstrations file of a version this library reads: {meta}")
+                raise DemonstrationFileError(f"{str(path)!r} is not a demonstrations file of a version this library reads: {meta}")
             data = {k: z[k] for k in z.files}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
-        raise BankFileError(f"cannot read demonstrations from {str(path)!r}: {exc}") from exc
+        raise DemonstrationFileError(f"cannot read demonstrations from {str(path)!r}: {exc}") from exc
     offsets = np.concatenate([[0], np.cumsum(data["lengths"])])
     obs_keys = [k for k in data if k.startswith("obs/")]
     demos = []

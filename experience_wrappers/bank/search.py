@@ -1,0 +1,162 @@
+"""Search over the bank: nearest entries (task-filtered, with an exact fallback) and a query's steps.
+
+:meth:`ExperienceBank.query <experience_wrappers.bank.ExperienceBank.query>` runs, under the
+bank's locks: :func:`candidate_count`, then the nearest (or :func:`random_candidates`),
+:func:`choose` among them, :func:`gather` the picks and :func:`record_hits`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from .config import BankConfig
+from .distance import pairwise_distances
+from .entries import EntryStore
+from .index import HnswIndex
+from .results import QueryResult
+from .retrieval import retrieval_scores, sample_without_replacement
+
+__all__ = ["nearest", "brute_nearest", "random_candidates", "candidate_count", "choose", "gather",
+           "record_hits", "empty_result"]
+
+
+def nearest(store: EntryStore, index: HnswIndex, keys: np.ndarray, m: int, tasks: np.ndarray | None,
+            task_counts: Mapping[int, int], members: Callable[[int], frozenset[int]],
+            space: str) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``m`` nearest ids per row (same task when ``tasks`` is given); -1 / inf padded.
+
+    One unfiltered HNSW search when the tasks do not restrict anything, else one filtered
+    search per task (``members(task)`` holds its ids); where hnswlib cannot fill the
+    results, an exact search (:func:`brute_nearest`) replaces it.
+    """
+    n = len(keys)
+    if tasks is None or (len(task_counts) == 1 and np.all(tasks == next(iter(task_counts)))):
+        if m <= store.size:  # the usual case: one unfiltered search fills every row
+            try:
+                return index.search(keys, m)
+            except RuntimeError:  # hnswlib could not fill m results: exact search instead
+                return brute_nearest(store, keys, m, None, space)
+        groups = [(np.arange(n), None, store.size)]
+    else:
+        groups = []
+        for t in np.unique(tasks).tolist():
+            rows = np.flatnonzero(tasks == t)
+            count = task_counts.get(t, 0)
+            if count:
+                groups.append((rows, t, count))
+    ids = np.full((n, m), -1, dtype=np.int64)
+    dists = np.full((n, m), np.inf)
+    for rows, task, count in groups:
+        mm = min(m, count)
+        try:
+            if task is None:
+                lab, dis = index.search(keys[rows], mm)
+            else:
+                lab, dis = index.search(keys[rows], mm, filter_fn=members(task).__contains__)
+        except RuntimeError:  # hnswlib could not fill mm results: exact search instead
+            lab, dis = brute_nearest(store, keys[rows], mm, task, space)
+        ids[rows, :mm] = lab
+        dists[rows, :mm] = dis
+    return ids, dists
+
+
+def brute_nearest(store: EntryStore, keys: np.ndarray, m: int, task: int | None,
+                  space: str) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``m`` nearest ids per row (of ``task`` when given) and their distances."""
+    sel = np.arange(store.size) if task is None else np.flatnonzero(store.view("task_id") == task)
+    d = pairwise_distances(keys, store.view("key")[sel], space)
+    order = np.argsort(d, axis=1, kind="stable")[:, :m]
+    return store.view("id")[sel][order], np.take_along_axis(d, order, axis=1)
+
+
+def random_candidates(store: EntryStore, n: int, k: int, tasks: np.ndarray | None, candidate_factor: int,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Mode ``"random"``: per row, up to ``candidate_factor * k`` ids drawn uniformly (same task
+    when ``tasks`` is given), -1 padded; distances are NaN (the key plays no part)."""
+    all_ids = store.view("id")
+    m = store.size
+    m = min(m, candidate_factor * max(1, k))
+    ids = np.full((n, m), -1, dtype=np.int64)
+    for r in range(n):
+        pool = all_ids if tasks is None else all_ids[store.view("task_id") == tasks[r]]
+        pick = rng.choice(pool, size=min(len(pool), m), replace=False) if len(pool) else pool
+        ids[r, : len(pick)] = pick
+    return ids, np.full((n, m), np.nan)
+
+
+def candidate_count(mode: str, k: int, size: int, config: BankConfig) -> int:
+    """How many nearest entries a ``"utility"`` or ``"knn"`` query considers."""
+    m = min(size, k * config.candidate_factor)
+    if mode == "knn" and config.utility_floor is None:
+        m = k
+    return m
+
+
+def choose(store: EntryStore, slots: np.ndarray, mode: str, k: int, temperature: float, config: BankConfig,
+           rng: np.random.Generator) -> tuple[np.ndarray | None, np.ndarray]:
+    """Pick up to ``k`` of the candidate ``slots`` per row (-1: none).
+
+    Candidates under ``utility_floor`` are dropped. Mode ``"utility"`` samples with
+    :func:`.retrieval.retrieval_scores`; the others keep candidate order (nearest first,
+    or the random draw's).
+
+    Returns:
+        ``(cols, mask)``: the chosen candidate columns ``(n, k)`` and which picks are real;
+        ``cols`` is None when the first ``k`` candidates are all picked.
+    """
+    n = len(slots)
+    valid = slots >= 0
+    floor = config.utility_floor
+    if mode == "utility" or floor is not None:
+        util = np.where(valid, store.cols["utility"][np.maximum(slots, 0)], -np.inf)
+        if floor is not None:
+            valid &= util >= floor
+    if mode == "utility":
+        scores = retrieval_scores(util, store.cols["n_retrieved"][np.maximum(slots, 0)],
+                                  temperature, config.diversity_penalty)
+        return sample_without_replacement(scores, valid, k, rng)
+    if valid.shape[1] >= k and valid[:, :k].all():  # the usual case: the first k
+        return None, np.ones((n, k), dtype=bool)
+    cols = np.argsort(~valid, axis=1, kind="stable")[:, :k]  # nearest first / random order, among the valid
+    mask = np.take_along_axis(valid, cols, axis=1)
+    if cols.shape[1] < k:  # fewer candidates than k: pad (np.pad is slow, avoid it)
+        cols = np.concatenate([cols, np.zeros((n, k - cols.shape[1]), np.int64)], axis=1)
+        mask = np.concatenate([mask, np.zeros((n, k - mask.shape[1]), bool)], axis=1)
+    return cols, mask
+
+
+def gather(store: EntryStore, slots: np.ndarray, dists: np.ndarray, cols: np.ndarray | None, mask: np.ndarray,
+           k: int) -> tuple[QueryResult, np.ndarray]:
+    """The picked entries as a :class:`QueryResult`, and their slots (0 where a pick is missing)."""
+    if cols is None:  # every pick is real: plain gathers, nothing to mask
+        chosen = slots[:, :k]
+        out_ids, out_d = store.cols["id"][chosen], dists[:, :k]
+        values, prior = store.cols["value"][chosen], store.cols["prior"][chosen]
+        utility = store.cols["utility"][chosen]
+    else:
+        rows = np.arange(len(slots))[:, None]
+        chosen = np.where(mask, slots[rows, cols], 0)
+        out_ids = np.where(mask, store.cols["id"][chosen], -1)
+        out_d = np.where(mask, dists[rows, cols], np.inf)
+        values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32, copy=False)
+        prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32, copy=False)
+        utility = np.where(mask, store.cols["utility"][chosen], 0.0)
+    return QueryResult(ids=out_ids, values=values, utility=utility, prior=prior, distances=out_d,
+                       mask=mask), chosen
+
+
+def record_hits(store: EntryStore, chosen: np.ndarray, mask: np.ndarray, tick: int) -> int:
+    """Count a retrieval of the picked entries at query ``tick``; returns the next tick."""
+    hit = chosen[mask]
+    np.add.at(store.cols["n_retrieved"], hit, 1)
+    store.cols["last_retrieved"][hit] = tick
+    return tick + 1
+
+
+def empty_result(n: int, k: int, value_dim: int, prior_dim: int) -> QueryResult:
+    """What a query of an empty bank returns: no picks."""
+    return QueryResult(ids=np.full((n, k), -1, dtype=np.int64), values=np.zeros((n, k, value_dim), np.float32),
+                       utility=np.zeros((n, k)), prior=np.zeros((n, k, prior_dim), np.float32),
+                       distances=np.full((n, k), np.inf), mask=np.zeros((n, k), dtype=bool))
