@@ -1,0 +1,368 @@
+"""Guided roll-in (Jump-Start RL, Backplay): the bank acts first, then the policy takes over.
+
+In a roll-in episode the bank's nearest *successful* entry chooses the action for the
+first ``h`` steps, then the policy acts from wherever the guide left it. ``h`` follows a
+curriculum: it starts near the demonstrations' length (the guide alone mostly solves the
+task, so the policy learns the last steps first) and shrinks each time the roll-in
+episodes succeed often enough at the current ``h``, until the policy starts from the true
+start (Uchendu et al. 2022, "Jump-Start Reinforcement Learning"; Salimans & Chen 2018).
+
+This module holds the engine-free parts (no SB3 import):
+
+* :class:`RollInCurriculum`: the rule that moves ``h``.
+* :class:`BankGuide`: the guide, a state-keyed lookup of the nearest successful entry.
+* :func:`first_actions`: how an entry's next action is read back from what the bank stores.
+
+The SB3 side (the VecEnv that executes the guide's actions, the callback that takes the
+policy gradient off guide-acted steps) is :mod:`integrations.sb3.rollin`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from gymnasium import spaces
+
+from .bank.provenance import CURATED
+from .validators import at_least, at_most, check_int, finite, is_int, is_real, to_float
+
+__all__ = ["RollInCurriculum", "BankGuide", "GuideResult", "first_actions", "successful_provenances", "instance_seeds"]
+
+
+def successful_provenances() -> tuple[int, ...]:
+    """Provenances whose entries come from successful episodes: the bank's curated ones.
+
+    The bank keeps demonstrations (and, where it marks them, the agent's own successes) as
+    *curated* entries (:data:`~experience_wrappers.bank.provenance.CURATED`); the guide
+    follows exactly those, so a provenance the bank learns to curate is followed too.
+
+    >>> from experience_wrappers.bank.provenance import Provenance
+    >>> int(Provenance.DEMO) in successful_provenances()
+    True
+    """
+    return tuple(int(p) for p in CURATED)
+
+
+# --------------------------------------------------------------------------- curriculum
+@attrs.define(eq=False)
+class RollInCurriculum:
+    """How many steps ``h`` the guide acts at the start of a roll-in episode.
+
+    Outcomes of roll-in episodes run at the current ``h`` are kept over a ``window``; once
+    the window is full and its success rate reaches ``threshold``, ``h`` shrinks to
+    ``max(min_h, floor(h * shrink_factor) - shrink_step)`` and the window starts afresh
+    (outcomes at the old ``h`` say nothing about the new one). ``h`` never grows and never
+    goes below ``min_h``; at ``min_h`` the curriculum is finished.
+
+    Attributes:
+        h: the current roll-in length (steps the guide acts), ``>= min_h``.
+        threshold: success rate over the window that shrinks ``h``, in ``(0, 1]``.
+        window: roll-in outcomes needed (and kept) at one ``h``, ``>= 1``.
+        shrink_step: steps taken off ``h`` at each shrink (after the factor), ``>= 0``.
+        shrink_factor: ``h`` is multiplied by this at each shrink, in ``(0, 1]``; with 1 the
+            step alone shrinks. A factor of 1 with a step of 0 would never shrink: refused.
+        min_h: the smallest ``h``, ``>= 0`` (0: the policy finally acts from the true start).
+
+    >>> c = RollInCurriculum(h=10, threshold=0.5, window=2, shrink_step=3)
+    >>> c.record(True), c.record(True), c.h
+    (False, True, 7)
+    >>> c.record(True, h=10)  # an episode begun at the old h: ignored
+    False
+    >>> RollInCurriculum(h=3, min_h=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: h must be >= min_h (4), got 3
+    """
+
+    h: int = attrs.field(validator=[is_int, at_least(0)])
+    threshold: float = attrs.field(default=0.5, converter=to_float,
+                                   validator=[is_real, finite, at_most(1.0)])
+    window: int = attrs.field(default=20, validator=[is_int, at_least(1)])
+    shrink_step: int = attrs.field(default=1, validator=[is_int, at_least(0)])
+    shrink_factor: float = attrs.field(default=1.0, converter=to_float, validator=[is_real, finite, at_most(1.0)])
+    min_h: int = attrs.field(default=0, validator=[is_int, at_least(0)])
+    #: how many times ``h`` has shrunk
+    shrinks: int = attrs.field(init=False, default=0)
+    _outcomes: deque[float] = attrs.field(init=False, factory=deque, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.threshold > 0:
+            raise ValueError(f"threshold must be > 0 (a rate in (0, 1]), got {self.threshold!r}")
+        if not self.shrink_factor > 0:
+            raise ValueError(f"shrink_factor must be > 0 (in (0, 1]), got {self.shrink_factor!r}")
+        if self.shrink_step == 0 and self.shrink_factor == 1.0:
+            raise ValueError("the curriculum never shrinks h with shrink_step=0 and shrink_factor=1.0; "
+                             "give shrink_step >= 1 or shrink_factor < 1")
+        if self.h < self.min_h:
+            raise ValueError(f"h must be >= min_h ({self.min_h}), got {self.h}")
+        self._outcomes = deque(maxlen=self.window)
+
+    @classmethod
+    def for_lengths(cls, lengths: Iterable[int], **kwargs: Any) -> RollInCurriculum:
+        """A curriculum whose ``h`` starts at the longest demonstration's length.
+
+        >>> RollInCurriculum.for_lengths([8, 11, 9]).h
+        11
+        """
+        lengths = [check_int("a demonstration length", n, minimum=1, numpy=True) for n in lengths]
+        if not lengths:
+            raise ValueError("for_lengths needs at least one demonstration length, got none")
+        return cls(h=int(max(lengths)), **kwargs)  # type: ignore[type-var]
+
+    @property
+    def finished(self) -> bool:
+        """Whether ``h`` has reached ``min_h`` (the curriculum moves no more)."""
+        return self.h <= self.min_h
+
+    @property
+    def success_rate(self) -> float | None:
+        """Success rate of the outcomes kept at the current ``h`` (None: none yet)."""
+        return float(np.mean(self._outcomes)) if self._outcomes else None
+
+    @property
+    def pending(self) -> int:
+        """Outcomes kept at the current ``h``."""
+        return len(self._outcomes)
+
+    def next_h(self) -> int:
+        """The ``h`` the next shrink gives."""
+        return max(self.min_h, int(math.floor(self.h * self.shrink_factor)) - self.shrink_step)
+
+    def record(self, success: bool, h: int | None = None) -> bool:
+        """Add one roll-in episode's outcome; returns True when ``h`` shrank.
+
+        Args:
+            success: whether the episode succeeded.
+            h: the ``h`` the episode was rolled in with (None: the current one). An outcome
+                at another ``h`` (an episode begun before the last shrink) is ignored.
+        """
+        if h is not None and int(h) != self.h:
+            return False
+        self._outcomes.append(1.0 if success else 0.0)
+        if self.finished or len(self._outcomes) < self.window or np.mean(self._outcomes) < self.threshold:
+            return False
+        self.h = self.next_h()
+        self.shrinks += 1
+        self._outcomes.clear()
+        return True
+
+
+# --------------------------------------------------------------------------- the guide
+def first_actions(contexts: np.ndarray, priors: np.ndarray, key_dim: int, action_dim: int) -> tuple[np.ndarray,
+                                                                                                       np.ndarray]:
+    """The first action of each entry, for a ``Discrete`` action space.
+
+    An entry stores ``context``: its segment as rows ``[key (key_dim), encoded action
+    (action_dim), reward, return-to-go]`` (float16, then a row count; see
+    :func:`~experience_wrappers.extractor.segments.encode_segment`), whose first row is
+    always the segment's first step (subsampling keeps it); and ``prior``: a smoothed,
+    geometrically weighted mix of its first ``prior_horizon`` actions. The first row's
+    action is a one-hot, exact in float16, so it gives the entry's next action *exactly*;
+    the prior's argmax can differ (two later equal actions outweigh a different first one
+    when the horizon is 4 or more). So the first row is read where it holds a valid
+    one-hot, and the prior's argmax is the fallback (``exact`` False there): a context of
+    another layout, or an entry whose context was averaged by a merge.
+
+    Args:
+        contexts: ``(n, context_dim)`` stored contexts.
+        priors: ``(n, action_dim)`` stored priors.
+        key_dim: width of the key rows (the key encoder's ``key_dim``).
+        action_dim: the number of discrete actions.
+
+    Returns:
+        ``actions`` int64 ``(n,)`` and ``exact`` bool ``(n,)``.
+
+    >>> ctx = np.zeros((1, 2 * 7 + 1), np.float16); ctx[0, 2 + 2] = 1; ctx[0, -1] = 2  # key 2, 3 actions
+    >>> prior = np.array([[0.1, 0.8, 0.1]], np.float32)
+    >>> first_actions(ctx, prior, key_dim=2, action_dim=3)
+    (array([2]), array([ True]))
+    """
+    n = len(priors)
+    actions = np.asarray(priors, dtype=np.float32).reshape(n, -1).argmax(axis=1).astype(np.int64)
+    exact = np.zeros(n, dtype=bool)
+    ctx = np.asarray(contexts)
+    row = key_dim + action_dim + 2
+    if ctx.ndim == 2 and ctx.shape[1] >= row + 1 and (ctx.shape[1] - 1) % row == 0 and n:
+        onehot = ctx[:, key_dim:key_dim + action_dim].astype(np.float32)
+        count = ctx[:, -1].astype(np.float32)
+        valid = ((count >= 1) & np.all((onehot == 0) | (onehot == 1), axis=1) & (onehot.sum(axis=1) == 1))
+        actions[valid] = onehot[valid].argmax(axis=1)
+        exact = valid
+    return actions, exact
+
+
+@attrs.frozen
+class GuideResult:
+    """What the guide says for a batch of states.
+
+    Attributes:
+        actions: ``(n,)`` the guide's action (0 where ``found`` is False: ignore it).
+        found: ``(n,)`` whether a successful entry lies within the distance floor.
+        ids: ``(n,)`` the entry followed (-1 where none).
+        distances: ``(n,)`` its distance to the query (inf where none).
+        exact: ``(n,)`` whether the action was read from the entry's first context row.
+    """
+
+    actions: np.ndarray
+    found: np.ndarray
+    ids: np.ndarray
+    distances: np.ndarray
+    exact: np.ndarray
+
+
+class BankGuide:
+    """The next action of the nearest successful bank entry, or "hand over".
+
+    For each state: its key (the manager's frozen key encoder, so the same keys as the
+    bank's entries); a ``knn`` query of the ``candidates`` nearest entries (``record=False``:
+    the guide's look-ups do not count as retrievals); among them, the nearest whose
+    provenance is in ``provenances`` (default :func:`successful_provenances`:
+    demonstrations, and the agent's successes where the bank marks them) and whose distance
+    is at most ``max_distance``; its first action (:func:`first_actions`). Where no such
+    entry exists the guide has nothing to say (``found`` False) and the caller hands the
+    episode over to the policy.
+
+    Unsuccessful entries nearer than every successful one take candidate places: a bank
+    crowded with the agent's own entries around a state needs a larger ``candidates``.
+    A bank ``utility_floor`` drops entries below it here too.
+
+    Args:
+        manager: the :class:`~experience_wrappers.ExperienceManager` of the bank (its bank,
+            key encoder and action space).
+        max_distance: the distance floor, in the bank's units (``"l2"``: squared Euclidean;
+            for the unit-norm MiniHack keys distances lie in ``[0, 4]``, and the nearest
+            demonstrated state of held-out KeyRoom-S5 states lies at 0.09-0.7, median 0.22).
+        candidates: entries examined per state, ``>= 1``.
+        provenances: provenances followed (None: :func:`successful_provenances`).
+        filter_by_task: look only at entries of the state's task.
+
+    Raises:
+        TypeError: the action space is not ``Discrete`` (a continuous guide would need the
+            prior's mean; not built).
+    """
+
+    def __init__(self, manager: Any, *, max_distance: float = 0.5, candidates: int = 32,
+                 provenances: Sequence[int] | None = None, filter_by_task: bool = True) -> None:
+        if isinstance(max_distance, bool) or not isinstance(max_distance, (int, float, np.floating, np.integer)) \
+                or not (math.isfinite(float(max_distance)) and float(max_distance) >= 0):
+            raise ValueError(f"max_distance must be a finite number >= 0, got {max_distance!r}")
+        from .bank.config import MAX_K
+
+        self.candidates = check_int("candidates", candidates, minimum=1, maximum=MAX_K)
+        if not isinstance(filter_by_task, bool):
+            raise ValueError(f"filter_by_task must be a bool, got {filter_by_task!r}")
+        space = manager.action_space
+        if not isinstance(space, spaces.Discrete):
+            raise TypeError(f"BankGuide needs a Discrete action space, got {space!r}")
+        self.manager = manager
+        self.max_distance = float(max_distance)
+        self.filter_by_task = filter_by_task
+        provs = successful_provenances() if provenances is None else tuple(int(p) for p in provenances)
+        if not provs:
+            raise ValueError("provenances must name at least one provenance, got none")
+        self.provenances = np.asarray(provs, dtype=np.int64)
+        self.action_dim = int(space.n)
+        self.action_start = int(space.start)
+        self.key_dim = int(manager.key_encoder.key_dim)
+
+    def __repr__(self) -> str:
+        return (f"BankGuide(max_distance={self.max_distance}, candidates={self.candidates}, "
+                f"provenances={self.provenances.tolist()})")
+
+    def act(self, observations: Any, task_ids: Any = 0) -> GuideResult:
+        """The guide's actions for a batch of (base) observations, as the bank's keys see them.
+
+        Args:
+            observations: a batch of observations of the manager's observation space (not the
+                experience-wrapped ones: pass the base keys).
+            task_ids: an int, or ``(n,)`` ints.
+        """
+        mgr = self.manager
+        first = observations if not isinstance(observations, dict) else next(iter(observations.values()))
+        n = len(first)
+        tasks = np.broadcast_to(np.asarray(task_ids, dtype=np.int64), (n,)).copy()
+        actions = np.zeros(n, dtype=np.int64)
+        found = np.zeros(n, dtype=bool)
+        ids = np.full(n, -1, dtype=np.int64)
+        dist = np.full(n, np.inf)
+        exact = np.zeros(n, dtype=bool)
+        if n == 0 or len(mgr.bank) == 0:
+            return GuideResult(actions, found, ids, dist, exact)
+        keys = mgr.encode_keys(observations, tasks)
+        res = mgr.bank.query(keys, self.candidates, task_ids=tasks if self.filter_by_task else None,
+                             mode="knn", record=False)
+        ok = res.mask & (res.distances <= self.max_distance)
+        cand = np.unique(res.ids[ok])
+        if cand.size == 0:
+            return GuideResult(actions, found, ids, dist, exact)
+        entries = self._entries(cand)
+        if not entries:
+            return GuideResult(actions, found, ids, dist, exact)
+        row_of = {int(i): r for r, i in enumerate(entries["id"].tolist())}
+        good = np.isin(entries["provenance"].astype(np.int64), self.provenances)
+        for q in range(n):
+            for c in np.flatnonzero(ok[q]).tolist():  # nearest first
+                r = row_of.get(int(res.ids[q, c]))
+                if r is not None and good[r]:
+                    ids[q], dist[q], found[q] = res.ids[q, c], res.distances[q, c], True
+                    break
+        if found.any():
+            rows = np.array([row_of[int(i)] for i in ids[found].tolist()], dtype=np.int64)
+            a, ex = first_actions(entries["context"][rows], entries["prior"][rows], self.key_dim, self.action_dim)
+            actions[found] = a + self.action_start
+            exact[found] = ex
+        return GuideResult(actions, found, ids, dist, exact)
+
+    def _entries(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+        """The entries still in the bank (a background worker may evict between query and read)."""
+        bank = self.manager.bank
+        try:
+            return bank.get(ids)
+        except KeyError:
+            present = [i for i in ids.tolist() if i in bank]
+            if not present:
+                return {}
+            try:
+                return bank.get(np.asarray(present, dtype=np.int64))
+            except KeyError:
+                return {}
+
+
+def instance_seeds(env: Any, demonstrations: Sequence[Any], first_seed: int, max_attempts: int | None = None) -> list[int]:
+    """The reset seeds of the instances demonstrations were recorded on.
+
+    :func:`~integrations.demos.record_demonstrations` resets attempt ``a`` with seed
+    ``first_seed + a`` and keeps the successful attempts only, so a demonstration's seed is
+    not its index. This resets ``env`` (one made like the recording env, with at least the
+    demonstrations' observation keys) with ``first_seed, first_seed + 1, ...`` and matches
+    first observations, in order.
+
+    Raises:
+        ValueError: a demonstration's first observation matches no seed tried
+            (``max_attempts``, default ``10 * len(demonstrations)``).
+    """
+    first_seed = check_int("first_seed", first_seed, minimum=0, numpy=True)
+    limit = max_attempts or 10 * max(1, len(demonstrations))
+    seeds: list[int] = []
+    attempt = 0
+    for i, demo in enumerate(demonstrations):
+        want = demo.observations
+        while True:
+            if attempt >= limit:
+                raise ValueError(f"demonstration {i}'s first observation matches no reset seed in "
+                                 f"[{first_seed}, {first_seed + limit}); was it recorded from seed {first_seed}?")
+            obs, _ = env.reset(seed=first_seed + attempt)
+            attempt += 1
+            if isinstance(want, dict):
+                same = all(np.array_equal(np.asarray(obs[k]), np.asarray(want[k][0])) for k in want if k in obs)
+            else:
+                same = np.array_equal(np.asarray(obs), np.asarray(want[0]))
+            if same:
+                seeds.append(first_seed + attempt - 1)
+                break
+    return seeds

@@ -1,0 +1,446 @@
+"""Guided roll-in for SB3: the bank acts for the first ``h`` steps, the policy from there.
+
+* :class:`GuidedRollInVecEnv` executes the guide's action instead of the policy's on the
+  first ``h`` steps of a roll-in episode and marks those steps (``info["rollin"]``).
+* :class:`RollInCallback` takes the policy gradient off the marked steps (advantage 0 in
+  the rollout buffer, after SB3 has computed returns and advantages), advances the
+  curriculum from the outcomes of roll-in episodes, and logs ``rollin/*``.
+* :class:`RollInView` shows another callback the steps as the env executed them (the
+  guide's actions; optionally without the ends of rolled-in episodes).
+
+The rules (curriculum, guide) live in the core, :mod:`experience_wrappers.rollin`.
+
+Typical use (``venv`` an experience-wrapped VecEnv whose bank holds demonstrations)::
+
+    guide = BankGuide(find_experience(venv)[0][0])
+    curriculum = RollInCurriculum.for_lengths([len(d.actions) for d in demos], threshold=0.5)
+    venv = GuidedRollInVecEnv(venv, guide, curriculum)
+    model = PPO("MultiInputPolicy", venv, ...)
+    model.learn(n, callback=CallbackList([CRLCallback(), RollInCallback()]))  # RollInCallback last
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+from experience_wrappers.manager import success_from_info
+from experience_wrappers.rollin import BankGuide, RollInCurriculum
+from experience_wrappers.validators import check_int
+from experience_wrappers.wrappers import EXPERIENCE_KEYS
+from experience_wrappers.wrappers.spaces import BASE_KEY
+
+__all__ = ["GuidedRollInVecEnv", "RollInCallback", "RollInEpisode", "RollInView", "find_rollin"]
+
+
+@attrs.frozen
+class RollInEpisode:
+    """A finished roll-in episode: the ``h`` it began with, the steps the guide acted, its length and outcome."""
+
+    h: int
+    guided_steps: int
+    length: int
+    success: bool
+    handed_over_early: bool
+
+
+class GuidedRollInVecEnv(VecEnvWrapper):
+    """Executes the guide's actions for the first ``h`` steps of roll-in episodes.
+
+    At each episode start an env is drawn into roll-in with probability ``rollin_ratio``
+    (with ``only_guided``, among the episodes the experience wrapper below drew guided,
+    read from ``reset_infos[i]["experience_guided"]``; envs without that info are all
+    candidates). In a roll-in episode, while fewer than ``h`` steps have passed (``h`` read
+    from the curriculum at the episode's start), the action the policy chose is replaced by
+    the guide's and ``info["rollin"] = True`` (and ``info["rollin_action"]``) marks the step.
+    When the guide has no successful entry within its distance floor, it hands over early:
+    the policy acts for the rest of the episode. The last step of an episode with at least
+    one guide-acted step carries ``info["rollin_episode"]`` (a dict of :class:`RollInEpisode`),
+    and the episode is queued for :meth:`pop_finished`.
+
+    The policy's own actions are never modified in place: SB3 stores them, with their
+    log-probabilities, in the rollout buffer, and :class:`RollInCallback` gives those steps
+    advantage 0. Layers below (the experience wrapper, the bank, Monitor) see the executed
+    action.
+
+    With ``instance_seeds`` a roll-in episode is first reset onto a task instance drawn from
+    them (``env_method("reset", seed=...)`` on that env, forced experience-guided where the
+    env has ``set_force_guided``): the instances the demonstrations were recorded on, where
+    the guide knows the way (Backplay: the policy starts where a demonstration stood). The
+    env's own draw of instance is kept for every other episode. Without it the guide acts
+    on whatever instance the env drew, as far as its nearest neighbours carry it (on
+    KeyRoom-S5 with 20 demonstrations that is little: ~0.1 success at full ``h`` on new
+    layouts, 1.0 on the demonstrated ones).
+
+    Evaluation starts from true starts: build evaluation envs without this wrapper, or
+    switch it off (``enabled = False``, or ``with env.disabled(): ...``).
+
+    Args:
+        venv: the VecEnv (usually experience-wrapped).
+        guide: a :class:`~experience_wrappers.rollin.BankGuide`.
+        curriculum: the :class:`~experience_wrappers.rollin.RollInCurriculum` giving ``h``.
+        rollin_ratio: probability that an eligible episode is rolled in, in ``[0, 1]``.
+        only_guided: roll in only episodes the experience wrapper drew guided.
+        enabled: False: no roll-in at all (evaluation).
+        instance_seeds: reset seeds of the instances roll-in episodes start on (None: the
+            env's own draw).
+        seed: seed of the roll-in draws.
+    """
+
+    def __init__(self, venv: VecEnv, guide: BankGuide, curriculum: RollInCurriculum, *, rollin_ratio: float = 1.0,
+                 only_guided: bool = True, enabled: bool = True, instance_seeds: Sequence[int] | None = None,
+                 seed: int | None = None) -> None:
+        if not isinstance(guide, BankGuide):
+            raise TypeError(f"guide must be a BankGuide, got {type(guide).__name__}")
+        if not isinstance(curriculum, RollInCurriculum):
+            raise TypeError(f"curriculum must be a RollInCurriculum, got {type(curriculum).__name__}")
+        if isinstance(rollin_ratio, bool) or not isinstance(rollin_ratio, (int, float)) \
+                or not 0.0 <= float(rollin_ratio) <= 1.0:
+            raise ValueError(f"rollin_ratio must be a number in [0, 1], got {rollin_ratio!r}")
+        for name, flag in (("only_guided", only_guided), ("enabled", enabled)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be a bool, got {flag!r}")
+        if instance_seeds is not None:
+            instance_seeds = [check_int("an instance seed", x, minimum=0, numpy=True) for x in instance_seeds]
+            if not instance_seeds:
+                raise ValueError("instance_seeds must hold at least one seed (None: the env's own draw), got none")
+        if not isinstance(venv.action_space, spaces.Discrete):
+            raise TypeError(f"GuidedRollInVecEnv needs a Discrete action space, got {venv.action_space!r}")
+        super().__init__(venv)
+        self.guide = guide
+        self.curriculum = curriculum
+        self.rollin_ratio = float(rollin_ratio)
+        self.only_guided = only_guided
+        self._enabled = enabled
+        self.instance_seeds = None if instance_seeds is None else np.asarray(instance_seeds, dtype=np.int64)
+        self.rng = np.random.default_rng(seed)
+        n = self.num_envs
+        self.rolling = np.zeros(n, dtype=bool)      # in a roll-in episode, the guide still acting
+        self.h = np.zeros(n, dtype=np.int64)        # h of each env's episode
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.guided_steps = np.zeros(n, dtype=np.int64)
+        self.handed_over = np.zeros(n, dtype=bool)  # the guide found nothing before h
+        self.returns = np.zeros(n, dtype=np.float64)
+        self.task_ids = np.zeros(n, dtype=np.int64)
+        self._finished: list[RollInEpisode] = []
+        self._last_obs: Any = None
+        self._actions: np.ndarray | None = None
+        self._marked = np.zeros(n, dtype=bool)
+        space = venv.observation_space
+        self._base_keys: list[str] | None = None
+        if isinstance(space, spaces.Dict):
+            keys = [k for k in space.spaces if k not in EXPERIENCE_KEYS]
+            base_is_dict = isinstance(guide.manager.observation_space, spaces.Dict)
+            self._base_keys = keys if base_is_dict or keys != [BASE_KEY] else None
+            self._unwrap_base = not base_is_dict and keys == [BASE_KEY]
+        else:
+            self._unwrap_base = False
+
+    # ---------------------------------------------------------------- switches
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"enabled must be a bool, got {value!r}")
+        self._enabled = value
+        if not value:  # episodes in flight stop being guided
+            self.rolling[:] = False
+
+    @contextlib.contextmanager
+    def disabled(self) -> Iterator[GuidedRollInVecEnv]:
+        """No roll-in inside the block (evaluation from true starts); restores the switch after."""
+        before = self._enabled
+        self.enabled = False
+        try:
+            yield self
+        finally:
+            self._enabled = before
+
+    def pop_finished(self) -> list[RollInEpisode]:
+        """Roll-in episodes finished since the last call (oldest first)."""
+        out, self._finished = self._finished, []
+        return out
+
+    # ---------------------------------------------------------------- episodes
+    def _begin(self, rows: list[int], infos: list[dict[str, Any]]) -> None:
+        h = int(self.curriculum.h)
+        draws = self.rng.random(len(rows))
+        for j, r in enumerate(rows):
+            info = infos[j] if j < len(infos) and infos[j] is not None else {}
+            eligible = self._enabled and h > 0 and (not self.only_guided or bool(info.get("experience_guided", True)))
+            self.rolling[r] = eligible and draws[j] < self.rollin_ratio
+            self.h[r] = h if self.rolling[r] else 0
+            self.steps[r] = 0
+            self.guided_steps[r] = 0
+            self.handed_over[r] = False
+            self.returns[r] = 0.0
+            self.task_ids[r] = int(info.get("experience_task_id", 0))
+
+    def _onto_instances(self, obs: Any, rows: list[int]) -> Any:
+        """Reset the rolled-in envs among ``rows`` onto instance seeds; returns the batch with their new observations."""
+        if self.instance_seeds is None:
+            return obs
+        for r in rows:
+            if not self.rolling[r]:
+                continue
+            seed = int(self.rng.choice(self.instance_seeds))
+            forced = self.venv.has_attr("set_force_guided") and self.only_guided
+            if forced:
+                self.venv.env_method("set_force_guided", True, indices=[r])
+            try:
+                new_obs, info = self.venv.env_method("reset", seed=seed, indices=[r])[0]
+            finally:
+                if forced:
+                    self.venv.env_method("set_force_guided", None, indices=[r])
+            if isinstance(obs, dict):
+                for k in obs:
+                    obs[k][r] = new_obs[k]
+            else:
+                obs[r] = new_obs
+            reset_infos = getattr(self.venv, "reset_infos", None)
+            if reset_infos is not None:
+                reset_infos[r] = info
+            self.task_ids[r] = int(info.get("experience_task_id", self.task_ids[r]))
+        return obs
+
+    def _base(self, obs: Any, rows: np.ndarray) -> Any:
+        if isinstance(obs, dict):
+            if self._unwrap_base:
+                return np.asarray(obs[BASE_KEY])[rows]
+            keys = self._base_keys if self._base_keys is not None else list(obs)
+            return {k: np.asarray(obs[k])[rows] for k in keys}
+        return np.asarray(obs)[rows]
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        infos = list(getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs)
+        rows = list(range(self.num_envs))
+        self._begin(rows, infos)
+        obs = self._onto_instances(obs, rows)
+        self._last_obs = obs
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        executed = np.array(actions, copy=True)  # never the policy's array: SB3 stores that one
+        self._marked[:] = False
+        due = np.flatnonzero(self.rolling & (self.steps < self.h))
+        if due.size and self._last_obs is not None:
+            res = self.guide.act(self._base(self._last_obs, due), self.task_ids[due])
+            acting = due[res.found]
+            executed.reshape(self.num_envs, -1)[acting, 0] = res.actions[res.found]
+            self._marked[acting] = True
+            gave_up = due[~res.found]
+            self.handed_over[gave_up] = True
+            self.rolling[gave_up] = False
+        self._actions = executed
+        self.venv.step_async(executed)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        assert self._actions is not None, "step_wait() without step_async()"
+        flat = self._actions.reshape(self.num_envs, -1)[:, 0]
+        for i in np.flatnonzero(self._marked).tolist():
+            infos[i]["rollin"] = True
+            infos[i]["rollin_action"] = int(flat[i])
+        self.guided_steps += self._marked
+        self.steps += 1
+        self.returns += np.asarray(rewards, dtype=np.float64)
+        self.rolling &= self.steps < self.h
+        done_rows = np.flatnonzero(dones).tolist()
+        for i in done_rows:
+            if self.guided_steps[i] > 0:
+                success = success_from_info(infos[i])
+                ep = RollInEpisode(h=int(self.h[i]), guided_steps=int(self.guided_steps[i]),
+                                   length=int(self.steps[i]),
+                                   success=bool(self.returns[i] > 0) if success is None else success,
+                                   handed_over_early=bool(self.handed_over[i]))
+                self._finished.append(ep)
+                infos[i]["rollin_episode"] = attrs.asdict(ep)
+        if done_rows:
+            reset_infos = getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs
+            self._begin(done_rows, [reset_infos[i] for i in done_rows])
+            obs = self._onto_instances(obs, done_rows)
+        self._last_obs = obs
+        return obs, rewards, dones, infos
+
+
+def find_rollin(venv: VecEnv) -> GuidedRollInVecEnv:
+    """The :class:`GuidedRollInVecEnv` in a stack of VecEnv wrappers (ValueError if none)."""
+    env: Any = venv
+    while isinstance(env, VecEnvWrapper):
+        if isinstance(env, GuidedRollInVecEnv):
+            return env
+        env = env.venv
+    raise ValueError("no GuidedRollInVecEnv in the training env: wrap the VecEnv with "
+                     "GuidedRollInVecEnv(venv, guide, curriculum) before building the model")
+
+
+class RollInCallback(BaseCallback):
+    """Takes the policy gradient off guide-acted steps and moves the roll-in curriculum.
+
+    At each rollout's end (SB3 has already computed returns and advantages, so the values
+    still learn from the whole trajectory, guide-acted steps included) the advantages of
+    the steps marked ``info["rollin"]`` are set to 0: only policy-acted steps train the
+    actor. The rollout buffer holds, for a guide-acted step, the action the *policy* chose
+    there and its log-probability, not the executed one; with advantage 0 PPO's clipped
+    surrogate is 0 at that sample whatever the ratio, so that is harmless for the actor
+    loss (the entropy bonus still applies there, and PPO's ``approx_kl`` / ``clip_fraction``
+    statistics count those samples).
+
+    PPO normalises advantages per minibatch, which would turn the zeros into
+    ``-mean / std``; so, where ``normalize_advantage`` is still on at training start, it is
+    switched off for the run (restored at its end) and the policy-acted advantages are
+    normalised over the rollout here instead, before the zeros are written. Where
+    :class:`~integrations.sb3.CRLCallback` already normalises per subgroup, it must come
+    *before* this callback in the ``CallbackList`` (its normalisation would undo the zeros).
+
+    Then the curriculum records the outcomes of the roll-in episodes that finished, and
+    ``rollin/h``, ``rollin/success`` (the success rate at the current ``h``, or of this
+    rollout's roll-in episodes when the window was just reset), ``rollin/guided_steps_fraction``,
+    ``rollin/episodes`` and ``rollin/handed_over`` are logged. :attr:`history` keeps them per rollout.
+
+    Args:
+        env: the :class:`GuidedRollInVecEnv` (None: found in the training env).
+    """
+
+    def __init__(self, env: GuidedRollInVecEnv | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if env is not None and not isinstance(env, GuidedRollInVecEnv):
+            raise TypeError(f"env must be a GuidedRollInVecEnv or None, got {type(env).__name__}")
+        self.env = env
+        self.history: list[dict[str, Any]] = []
+        self._mask = np.zeros((0, 0), dtype=bool)
+        self._normalise = False
+        self._restore: bool | None = None
+
+    def _init_callback(self) -> None:
+        if self.env is None:
+            self.env = find_rollin(self.training_env)
+        buf = getattr(self.model, "rollout_buffer", None)
+        if buf is None:
+            raise TypeError(f"RollInCallback needs an on-policy algorithm (PPO, A2C), got {type(self.model).__name__}")
+        self._mask = np.zeros((buf.buffer_size, buf.n_envs), dtype=bool)
+
+    def _on_training_start(self) -> None:
+        self._normalise = bool(getattr(self.model, "normalize_advantage", False))
+        if self._normalise:
+            self._restore = True
+            self.model.normalize_advantage = False
+
+    def _on_training_end(self) -> None:
+        if self._restore:
+            self.model.normalize_advantage = True
+            self._restore = None
+
+    def _on_rollout_start(self) -> None:
+        self._mask[:] = False
+
+    def _on_step(self) -> bool:
+        pos = self.model.rollout_buffer.pos
+        if pos < len(self._mask):
+            for e, info in enumerate(self.locals.get("infos", [])):
+                self._mask[pos, e] = bool(info.get("rollin", False))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        assert self.env is not None
+        buf = self.model.rollout_buffer
+        mask = self._mask[: buf.buffer_size, : buf.n_envs]
+        adv = buf.advantages
+        if self._normalise:
+            free = ~mask
+            if free.sum() > 1:
+                vals = adv[free]
+                adv[free] = (vals - vals.mean()) / (vals.std() + 1e-8)
+        adv[mask] = 0.0
+        finished = self.env.pop_finished()
+        cur = self.env.curriculum
+        for ep in finished:
+            cur.record(ep.success, ep.h)
+        rate = cur.success_rate
+        if rate is None and finished:
+            rate = float(np.mean([ep.success for ep in finished]))
+        row = {"steps": int(self.num_timesteps), "h": int(cur.h), "success": rate,
+               "guided_steps_fraction": float(mask.mean()) if mask.size else 0.0,
+               "episodes": len(finished), "handed_over": sum(ep.handed_over_early for ep in finished)}
+        self.history.append(row)
+        for key in ("h", "guided_steps_fraction", "episodes", "handed_over"):
+            self.logger.record(f"rollin/{key}", row[key])
+        if rate is not None:
+            self.logger.record("rollin/success", rate)
+
+
+class RollInView(BaseCallback):
+    """Forwards every event to ``callback``, showing it the steps as the env executed them.
+
+    SB3 hands callbacks the actions the *policy* chose (``locals["actions"]``); at a
+    guide-acted step the env executed ``info["rollin_action"]`` instead. A callback that
+    records what was done (self-imitation's replay of successful episodes) must see the
+    executed action, or it would imitate the policy's unexecuted choice on the guide's
+    path. With ``true_starts_only`` the last step of a rolled-in episode is shown as not
+    done, so a callback that counts episodes (a learning-curve tracker) counts only those
+    that started from a true start; do not use it for callbacks that cut episodes at ``dones``.
+
+    Args:
+        callback: the callback to forward to.
+        executed_actions: replace ``actions`` at guide-acted steps by the executed ones.
+        true_starts_only: hide the ends of rolled-in episodes.
+    """
+
+    def __init__(self, callback: BaseCallback, *, executed_actions: bool = True, true_starts_only: bool = False) -> None:
+        super().__init__(callback.verbose)
+        if not isinstance(callback, BaseCallback):
+            raise TypeError(f"callback must be an SB3 BaseCallback, got {type(callback).__name__}")
+        self.callback = callback
+        self.executed_actions = bool(executed_actions)
+        self.true_starts_only = bool(true_starts_only)
+
+    def _init_callback(self) -> None:
+        self.callback.init_callback(self.model)
+
+    def _on_training_start(self) -> None:
+        self.callback.on_training_start(self.locals, self.globals)
+
+    def _on_rollout_start(self) -> None:
+        self.callback.on_rollout_start()
+
+    def _on_step(self) -> bool:
+        return self.callback.on_step()
+
+    def _on_rollout_end(self) -> None:
+        self.callback.on_rollout_end()
+
+    def _on_training_end(self) -> None:
+        self.callback.on_training_end()
+
+    def update_child_locals(self, locals_: dict[str, Any]) -> None:
+        infos = locals_.get("infos")
+        if not infos:
+            self.callback.update_locals(locals_)
+            return
+        view = dict(locals_)
+        if self.executed_actions and "actions" in locals_ and any("rollin_action" in i for i in infos):
+            actions = np.array(locals_["actions"], copy=True)
+            flat = actions.reshape(len(infos), -1)
+            for e, info in enumerate(infos):
+                if "rollin_action" in info:
+                    flat[e, 0] = info["rollin_action"]
+            view["actions"] = actions
+        if self.true_starts_only and "dones" in locals_ and any("rollin_episode" in i for i in infos):
+            dones = np.array(locals_["dones"], copy=True)
+            for e, info in enumerate(infos):
+                if "rollin_episode" in info:
+                    dones[e] = False
+            view["dones"] = dones
+        self.callback.update_locals(view)
