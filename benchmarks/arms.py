@@ -26,6 +26,12 @@ class Arm:
         bank: extra :class:`~experience_wrappers.BankConfig` fields.
         imitation: :class:`~integrations.sb3.SelfImitationCallback` arguments (None: no
             self-imitation); the run's demonstrations are pinned in its replay.
+        rollin: guided roll-in (None: none): ``guide`` (:class:`~experience_wrappers.rollin.BankGuide`
+            arguments), ``curriculum`` (:class:`~experience_wrappers.rollin.RollInCurriculum`
+            arguments; ``h`` defaults to the longest demonstration), ``on_demonstrated``
+            (roll-in episodes start on the demonstrations' instances) and the other
+            :class:`~integrations.sb3.rollin.GuidedRollInVecEnv` arguments (``rollin_ratio``,
+            ``only_guided``). Needs a bank with demonstrations.
         question: what the arm answers.
     """
 
@@ -39,6 +45,7 @@ class Arm:
     ingest: dict[str, Any] = attrs.field(factory=dict)
     bank: dict[str, Any] = attrs.field(factory=dict)
     imitation: dict[str, Any] | None = None
+    rollin: dict[str, Any] | None = None
     question: str = ""
 
 
@@ -126,6 +133,22 @@ _ALL += [
                           "episode is ever shown experience (isolates the observation channel)"),
     attrs.evolve(_METHOD, name="crl-sil-obs-static", manager={"train_extractor": False},
                  question="ablation: a frozen extractor"),
+    # guided roll-in (Jump-Start RL / Backplay): in guided episodes the nearest demonstration entry
+    # acts for the first h steps, h shrinking as roll-in success passes the threshold; the ablation
+    # without it is crl-sil-obs itself
+    _ROLLIN := attrs.evolve(_METHOD, name="crl-sil-obs-rollin",
+                            rollin={"on_demonstrated": True, "rollin_ratio": 0.5,
+                                    "guide": {"max_distance": 0.5},
+                                    "curriculum": {"threshold": 0.5, "window": 16, "shrink_step": 1}},
+                            question="the method + guided roll-in: half the guided episodes start on a "
+                                     "demonstrated instance with the bank's nearest demonstration entry acting "
+                                     "for the first h steps (h from the longest demonstration, down by 1 each "
+                                     "time 16 roll-ins at h succeed >= 50 %); guide-acted steps carry no policy "
+                                     "gradient"),
+    attrs.evolve(_ROLLIN, name="crl-sil-obs-rollin-any",
+                 rollin={**_ROLLIN.rollin, "on_demonstrated": False},  # type: ignore[dict-item]
+                 question="ablation: roll-in on whatever instance the env drew (the guide generalising "
+                          "across layouts by its nearest neighbours) instead of the demonstrated ones"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

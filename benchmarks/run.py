@@ -16,6 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.replay import SuccessReplay
+from experience_wrappers.rollin import BankGuide, RollInCurriculum, instance_seeds
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import (
     ActionPriorPolicy,
@@ -25,6 +26,7 @@ from integrations.sb3 import (
     find_experience,
 )
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
+from integrations.sb3.rollin import GuidedRollInVecEnv, RollInCallback, RollInView
 from integrations.sb3.self_imitation import SelfImitationCallback, add_demonstrations
 
 from .algos import check_algo_arm, resolve_algo
@@ -59,12 +61,16 @@ def versions() -> dict[str, str]:
     return out
 
 
+#: demonstrations of a run with seed ``s`` are recorded from reset seed ``s + DEMO_SEED_OFFSET`` on
+DEMO_SEED_OFFSET = 20_000
+
+
 def _demonstrations(env: Any, env_id: str, arm: Arm, n: int, seed: int, fam: Any,
-                    replay: SuccessReplay | None, gamma: float) -> dict[str, Any]:
+                    replay: SuccessReplay | None, gamma: float) -> tuple[dict[str, Any], list[Any]]:
     """Record ``n`` scripted demonstrations; distil them into the run's bank (CRL arms) and pin
-    them in its self-imitation replay (arms with imitation)."""
+    them in its self-imitation replay (arms with imitation). Returns the record and the demonstrations."""
     t0 = time.perf_counter()
-    demos = fam.demonstrator(env_id, n, seed + 20_000)
+    demos = fam.demonstrator(env_id, n, seed + DEMO_SEED_OFFSET)
     record: dict[str, Any] = {"episodes": len(demos), "mean_length": float(np.mean([len(d.actions) for d in demos]))}
     if arm.crl:
         manager = find_experience(env)[0][0]
@@ -73,7 +79,24 @@ def _demonstrations(env: Any, env_id: str, arm: Arm, n: int, seed: int, fam: Any
     if replay is not None:
         record["replay_states"] = add_demonstrations(replay, demos, gamma)
     record["seconds"] = round(time.perf_counter() - t0, 2)
-    return record
+    return record, demos
+
+
+def _rollin_env(env: Any, env_id: str, arm: Arm, seed: int, fam: Any, demos: list[Any]) -> GuidedRollInVecEnv:
+    """Wrap the training env for guided roll-in (the arm's ``rollin``): the guide reads the
+    run's bank; ``h`` starts at the longest demonstration; with ``on_demonstrated`` roll-in
+    episodes start on the demonstrations' instances (their reset seeds, recovered here)."""
+    cfg = dict(arm.rollin or {})
+    guide = BankGuide(find_experience(env)[0][0], **cfg.pop("guide", {}))
+    curriculum = RollInCurriculum.for_lengths([len(d.actions) for d in demos], **cfg.pop("curriculum", {}))
+    seeds = None
+    if cfg.pop("on_demonstrated", False):
+        probe = fam.make_vec(env_id, 1, seed)
+        try:
+            seeds = instance_seeds(probe.envs[0], demos, seed + DEMO_SEED_OFFSET)
+        finally:
+            probe.close()
+    return GuidedRollInVecEnv(env, guide, curriculum, instance_seeds=seeds, seed=seed, **cfg)
 
 
 class _StopAtDeadline(BaseCallback):
@@ -114,11 +137,18 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
                          "demonstrator (MiniHack navigation tasks have one)")
     if n_demos and not arm.crl and arm.imitation is None:
         raise ValueError(f"arm {arm.name!r} starts from demonstrations but has neither a bank nor imitation")
+    if arm.rollin is not None and not (arm.crl and n_demos):
+        raise ValueError(f"arm {arm.name!r} rolls in with the bank's demonstrations: it needs crl=True and "
+                         f"demonstrations > 0, got crl={arm.crl} and {n_demos} demonstrations")
     bank = ExperienceBank(seed=seed, **arm.bank) if arm.crl else None
     env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
     replay = SuccessReplay() if arm.imitation is not None else None
     gamma = float(hyper.get("gamma", 0.99))
-    demos_record = (_demonstrations(env, env_id, arm, n_demos, seed, fam, replay, gamma) if n_demos else None)
+    demos_record, demos = (_demonstrations(env, env_id, arm, n_demos, seed, fam, replay, gamma) if n_demos
+                           else (None, []))
+    rollin_env = _rollin_env(env, env_id, arm, seed, fam, demos) if arm.rollin is not None else None
+    if rollin_env is not None:
+        env = rollin_env  # the model trains on it; evaluations switch it off
     ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}
     if arm.crl:
         base_cls, base_kwargs = fam.base_extractor or (None, None)
@@ -132,7 +162,9 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     model = algo_cls(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, tensorboard_log=tensorboard_log,
                      **ppo_kwargs)
     tracker = CurveTracker()
-    callbacks = [tracker]
+    # with roll-in the curve counts episodes from true starts only
+    callbacks: list[BaseCallback] = [tracker if rollin_env is None else
+                                     RollInView(tracker, executed_actions=False, true_starts_only=True)]
     crl_cb = bank_cb = None
     if arm.crl:
         crl_cb = CRLCallback(**arm.callback)
@@ -142,13 +174,18 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if arm.imitation is not None:
         assert replay is not None
         sil_cb = SelfImitationCallback(replay, seed=seed, **arm.imitation)
-        callbacks.append(sil_cb)
+        # the replay must hold the actions executed (the guide's on guide-acted steps)
+        callbacks.append(sil_cb if rollin_env is None else RollInView(sil_cb))
     eval_cb = None
     if eval_every and eval_episodes:
         eval_wrapper = {**arm.wrapper, "learn": False, "manager": find_experience(env)[0][0]} if arm.crl else None
         eval_env = build_env(env_id, eval_envs, seed + 10_000, bank, eval_wrapper, arm.manager, fam)
         eval_cb = ExperienceEvalCallback(eval_env, eval_every, eval_episodes, deterministic=False)
         callbacks.append(eval_cb)
+    rollin_cb = None
+    if rollin_env is not None:  # after CRLCallback: its advantage normalisation would undo the zeros
+        rollin_cb = RollInCallback(rollin_env)
+        callbacks.append(rollin_cb)
     deadline_cb = None
     if os.environ.get("CRL_BENCH_DEADLINE"):
         deadline_cb = _StopAtDeadline(float(os.environ["CRL_BENCH_DEADLINE"]))
@@ -163,7 +200,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
             "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
-            "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation},
+            "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation, "rollin": arm.rollin},
         "demonstrations_used": int(n_demos),
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
@@ -176,6 +213,11 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         result["demonstrations"] = demos_record
     if sil_cb is not None and replay is not None:
         result["imitation"] = {"replay": replay.counts(), "episodes": dict(replay.episodes), **sil_cb.stats}
+    if rollin_env is not None and rollin_cb is not None:
+        cur = rollin_env.curriculum
+        result["rollin"] = {"h": int(cur.h), "shrinks": int(cur.shrinks), "history": rollin_cb.history,
+                            "instance_seeds": (None if rollin_env.instance_seeds is None
+                                               else rollin_env.instance_seeds.tolist())}
     if eval_cb is not None:
         result["eval_curve"] = eval_cb.history
         result["eval_s"] = round(eval_s, 2)
@@ -184,6 +226,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         m = crl_cb.manager
         result["crl"] = {"bank": m.bank.stats(), "manager": m.stats()}
         result["bank_curve"] = bank_cb.history
+    if rollin_env is not None:
+        rollin_env.enabled = False  # evaluation (and everything after training) starts from true starts
     if eval_episodes:
         if arm.crl:
             result["evaluation"] = evaluate_with_and_without_experience(model, env, eval_episodes,

@@ -410,7 +410,9 @@ class RollInView(BaseCallback):
         self.callback.init_callback(self.model)
 
     def _on_training_start(self) -> None:
-        self.callback.on_training_start(self.locals, self.globals)
+        # SB3 gives every callback of a CallbackList the same locals dict; the child gets its own,
+        # or the rewritten view would leak into (and be overwritten by) the other callbacks
+        self.callback.on_training_start(dict(self.locals), self.globals)
 
     def _on_rollout_start(self) -> None:
         self.callback.on_rollout_start()
