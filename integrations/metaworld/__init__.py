@@ -12,18 +12,17 @@ Example:
 """
 
 from integrations.metaworld.callbacks import PerTaskSuccessCallback
-from integrations.metaworld.constants import (
+from integrations.metaworld.envs import (
     MAX_EPISODE_STEPS,
     MT10_TASKS,
     NUM_GOALS,
     REWARD_FUNCTION_VERSION,
-)
-from integrations.metaworld.factories import make_mt1_env, make_mt10_env
-from integrations.metaworld.goals import mt10_tasks
-from integrations.metaworld.vec import make_mt10_vec_env
-from integrations.metaworld.wrappers import (
     MetaWorldTaskWrapper,
     TaskOneHotWrapper,
+    make_mt1_env,
+    make_mt10_env,
+    make_mt10_vec_env,
+    mt10_tasks,
     task_id_from_obs,
 )
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -91,6 +91,17 @@ def _check_range(key: str, ids: np.ndarray, vocab: int) -> None:
         raise ValueError(f"{key!r} ids must lie in [0, {vocab}), got [{ids.min()}, {ids.max()}]")
 
 
+def _cached(cache: dict[bytes, np.ndarray], key: bytes, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``cache[key]``, made by ``make()`` if absent; the cache is emptied when it holds too many."""
+    code = cache.get(key)
+    if code is None:
+        code = make()
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = code
+    return code
+
+
 class KeyPart:
     """One part of a key: reads observation key ``key`` and returns ``(n, key_dim)`` float32 rows.
 
@@ -119,7 +130,19 @@ class KeyPart:
         raise NotImplementedError
 
 
-class GridPart(KeyPart):
+class _IdsPart(KeyPart):
+    """A part that reads a Box of integer ids (``ndim`` axes) in ``[0, vocab)``, ``vocab`` = its high + 1."""
+
+    ndim: ClassVar[int]
+
+    def __init__(self, key: str, space: spaces.Space, seed: int, key_dim: int) -> None:
+        if not isinstance(space, spaces.Box) or len(space.shape) != self.ndim:
+            raise ValueError(f"{key!r} must be a {self.ndim}-D Box, got {space!r}")
+        super().__init__(key, space, seed, key_dim)
+        self.vocab = int(np.max(space.high)) + 1
+
+
+class GridPart(_IdsPart):
     """The map view: the sum over cells of (code of the cell's position) * (code of its glyph).
 
     The sum is near-orthogonal for different (position, glyph) pairs; unexplored rock
@@ -128,12 +151,10 @@ class GridPart(KeyPart):
 
     name = "grid"
     keys = GRID_KEYS
+    ndim = 2
 
     def __init__(self, key: str, space: spaces.Space, seed: int, key_dim: int) -> None:
-        if not isinstance(space, spaces.Box) or len(space.shape) != 2:
-            raise ValueError(f"{key!r} must be a 2-D Box, got {space!r}")
         super().__init__(key, space, seed, key_dim)
-        self.vocab = int(np.max(space.high)) + 1
         background = 32 if key.startswith("chars") else _S_STONE_GLYPH
         self._pos = codes(seed, 1, int(np.prod(space.shape)), key_dim)
         # the glyph codes with the background glyph's row zeroed: background cells add nothing
@@ -148,7 +169,7 @@ class GridPart(KeyPart):
         return _unit(v, self._empty)
 
 
-class InventoryPart(KeyPart):
+class InventoryPart(_IdsPart):
     """The inventory: the bag of item codes plus a code of the exact set of items.
 
     The set code moves the key clearly when one more item (a key) is picked up, even
@@ -157,12 +178,10 @@ class InventoryPart(KeyPart):
 
     name = "inventory"
     keys = INVENTORY_KEYS
+    ndim = 1
 
     def __init__(self, key: str, space: spaces.Space, seed: int, key_dim: int) -> None:
-        if not isinstance(space, spaces.Box) or len(space.shape) != 1:
-            raise ValueError(f"{key!r} must be a 1-D Box, got {space!r}")
         super().__init__(key, space, seed, key_dim)
-        self.vocab = int(np.max(space.high)) + 1
         # Empty slots: NO_GLYPH (= MAX_GLYPH, the upper bound) for glyphs, 18 for classes.
         self._empty_id = self.vocab - 1
         self._codes = codes(seed, 4, self.vocab, key_dim)
@@ -170,13 +189,8 @@ class InventoryPart(KeyPart):
         self._cache: dict[bytes, np.ndarray] = {}
 
     def _set_code(self, items: bytes) -> np.ndarray:
-        code = self._cache.get(items)
-        if code is None:
-            code = codes(self.seed, 2_000_000 + zlib.crc32(items), 1, self.key_dim)[0]
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[items] = code
-        return code
+        return _cached(self._cache, items,
+                       lambda: codes(self.seed, 2_000_000 + zlib.crc32(items), 1, self.key_dim)[0])
 
     def __call__(self, batch: Mapping[str, Any]) -> np.ndarray:
         ids = _ints(batch, self.key, self.shape)
@@ -253,18 +267,14 @@ class MessagePart(KeyPart):
         self._cache: dict[bytes, np.ndarray] = {}
 
     def _code(self, raw: bytes) -> np.ndarray:
-        code = self._cache.get(raw)
-        if code is None:
-            words = _WORD.findall(raw.lower())
-            if words:
-                rows = [zlib.crc32(w) % _MESSAGE_TABLE for w in words]
-                code = _unit(self._codes[rows].sum(axis=0, keepdims=True), self._empty)[0]
-            else:
-                code = self._empty
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[raw] = code
-        return code
+        return _cached(self._cache, raw, lambda: self._words_code(raw))
+
+    def _words_code(self, raw: bytes) -> np.ndarray:
+        words = _WORD.findall(raw.lower())
+        if not words:
+            return self._empty
+        rows = [zlib.crc32(w) % _MESSAGE_TABLE for w in words]
+        return _unit(self._codes[rows].sum(axis=0, keepdims=True), self._empty)[0]
 
     def __call__(self, batch: Mapping[str, Any]) -> np.ndarray:
         m = _ints(batch, self.key, self.shape)
