@@ -4,7 +4,14 @@ The core package knows nothing about Stable-Baselines3; see :mod:`integrations.s
 """
 
 from .bank import BankConfig, ExperienceBank, Provenance
-from .errors import BankFileError, ExperienceError
+from .errors import (
+    BankFileError,
+    DemonstrationFileError,
+    ExperienceError,
+    ExperienceFileError,
+    ExtractorFileError,
+    ManagerFileError,
+)
 from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
 from .manager import Episode, ExperienceManager, ManagerConfig
 from .wrappers import ExperienceWrapper
@@ -23,6 +30,10 @@ __all__ = [
     "RandomProjectionKeyEncoder",
     "CallableKeyEncoder",
     "BankFileError",
+    "ExperienceFileError",
+    "ExtractorFileError",
+    "ManagerFileError",
+    "DemonstrationFileError",
     "ExperienceError",
     "__version__",
 ]

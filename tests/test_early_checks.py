@@ -23,7 +23,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
-from experience_wrappers.errors import BankFileError, BankStateError
+from experience_wrappers.errors import BankFileError, BankStateError, ManagerFileError
 from experience_wrappers.manager import Episode
 from experience_wrappers.manager.attribution import FreeBaseline
 from integrations.sb3 import CRLCallback, ExperienceVecEnv, load_crl, save_crl
@@ -246,7 +246,7 @@ def test_manager_save_refuses_a_folder_of_other_files(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "model.zip").write_bytes(b"weights")
-    with pytest.raises(BankFileError, match=r"not empty and is not a saved folder.*'model.zip'"):
+    with pytest.raises(ManagerFileError, match=r"not empty and is not a saved folder.*'model.zip'"):
         _used_manager().save(runs)
     assert sorted(p.name for p in runs.iterdir()) == ["model.zip"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # and no temporary folder beside it

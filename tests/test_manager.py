@@ -18,6 +18,7 @@ from experience_wrappers import (
     ExperienceBank,
     ExperienceManager,
     ManagerConfig,
+    ManagerFileError,
     Provenance,
 )
 from experience_wrappers.manager import FreeBaseline, manager_for_bank, utility_decay
@@ -172,7 +173,7 @@ def test_extractor_reward_delta_or_direct(rng, reward_mode):
     mgr.submit(make_episode(rng, success=False))  # free mean 0.5
     mgr.submit(make_episode(rng, guided=True, success=False, injected=[ids[0]]))  # delta -0.5
     mgr.submit(make_episode(rng, guided=True, success=True, injected=[ids[1]]))  # delta +0.5
-    rewards = {i: mgr._samples[int(i)].rewards for i in ids}
+    rewards = {i: mgr.learner.samples[int(i)].rewards for i in ids}
     if reward_mode == "delta":
         assert rewards[ids[0]] == [pytest.approx(-0.5)] and rewards[ids[1]] == [pytest.approx(0.5)]
     else:
@@ -188,8 +189,8 @@ def test_direct_reward_without_success_uses_the_sign_of_the_delta(rng):
     mgr.submit(make_episode(rng, total=5.0))
     mgr.submit(make_episode(rng, guided=True, total=1.0, injected=[ids[0]]))
     mgr.submit(make_episode(rng, guided=True, total=9.0, injected=[ids[1]]))
-    assert mgr._samples[int(ids[0])].rewards == [-1.0]
-    assert mgr._samples[int(ids[1])].rewards == [1.0]
+    assert mgr.learner.samples[int(ids[0])].rewards == [-1.0]
+    assert mgr.learner.samples[int(ids[1])].rewards == [1.0]
 
 
 # ---------------------------------------------------------------- distillation
@@ -281,7 +282,7 @@ def test_extractor_trains_once_a_batch_of_credited_samples_exists(rng):
     np.testing.assert_array_equal(trained["last_trained"], 1)
     assert np.isfinite(mgr.stats()["loss_loss"])
     assert mgr.stats()["extractor_updates"] == 1.0
-    assert len(mgr._samples) == 0  # the batch was consumed
+    assert len(mgr.learner.samples) == 0  # the batch was consumed
 
 
 def test_ssl_update_runs_on_fresh_segments(rng):
@@ -432,7 +433,7 @@ def _trained_manager(rng: np.random.Generator) -> ExperienceManager:
     mgr.guided_ratio, mgr.progress, mgr.rollouts = 0.65, 0.4, 7
     # trainer.updates counts self-supervised steps too
     assert mgr.ssl_updates >= 1 and mgr.trainer.updates - mgr.ssl_updates == 1
-    assert len(mgr._samples) == 2
+    assert len(mgr.learner.samples) == 2
     return mgr
 
 
@@ -455,12 +456,12 @@ def test_save_restore_round_trip(rng, tmp_path):
     assert (fresh.guided_ratio, fresh.progress, fresh.rollouts) == (0.65, 0.4, 7)
     assert fresh.episodes_processed == mgr.episodes_processed
     assert fresh.ssl_updates == mgr.ssl_updates and fresh.entries_added == mgr.entries_added
-    assert list(fresh._samples) == list(mgr._samples)
-    assert len(mgr._ssl_contexts) > 0  # fresh segments waiting for a self-supervised step
-    np.testing.assert_array_equal(np.stack(fresh._ssl_contexts), np.stack(mgr._ssl_contexts))
-    for i, s in mgr._samples.items():
-        np.testing.assert_array_equal(fresh._samples[i].z, s.z)
-        assert fresh._samples[i].rewards == pytest.approx(s.rewards)
+    assert list(fresh.learner.samples) == list(mgr.learner.samples)
+    assert len(mgr.learner.ssl_contexts) > 0  # fresh segments waiting for a self-supervised step
+    np.testing.assert_array_equal(np.stack(fresh.learner.ssl_contexts), np.stack(mgr.learner.ssl_contexts))
+    for i, s in mgr.learner.samples.items():
+        np.testing.assert_array_equal(fresh.learner.samples[i].z, s.z)
+        assert fresh.learner.samples[i].rewards == pytest.approx(s.rewards)
     # both continue identically: same sampler state, same weights, same bank
     ep_rng_a, ep_rng_b = np.random.default_rng(99), np.random.default_rng(99)
     ids = mgr.bank.entries()["id"][-2:]
@@ -469,6 +470,24 @@ def test_save_restore_round_trip(rng, tmp_path):
         m.submit(make_episode(r, 12))
     assert mgr.trainer.updates == fresh.trainer.updates > a["updates"]
     assert_entries_equal(mgr.bank.entries(), fresh.bank.entries())
+
+
+def test_restore_reads_the_extractor_version_under_its_old_name(rng, tmp_path):
+    """States saved before the counter was named ``extractor_version`` stored it as ``pg_updates``."""
+    import hashlib
+
+    mgr = _trained_manager(rng)
+    path = mgr.save(tmp_path / "run")
+    state = json.loads((path / "manager.json").read_text())
+    state["pg_updates"] = state.pop("extractor_version")
+    (path / "manager.json").write_text(json.dumps(state))
+    meta = json.loads((path / "meta.json").read_text())
+    meta["files"]["manager.json"] = hashlib.sha256((path / "manager.json").read_bytes()).hexdigest()
+    (path / "meta.json").write_text(json.dumps(meta))
+    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    fresh.restore(path)
+    assert fresh.extractor_version == mgr.extractor_version == 1
+    assert fresh.stats()["extractor_version"] == 1.0
 
 
 def test_save_flushes_async_work_first(rng, tmp_path):
@@ -514,7 +533,8 @@ def test_restore_from_a_damaged_folder_raises_bank_file_error(rng, tmp_path, dam
     fresh.submit(make_episode(rng, 8))
     before = fresh.bank.entries()
     bank_before = fresh.bank
-    with pytest.raises(BankFileError):
+    # the damaged part's own error: the bank's, or the manager state's
+    with pytest.raises(BankFileError if damage == "bank_entries" else ManagerFileError):
         fresh.restore(path)
     # a failed restore leaves the manager as it was
     assert fresh.bank is bank_before
@@ -526,12 +546,12 @@ def test_restore_rejects_another_extractor_config(rng, tmp_path):
     mgr = _trained_manager(rng)
     mgr.save(tmp_path / "run")
     other = make_manager(segment_every=4, exp_dim=8)
-    with pytest.raises(BankFileError, match="extractor config"):
+    with pytest.raises(ManagerFileError, match="extractor config"):
         other.restore(tmp_path / "run")
 
 
 def test_restore_from_a_missing_folder_raises(tmp_path):
-    with pytest.raises(BankFileError):
+    with pytest.raises(ManagerFileError):
         make_manager().restore(tmp_path / "nowhere")
 
 
@@ -584,20 +604,20 @@ def test_extractor_per_task_trains_each_task_on_its_own_episodes(rng, tmp_path):
         mgr.ingest(make_episode(rng, 16, task=task))
     entries = mgr.bank.entries()
     assert sorted(set(entries["task_id"].tolist())) == [0, 1]
-    assert sorted(mgr._task_trainers) == [0, 1]
+    assert sorted(mgr.learner.task_trainers) == [0, 1]
     assert mgr.trainer_for(0) is not mgr.trainer_for(1)
     ids1 = entries["id"][entries["task_id"] == 1]
     mgr.submit(make_episode(rng, success=False, task=1))
     mgr.submit(make_episode(rng, guided=True, success=True, injected=ids1, task=1))
     assert mgr.trainer_for(1).updates == 1 and mgr.trainer_for(0).updates == 0
-    assert mgr.pg_updates == 1
+    assert mgr.extractor_version == 1
     # the shared extractor is not used when each task has its own
     for k, v in mgr.trainer.extractor.state_dict().items():
         assert torch.equal(v, shared_before[k])
     mgr.save(tmp_path / "m")
     other = make_manager(segment_every=4, batch_size=4, ssl_batch_size=1000, extractor_per_task=True)
     other.restore(tmp_path / "m")
-    assert sorted(other._task_trainers) == [0, 1] and other.trainer_for(1).updates == 1
+    assert sorted(other.learner.task_trainers) == [0, 1] and other.trainer_for(1).updates == 1
     for k, v in mgr.trainer_for(1).extractor.state_dict().items():
         assert torch.equal(v, other.trainer_for(1).extractor.state_dict()[k])
 

@@ -25,7 +25,15 @@ from .merge import combine_cluster, plan_clusters, refresh_entry, same_kind
 from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
 from .retrieval import MODES
-from .search import candidate_count, choose, empty_result, gather, nearest, random_candidates, record_hits
+from .search import (
+    candidate_count,
+    choose,
+    empty_result,
+    gather,
+    nearest,
+    random_candidates,
+    record_hits,
+)
 from .state import BankState
 from .transaction import Transaction, interrupts_deferred, transaction
 from .utility import credit, eviction_order

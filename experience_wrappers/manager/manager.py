@@ -14,7 +14,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-import attrs
 import numpy as np
 import torch
 from gymnasium import spaces
@@ -22,8 +21,8 @@ from gymnasium import spaces
 from ..bank import ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
 from ..bank.folder import READ_ATTEMPTS, read_consistent
-from ..bank.persistence import bytes_as_file, replaced_folder, sha256_file
-from ..errors import BankFileError
+from ..bank.persistence import replaced_folder, sha256_file
+from ..errors import ManagerFileError
 from ..extractor import (
     ActionCoder,
     ExperienceExtractor,
@@ -37,6 +36,7 @@ from .attribution import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode
 from .layout import same_layout
+from .learner import ExtractorLearner
 from .priors import prior_dim, segment_priors
 
 __all__ = ["ExperienceManager", "check_ingest_args", "manager_for_bank", "resolve_manager"]
@@ -86,18 +86,6 @@ def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, actio
     return manager
 
 
-@attrs.define
-class _Sample:
-    """A credited entry waiting for an extractor update."""
-
-    context: np.ndarray
-    z: np.ndarray
-    logp: float
-    rewards: list[float]
-    task: int = 0
-
-
-
 def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
     """Raise ValueError for a bad ``segment_every`` or ``utility`` of :meth:`ExperienceManager.ingest`."""
     if segment_every is not None and (isinstance(segment_every, bool) or not isinstance(segment_every, int | np.integer)
@@ -106,17 +94,6 @@ def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
     if utility is not None and (isinstance(utility, bool) or not isinstance(utility, int | float | np.number)
                                 or not np.isfinite(utility)):
         raise ValueError(f"utility must be a finite number or None, got {utility!r}")
-
-def _trainer_from(blobs: dict[str, bytes], name: str, path: Path) -> ExtractorTrainer:
-    """An extractor trainer parsed from the verified bytes of ``name``."""
-    if name not in blobs:
-        raise BankFileError(f"manager state at {str(path)!r}: {name} is not listed in meta.json")
-    try:
-        with bytes_as_file(blobs[name]) as f:
-            return ExtractorTrainer.load(f)
-    except BankFileError as exc:
-        raise BankFileError(f"manager state at {str(path)!r}: {name} cannot be loaded ({exc})") from exc
-
 
 def _own_state_name(name: str) -> bool:
     """Whether a top-level name in a manager folder is one :meth:`ExperienceManager.save` writes."""
@@ -167,8 +144,9 @@ class ExperienceManager:
             exp_dim=self.config.exp_dim, hidden=self.config.hidden, max_len=self.config.max_len,
             lr=self.config.lr, seed=self.config.seed, discrete_actions=bool(self.action_coder.discrete))
         self._check_bank_dims(bank)
-        self.extractor = ExperienceExtractor(self.extractor_config)
-        self.trainer = ExtractorTrainer(self.extractor)
+        self._stats_lock = threading.Lock()
+        # the extractor, its trainers, samples and version (touched by the worker only)
+        self.learner = ExtractorLearner(self.extractor_config, self.config, bank, self._stats_lock)
         self._generator = torch.Generator().manual_seed(self.config.seed)
         self.baseline = FreeBaseline(self.config.baseline_window)
         # schedules, set by the callback
@@ -176,21 +154,12 @@ class ExperienceManager:
         self.progress = 0.0
         self.rollouts = 0
         # statistics
-        self._stats_lock = threading.Lock()
         self.episodes_submitted = 0
         self.episodes_processed = 0
         self.entries_added = 0
         self.busy_seconds = 0.0  # time spent processing episodes and merges (either thread)
         self._recent: dict[str, deque[float]] = {n: deque(maxlen=100) for n in
                                                  ("guided_outcome", "free_outcome", "delta")}
-        self.last_losses: dict[str, float] = {}
-        self.ssl_updates = 0
-        # training buffers (touched by the worker only)
-        self._samples: dict[int, _Sample] = {}
-        self._ssl_contexts: list[np.ndarray] = []
-        self._ssl_tasks: list[int] = []
-        self._task_trainers: dict[int, ExtractorTrainer] = {}
-        self.pg_update_count = 0
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -206,20 +175,34 @@ class ExperienceManager:
         return self.config.exp_dim
 
     @property
-    def pg_updates(self) -> int:
-        """Outcome (policy-gradient) updates of the extractor: its version, in the bank's units."""
-        return self.pg_update_count
+    def extractor_version(self) -> int:
+        """Outcome (policy-gradient) updates of the extractor so far: its version, stamped on new entries."""
+        return self.learner.extractor_version
+
+    @property
+    def trainer(self) -> ExtractorTrainer:
+        """The shared extractor trainer (the learner's)."""
+        return self.learner.trainer
+
+    @property
+    def extractor(self) -> ExperienceExtractor:
+        """The shared extractor."""
+        return self.learner.trainer.extractor
 
     def trainer_for(self, task_id: int) -> ExtractorTrainer:
         """The extractor trainer of a task: the shared one, or the task's own with
         ``extractor_per_task`` (created on first use, seeded from the manager seed and the task)."""
-        if not self.config.extractor_per_task:
-            return self.trainer
-        trainer = self._task_trainers.get(int(task_id))
-        if trainer is None:
-            cfg = attrs.evolve(self.extractor_config, seed=self.config.seed + 7919 * (int(task_id) + 1))
-            trainer = self._task_trainers[int(task_id)] = ExtractorTrainer(ExperienceExtractor(cfg))
-        return trainer
+        return self.learner.trainer_for(task_id)
+
+    @property
+    def ssl_updates(self) -> int:
+        """Self-supervised updates of the extractor so far."""
+        return self.learner.ssl_updates
+
+    @property
+    def last_losses(self) -> dict[str, float]:
+        """The losses of the latest extractor updates."""
+        return self.learner.last_losses
 
     @property
     def context_dim(self) -> int:
@@ -321,7 +304,7 @@ class ExperienceManager:
         t0 = time.perf_counter()
         self._attribute(ep)
         self._distil(ep)
-        self._train_if_ready()
+        self.learner.train_if_ready()
         with self._stats_lock:
             self.episodes_processed += 1
             self.busy_seconds += time.perf_counter() - t0
@@ -350,16 +333,7 @@ class ExperienceManager:
             reward = delta
         else:
             reward = 1.0 if (ep.success if ep.success is not None else delta > 0) else -1.0
-        entries = self.bank.get(ids)
-        for i, entry_id in enumerate(ids.tolist()):
-            s = self._samples.get(entry_id)
-            if s is None:
-                self._samples[entry_id] = _Sample(entries["context"][i].astype(np.float32),
-                                                  entries["value"][i].copy(),
-                                                  float(entries["sample_logp"][i]), [reward],
-                                                  task=int(entries["task_id"][i]))
-            else:
-                s.rewards.append(reward)
+        self.learner.add_credit(ids, self.bank.get(ids), reward)
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
@@ -394,94 +368,16 @@ class ExperienceManager:
         if keep.any():
             res = self.bank.add(keys[keep], z[keep], task_ids=ep.task_id, utility=utility, prior=priors[keep],
                                 context=contexts[keep], sample_logp=logp[keep], provenance=provenance,
-                                step=ep.env_steps, extractor_version=self.pg_updates)
-            self._forget(res.evicted)
+                                step=ep.env_steps, extractor_version=self.extractor_version)
+            self.learner.forget(res.evicted)
             with self._stats_lock:
                 self.entries_added += int(res.added.sum())
-        self._ssl_contexts.extend(contexts)
-        self._ssl_tasks.extend([int(ep.task_id)] * len(contexts))
+        self.learner.add_segments(contexts, ep.task_id)
         return int(keep.sum())
-
-    def _forget(self, ids: np.ndarray) -> None:
-        for i in np.asarray(ids).tolist():
-            self._samples.pop(int(i), None)
-
-    def _train_if_ready(self) -> None:
-        cfg = self.config
-        if not cfg.train_extractor:
-            self._samples.clear()
-            self._ssl_contexts.clear()
-            self._ssl_tasks.clear()
-            return
-        tasks = np.asarray(self._ssl_tasks, dtype=np.int64)
-        groups = np.unique(tasks) if cfg.extractor_per_task else np.zeros(1 if len(tasks) else 0, np.int64)
-        done = np.zeros(len(tasks), dtype=bool)
-        for task in groups.tolist():
-            rows = np.flatnonzero(tasks == task) if cfg.extractor_per_task else np.arange(len(tasks))
-            if len(rows) < cfg.ssl_batch_size:
-                continue
-            out = self.trainer_for(task).ssl_update(np.stack([self._ssl_contexts[r] for r in rows[-cfg.ssl_batch_size:]]))
-            done[rows] = True
-            with self._stats_lock:
-                self.ssl_updates += 1
-                self.last_losses.update({f"ssl_{k.removeprefix('ssl_')}": v for k, v in out.items()})
-        if done.any():
-            self._ssl_contexts = [c for c, d in zip(self._ssl_contexts, done, strict=True) if not d]
-            self._ssl_tasks = [t for t, d in zip(self._ssl_tasks, done, strict=True) if not d]
-        while True:
-            batch = self._next_batch()
-            if batch is None:
-                break
-            self._train_step(*batch)
-
-    def _next_batch(self) -> tuple[np.ndarray, ExtractorTrainer] | None:
-        """The oldest ``batch_size`` credited samples (of one task with per-task extractors)."""
-        size = self.config.batch_size
-        if not self.config.extractor_per_task:
-            if len(self._samples) < size:
-                return None
-            return np.fromiter(list(self._samples)[:size], dtype=np.int64), self.trainer
-        by_task: dict[int, list[int]] = {}
-        for entry_id, sample in self._samples.items():
-            group = by_task.setdefault(sample.task, [])
-            group.append(entry_id)
-            if len(group) == size:
-                return np.asarray(group, dtype=np.int64), self.trainer_for(sample.task)
-        return None
-
-    def _train_step(self, ids: np.ndarray, trainer: ExtractorTrainer) -> None:
-        samples = [self._samples.pop(int(i)) for i in ids]
-        contexts = np.stack([s.context for s in samples])
-        z = np.stack([s.z for s in samples])
-        logp = np.array([s.logp for s in samples], dtype=np.float32)
-        rewards = np.array([np.mean(s.rewards) for s in samples], dtype=np.float32)
-        stale = ~np.isfinite(logp)  # merged entries: their value was averaged, recompute
-        if stale.any():
-            with torch.no_grad():
-                inputs, lengths = trainer.extractor.decode(contexts[stale])
-                logp[stale] = trainer.extractor.distribution(inputs, lengths).log_prob(
-                    torch.from_numpy(z[stale])).numpy()
-        present = np.array([i in self.bank for i in ids.tolist()])
-        n_trained = np.zeros(len(ids), dtype=np.int64)
-        recent = np.zeros(len(ids), dtype=bool)
-        if present.any():
-            e = self.bank.get(ids[present])
-            n_trained[present] = e["n_trained"]
-            recent[present] = (e["last_trained"] >= 0) & (e["last_trained"] >= self.pg_updates - 1)
-        out = trainer.update(contexts, z, logp, rewards, n_trained, recent)
-        with self._stats_lock:
-            self.pg_update_count += 1
-            self.last_losses.update(out)
-        self.bank.mark_trained(ids[present], self.pg_updates)
 
     def _merge(self) -> None:
         t0 = time.perf_counter()
-        res = self.bank.merge()
-        for survivor, gone in res.merged.items():
-            for g in gone:
-                s = self._samples.pop(g, None)
-                if s is not None and survivor in self._samples:
-                    self._samples[survivor].rewards.extend(s.rewards)
+        self.learner.after_merge(self.bank.merge().merged)
         with self._stats_lock:
             self.busy_seconds += time.perf_counter() - t0
 
@@ -510,16 +406,16 @@ class ExperienceManager:
                 "episodes_submitted": float(self.episodes_submitted),
                 "episodes_processed": float(self.episodes_processed),
                 "entries_added": float(self.entries_added),
-                "extractor_updates": float(self.pg_update_count + self.ssl_updates),
-                "extractor_pg_updates": float(self.pg_updates),
-                "ssl_updates": float(self.ssl_updates),
+                "extractor_updates": float(self.learner.extractor_version + self.learner.ssl_updates),
+                "extractor_version": float(self.learner.extractor_version),
+                "ssl_updates": float(self.learner.ssl_updates),
                 "queue": float(self.pending),
                 "guided_ratio": float(self.guided_ratio),
                 "busy_seconds": float(self.busy_seconds),
             }
             for name, values in self._recent.items():
                 out[name] = float(np.mean(values)) if values else float("nan")
-            out.update({f"loss_{k}": v for k, v in self.last_losses.items()})
+            out.update({f"loss_{k}": v for k, v in self.learner.last_losses.items()})
         return out
 
     def free_baseline(self, task_id: int = 0) -> float | None:
@@ -536,30 +432,15 @@ class ExperienceManager:
         """
         self.flush()
         path = Path(path)
-        with replaced_folder(path, self.STATE_FORMAT, _own_state_name) as tmp:
+        with replaced_folder(path, self.STATE_FORMAT, _own_state_name, ManagerFileError) as tmp:
             self._write_state(tmp)
         return path
 
     def _write_state(self, tmp: Path) -> None:
         self.bank.save(tmp / "bank")
         bank_save_id = json.loads((tmp / "bank" / "meta.json").read_bytes()).get("save_id")
-        self.trainer.save(tmp / "extractor.pt")
-        task_files = {t: f"extractor_task{t}.pt" for t in sorted(self._task_trainers)}
-        for t, name in task_files.items():
-            self._task_trainers[t].save(tmp / name)
-        ids = np.fromiter(self._samples, dtype=np.int64, count=len(self._samples))
-        samples = list(self._samples.values())
-        ctx_dim, exp = self.context_dim, self.exp_dim
-        np.savez(tmp / "samples.npz", ids=ids,
-                 context=np.stack([s.context for s in samples]) if samples else np.zeros((0, ctx_dim), np.float32),
-                 z=np.stack([s.z for s in samples]) if samples else np.zeros((0, exp), np.float32),
-                 logp=np.array([s.logp for s in samples], dtype=np.float32),
-                 reward_sum=np.array([sum(s.rewards) for s in samples], dtype=np.float64),
-                 reward_count=np.array([len(s.rewards) for s in samples], dtype=np.int64),
-                 task=np.array([s.task for s in samples], dtype=np.int64),
-                 ssl_tasks=np.array(self._ssl_tasks, dtype=np.int64),
-                 ssl_contexts=(np.stack(self._ssl_contexts).astype(np.float32) if self._ssl_contexts
-                               else np.zeros((0, ctx_dim), np.float32)),
+        task_files = self.learner.save(tmp)
+        np.savez(tmp / "samples.npz", **self.learner.sample_arrays(self.context_dim, self.exp_dim),
                  generator=self._generator.get_state().numpy())
         state = {
             "format": self.STATE_FORMAT, "version": self.STATE_VERSION,
@@ -567,8 +448,8 @@ class ExperienceManager:
             "key_dim": self.key_encoder.key_dim, "key_encoder": type(self.key_encoder).__name__,
             "guided_ratio": self.guided_ratio, "progress": self.progress, "rollouts": self.rollouts,
             "episodes_submitted": self.episodes_submitted, "episodes_processed": self.episodes_processed,
-            "entries_added": self.entries_added, "ssl_updates": self.ssl_updates,
-            "pg_updates": self.pg_update_count, "task_extractors": {str(t): n for t, n in task_files.items()},
+            "entries_added": self.entries_added, "ssl_updates": self.learner.ssl_updates,
+            "extractor_version": self.learner.extractor_version, "task_extractors": task_files,
             "baseline": self.baseline.state_dict(),
             "bank_save_id": bank_save_id,  # a restore checks that the bank it read is this save's
             "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
@@ -589,63 +470,44 @@ class ExperienceManager:
         path = Path(path)
         for _ in range(READ_ATTEMPTS):
             # every file's bytes read once and checked against meta.json, then parsed from those bytes
-            _, blobs = read_consistent(path, self.STATE_FORMAT, self.STATE_VERSION)
+            _, blobs = read_consistent(path, self.STATE_FORMAT, self.STATE_VERSION, ManagerFileError)
             try:
                 state = json.loads(blobs["manager.json"])
             except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise BankFileError(f"cannot load manager state from {str(path)!r}: {exc!r}") from exc
+                raise ManagerFileError(f"cannot load manager state from {str(path)!r}: {exc!r}") from exc
             if not isinstance(state, dict):
-                raise BankFileError(f"cannot load manager state from {str(path)!r}: manager.json is not a dict")
+                raise ManagerFileError(f"cannot load manager state from {str(path)!r}: manager.json is not a dict")
             bank = ExperienceBank.load(path / "bank")
-            if state.get("bank_save_id") in (None, bank._save_id):  # None: saved before the ids existed
+            if state.get("bank_save_id") in (None, bank.save_id):  # None: saved before the ids existed
                 break
             # a save replaced the folder between the two reads: read both again
         else:
-            raise BankFileError(f"cannot load manager state from {str(path)!r}: the folder kept changing while it "
+            raise ManagerFileError(f"cannot load manager state from {str(path)!r}: the folder kept changing while it "
                                 "was read (saves in progress?)")
         if state.get("extractor_config") != self.extractor_config.to_dict():
-            raise BankFileError(f"saved extractor config {state.get('extractor_config')} does not match "
+            raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
                                 f"this manager's {self.extractor_config.to_dict()}")
         self._check_bank_dims(bank)
-        trainer = _trainer_from(blobs, "extractor.pt", path)
-        try:
-            task_trainers = {int(t): _trainer_from(blobs, str(name), path)
-                             for t, name in state.get("task_extractors", {}).items()}
-        except (TypeError, ValueError) as exc:
-            raise BankFileError(f"manager state at {str(path)!r} lists bad task extractors: {exc}") from exc
+        learner = self.learner.read_state(blobs, state, path)
         # read and check everything before touching this manager: a bad file changes nothing
         try:
             if "samples.npz" not in blobs:
                 raise KeyError("samples.npz is not listed in meta.json")
             with np.load(io.BytesIO(blobs["samples.npz"]), allow_pickle=False) as z:
-                tasks = z["task"] if "task" in z.files else np.zeros(len(z["ids"]), np.int64)
-                samples = {
-                    int(i): _Sample(z["context"][j], z["z"][j], float(z["logp"][j]),
-                                    [float(z["reward_sum"][j]) / max(int(z["reward_count"][j]), 1)]
-                                    * int(z["reward_count"][j]), task=int(tasks[j]))
-                    for j, i in enumerate(z["ids"].tolist())}
                 generator_state = torch.from_numpy(z["generator"])
-                ssl_contexts = list(z["ssl_contexts"]) if "ssl_contexts" in z.files else []
-                ssl_tasks = z["ssl_tasks"].tolist() if "ssl_tasks" in z.files else [0] * len(ssl_contexts)
             scalars = {"guided_ratio": float(state["guided_ratio"]), "progress": float(state["progress"]),
                        "rollouts": int(state["rollouts"]),
                        "episodes_submitted": int(state["episodes_submitted"]),
                        "episodes_processed": int(state["episodes_processed"]),
-                       "entries_added": int(state["entries_added"]), "ssl_updates": int(state["ssl_updates"]),
-                       "pg_update_count": int(state.get("pg_updates", trainer.updates - int(state["ssl_updates"])))}
+                       "entries_added": int(state["entries_added"])}
             baseline = FreeBaseline(self.config.baseline_window)
             baseline.load_state_dict(state["baseline"])
             torch.Generator().set_state(generator_state)
         except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
-            raise BankFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
+            raise ManagerFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
         self.flush()
         self.bank.replace_with(bank)
-        self.trainer = trainer
-        self.extractor = trainer.extractor
-        self._samples = samples
-        self._ssl_contexts = ssl_contexts
-        self._ssl_tasks = [int(t) for t in ssl_tasks]
-        self._task_trainers = task_trainers
+        self.learner.adopt(learner)
         self._generator.set_state(generator_state)
         for name, value in scalars.items():
             setattr(self, name, value)

@@ -183,7 +183,7 @@ class CRLCallback(BaseCallback):
             rec(f"bank/{key}", bank[key])
         s = m.stats()
         rec("extractor/updates", s["extractor_updates"])
-        rec("extractor/pg_updates", s["extractor_pg_updates"])
+        rec("extractor/version", s["extractor_version"])
         rec("extractor/ssl_updates", s["ssl_updates"])
         for key in ("loss", "pg_loss", "utility_loss", "diversity_loss", "ssl_loss"):
             if f"loss_{key}" in s:
