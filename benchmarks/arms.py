@@ -137,14 +137,14 @@ _ALL += [
     # acts for the first h steps, h shrinking as roll-in success passes the threshold; the ablation
     # without it is crl-sil-obs itself
     _ROLLIN := attrs.evolve(_METHOD, name="crl-sil-obs-rollin",
-                            rollin={"on_demonstrated": True, "rollin_ratio": 0.5,
+                            rollin={"on_demonstrated": True, "rollin_ratio": 1.0,
                                     "guide": {"max_distance": 0.5},
-                                    "curriculum": {"threshold": 0.5, "window": 16, "shrink_step": 1}},
-                            question="the method + guided roll-in: half the guided episodes start on a "
-                                     "demonstrated instance with the bank's nearest demonstration entry acting "
-                                     "for the first h steps (h from the longest demonstration, down by 1 each "
-                                     "time 16 roll-ins at h succeed >= 50 %); guide-acted steps carry no policy "
-                                     "gradient"),
+                                    "curriculum": {"threshold": 0.5, "window": 8, "shrink_step": 1}},
+                            question="the method + guided roll-in: guided episodes start on a demonstrated "
+                                     "instance with the bank's nearest demonstration entry acting for the first "
+                                     "h steps (h from the longest demonstration, down by 1 each time 8 roll-ins "
+                                     "at h succeed >= 50 %); guide-acted steps carry no policy gradient; free "
+                                     "episodes and evaluation start from true starts"),
     attrs.evolve(_ROLLIN, name="crl-sil-obs-rollin-any",
                  rollin={**_ROLLIN.rollin, "on_demonstrated": False},  # type: ignore[dict-item]
                  question="ablation: roll-in on whatever instance the env drew (the guide generalising "

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
                                  wrapper_kwargs={"bank": bank, "key_encoder": MiniHackKeyEncoder(space),
                                                  "action_prior": True, "retrieve_every": 1})
     demos = scripted_demonstrations(args.env, n_episodes=args.demos, seed=1)
-    manager = venv.envs[0].get_wrapper_attr("experience_manager")
+    manager = venv.envs[0].get_wrapper_attr("manager")
     segments = ingest_demonstrations(manager, demos, segment_every=1)
     print(f"{len(demos)} demonstrations -> {segments} segments; {len(bank)} entries before training")
 

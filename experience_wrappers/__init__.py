@@ -14,7 +14,7 @@ from .errors import (
 )
 from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
 from .manager import Episode, ExperienceManager, ManagerConfig
-from .wrappers import ExperienceWrapper
+from .wrappers import ExperienceOptions, ExperienceWrapper
 
 __version__ = "0.1.0"
 
@@ -23,6 +23,7 @@ __all__ = [
     "BankConfig",
     "Provenance",
     "ExperienceWrapper",
+    "ExperienceOptions",
     "ExperienceManager",
     "ManagerConfig",
     "Episode",

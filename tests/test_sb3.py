@@ -12,7 +12,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers import ExperienceBank, ExperienceOptions, ExperienceWrapper
 from integrations.sb3 import (
     ActionPriorPolicy,
     CRLCallback,
@@ -309,11 +309,14 @@ def _prefilled_bank_copies(tmp_path, n: int) -> list[ExperienceBank]:
     return [ExperienceBank.load(tmp_path / "bank") for _ in range(n)]
 
 
+@pytest.mark.parametrize("as_options", [False, True])
 @pytest.mark.parametrize("action_prior", [False, True])
-def test_experience_vec_env_matches_per_env_wrappers(tmp_path, action_prior):
+def test_experience_vec_env_matches_per_env_wrappers(tmp_path, action_prior, as_options):
     bank_a, bank_b = _prefilled_bank_copies(tmp_path, 2)
     assert len(bank_a) > 8
     kw = {"k": 3, "retrieve_every": 4, "query_mode": "knn", "learn": False, "action_prior": action_prior}
+    if as_options:  # one options object serves both wrappers
+        kw = {"options": ExperienceOptions(**kw)}
     per_env = DummyVecEnv([lambda: ExperienceWrapper(gym.make("CartPole-v1"), bank_a, **kw)] * 3)
     batched = ExperienceVecEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3), bank_b, **kw)
     for v in (per_env, batched):
@@ -509,7 +512,7 @@ def test_evaluate_with_and_without_experience_restores_the_schedule():
     # evaluation episodes count no retrieval; the training episodes that the final reset
     # starts (guided ones retrieve) do
     entries = mgr.bank.entries()
-    shown = np.concatenate([inj.ids[inj.mask > 0] for inj in injectors])
+    shown = np.concatenate([inj.retriever.ids[inj.retriever.mask > 0] for inj in injectors])
     expected = retrieved + np.array([np.sum(shown == i) for i in entries["id"]])
     np.testing.assert_array_equal(entries["n_retrieved"], expected)
 

@@ -2,7 +2,9 @@
 
 from .experience_wrapper import ExperienceWrapper
 from .injector import ExperienceInjector
+from .options import ExperienceOptions
+from .retrieval import Retriever
 from .spaces import BASE_KEY, EXPERIENCE_KEYS, base_keys, experience_space
 
-__all__ = ["ExperienceWrapper", "ExperienceInjector", "experience_space", "base_keys",
-           "BASE_KEY", "EXPERIENCE_KEYS"]
+__all__ = ["ExperienceWrapper", "ExperienceInjector", "ExperienceOptions", "Retriever", "experience_space",
+           "base_keys", "BASE_KEY", "EXPERIENCE_KEYS"]

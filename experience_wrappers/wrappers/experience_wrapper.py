@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any, SupportsFloat
 
+import attrs
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
-from ..keys import KeyEncoder
 from ..keys.base import add_batch_axis
-from ..manager import ExperienceManager, resolve_manager, success_from_info
+from ..manager import ExperienceManager, success_from_info
 from .checks import check_finite_observation
-from .injector import ExperienceInjector, TaskIdSource
+from .injector import ExperienceInjector
 from .masks import find_action_masks, mask_priors
-from .spaces import experience_space
+from .options import ExperienceOptions
 
 __all__ = ["ExperienceWrapper"]
 
@@ -35,24 +35,21 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     from; after a re-retrieval the returned observation may show others) and, at an
     episode's end, ``experience_outcome``. The wrapper trains nothing.
 
-    Every wrapper on one bank shares one :class:`ExperienceManager` (created on first
-    use; pass ``manager`` or ``key_encoder`` / ``manager_kwargs`` to choose).
+    Retrieval is the wrapper's own (``injector.retriever``, a
+    :class:`~experience_wrappers.wrappers.retrieval.Retriever` on the key encoder and the
+    bank). Every wrapper on one bank shares one :class:`ExperienceManager`, :attr:`manager`,
+    which receives the finished episodes (created on first use; pass ``manager`` or
+    ``key_encoder`` / ``manager_kwargs`` to choose).
 
     Args:
         env: the env to wrap.
         bank: the experience bank.
-        k: entries shown per step.
-        retrieve_every: retrieve again every this many steps (0: only at reset).
-        key_encoder: frozen key encoder of the (unwrapped) observations.
-        task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
-        action_prior: add the entries' action priors to the observation.
-        query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation).
-        learn: hand episodes to the manager and count retrievals. None (the default): yes,
-            unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
-            (then this one is an evaluation env and learns nothing); True or False: always or never.
-        manager: an existing manager of this bank.
-        manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
-        seed: seed of the guided / free draws.
+        options: the settings, an :class:`~experience_wrappers.wrappers.ExperienceOptions`
+            (shareable with :class:`~integrations.sb3.ExperienceVecEnv`).
+        **kwargs: its fields, over ``options``: ``k`` (4), ``retrieve_every`` (8),
+            ``key_encoder``, ``task_id`` (0), ``action_prior`` (False), ``query_mode``
+            (``"utility"``), ``filter_by_task`` (True), ``learn`` (None), ``manager``,
+            ``manager_kwargs``, ``seed``; see :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 
     >>> env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
     >>> obs, info = env.reset(seed=0)
@@ -60,41 +57,37 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     (['experience', 'experience_mask', 'experience_utility', 'observation'], True)
     """
 
-    def __init__(self, env: gym.Env, bank: ExperienceBank, *, k: int = 4, retrieve_every: int = 8,
-                 key_encoder: KeyEncoder | None = None, task_id: TaskIdSource = 0,
-                 action_prior: bool = False, query_mode: str = "utility", learn: bool | None = None,
-                 manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
-                 seed: int | None = None) -> None:
-        # the bank and manager are shared objects: record them, never copy them
-        RecordConstructorArgs.__init__(self, _disable_deepcopy=True, bank=bank, k=k, retrieve_every=retrieve_every,
-                                       key_encoder=key_encoder, task_id=task_id, action_prior=action_prior,
-                                       query_mode=query_mode, learn=learn, manager=manager,
-                                       manager_kwargs=manager_kwargs, seed=seed)
+    def __init__(self, env: gym.Env, bank: ExperienceBank, *, options: ExperienceOptions | None = None,
+                 **kwargs: Any) -> None:
+        opts = ExperienceOptions.of(options, **kwargs)
+        # every option by name, as keywords rebuild the wrapper; the bank and manager are shared
+        # objects: record them, never copy them
+        RecordConstructorArgs.__init__(self, _disable_deepcopy=True, bank=bank, **attrs.asdict(opts, recurse=False))
         gym.Wrapper.__init__(self, env)
-        manager = resolve_manager(bank, env.observation_space, env.action_space, manager, key_encoder,
-                                  manager_kwargs)
-        self.experience_manager = manager
-        self.injector = ExperienceInjector(manager, 1, env.observation_space, k=k,
-                                           retrieve_every=retrieve_every, task_id=task_id,
-                                           action_prior=action_prior, query_mode=query_mode,
-                                           learn=learn, seed=seed)
-        self.observation_space = experience_space(env.observation_space, k, manager.exp_dim,
-                                                  manager.prior_dim if action_prior else None)
+        self.options = opts
+        self.manager = opts.resolve_manager(bank, env.observation_space, env.action_space)
+        self.injector = ExperienceInjector(self.manager, 1, env.observation_space, opts)
+        self.observation_space = self.injector.retriever.observation_space(env.observation_space)
         self._last_obs: Any = None
         self._ended = True
         # an env with action_masks() (MaskablePPO's convention): the prior never advises a masked action
-        self._action_masks = find_action_masks(env) if action_prior else None
+        self._action_masks = find_action_masks(env) if opts.action_prior else None
+
+    @property
+    def experience_manager(self) -> ExperienceManager:
+        """The old name of :attr:`manager` (read-only), kept so that code using it still works."""
+        return self.manager
 
     @property
     def bank(self) -> ExperienceBank:
-        return self.experience_manager.bank
+        return self.manager.bank
 
     def set_force_guided(self, value: bool | None) -> None:
         """Force every episode guided (True) or free (False); None restores the schedule."""
         self.injector.force_guided = value
 
     def _wrap(self, obs: Any) -> dict[str, Any]:
-        out = self.injector.observation_of(0, obs)
+        out = self.injector.retriever.observation(obs, 0)
         if self._action_masks is not None:
             out["experience_action_prior"] = mask_priors(out["experience_action_prior"], self._action_masks())
         return out

@@ -1,28 +1,28 @@
 """Per-env episode state shared by the single-env wrapper and the VecEnv wrapper.
 
 Both wrappers drive an :class:`ExperienceInjector` over ``n`` envs: it decides which
-episodes are experience-guided, retrieves for all guided envs in one batched bank query,
-records what happened, and hands finished episodes to the manager. Keeping this in one
-place is what makes both wrappers produce the same observations.
+episodes are experience-guided, has its :class:`~experience_wrappers.wrappers.retrieval.Retriever`
+retrieve for all guided envs in one batched bank query, records what happened, and hands
+finished episodes to the manager. Keeping this in one place is what makes both wrappers
+produce the same observations.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from ..bank.config import MAX_K
 from ..manager import Episode, ExperienceManager
+from ..validators import integral
 from .checks import check_finite_rewards, observation_checker
-from .spaces import BASE_KEY
+from .options import ExperienceOptions, TaskIdSource
+from .retrieval import Retriever
 
 __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training"]
-
-TaskIdSource = int | Callable[[Any, dict], int]
 
 #: per manager, the injectors of the env being trained on it (set by the SB3 callback)
 _TRAINING: weakref.WeakKeyDictionary[ExperienceManager, weakref.WeakSet[ExperienceInjector]] = \
@@ -64,51 +64,34 @@ def subset_rows(obs: Any, rows: np.ndarray) -> Any:
 class ExperienceInjector:
     """Experience state of ``n`` envs: guided flags, shown entries, recorded episodes.
 
+    The entries shown, and the bank query that picks them, are its :attr:`retriever`'s
+    (built on the manager's key encoder and bank); the manager only receives finished episodes.
+
     Args:
-        manager: the manager (its bank, key encoder, guided ratio) that receives episodes.
+        manager: the manager that receives episodes (and whose key encoder and bank the
+            retriever uses).
         n_envs: number of envs.
-        k: entries shown per step.
-        retrieve_every: retrieve again every this many steps (0: only at episode start).
-        task_id: a fixed task id, or ``fn(obs, info) -> int`` called at each reset.
-        action_prior: add ``experience_action_prior`` to observations.
-        query_mode: the bank's query mode (``"utility"``, ``"knn"``, ``"random"``).
-        filter_by_task: retrieve only entries of the episode's task.
-        learn: hand finished episodes to the manager and count retrievals: True, False,
-            or None (the default): yes, unless the manager is being trained from another env
-            (see :func:`mark_training`), so an evaluation env on the training bank never learns.
-        seed: seed of the guided / free draws.
+        observation_space: the space of one env's (unwrapped) observation.
+        options: the settings (:class:`ExperienceOptions`; its manager fields are not used here).
+        **kwargs: :class:`ExperienceOptions` fields, over ``options``; without ``options``,
+            ``retrieve_every`` defaults to 0 here (retrieve at episode start only).
     """
 
-    def __init__(self, manager: ExperienceManager, n_envs: int, observation_space: spaces.Space, *,
-                 k: int = 4, retrieve_every: int = 0, task_id: TaskIdSource = 0,
-                 action_prior: bool = False, query_mode: str = "utility", filter_by_task: bool = True,
-                 learn: bool | None = None, seed: int | None = None) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 < k <= MAX_K:
-            raise ValueError(f"k must be an int in [1, {MAX_K}], got {k!r}")
-        if isinstance(retrieve_every, bool) or not isinstance(retrieve_every, int) or retrieve_every < 0:
-            raise ValueError(f"retrieve_every must be an int >= 0, got {retrieve_every!r}")
-        if not isinstance(action_prior, bool):
-            raise ValueError(f"action_prior must be a bool, got {action_prior!r}")
-        if query_mode not in ("utility", "knn", "random"):
-            raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {query_mode!r}")
-        if not (callable(task_id) or (isinstance(task_id, (int, np.integer)) and not isinstance(task_id, bool))):
-            raise ValueError(f"task_id must be an int or a callable (obs, info) -> int, got {task_id!r}")
+    def __init__(self, manager: ExperienceManager, n_envs: int, observation_space: spaces.Space,
+                 options: ExperienceOptions | None = None, **kwargs: Any) -> None:
+        if options is None:
+            kwargs.setdefault("retrieve_every", 0)
+        options = ExperienceOptions.of(options, **kwargs)
         self.manager = manager
         self.n = n_envs
         self.observation_space = observation_space
         self.check_observations = observation_checker(observation_space)  # values the space refuses: error
-        self.k, self.retrieve_every = k, retrieve_every
-        self.task_source = task_id
-        self.action_prior = action_prior
-        self.query_mode, self.filter_by_task, self.learn = query_mode, filter_by_task, learn
+        self.retriever = Retriever.for_manager(manager, n_envs, options)
+        self.retrieve_every = options.retrieve_every
+        self.task_source = options.task_id
+        self.learn = options.learn
         self.force_guided: bool | None = None
-        self.rng = np.random.default_rng(seed)
-        d, p = manager.exp_dim, manager.prior_dim
-        self.values = np.zeros((n_envs, k, d), np.float32)
-        self.utility = np.zeros((n_envs, k), np.float32)
-        self.mask = np.zeros((n_envs, k), np.float32)
-        self.prior = np.zeros((n_envs, k, p), np.float32)
-        self.ids = np.full((n_envs, k), -1, np.int64)
+        self.rng = np.random.default_rng(options.seed)
         self.guided = np.zeros(n_envs, bool)
         self.steps = np.zeros(n_envs, np.int64)
         self.task_ids = np.zeros(n_envs, np.int64)
@@ -141,7 +124,7 @@ class ExperienceInjector:
             self.task_ids[r] = self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
             self._obs[r], self._actions[r], self._rewards[r] = [], [], []
             self._injected[r] = set()
-            self._clear(r)
+            self.retriever.clear(r)
         guided = self.guided[rows]
         if guided.any():
             self.retrieve(rows[guided], subset_rows(obs, np.flatnonzero(guided)))
@@ -149,36 +132,17 @@ class ExperienceInjector:
     def _task_of(self, obs: Any, info: dict) -> int:
         if callable(self.task_source):
             t = self.task_source(obs, info)
-            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            if not integral(t, numpy=True):
                 raise ValueError(f"task_id function must return an int, got {t!r}")
             return int(t)
         return int(self.task_source)
 
-    def _clear(self, r: int) -> None:
-        self.values[r] = 0
-        self.utility[r] = 0
-        self.mask[r] = 0
-        self.prior[r] = 0
-        self.ids[r] = -1
-
     def retrieve(self, rows: np.ndarray, obs: Any) -> None:
-        """One batched bank query for ``rows`` (``obs`` holds those rows only)."""
+        """One batched bank query for ``rows`` (``obs`` holds those rows only), through the retriever."""
         self.check_observations(obs, "step")
-        mgr = self.manager
-        tasks = self.task_ids[rows]
-        keys = mgr.encode_keys(obs, tasks)
-        res = mgr.bank.query(keys, self.k, task_ids=tasks if self.filter_by_task else None,
-                             mode=self.query_mode, record=self.learning, rng=self.rng)
-        m = res.mask
-        self.mask[rows] = m
-        self.ids[rows] = res.ids
-        self.utility[rows] = res.utility
-        if res.values.shape[-1] == self.values.shape[-1]:
-            self.values[rows] = res.values
-        if res.prior.shape[-1] == self.prior.shape[-1]:
-            self.prior[rows] = res.prior
+        res = self.retriever.retrieve(rows, obs, self.task_ids[rows], record=self.learning, rng=self.rng)
         for j, r in enumerate(rows.tolist()):
-            self._injected[r].update(res.ids[j][m[j]].tolist())
+            self._injected[r].update(res.ids[j][res.mask[j]].tolist())
 
     def record(self, obs: Any, actions: np.ndarray, rewards: np.ndarray) -> None:
         """Record one step of every env: the observation acted on, the action, the reward."""
@@ -209,31 +173,10 @@ class ExperienceInjector:
             return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(self.guided & (self.steps > 0) & (self.steps % self.retrieve_every == 0))
 
-    # ------------------------------------------------------------ observations
-    def observation(self, obs: Any, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """Wrapped observations of ``rows`` (all envs by default); ``obs`` holds those rows."""
-        sel = slice(None) if rows is None else np.asarray(rows)
-        out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
-        out["experience"] = self.values[sel].copy()
-        out["experience_utility"] = self.utility[sel].copy()
-        out["experience_mask"] = self.mask[sel].copy()
-        if self.action_prior:
-            out["experience_action_prior"] = self.prior[sel].copy()
-        return out
-
-    def observation_of(self, r: int, obs: Any) -> dict[str, Any]:
-        """The wrapped observation of env ``r`` alone (no batch axis); ``obs`` is its own."""
-        out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
-        out["experience"] = self.values[r].copy()
-        out["experience_utility"] = self.utility[r].copy()
-        out["experience_mask"] = self.mask[r].copy()
-        if self.action_prior:
-            out["experience_action_prior"] = self.prior[r].copy()
-        return out
-
+    # ------------------------------------------------------------------- infos
     def info(self, r: int) -> dict[str, Any]:
         """Per-step info of env ``r``. Plain Python values: SB3's DummyVecEnv deep-copies
         every info at every step, and a tuple of ints costs nothing to copy."""
         return {"experience_guided": bool(self.guided[r]),
-                "experience_ids": tuple(self.ids[r][self.mask[r] > 0].tolist()),
+                "experience_ids": self.retriever.shown_ids(r),
                 "experience_task_id": int(self.task_ids[r])}

@@ -26,7 +26,7 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
     any is written, so a malformed one changes nothing in the bank.
 
     Args:
-        manager: the manager of the bank to fill (``env.experience_manager``, or
+        manager: the manager of the bank to fill (``env.manager``, or
             ``integrations.sb3.find_experience(venv)[0][0]``).
         demonstrations: :class:`Demonstration` objects, dicts with observations / actions
             (/ rewards / infos), or ``imitation``-style trajectories (``obs``, ``acts``, ``rews``).

@@ -9,11 +9,11 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from experience_wrappers import ExperienceBank, ExperienceManager, KeyEncoder
-from experience_wrappers.manager import resolve_manager, success_from_info
-from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, experience_space
+from experience_wrappers import ExperienceBank
+from experience_wrappers.manager import success_from_info
+from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.checks import check_finite_observation
-from experience_wrappers.wrappers.injector import TaskIdSource, subset_rows
+from experience_wrappers.wrappers.injector import subset_rows
 from experience_wrappers.wrappers.masks import mask_priors
 
 __all__ = ["ExperienceVecEnv", "norm_obs_keys"]
@@ -46,27 +46,20 @@ class ExperienceVecEnv(VecEnvWrapper):
     Terminal observations in ``info["terminal_observation"]`` are wrapped as well, so PPO
     can bootstrap truncated episodes.
 
-    Arguments are those of :class:`~experience_wrappers.ExperienceWrapper`. With
+    Arguments are those of :class:`~experience_wrappers.ExperienceWrapper`: ``options``, an
+    :class:`~experience_wrappers.wrappers.ExperienceOptions`, and its fields as keywords. With
     ``VecNormalize`` on top, normalise :attr:`norm_obs_keys` only.
     """
 
-    def __init__(self, venv: VecEnv, bank: ExperienceBank, *, k: int = 4, retrieve_every: int = 8,
-                 key_encoder: KeyEncoder | None = None, task_id: TaskIdSource = 0,
-                 action_prior: bool = False, query_mode: str = "utility", learn: bool | None = None,
-                 manager: ExperienceManager | None = None, manager_kwargs: dict[str, Any] | None = None,
-                 seed: int | None = None) -> None:
-        manager = resolve_manager(bank, venv.observation_space, venv.action_space, manager, key_encoder,
-                                  manager_kwargs)
-        self.manager = manager
-        self.injector = ExperienceInjector(manager, venv.num_envs, venv.observation_space, k=k,
-                                           retrieve_every=retrieve_every, task_id=task_id,
-                                           action_prior=action_prior, query_mode=query_mode,
-                                           learn=learn, seed=seed)
-        space = experience_space(venv.observation_space, k, manager.exp_dim,
-                                 manager.prior_dim if action_prior else None)
-        super().__init__(venv, observation_space=space)
+    def __init__(self, venv: VecEnv, bank: ExperienceBank, *, options: ExperienceOptions | None = None,
+                 **kwargs: Any) -> None:
+        opts = ExperienceOptions.of(options, **kwargs)
+        self.options = opts
+        self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
+        self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
+        super().__init__(venv, observation_space=self.injector.retriever.observation_space(venv.observation_space))
         # envs with action_masks() (MaskablePPO's convention): the prior never advises a masked action
-        self._masked = (action_prior and isinstance(venv.action_space, spaces.Discrete)
+        self._masked = (opts.action_prior and isinstance(venv.action_space, spaces.Discrete)
                         and venv.has_attr("action_masks"))
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
@@ -90,7 +83,7 @@ class ExperienceVecEnv(VecEnvWrapper):
         infos = list(getattr(self.venv, "reset_infos", [{}] * self.num_envs))
         self.injector.begin(np.arange(self.num_envs), obs, infos)
         self._last_obs = obs
-        return self._masked_prior(self.injector.observation(obs))
+        return self._masked_prior(self.injector.retriever.observation(obs))
 
     def _masked_prior(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._masked:
@@ -113,7 +106,7 @@ class ExperienceVecEnv(VecEnvWrapper):
         for i in done_rows.tolist():
             term = infos[i].get("terminal_observation")
             if term is not None:
-                infos[i]["terminal_observation"] = inj.observation_of(i, term)
+                infos[i]["terminal_observation"] = inj.retriever.observation(term, i)
             ep = inj.finish(i, success_from_info(infos[i]))
             step_infos[i]["experience_outcome"] = ep.outcome
         if done_rows.size:
@@ -125,4 +118,4 @@ class ExperienceVecEnv(VecEnvWrapper):
         self._last_obs = obs
         for i in range(self.num_envs):
             infos[i].update(step_infos[i])
-        return self._masked_prior(inj.observation(obs)), rewards, dones, infos
+        return self._masked_prior(inj.retriever.observation(obs)), rewards, dones, infos

@@ -1,0 +1,115 @@
+"""``ExperienceOptions``: the settings shared by ``ExperienceWrapper`` and ``ExperienceVecEnv``, checked once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from gymnasium import spaces
+
+from ..bank import ExperienceBank
+from ..bank.config import MAX_K
+from ..keys import KeyEncoder
+from ..manager import ExperienceManager, resolve_manager
+from ..validators import check_int, integral
+
+__all__ = ["ExperienceOptions", "TaskIdSource"]
+
+TaskIdSource = int | Callable[[Any, dict], int]
+
+QUERY_MODES = ("utility", "knn", "random")
+
+
+def _k(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    check_int("k", value, minimum=1, maximum=MAX_K)
+
+
+def _retrieve_every(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    check_int("retrieve_every", value, minimum=0)
+
+
+def _task_id(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not (callable(value) or integral(value, numpy=True)):
+        raise ValueError(f"task_id must be an int or a callable (obs, info) -> int, got {value!r}")
+
+
+def _bool(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{attribute.name} must be a bool, got {value!r}")
+
+
+def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if value not in QUERY_MODES:
+        raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ExperienceOptions:
+    """What an experience wrapper shows and how it retrieves; the keyword arguments of
+    :class:`~experience_wrappers.ExperienceWrapper` and :class:`~integrations.sb3.ExperienceVecEnv`.
+
+    Every field is checked here, once, when the options are built (a ``ValueError`` names
+    the field and the value). Pass the fields as keywords to a wrapper, or build the
+    options once and pass ``options=`` to several wrappers (keywords given with it
+    override its fields).
+
+    Args:
+        k: entries shown per step.
+        retrieve_every: retrieve again every this many steps (0: only at reset).
+        key_encoder: frozen key encoder of the (unwrapped) observations, for a new manager.
+        task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
+        action_prior: add the entries' action priors to the observation.
+        query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation).
+        filter_by_task: retrieve only entries of the episode's task.
+        learn: hand episodes to the manager and count retrievals. None (the default): yes,
+            unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
+            (then this one is an evaluation env and learns nothing); True or False: always or never.
+        manager: an existing manager of this bank.
+        manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
+        seed: seed of the guided / free draws.
+
+    >>> ExperienceOptions(k=2, query_mode="knn").k
+    2
+    >>> ExperienceOptions.of(ExperienceOptions(k=2), retrieve_every=0).retrieve_every
+    0
+    >>> ExperienceOptions(k=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be an int in [1, 65536], got 0
+    """
+
+    k: int = attrs.field(default=4, validator=_k)
+    retrieve_every: int = attrs.field(default=8, validator=_retrieve_every)
+    key_encoder: KeyEncoder | None = None
+    task_id: TaskIdSource = attrs.field(default=0, validator=_task_id)
+    action_prior: bool = attrs.field(default=False, validator=_bool)
+    query_mode: str = attrs.field(default="utility", validator=_query_mode)
+    filter_by_task: bool = attrs.field(default=True, validator=_bool)
+    learn: bool | None = None
+    manager: ExperienceManager | None = None
+    manager_kwargs: dict[str, Any] | None = None
+    seed: int | None = None
+
+    @classmethod
+    def of(cls, options: ExperienceOptions | None = None, /, **kwargs: Any) -> ExperienceOptions:
+        """``options`` with the keywords ``kwargs`` applied over it (over the defaults when None).
+
+        Raises:
+            TypeError: ``options`` is not an ``ExperienceOptions``, or a keyword is not one of its fields.
+        """
+        if options is not None and not isinstance(options, cls):
+            raise TypeError(f"options must be an ExperienceOptions, got {type(options).__name__}")
+        unknown = sorted(set(kwargs) - set(attrs.fields_dict(cls)))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {unknown}; the experience options are "
+                            f"{list(attrs.fields_dict(cls))}")
+        return cls(**kwargs) if options is None else attrs.evolve(options, **kwargs)
+
+    def resolve_manager(self, bank: ExperienceBank, observation_space: spaces.Space,
+                        action_space: spaces.Space) -> ExperienceManager:
+        """The manager that receives this wrapper's episodes: :attr:`manager` (which must serve
+        ``bank``), else the bank's own, created on first use from :attr:`key_encoder` and
+        :attr:`manager_kwargs`."""
+        return resolve_manager(bank, observation_space, action_space, self.manager, self.key_encoder,
+                               self.manager_kwargs)

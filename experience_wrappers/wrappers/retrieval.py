@@ -1,0 +1,137 @@
+"""The retrieval path: observations -> keys -> one bank query -> the observation's experience keys.
+
+A :class:`Retriever` holds the frozen key encoder, the bank and the query settings (``k``,
+query mode, task filter), and the entries currently shown to each of ``n`` envs. The
+wrappers own one (through their :class:`~experience_wrappers.wrappers.ExperienceInjector`),
+so a retrieval goes wrapper -> keys -> bank -> wrapper; the manager only receives the
+finished episodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..bank import ExperienceBank
+from ..bank.results import QueryResult
+from ..keys import KeyEncoder
+from ..keys.base import checked_keys
+from ..manager import ExperienceManager
+from .options import ExperienceOptions
+from .spaces import BASE_KEY, experience_space
+
+__all__ = ["Retriever"]
+
+
+class Retriever:
+    """Makes the batched bank query for a set of envs and keeps what each env is shown.
+
+    Args:
+        key_encoder: the frozen key encoder of the (unwrapped) observations.
+        bank: the bank queried.
+        n_envs: number of envs whose shown entries are kept.
+        k: entries shown per step.
+        exp_dim: width of an entry's value (the extractor's output).
+        prior_dim: width of an entry's action prior.
+        query_mode: the bank's query mode (``"utility"``, ``"knn"``, ``"random"``).
+        filter_by_task: retrieve only entries of each env's task.
+        action_prior: add ``experience_action_prior`` to observations.
+
+    >>> from experience_wrappers.keys import RandomProjectionKeyEncoder
+    >>> space = spaces.Box(-1, 1, (3,))
+    >>> bank = ExperienceBank(seed=0)
+    >>> r = Retriever(RandomProjectionKeyEncoder(space), bank, 2, k=2, exp_dim=4, prior_dim=0)
+    >>> obs = np.zeros((2, 3), np.float32)
+    >>> r.retrieve(np.arange(2), obs, np.zeros(2, np.int64)).mask.shape  # an empty bank: nothing shown
+    (2, 2)
+    >>> sorted(r.observation(obs)), r.observation(obs)["experience"].shape
+    (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 2, 4))
+    """
+
+    def __init__(self, key_encoder: KeyEncoder, bank: ExperienceBank, n_envs: int, *, k: int, exp_dim: int,
+                 prior_dim: int, query_mode: str = "utility", filter_by_task: bool = True,
+                 action_prior: bool = False) -> None:
+        self.key_encoder, self.bank = key_encoder, bank
+        self.k, self.query_mode, self.filter_by_task = k, query_mode, filter_by_task
+        self.exp_dim, self.prior_dim, self.action_prior = exp_dim, prior_dim, action_prior
+        self.values = np.zeros((n_envs, k, exp_dim), np.float32)
+        self.utility = np.zeros((n_envs, k), np.float32)
+        self.mask = np.zeros((n_envs, k), np.float32)
+        self.prior = np.zeros((n_envs, k, prior_dim), np.float32)
+        self.ids = np.full((n_envs, k), -1, np.int64)
+
+    @classmethod
+    def for_manager(cls, manager: ExperienceManager, n_envs: int, options: ExperienceOptions) -> Retriever:
+        """The retriever of ``n_envs`` envs on ``manager``'s bank and key encoder, set as ``options`` say."""
+        return cls(manager.key_encoder, manager.bank, n_envs, k=options.k, exp_dim=manager.exp_dim,
+                   prior_dim=manager.prior_dim, query_mode=options.query_mode,
+                   filter_by_task=options.filter_by_task, action_prior=options.action_prior)
+
+    def observation_space(self, base: spaces.Space) -> spaces.Dict:
+        """The space of :meth:`observation`'s output for observations of ``base`` (no batch axis)."""
+        return experience_space(base, self.k, self.exp_dim, self.prior_dim if self.action_prior else None)
+
+    # -------------------------------------------------------------- the query
+    def keys(self, obs: Any, task_ids: np.ndarray) -> np.ndarray:
+        """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
+        return checked_keys(self.key_encoder, obs, task_ids)
+
+    def query(self, obs: Any, task_ids: np.ndarray, *, record: bool = True,
+              rng: np.random.Generator | None = None) -> QueryResult:
+        """One bank query for a batch of observations (one row per observation).
+
+        Args:
+            obs: the batch (leading axis), laid out as the key encoder expects.
+            task_ids: each observation's task.
+            record: count the retrievals in the bank (False: evaluation).
+            rng: the generator of the bank's draws (``"utility"`` and ``"random"`` modes).
+        """
+        task_ids = np.asarray(task_ids, dtype=np.int64)
+        return self.bank.query(self.keys(obs, task_ids), self.k,
+                               task_ids=task_ids if self.filter_by_task else None,
+                               mode=self.query_mode, record=record, rng=rng)
+
+    def retrieve(self, rows: np.ndarray, obs: Any, task_ids: np.ndarray, *, record: bool = True,
+                 rng: np.random.Generator | None = None) -> QueryResult:
+        """Query for the envs ``rows`` (``obs`` and ``task_ids`` hold those rows only) and show
+        the answer to them from now on; returns the answer."""
+        res = self.query(obs, task_ids, record=record, rng=rng)
+        self.mask[rows] = res.mask
+        self.ids[rows] = res.ids
+        self.utility[rows] = res.utility
+        # an empty bank answers with zero-width values / priors: those slots stay zero
+        if res.values.shape[-1] == self.values.shape[-1]:
+            self.values[rows] = res.values
+        if res.prior.shape[-1] == self.prior.shape[-1]:
+            self.prior[rows] = res.prior
+        return res
+
+    def clear(self, r: int) -> None:
+        """Show env ``r`` nothing (zeros, mask 0, ids -1): an experience-free episode."""
+        self.values[r] = 0
+        self.utility[r] = 0
+        self.mask[r] = 0
+        self.prior[r] = 0
+        self.ids[r] = -1
+
+    # --------------------------------------------------------- the observation
+    def observation(self, obs: Any, rows: int | np.ndarray | None = None) -> dict[str, Any]:
+        """``obs`` with the experience keys of what ``rows`` are shown.
+
+        ``rows`` None: all envs, ``obs`` is their batch; an array of rows: ``obs`` holds those
+        rows; an int ``r``: ``obs`` is env ``r``'s own observation (no batch axis).
+        """
+        sel = slice(None) if rows is None else rows if isinstance(rows, int) else np.asarray(rows)
+        out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
+        out["experience"] = self.values[sel].copy()
+        out["experience_utility"] = self.utility[sel].copy()
+        out["experience_mask"] = self.mask[sel].copy()
+        if self.action_prior:
+            out["experience_action_prior"] = self.prior[sel].copy()
+        return out
+
+    def shown_ids(self, r: int) -> tuple[int, ...]:
+        """Ids of the entries env ``r`` is shown (a tuple: cheap for SB3 to deep-copy in infos)."""
+        return tuple(self.ids[r][self.mask[r] > 0].tolist())
