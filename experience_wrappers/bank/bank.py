@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -361,22 +362,15 @@ class ExperienceBank:
         Deltas must be finite and within ``+-MAX_UTILITY`` (1e12), as initial utilities are;
         each new utility lies between the old one and the delta, so utilities stay finite.
         """
-        ids_arr = np.asarray(ids)
-        if ids_arr.ndim == 0:
-            ids_arr = ids_arr[None]
-        ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
+        ids_arr = _ids(ids)
         d = as_float_vector("deltas", deltas, len(ids_arr))
         check_bounded("deltas", d, MAX_UTILITY)
         decay = check_unit("decay", decay)
-        with interrupts_deferred(), self._lock.write(), transaction(self):
-            if self._store is None:
-                return np.zeros(len(ids_arr), dtype=bool)
-            slots = self._store.find(ids_arr)
-            found = slots >= 0
-            self._store.touch(slots[found])
-            credit(self._store.cols["utility"], self._store.cols["n_credited"], slots[found].tolist(),
-                   d[found].tolist(), decay, self.config.utility_warmup)
-            return found
+
+        def change(cols: dict[str, np.ndarray], slots: np.ndarray, found: np.ndarray) -> None:
+            credit(cols["utility"], cols["n_credited"], slots.tolist(), d[found].tolist(), decay,
+                   self.config.utility_warmup)
+        return self._change_found(ids_arr, change)
 
     def mark_trained(self, ids: Any, step: int) -> np.ndarray:
         """Count a training pass on these entries at ``step``; returns the found mask.
@@ -384,17 +378,25 @@ class ExperienceBank:
         A plain counter of the entries (``n_trained``, ``last_trained``); what a pass is and
         when it happens is the learner's (:mod:`experience_wrappers.manager.learner`).
         """
-        ids_arr = np.atleast_1d(np.asarray(ids))
-        ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
+        ids_arr = _ids(ids)
         step = check_int64("step", step)
+
+        def change(cols: dict[str, np.ndarray], slots: np.ndarray, found: np.ndarray) -> None:
+            np.add.at(cols["n_trained"], slots, 1)
+            cols["last_trained"][slots] = step
+        return self._change_found(ids_arr, change)
+
+    def _change_found(self, ids: np.ndarray, change: Callable[[dict[str, np.ndarray], np.ndarray, np.ndarray], None],
+                      ) -> np.ndarray:
+        """Run ``change(columns, slots, found)`` on the entries of ``ids`` that exist, as one
+        transaction; returns the found mask (absent ids are skipped)."""
         with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
-                return np.zeros(len(ids_arr), dtype=bool)
-            slots = self._store.find(ids_arr)
+                return np.zeros(len(ids), dtype=bool)
+            slots = self._store.find(ids)
             found = slots >= 0
             self._store.touch(slots[found])
-            np.add.at(self._store.cols["n_trained"], slots[found], 1)
-            self._store.cols["last_trained"][slots[found]] = step
+            change(self._store.cols, slots[found], found)
             return found
 
     # ---------------------------------------------------------------- removals
@@ -431,8 +433,7 @@ class ExperienceBank:
 
     def remove(self, ids: Any) -> int:
         """Remove entries by id (absent ids are ignored). Returns how many were removed."""
-        ids_arr = np.atleast_1d(np.asarray(ids))
-        ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
+        ids_arr = _ids(ids)
         with interrupts_deferred(), self._lock.write(), transaction(self):
             if self._store is None:
                 return 0
@@ -485,8 +486,7 @@ class ExperienceBank:
     # ------------------------------------------------------------------- reads
     def get(self, ids: Any) -> dict[str, np.ndarray]:
         """Copies of every field of the given entries (KeyError names a missing id)."""
-        ids_arr = np.atleast_1d(np.asarray(ids))
-        ids_arr = as_int_vector("ids", ids_arr, len(ids_arr))
+        ids_arr = _ids(ids)
         with self._lock.read():
             if self._store is None:
                 if len(ids_arr):
@@ -626,6 +626,12 @@ class ExperienceBank:
         from .persistence import load_bank
 
         return load_bank(cls, Path(path))
+
+
+def _ids(ids: Any) -> np.ndarray:
+    """Entry ids as a checked int64 vector (one id becomes a vector of one)."""
+    ids_arr = np.atleast_1d(np.asarray(ids))
+    return as_int_vector("ids", ids_arr, len(ids_arr))
 
 
 def _item(items: dict[str, Any], i: int) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from ..validators import integral
+
 __all__ = [
     "ActionCoder",
     "segment_dim",
@@ -28,7 +30,7 @@ __all__ = [
 
 
 def _check_dim(name: str, value: object, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+    if not integral(value, numpy=True) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
 

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ..errors import ExtractorFileError
+from ..validators import integral
 from .config import ExtractorConfig
 from .losses import (
     batch_advantages,
@@ -245,7 +246,7 @@ class ExtractorTrainer:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"state must be a dict with model, optimizer and updates, got {got}")
         updates = state["updates"]
-        if isinstance(updates, bool) or not isinstance(updates, int) or updates < 0:
+        if not integral(updates) or updates < 0:
             raise ValueError(f"state['updates'] must be an int >= 0, got {updates!r}")
         self.extractor.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -300,7 +301,7 @@ class ExtractorTrainer:
                 f"{str(path)!r} is not an extractor file (format {FILE_FORMAT!r} expected, got {got!r})"
             )
         version = payload.get("version")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        if not integral(version) or version < 1:
             raise ExtractorFileError(f"{str(path)!r} has an invalid version {version!r}")
         if version > FILE_VERSION:
             raise ExtractorFileError(
