@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from experience_wrappers.credit import OutcomeTracker
 from experience_wrappers.manager import success_from_info
 
 __all__ = ["CurveTracker"]
@@ -32,8 +33,7 @@ class CurveTracker(BaseCallback):
         self.window = window
         self.thresholds = thresholds
         self.recent: deque[float] = deque(maxlen=window)
-        self.recent_guided: deque[float] = deque(maxlen=window)
-        self.recent_free: deque[float] = deque(maxlen=window)
+        self.outcomes = OutcomeTracker(window)  # guided and free episodes, separately
         self.first_reached: dict[str, int | None] = {f"{t:g}": None for t in thresholds}
         self.episodes = 0
         self.curve: list[dict[str, Any]] = []
@@ -67,7 +67,7 @@ class CurveTracker(BaseCallback):
             value = float(s) if s is not None else float(info.get("episode", {}).get("r", np.nan))
             self.recent.append(value)
             if "experience_guided" in info:
-                (self.recent_guided if info["experience_guided"] else self.recent_free).append(value)
+                self.outcomes.add(value, guided=bool(info["experience_guided"]))
             self.episodes += 1
             rate = self.rate()
             if rate is not None:
@@ -78,10 +78,7 @@ class CurveTracker(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        def mean(q: deque[float]) -> float | None:
-            return float(np.mean(q)) if q else None
-
+        means = self.outcomes.means()
         self.curve.append({"steps": int(self.num_timesteps), "episodes": self.episodes,
-                           "outcome": self.rate(), "guided": mean(self.recent_guided),
-                           "free": mean(self.recent_free),
+                           "outcome": self.rate(), "guided": means["guided"], "free": means["free"],
                            "wall_s": round(time.perf_counter() - self._t0, 3)})

@@ -430,7 +430,7 @@ def _trained_manager(rng: np.random.Generator) -> ExperienceManager:
     mgr.submit(make_episode(rng, success=True))
     mgr.submit(make_episode(rng, guided=True, success=True, injected=ids))
     mgr.submit(make_episode(rng, guided=True, success=False, injected=ids[:2]))  # pending samples
-    mgr.guided_ratio, mgr.progress, mgr.rollouts = 0.65, 0.4, 7
+    mgr.schedule.load_state_dict({"guided_ratio": 0.65, "progress": 0.4, "rollouts": 7})
     # trainer.updates counts self-supervised steps too
     assert mgr.ssl_updates >= 1 and mgr.trainer.updates - mgr.ssl_updates == 1
     assert len(mgr.learner.samples) == 2

@@ -10,7 +10,6 @@ import re
 import threading
 import time
 import weakref
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..bank import ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
 from ..bank.folder import READ_ATTEMPTS, read_consistent
 from ..bank.persistence import replaced_folder, sha256_file
+from ..credit import FreeBaseline, OutcomeTracker, entry_reward, utility_decay
 from ..errors import ManagerFileError
 from ..extractor import (
     ActionCoder,
@@ -32,7 +32,7 @@ from ..extractor import (
 )
 from ..keys import KeyEncoder, RandomProjectionKeyEncoder
 from ..keys.base import checked_keys
-from .attribution import FreeBaseline, utility_decay
+from ..schedule import Schedule
 from .config import ManagerConfig
 from .episode import Episode
 from .layout import same_layout
@@ -149,17 +149,13 @@ class ExperienceManager:
         self.learner = ExtractorLearner(self.extractor_config, self.config, bank, self._stats_lock)
         self._generator = torch.Generator().manual_seed(self.config.seed)
         self.baseline = FreeBaseline(self.config.baseline_window)
-        # schedules, set by the callback
-        self.guided_ratio = 0.5
-        self.progress = 0.0
-        self.rollouts = 0
+        self.schedule = Schedule()  # progress, guided ratio, rollouts: advanced by the callback
         # statistics
         self.episodes_submitted = 0
         self.episodes_processed = 0
         self.entries_added = 0
         self.busy_seconds = 0.0  # time spent processing episodes and merges (either thread)
-        self._recent: dict[str, deque[float]] = {n: deque(maxlen=100) for n in
-                                                 ("guided_outcome", "free_outcome", "delta")}
+        self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under _stats_lock)
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -168,6 +164,32 @@ class ExperienceManager:
 
     def __reduce__(self) -> Any:
         raise TypeError(NOT_PICKLABLE.format(what="an ExperienceManager"))
+
+    # -------------------------------------------------------------- schedule
+    # Views of ``self.schedule`` (what wrappers read). The guided_ratio and progress setters are
+    # kept for code written against the old attributes; they forward to the schedule.
+    @property
+    def guided_ratio(self) -> float:
+        """Share of episodes drawn guided now (``schedule.guided_ratio``)."""
+        return self.schedule.guided_ratio
+
+    @guided_ratio.setter
+    def guided_ratio(self, value: float) -> None:
+        self.schedule.configure(guided=float(value))
+
+    @property
+    def progress(self) -> float:
+        """Fraction of training done (``schedule.progress``): sets the utility decay."""
+        return self.schedule.progress
+
+    @progress.setter
+    def progress(self, value: float) -> None:
+        self.schedule.advance(value)
+
+    @property
+    def rollouts(self) -> int:
+        """Rollouts finished (``schedule.rollouts``)."""
+        return self.schedule.rollouts
 
     # ------------------------------------------------------------------ setup
     @property
@@ -310,29 +332,27 @@ class ExperienceManager:
             self.busy_seconds += time.perf_counter() - t0
 
     def _attribute(self, ep: Episode) -> None:
+        """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`)."""
         outcome = ep.outcome
         if not ep.guided:
             self.baseline.add(ep.task_id, outcome)
             with self._stats_lock:
-                self._recent["free_outcome"].append(outcome)
+                self.outcomes.add(outcome, guided=False)
             return
         with self._stats_lock:
-            self._recent["guided_outcome"].append(outcome)
+            self.outcomes.add(outcome, guided=True)
         delta = self.baseline.delta(ep.task_id, outcome, ep.success is not None)
         ids = np.unique(np.asarray(ep.injected_ids, dtype=np.int64))
         if delta is None or ids.size == 0:
             return
         with self._stats_lock:
-            self._recent["delta"].append(delta)
-        found = self.bank.update(ids, delta, utility_decay(self.progress, self.config.decay_start,
+            self.outcomes.add_delta(delta)
+        found = self.bank.update(ids, delta, utility_decay(self.schedule.progress, self.config.decay_start,
                                                            self.config.decay_end))
         ids = ids[found]
         if ids.size == 0:
             return
-        if self.config.extractor_reward == "delta":
-            reward = delta
-        else:
-            reward = 1.0 if (ep.success if ep.success is not None else delta > 0) else -1.0
+        reward = entry_reward(delta, ep.success, self.config.extractor_reward)
         self.learner.add_credit(ids, self.bank.get(ids), reward)
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
@@ -413,8 +433,9 @@ class ExperienceManager:
                 "guided_ratio": float(self.guided_ratio),
                 "busy_seconds": float(self.busy_seconds),
             }
-            for name, values in self._recent.items():
-                out[name] = float(np.mean(values)) if values else float("nan")
+            for name, mean in self.outcomes.means().items():
+                key = name if name == "delta" else f"{name}_outcome"
+                out[key] = float("nan") if mean is None else mean
             out.update({f"loss_{k}": v for k, v in self.learner.last_losses.items()})
         return out
 
@@ -446,7 +467,7 @@ class ExperienceManager:
             "format": self.STATE_FORMAT, "version": self.STATE_VERSION,
             "config": self.config.to_dict(), "extractor_config": self.extractor_config.to_dict(),
             "key_dim": self.key_encoder.key_dim, "key_encoder": type(self.key_encoder).__name__,
-            "guided_ratio": self.guided_ratio, "progress": self.progress, "rollouts": self.rollouts,
+            **self.schedule.state_dict(),  # guided_ratio, progress, rollouts
             "episodes_submitted": self.episodes_submitted, "episodes_processed": self.episodes_processed,
             "entries_added": self.entries_added, "ssl_updates": self.learner.ssl_updates,
             "extractor_version": self.learner.extractor_version, "task_extractors": task_files,
@@ -495,9 +516,8 @@ class ExperienceManager:
                 raise KeyError("samples.npz is not listed in meta.json")
             with np.load(io.BytesIO(blobs["samples.npz"]), allow_pickle=False) as z:
                 generator_state = torch.from_numpy(z["generator"])
-            scalars = {"guided_ratio": float(state["guided_ratio"]), "progress": float(state["progress"]),
-                       "rollouts": int(state["rollouts"]),
-                       "episodes_submitted": int(state["episodes_submitted"]),
+            schedule = Schedule.parse_state(state)  # guided_ratio, progress, rollouts
+            scalars = {"episodes_submitted": int(state["episodes_submitted"]),
                        "episodes_processed": int(state["episodes_processed"]),
                        "entries_added": int(state["entries_added"])}
             baseline = FreeBaseline(self.config.baseline_window)
@@ -511,4 +531,5 @@ class ExperienceManager:
         self._generator.set_state(generator_state)
         for name, value in scalars.items():
             setattr(self, name, value)
+        self.schedule.load_state_dict(schedule)
         self.baseline = baseline

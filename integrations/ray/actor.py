@@ -202,8 +202,10 @@ class ServiceActor:
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"{name} must be in [0, 1], got {value!r}")
                 self.schedule_values[name] = value
-                if self.manager is not None:
-                    setattr(self.manager, name, value)
+                if self.manager is not None and name == "guided_ratio":
+                    self.manager.schedule.configure(guided=value)
+                elif self.manager is not None:
+                    self.manager.schedule.advance(value)
 
     def schedule(self) -> dict[str, float]:
         """The last schedule values received (what clients that follow the schedule read)."""

@@ -18,6 +18,7 @@ import numpy as np
 from experience_wrappers import BankConfig, Episode, ExperienceBank
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.keys.base import checked_keys
+from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int
 
 from ._require import require_ray
@@ -154,7 +155,8 @@ class RemoteManager:
         self._outbox_since = 0.0
         self.follow_schedule = bool(follow_schedule)
         self._schedule_read = -np.inf
-        self.rollouts = 0
+        # advanced by CRLCallback; each advance forwards the guided ratio and progress (setters below)
+        self.schedule = Schedule(on_change=self._forward_schedule)
         self.episodes_sent = 0
         self._guided_ratio = 0.5
         self._progress = 0.0
@@ -168,6 +170,17 @@ class RemoteManager:
         return f"RemoteManager(service={self.service.name!r}, pending={len(self._pending)})"
 
     # ------------------------------------------------------------- schedules
+    def _forward_schedule(self, name: str, value: float) -> None:
+        if name == "guided_ratio":
+            self.guided_ratio = value
+        elif name == "progress":
+            self.progress = value
+
+    @property
+    def rollouts(self) -> int:
+        """Rollouts finished (``schedule.rollouts``)."""
+        return self.schedule.rollouts
+
     @property
     def guided_ratio(self) -> float:
         if self.follow_schedule and time.monotonic() - self._schedule_read >= self.baseline_ttl:

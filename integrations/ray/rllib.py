@@ -15,7 +15,7 @@ Three pieces, each small:
   and reports the service's figures under ``result["crl"]``;
 * :func:`subgroup_advantages`: a Learner connector piece, run after RLlib's GAE, that
   normalises advantages within guided and within free episodes separately, with the
-  library's own rule (:func:`~integrations.sb3.advantages.regroup_advantages`).
+  library's own rule (:func:`~experience_wrappers.advantages.regroup_advantages`).
 
 Everything RLlib is imported when one of these is called, never when this module is
 imported, so the rest of the library (and its test run) does not need RLlib.
@@ -28,6 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from experience_wrappers.advantages import regroup_advantages
+from experience_wrappers.schedule import check_fraction_schedule, linear
+from experience_wrappers.validators import check_int
 
 from .service import ExperienceService
 
@@ -45,13 +49,6 @@ def require_rllib() -> Any:
     except ImportError as exc:
         raise ImportError(f"the RLlib adapter needs RLlib: {RLLIB_EXTRA_HINT}") from exc
     return ray.rllib
-
-
-def _linear(schedule: tuple[float, float] | float, progress: float) -> float:
-    if isinstance(schedule, (int, float)):
-        return float(schedule)
-    start, end = schedule
-    return float(start + (end - start) * min(max(progress, 0.0), 1.0))
 
 
 def experience_env_creator(env_creator: Callable[[dict], Any], service: ExperienceService, *,
@@ -101,8 +98,6 @@ def _subgroup_class() -> type:
     from ray.rllib.core.columns import Columns  # noqa: F401
     from ray.rllib.evaluation.postprocessing import Postprocessing
     from ray.rllib.utils.numpy import convert_to_numpy
-
-    from integrations.sb3.advantages import regroup_advantages
 
     class SubgroupAdvantages(ConnectorV2):
         """Re-normalise the advantages GAE wrote, within guided and within free episodes.
@@ -172,20 +167,16 @@ def experience_callback(service: ExperienceService, *, total_steps: int,
     require_rllib()
     from ray.rllib.callbacks.callbacks import RLlibCallback
 
-    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
-        raise ValueError(f"total_steps must be a positive int, got {total_steps!r}")
-    for v in np.atleast_1d(np.asarray(guided_ratio, dtype=float)):
-        if not 0.0 <= v <= 1.0:
-            raise ValueError(f"guided_ratio values must be in [0, 1], got {guided_ratio!r}")
-    if isinstance(merge_every, bool) or not isinstance(merge_every, int) or merge_every < 0:
-        raise ValueError(f"merge_every must be an int >= 0, got {merge_every!r}")
+    check_int("total_steps", total_steps, minimum=1)
+    check_fraction_schedule("guided_ratio", guided_ratio)
+    check_int("merge_every", merge_every, minimum=0)
 
     class ExperienceCallback(RLlibCallback):
         """Schedules, merges, service figures and the subgroup advantage piece."""
 
         def on_algorithm_init(self, *, algorithm: Any, **kwargs: Any) -> None:
             self.iterations = 0
-            service.call("set_schedule", guided_ratio=_linear(guided_ratio, 0.0), progress=0.0)
+            service.call("set_schedule", guided_ratio=linear(guided_ratio, 0.0), progress=0.0)
             if subgroup:
                 inserted = algorithm.learner_group.foreach_learner(_insert_piece)
                 if hasattr(inserted, "result_or_errors"):  # remote learners
@@ -195,7 +186,7 @@ def experience_callback(service: ExperienceService, *, total_steps: int,
             self.iterations = getattr(self, "iterations", 0) + 1
             steps = _lifetime_env_steps(result)
             progress = min(1.0, steps / total_steps)
-            service.call("set_schedule", guided_ratio=_linear(guided_ratio, progress), progress=progress)
+            service.call("set_schedule", guided_ratio=linear(guided_ratio, progress), progress=progress)
             if merge_every and self.iterations % merge_every == 0:
                 service.send("request_merge")
             stats = service.stats()
@@ -204,7 +195,7 @@ def experience_callback(service: ExperienceService, *, total_steps: int,
             except RuntimeError:  # no env has attached a learner yet
                 learner = {}
             result["crl"] = {"bank_size": stats["size"], "bank_mean_utility": stats["mean_utility"],
-                             "guided_ratio": _linear(guided_ratio, progress), "progress": progress,
+                             "guided_ratio": linear(guided_ratio, progress), "progress": progress,
                              **{k: learner[k] for k in ("episodes_processed", "entries_added",
                                                         "extractor_updates", "guided_outcome",
                                                         "free_outcome", "delta") if k in learner}}

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections import deque
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers import ExperienceManager
+from experience_wrappers.advantages import regroup_advantages
+from experience_wrappers.credit import OutcomeTracker, distill_weight, outcome_delta
 from experience_wrappers.manager import success_from_info
+from experience_wrappers.schedule import Schedule
+from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import ExperienceInjector
 
-from .advantages import regroup_advantages
 from .bank_logging import log_bank_distributions
 from .discovery import find_experience
 from .distillation import distillation_step
@@ -22,7 +24,7 @@ from .lifecycle import (
     restore_advantage_normalisation,
     start_training,
 )
-from .schedules import linear, training_progress
+from .schedules import training_progress
 
 __all__ = ["CRLCallback"]
 
@@ -34,8 +36,10 @@ class CRLCallback(BaseCallback):
 
     It finds the experience wrappers (and their manager) in the training env, then:
 
-    * schedules the guided ratio (default 0.5 -> 0.8 over training) and the manager's
-      training progress (which sets the utility decay schedule);
+    * configures and advances each manager's :class:`~experience_wrappers.schedule.Schedule`:
+      the guided ratio (default 0.5 -> 0.8 over training), the training progress (which sets
+      the utility decay), the rollout count, and the action prior's weight, which an
+      :class:`ActionPriorPolicy` reads from the first manager's schedule;
     * regroups advantages at each rollout's end: guided and free samples are normalised
       separately (PPO's own minibatch normalisation is turned off, said once in the log);
     * optionally runs experience distillation on guided episodes that beat the free baseline;
@@ -60,13 +64,9 @@ class CRLCallback(BaseCallback):
                  prior_weight: tuple[float, float] | float | None = None, flush_at_end: bool = True,
                  verbose: int = 0) -> None:
         super().__init__(verbose)
-        for v in np.atleast_1d(np.asarray(guided_ratio, dtype=float)):
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"guided_ratio values must be in [0, 1], got {guided_ratio!r}")
-        if isinstance(merge_every, bool) or not isinstance(merge_every, int) or merge_every < 0:
-            raise ValueError(f"merge_every must be an int >= 0, got {merge_every!r}")
-        if not np.isfinite(distill_coef) or distill_coef < 0:
-            raise ValueError(f"distill_coef must be finite and >= 0, got {distill_coef!r}")
+        check_int("merge_every", merge_every, minimum=0)
+        # the schedules, checked here; each manager's schedule is configured with them
+        self._spec = Schedule(guided=guided_ratio, prior=prior_weight, distill=distill_coef)
         self.guided_ratio = guided_ratio
         self.merge_every = merge_every
         self.subgroup_advantages = subgroup_advantages
@@ -75,7 +75,7 @@ class CRLCallback(BaseCallback):
         self.flush_at_end = flush_at_end
         self.managers: list[ExperienceManager] = []
         self.injectors: list[ExperienceInjector] = []
-        self._recent = {"guided": deque(maxlen=100), "free": deque(maxlen=100), "delta": deque(maxlen=100)}
+        self.outcomes = OutcomeTracker(100)  # guided and free outcomes, unscaled deltas (for the logs)
 
     @property
     def manager(self) -> ExperienceManager:
@@ -86,6 +86,13 @@ class CRLCallback(BaseCallback):
     def _init_callback(self) -> None:
         check_callback(self)  # on-policy, and one CRLCallback per learn()
         self.managers, self.injectors = find_experience(self.training_env)
+        if hasattr(self.model.policy, "follow_schedule"):  # an ActionPriorPolicy: its weight follows
+            # (stop following first, so that without a prior schedule the policy keeps its last weight)
+            self.model.policy.follow_schedule(None)
+        for m in self.managers:
+            m.schedule.configure(guided=self._spec.guided, prior=self._spec.prior, distill=self._spec.distill)
+        if self.prior_weight is not None and hasattr(self.model.policy, "follow_schedule"):
+            self.model.policy.follow_schedule(self.manager.schedule)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         if self.subgroup_advantages and getattr(self.model, "normalize_advantage", False):
             remember_advantage_normalisation(self.model)
@@ -117,12 +124,8 @@ class CRLCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         p = self._progress()
-        ratio = linear(self.guided_ratio, p)
         for m in self.managers:
-            m.guided_ratio = ratio
-            m.progress = p
-        if self.prior_weight is not None and hasattr(self.model.policy, "prior_weight"):
-            self.model.policy.prior_weight = linear(self.prior_weight, p)
+            m.schedule.advance(p)  # guided ratio, utility decay and prior weight follow
         self._good = {}
 
     # ------------------------------------------------------------------- steps
@@ -141,16 +144,16 @@ class CRLCallback(BaseCallback):
             if success_from_info(info) is None:
                 self._outcome_kind = "return"
             task = int(info.get("experience_task_id", 0))
-            if info.get("experience_guided", False):
-                self._recent["guided"].append(outcome)
-                base = self.managers[0].free_baseline(task)
-                if base is not None:
-                    delta = outcome - base
-                    self._recent["delta"].append(delta)
-                    if delta > 0:
-                        self._good[int(self._ep_counter[e])] = min(delta, 1.0)
-            else:
-                self._recent["free"].append(outcome)
+            guided = bool(info.get("experience_guided", False))
+            self.outcomes.add(outcome, guided=guided)
+            if guided:
+                # unscaled (free_spread=None), unlike the manager's credit of return outcomes
+                delta = outcome_delta(outcome, self.managers[0].free_baseline(task), free_spread=None)
+                if delta is not None:
+                    self.outcomes.add_delta(delta)
+                    weight = distill_weight(delta)
+                    if weight is not None:
+                        self._good[int(self._ep_counter[e])] = weight
             self._ep_counter[e] += n_envs
         return True
 
@@ -164,15 +167,15 @@ class CRLCallback(BaseCallback):
             chosen = np.isin(ep, list(self._good)) & guided
             positions = np.argwhere(chosen)
             weights = np.array([self._good[int(ep[s, e])] for s, e in positions], dtype=np.float32)
-            coef = self.distill_coef * (1.0 - self._progress())
+            coef = self.manager.schedule.at(self._progress()).distill_coef  # at this rollout's end
             self.logger.record("crl/distill_loss", distillation_step(self.model, positions, weights, coef))
             self.logger.record("crl/distill_samples", len(positions))
         for m in self.managers:
-            m.rollouts += 1
-            if self.merge_every and m.rollouts % self.merge_every == 0:
+            rollouts = m.schedule.end_rollout()
+            if self.merge_every and rollouts % self.merge_every == 0:
                 m.request_merge()
         self._log()
-        if self.log_bank_every and self.managers[0].rollouts % self.log_bank_every == 0:
+        if self.log_bank_every and self.manager.schedule.rollouts % self.log_bank_every == 0:
             log_bank_distributions(self.logger, self.managers[0].bank)  # TensorBoard only
 
     def _log(self) -> None:
@@ -188,13 +191,14 @@ class CRLCallback(BaseCallback):
         for key in ("loss", "pg_loss", "utility_loss", "diversity_loss", "ssl_loss"):
             if f"loss_{key}" in s:
                 rec(f"extractor/{key}", s[f"loss_{key}"])
-        rec("crl/guided_ratio", m.guided_ratio)
+        rec("crl/guided_ratio", m.schedule.guided_ratio)
         rec("crl/queue", s["queue"])
         rec("crl/manager_busy_s", s["busy_seconds"])
         kind = getattr(self, "_outcome_kind", "success")  # "return" where the env reports no success
+        means = self.outcomes.means()
         for name, key in (("guided", f"guided_{kind}"), ("free", f"free_{kind}"), ("delta", "outcome_delta")):
-            if self._recent[name]:
-                rec(f"crl/{key}", float(np.mean(self._recent[name])))
+            if means[name] is not None:
+                rec(f"crl/{key}", means[name])
 
     def _on_training_end(self) -> None:
         restore_advantage_normalisation(self.model)

@@ -14,6 +14,8 @@ from stable_baselines3.common.distributions import (
 )
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
+from experience_wrappers.schedule import Schedule
+
 __all__ = ["ActionPriorPolicy", "prior_mixture"]
 
 
@@ -35,7 +37,9 @@ class ActionPriorPolicy(MultiInputActorCriticPolicy):
     For Discrete actions the logits gain ``prior_weight * log(mixture)`` (the utility-weighted
     mixture of the shown entries' action distributions); for Box actions the mean moves
     ``prior_weight`` (in [0, 1]) of the way toward the mixture's mean action. Rows without
-    experience are unchanged. ``prior_weight`` is an attribute: a callback may anneal it.
+    experience are unchanged. ``prior_weight`` is the value set here, or, while the policy
+    follows a :class:`~experience_wrappers.schedule.Schedule` (:meth:`follow_schedule`, which
+    :class:`~integrations.sb3.CRLCallback` calls when given ``prior_weight``), the schedule's.
     It is used with ``PPO(ActionPriorPolicy, env)`` and an ``ExperienceWrapper(...,
     action_prior=True)``; PPO itself is not changed.
 
@@ -54,9 +58,28 @@ class ActionPriorPolicy(MultiInputActorCriticPolicy):
             raise ValueError(f"the action prior supports Discrete and Box actions, got {self.action_space}")
         if not np.isfinite(prior_weight) or prior_weight < 0:
             raise ValueError(f"prior_weight must be finite and >= 0, got {prior_weight!r}")
+        self._schedule: Schedule | None = None
         self.prior_weight = float(prior_weight)
         self.prior_temperature = float(prior_temperature)
         self._bias_obs: dict[str, th.Tensor] | None = None
+
+    @property
+    def prior_weight(self) -> float:
+        """Strength of the bias: the followed schedule's prior weight, else the value set here."""
+        if self._schedule is not None and self._schedule.prior_weight is not None:
+            return self._schedule.prior_weight
+        return self._prior_weight
+
+    @prior_weight.setter
+    def prior_weight(self, value: float) -> None:
+        """Set the weight (and stop following a schedule)."""
+        self._prior_weight = float(value)
+        self._schedule = None
+
+    def follow_schedule(self, schedule: Schedule | None) -> None:
+        """Read ``prior_weight`` from ``schedule`` from now on (None: stop, keeping the current value)."""
+        self._prior_weight = self.prior_weight
+        self._schedule = schedule
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

@@ -1,22 +1,15 @@
-"""Schedules over training: a value that is constant or linear in the progress, and the progress."""
+"""Schedules over training: SB3's training progress; ``linear`` lives in the core schedule module.
+
+:func:`linear` is :func:`experience_wrappers.schedule.linear`, re-exported here.
+"""
 
 from __future__ import annotations
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from experience_wrappers.schedule import linear
+
 __all__ = ["linear", "training_progress"]
-
-
-def linear(schedule: tuple[float, float] | float, progress: float) -> float:
-    """A constant, or ``(start, end)`` interpolated linearly at ``progress`` (clipped to [0, 1]).
-
-    >>> linear(0.3, 0.5), linear((1.0, 0.0), 0.25), linear((0.5, 0.8), 2.0)
-    (0.3, 0.75, 0.8)
-    """
-    if isinstance(schedule, (int, float)):
-        return float(schedule)
-    start, end = schedule
-    return float(start + (end - start) * min(max(progress, 0.0), 1.0))
 
 
 def training_progress(model: BaseAlgorithm, num_timesteps: int) -> float:

@@ -1,0 +1,90 @@
+"""The schedule: progress, rollouts, and the guided ratio, prior weight and distillation coefficient."""
+
+from __future__ import annotations
+
+import pytest
+
+from experience_wrappers.schedule import Schedule, check_fraction_schedule, linear
+
+
+@pytest.mark.parametrize(("progress", "ratio", "prior", "distill"), [
+    (0.0, 0.5, 1.0, 0.2), (0.25, 0.575, 0.75, 0.15), (1.0, 0.8, 0.0, 0.0), (1.5, 0.8, 0.0, -0.1),
+])
+def test_values_over_progress(progress, ratio, prior, distill):
+    s = Schedule(guided=(0.5, 0.8), prior=(1.0, 0.0), distill=0.2)
+    s.advance(progress)
+    assert s.progress == progress
+    assert s.guided_ratio == pytest.approx(ratio)
+    assert s.prior_weight == pytest.approx(prior)
+    assert s.distill_coef == pytest.approx(distill)  # 0.2 * (1 - progress), as the callback computed it
+
+
+def test_defaults_and_constants():
+    s = Schedule()
+    assert (s.guided_ratio, s.prior_weight, s.distill_coef, s.progress, s.rollouts) == (0.5, None, 0.0, 0.0, 0)
+    s.configure(guided=0.3, prior=0.7)
+    s.advance(0.9)
+    assert (s.guided_ratio, s.prior_weight) == (0.3, 0.7)
+
+
+def test_at_reads_another_progress_without_moving():
+    calls = []
+    s = Schedule(distill=1.0, on_change=lambda *a: calls.append(a))
+    s.advance(0.25)
+    calls.clear()
+    assert s.at(0.75).distill_coef == 0.25
+    assert s.progress == 0.25 and calls == []
+
+
+def test_end_rollout_counts():
+    s = Schedule()
+    assert [s.end_rollout() for _ in range(3)] == [1, 2, 3] and s.rollouts == 3
+
+
+def test_advance_reports_ratio_then_progress():
+    calls = []
+    s = Schedule(guided=(0.0, 1.0), on_change=lambda name, value: calls.append((name, value)))
+    s.configure(guided=(0.2, 0.4))  # configuring reports nothing: the next advance does
+    assert calls == []
+    s.advance(0.5)
+    assert calls == [("guided_ratio", pytest.approx(0.3)), ("progress", 0.5)]
+
+
+@pytest.mark.parametrize("kwargs", [{"guided": 1.5}, {"guided": (0.2, -0.1)}, {"distill": -1.0},
+                                    {"distill": float("nan")}, {"rollouts": -1}, {"rollouts": True},
+                                    {"progress": float("nan")}])
+def test_checks(kwargs):
+    with pytest.raises(ValueError):
+        Schedule(**kwargs)
+
+
+def test_configure_checks():
+    s = Schedule()
+    with pytest.raises(ValueError, match="guided_ratio"):
+        s.configure(guided=(0.0, 2.0))
+    with pytest.raises(ValueError, match="distill_coef"):
+        s.configure(distill=-0.1)
+    assert s.guided_ratio == 0.5 and s.distill_coef == 0.0
+
+
+def test_state_round_trip():
+    s = Schedule(guided=(0.5, 0.8))
+    s.advance(0.5)
+    s.end_rollout()
+    state = s.state_dict()
+    assert state == {"guided_ratio": pytest.approx(0.65), "progress": 0.5, "rollouts": 1}
+    fresh = Schedule()
+    fresh.load_state_dict(state)
+    assert (fresh.guided_ratio, fresh.progress, fresh.rollouts) == (pytest.approx(0.65), 0.5, 1)
+    with pytest.raises(ValueError):
+        Schedule.parse_state({"guided_ratio": 3.0, "progress": 0.0, "rollouts": 0})
+    with pytest.raises(KeyError):
+        Schedule.parse_state({"progress": 0.0, "rollouts": 0})
+
+
+def test_linear_and_old_import_path():
+    from integrations.sb3.schedules import linear as old
+
+    assert old is linear
+    assert linear((1.0, 0.0), -1.0) == 1.0 and linear(2, 0.5) == 2.0
+    check_fraction_schedule("x", (0.0, 1.0))
