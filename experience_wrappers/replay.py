@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .validators import check_int
+
 __all__ = ["SuccessReplay", "discounted_returns", "SOURCE_DEMO", "SOURCE_OWN"]
 
 #: Provenance code of demonstrated states (pinned).
@@ -74,8 +76,7 @@ class SuccessReplay:
     """
 
     def __init__(self, capacity: int = 50_000) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity <= 0:
-            raise ValueError(f"capacity must be a positive int, got {capacity!r}")
+        check_int("capacity", capacity, minimum=1, numpy=True)
         self.capacity = int(capacity)
         self._obs: dict[str, np.ndarray] | None = None
         self._actions: np.ndarray | None = None

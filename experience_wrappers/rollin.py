@@ -29,7 +29,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .bank.provenance import CURATED
-from .validators import at_least, at_most, check_int, finite, is_int, is_real, to_float
+from .validators import at_least, at_most, check_int, check_real, finite, is_int, is_real, to_float
 
 __all__ = ["RollInCurriculum", "BankGuide", "GuideResult", "first_actions", "successful_provenances", "instance_seeds"]
 
@@ -248,9 +248,7 @@ class BankGuide:
 
     def __init__(self, manager: Any, *, max_distance: float = 0.5, candidates: int = 32,
                  provenances: Sequence[int] | None = None, filter_by_task: bool = True) -> None:
-        if isinstance(max_distance, bool) or not isinstance(max_distance, (int, float, np.floating, np.integer)) \
-                or not (math.isfinite(float(max_distance)) and float(max_distance) >= 0):
-            raise ValueError(f"max_distance must be a finite number >= 0, got {max_distance!r}")
+        check_real("max_distance", max_distance, minimum=0)
         from .bank.config import MAX_K
 
         self.candidates = check_int("candidates", candidates, minimum=1, maximum=MAX_K)

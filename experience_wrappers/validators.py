@@ -10,7 +10,7 @@ import attrs
 import numpy as np
 
 __all__ = ["is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
-           "at_least", "at_most", "integral", "check_int"]
+           "at_least", "at_most", "integral", "check_int", "check_real"]
 
 
 def is_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -139,3 +139,35 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
         what = "an int"
     message = f"{name} must be {what}{hint}{' or None' if optional else ''}, got {value!r}"
     raise (ValueError if ok_type else type_error)(message)
+
+
+def check_real(name: str, value: object, *, minimum: float | None = None, maximum: float | None = None,
+               optional: bool = False) -> float | None:
+    """Checks a finite real-number argument outside attrs classes; returns it as a float.
+
+    Bools, strings and non-finite values are refused with a ``ValueError`` naming the argument.
+
+    >>> check_real("rollin_ratio", 1, minimum=0, maximum=1)
+    1.0
+    >>> check_real("max_distance", float("nan"), minimum=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_distance must be a finite number >= 0, got nan
+    """
+    if value is None and optional:
+        return None
+    ok = (not isinstance(value, bool) and isinstance(value, (Real, np.floating, np.integer))
+          and math.isfinite(float(value))  # type: ignore[arg-type]
+          and (minimum is None or float(value) >= minimum)  # type: ignore[arg-type]
+          and (maximum is None or float(value) <= maximum))  # type: ignore[arg-type]
+    if ok:
+        return float(value)  # type: ignore[arg-type]
+    if minimum is not None and maximum is not None:
+        what = f"a number in [{_show(minimum)}, {_show(maximum)}]"
+    elif minimum is not None:
+        what = f"a finite number >= {_show(minimum)}"
+    elif maximum is not None:
+        what = f"a finite number <= {_show(maximum)}"
+    else:
+        what = "a finite number"
+    raise ValueError(f"{name} must be {what}{' or None' if optional else ''}, got {value!r}")

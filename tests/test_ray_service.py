@@ -339,3 +339,20 @@ def test_learner_attach_checks_spaces_and_shares_one_stand_in():
                         key_encoder=RandomProjectionKeyEncoder(env.observation_space, key_dim=8))
     with pytest.raises(ValueError, match="guided_ratio"):
         service.call("set_schedule", guided_ratio=1.5)
+
+
+@pytest.mark.timeout(120)
+def test_a_queued_episode_goes_out_at_the_next_episode_start_after_submit_delay():
+    service = _service()
+    env = service.wrap(gym.make("CartPole-v1"), manager_kwargs={"segment_every": 4})
+    manager = env.manager
+    manager.submit_delay = 0.2
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        done = term or trunc
+    assert len(manager._outbox) == 1  # one episode waits for its batch (submit_batch=16) to fill
+    time.sleep(0.25)
+    env.reset()  # the wrapper reads the guided ratio at each episode start: the episode is due
+    assert manager._outbox == []

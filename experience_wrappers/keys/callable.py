@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..validators import check_int
 from .base import KeyEncoder
 
 __all__ = ["CallableKeyEncoder"]
@@ -25,8 +26,7 @@ class CallableKeyEncoder(KeyEncoder):
     def __init__(self, fn: Callable[[Any, np.ndarray], np.ndarray], key_dim: int) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {fn!r}")
-        if isinstance(key_dim, bool) or not isinstance(key_dim, int) or key_dim <= 0:
-            raise ValueError(f"key_dim must be a positive int, got {key_dim!r}")
+        check_int("key_dim", key_dim, minimum=1)
         self.fn = fn
         self.key_dim = key_dim
 

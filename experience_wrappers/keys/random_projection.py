@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from ..validators import check_int
 from .base import KeyEncoder, normalise_rows
 from .flatten import batch_flatten, flat_dim
 
@@ -41,8 +42,7 @@ class RandomProjectionKeyEncoder(KeyEncoder):
         seed: int = 0,
         task_weight: float = 0.0,
     ) -> None:
-        if isinstance(key_dim, bool) or not isinstance(key_dim, int) or key_dim <= 0:
-            raise ValueError(f"key_dim must be a positive int, got {key_dim!r}")
+        check_int("key_dim", key_dim, minimum=1)
         if not np.isfinite(task_weight) or task_weight < 0:
             raise ValueError(f"task_weight must be finite and >= 0, got {task_weight!r}")
         self.observation_space = observation_space

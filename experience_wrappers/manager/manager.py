@@ -33,6 +33,7 @@ from ..extractor import (
 from ..keys import KeyEncoder, RandomProjectionKeyEncoder
 from ..keys.base import checked_keys
 from ..schedule import Schedule
+from ..validators import check_int, check_real
 from .config import ManagerConfig
 from .episode import Episode
 from .layout import same_layout
@@ -88,12 +89,8 @@ def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, actio
 
 def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
     """Raise ValueError for a bad ``segment_every`` or ``utility`` of :meth:`ExperienceManager.ingest`."""
-    if segment_every is not None and (isinstance(segment_every, bool) or not isinstance(segment_every, int | np.integer)
-                                      or segment_every < 1):
-        raise ValueError(f"segment_every must be a positive int or None, got {segment_every!r}")
-    if utility is not None and (isinstance(utility, bool) or not isinstance(utility, int | float | np.number)
-                                or not np.isfinite(utility)):
-        raise ValueError(f"utility must be a finite number or None, got {utility!r}")
+    check_int("segment_every", segment_every, minimum=1, numpy=True, optional=True)
+    check_real("utility", utility, optional=True)
 
 def _own_state_name(name: str) -> bool:
     """Whether a top-level name in a manager folder is one :meth:`ExperienceManager.save` writes."""

@@ -183,6 +183,9 @@ class RemoteManager:
 
     @property
     def guided_ratio(self) -> float:
+        """The guided ratio (from the service in follow mode); read by wrappers at each episode start,
+        which is also when queued episodes older than ``submit_delay`` go out."""
+        self._send_due()
         if self.follow_schedule and time.monotonic() - self._schedule_read >= self.baseline_ttl:
             self._guided_ratio = float(self.service.call("schedule")["guided_ratio"])
             self._schedule_read = time.monotonic()
@@ -208,8 +211,7 @@ class RemoteManager:
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, as the service's learner computes them."""
         keys = checked_keys(self.key_encoder, observations, task_ids)
-        if self._outbox and time.monotonic() - self._outbox_since >= self.submit_delay:
-            self._send_outbox()
+        self._send_due()
         return keys
 
     def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
@@ -222,14 +224,20 @@ class RemoteManager:
             self._outbox_since = time.monotonic()
         self._outbox.append(episode)
         self.episodes_sent += 1
-        if len(self._outbox) >= self.submit_batch or time.monotonic() - self._outbox_since >= self.submit_delay:
+        if len(self._outbox) >= self.submit_batch:
             self._send_outbox()
+        self._send_due()
 
     def submit_many(self, episodes: list[Episode]) -> None:
         """Send several finished episodes (and any queued ones) now, in one call that does not wait."""
         self._outbox.extend(episodes)
         self.episodes_sent += len(episodes)
         self._send_outbox()
+
+    def _send_due(self) -> None:
+        """Send the queued episodes if the oldest has waited ``submit_delay`` (cheap when not)."""
+        if self._outbox and time.monotonic() - self._outbox_since >= self.submit_delay:
+            self._send_outbox()
 
     def _send_outbox(self) -> None:
         if self._outbox:

@@ -34,7 +34,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.rollin import BankGuide, RollInCurriculum
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from experience_wrappers.wrappers.spaces import BASE_KEY
 
@@ -102,9 +102,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
             raise TypeError(f"guide must be a BankGuide, got {type(guide).__name__}")
         if not isinstance(curriculum, RollInCurriculum):
             raise TypeError(f"curriculum must be a RollInCurriculum, got {type(curriculum).__name__}")
-        if isinstance(rollin_ratio, bool) or not isinstance(rollin_ratio, (int, float)) \
-                or not 0.0 <= float(rollin_ratio) <= 1.0:
-            raise ValueError(f"rollin_ratio must be a number in [0, 1], got {rollin_ratio!r}")
+        check_real("rollin_ratio", rollin_ratio, minimum=0, maximum=1)
         for name, flag in (("only_guided", only_guided), ("enabled", enabled)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be a bool, got {flag!r}")
