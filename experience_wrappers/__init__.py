@@ -14,6 +14,8 @@ from .errors import (
 )
 from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
 from .manager import Episode, ExperienceManager, ManagerConfig
+from .rollin import BankGuide, RollInCurriculum
+from .schedule import Schedule
 from .wrappers import ExperienceOptions, ExperienceWrapper
 
 __version__ = "0.1.0"
@@ -27,6 +29,9 @@ __all__ = [
     "ExperienceManager",
     "ManagerConfig",
     "Episode",
+    "Schedule",
+    "RollInCurriculum",
+    "BankGuide",
     "KeyEncoder",
     "RandomProjectionKeyEncoder",
     "CallableKeyEncoder",

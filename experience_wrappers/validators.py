@@ -127,16 +127,7 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
     ok_type = integral(value, numpy=numpy)
     if ok_type and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):  # type: ignore[operator]
         return int(value)  # type: ignore[call-overload]
-    if minimum is not None and maximum is not None:
-        what = f"an int in [{minimum}, {maximum}]"
-    elif minimum == 1:
-        what = "a positive int"
-    elif minimum is not None:
-        what = f"an int >= {minimum}"
-    elif maximum is not None:
-        what = f"an int <= {maximum}"
-    else:
-        what = "an int"
+    what = _what("an int", minimum, maximum, positive="a positive int")
     message = f"{name} must be {what}{hint}{' or None' if optional else ''}, got {value!r}"
     raise (ValueError if ok_type else type_error)(message)
 
@@ -162,12 +153,18 @@ def check_real(name: str, value: object, *, minimum: float | None = None, maximu
           and (maximum is None or float(value) <= maximum))  # type: ignore[arg-type]
     if ok:
         return float(value)  # type: ignore[arg-type]
-    if minimum is not None and maximum is not None:
-        what = f"a number in [{_show(minimum)}, {_show(maximum)}]"
-    elif minimum is not None:
-        what = f"a finite number >= {_show(minimum)}"
-    elif maximum is not None:
-        what = f"a finite number <= {_show(maximum)}"
-    else:
-        what = "a finite number"
+    what = _what("a finite number", minimum, maximum)
     raise ValueError(f"{name} must be {what}{' or None' if optional else ''}, got {value!r}")
+
+
+def _what(noun: str, minimum: float | None, maximum: float | None, positive: str | None = None) -> str:
+    """What a bounded argument must be, for the messages of :func:`check_int` and :func:`check_real`."""
+    if minimum is not None and maximum is not None:
+        return f"{noun} in [{_show(minimum)}, {_show(maximum)}]"
+    if positive is not None and minimum == 1:
+        return positive
+    if minimum is not None:
+        return f"{noun} >= {_show(minimum)}"
+    if maximum is not None:
+        return f"{noun} <= {_show(maximum)}"
+    return noun

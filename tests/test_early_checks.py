@@ -289,7 +289,7 @@ def _save_alternately(managers, path, stop) -> None:
                     reason="needs fork")
 def test_a_restore_racing_saves_gets_one_whole_save(tmp_path):
     a, b = _used_manager(), _used_manager()
-    a.rollouts, b.rollouts = 111, 222  # tells the two saves apart
+    a.schedule.rollouts, b.schedule.rollouts = 111, 222  # tells the two saves apart
     b.bank.evict(len(b.bank) // 2)
     sizes = {111: len(a.bank), 222: len(b.bank)}
     assert sizes[111] != sizes[222]

@@ -248,7 +248,7 @@ def test_guide_and_wrapper_refuse_bad_arguments(keyroom):
     with pytest.raises(ValueError, match="provenances must name at least one"):
         BankGuide(manager, provenances=())
     guide = BankGuide(manager)
-    with pytest.raises(ValueError, match=r"rollin_ratio must be a number in \[0, 1\], got 1.5"):
+    with pytest.raises(ValueError, match=r"rollin_ratio must be a finite number in \[0, 1\], got 1.5"):
         GuidedRollInVecEnv(venv, guide, cur, rollin_ratio=1.5)
     with pytest.raises(TypeError, match="guide must be a BankGuide"):
         GuidedRollInVecEnv(venv, object(), cur)

@@ -15,6 +15,7 @@ from .evaluation import (
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .persistence import load_crl, save_crl, save_experience
 from .policy import ActionPriorPolicy, prior_mixture
+from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
 from .self_imitation import SelfImitationCallback, demonstration_replay, self_imitation_step
 from .vec_env import ExperienceVecEnv, norm_obs_keys
 
@@ -24,6 +25,9 @@ __all__ = [
     "ExperienceEvalCallback",
     "ExperienceVecEnv",
     "SelfImitationCallback",
+    "GuidedRollInVecEnv",
+    "RollInCallback",
+    "RollInView",
     "demonstration_replay",
     "self_imitation_step",
     "ExperienceFeaturesExtractor",
