@@ -9,7 +9,11 @@ One home for the rule that the manager (bank utilities, extractor rewards), the 
   or a direct +1 / -1);
 * :func:`distill_weight`: the weight of a guided episode's samples in experience distillation;
 * :func:`utility_decay`: the decay of the bank's utility EMA over training;
-* :class:`OutcomeTracker`: rolling guided and free outcomes and deltas, for logs and curves.
+* :class:`OutcomeTracker`: rolling guided and free outcomes and deltas, for logs and curves;
+* :class:`PairedCredit`: the paired rule (the paper's groups): a guided episode's delta against
+  the free episodes that replayed the same task instance, with the table of guided episodes
+  that wait for them;
+* :func:`shown_shares`: how an episode's delta is shared among the entries it was shown.
 
 Plain numpy: no SB3, no integration.
 """
@@ -18,14 +22,17 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import defaultdict, deque
+from collections import OrderedDict, defaultdict, deque
+from collections.abc import Hashable, Sequence
+from typing import Any
 
+import attrs
 import numpy as np
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "distill_weight", "entry_reward",
-           "outcome_delta", "utility_decay"]
+__all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
+           "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay"]
 
 #: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
 EXTRACTOR_REWARDS = ("delta", "direct")
@@ -134,6 +141,11 @@ class FreeBaseline:
         q = self._outcomes.get(int(task_id))
         return float(np.mean(q)) if q else None
 
+    def spread(self, task_id: int) -> float | None:
+        """The standard deviation of the task's window, or None before any free episode of it."""
+        q = self._outcomes.get(int(task_id))
+        return float(np.std(q)) if q else None
+
     def delta(self, task_id: int, outcome: float, is_success: bool) -> float | None:
         """The delta of a guided outcome, or None before any free episode of the task."""
         outcome = _finite("outcome", outcome)
@@ -190,6 +202,186 @@ class OutcomeTracker:
         """The mean of each window (``guided``, ``free``, ``delta``), None for an empty one."""
         return {name: float(np.mean(q)) if q else None
                 for name, q in (("guided", self.guided), ("free", self.free), ("delta", self.delta))}
+
+
+def paired_delta(outcome: float, free_outcomes: Sequence[float], *, free_spread: float | None = None) -> float:
+    """A guided outcome minus the mean outcome of the free episodes on the same task instance.
+
+    The paper's groups: guided and free rollouts of one task, the guided ones judged against
+    the free ones of their own group. ``free_spread`` scales as in :func:`outcome_delta`
+    (the manager gives the task's free-return spread for return outcomes, None for successes).
+
+    >>> paired_delta(1.0, [0.0, 1.0])
+    0.5
+    >>> paired_delta(0.0, [0.0, 0.0]), paired_delta(12.0, [4.0, 6.0], free_spread=2.0)
+    (0.0, 3.5)
+    """
+    if len(free_outcomes) == 0:
+        raise ValueError("paired_delta needs at least one free outcome of the instance, got none")
+    d = outcome_delta(_finite("outcome", outcome), float(np.mean([_finite("outcome", x) for x in free_outcomes])),
+                      free_spread=free_spread)
+    assert d is not None
+    return d
+
+
+def shown_shares(shown_steps: np.ndarray | None, length: int) -> np.ndarray | None:
+    """Each entry's share of an episode's delta: the fraction of the episode's steps it was shown on.
+
+    An entry shown on every step gets the whole delta (as every entry did before shares);
+    one shown on a quarter of the steps gets a quarter. Entries shown side by side (``k``
+    per step) do not split a step between them: each is judged by the steps it was there.
+    None (no counts recorded): None, every entry gets the whole delta.
+
+    >>> shown_shares(np.array([8, 2]), 8)
+    array([1.  , 0.25])
+    >>> shown_shares(None, 8) is None
+    True
+    """
+    if shown_steps is None:
+        return None
+    steps = np.asarray(shown_steps, dtype=np.float64)
+    if length <= 0:
+        return np.zeros_like(steps)
+    if np.any(steps < 0) or np.any(steps > length):
+        raise ValueError(f"shown steps must lie in [0, {length}] (the episode's length), got {steps.tolist()}")
+    return steps / float(length)
+
+
+@attrs.frozen
+class PairedResult:
+    """A guided episode whose paired delta is known.
+
+    Attributes:
+        payload: what the caller handed in with the guided episode (the manager: its entries).
+        delta: the guided outcome minus the mean free outcome of its instance (:func:`paired_delta`).
+        free_mean: that mean.
+    """
+
+    payload: Any
+    delta: float
+    free_mean: float
+
+
+@attrs.define
+class _Instance:
+    created: int                 # the table's clock when the instance's first episode arrived
+    members: int                 # episodes the instance will get (guided + free)
+    free_expected: int
+    seen: int = 0
+    free: list[float] = attrs.field(factory=list)
+    waiting: list[tuple[Any, float, float | None]] = attrs.field(factory=list)
+
+
+class PairedCredit:
+    """The paired rule and its pending table: guided episodes wait for the free ones of their instance.
+
+    A group of envs replays one task instance per episode index (``key``); ``free`` of its
+    ``members`` episodes are experience-free. A guided episode's delta is its outcome minus
+    the mean outcome of those free episodes (:func:`paired_delta`). Episodes finish in any
+    order: a guided episode that arrives before all free ones waits here, and is resolved
+    (returned by the :meth:`add` call that brings the last free outcome). An instance whose
+    episodes are all in leaves the table.
+
+    The table is bounded: an instance still incomplete ``max_age`` episodes (of any instance)
+    after its first arrived is dropped, and so is the oldest when more than ``max_pending``
+    are open; the guided episodes dropped unresolved are counted in :attr:`dropped`. (An
+    instance whose free episode never finishes, e.g. cut by a full reset of the VecEnv,
+    ends this way.)
+
+    >>> table = PairedCredit()
+    >>> key = (0, 7)                                   # (group, episode index), say
+    >>> table.add(key, 1.0, guided=True, members=3, free=2, payload="entries of A")
+    []
+    >>> table.add(key, 0.0, guided=False, members=3, free=2)
+    []
+    >>> [(r.payload, r.delta) for r in table.add(key, 1.0, guided=False, members=3, free=2)]
+    [('entries of A', 0.5)]
+    >>> table.pending, table.credited, table.dropped
+    (0, 1, 0)
+
+    Args:
+        max_age: episodes after which an incomplete instance is dropped.
+        max_pending: the most instances kept open at once.
+    """
+
+    def __init__(self, max_age: int = 4096, max_pending: int = 4096) -> None:
+        for name, v in (("max_age", max_age), ("max_pending", max_pending)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        self.max_age, self.max_pending = int(max_age), int(max_pending)
+        self._open: OrderedDict[Hashable, _Instance] = OrderedDict()
+        self._clock = 0
+        #: guided episodes credited with a paired delta, and dropped before their free episodes came
+        self.credited = 0
+        self.dropped = 0
+        #: instances dropped incomplete (with or without a guided episode waiting)
+        self.dropped_instances = 0
+
+    @property
+    def pending(self) -> int:
+        """Guided episodes waiting for the free episodes of their instance."""
+        return sum(len(rec.waiting) for rec in self._open.values())
+
+    @property
+    def open_instances(self) -> int:
+        return len(self._open)
+
+    def add(self, key: Hashable, outcome: float, *, guided: bool, members: int, free: int, payload: Any = None,
+            free_spread: float | None = None) -> list[PairedResult]:
+        """One finished episode of instance ``key``; returns the guided episodes it resolves.
+
+        Args:
+            key: the instance (hashable; the manager uses the env's seed base, group and episode index).
+            outcome: the episode's outcome.
+            guided: whether it was guided (it waits for its delta) or free (its outcome is the baseline).
+            members: how many episodes the instance gets, guided and free.
+            free: how many of them are free (>= 1).
+            payload: what to hand back with a guided episode's delta.
+            free_spread: the scale of :func:`paired_delta` for the guided episodes resolved now.
+
+        Raises:
+            ValueError: ``free`` is not in [1, members], or the outcome is NaN or inf.
+        """
+        outcome = _finite("outcome", outcome)
+        if isinstance(free, bool) or isinstance(members, bool) or not 1 <= int(free) <= int(members):
+            raise ValueError(f"an instance needs 1 <= free <= members free episodes, got free={free!r} of "
+                             f"members={members!r}")
+        self._clock += 1
+        rec = self._open.get(key)
+        if rec is None:
+            rec = self._open[key] = _Instance(created=self._clock, members=int(members), free_expected=int(free))
+        rec.seen += 1
+        if guided:
+            rec.waiting.append((payload, outcome, free_spread))
+        else:
+            rec.free.append(outcome)
+        out: list[PairedResult] = []
+        if len(rec.free) >= rec.free_expected:
+            mean = float(np.mean(rec.free))
+            for item, guided_outcome, spread in rec.waiting:
+                spread = free_spread if free_spread is not None else spread
+                out.append(PairedResult(item, paired_delta(guided_outcome, rec.free, free_spread=spread), mean))
+            self.credited += len(rec.waiting)
+            rec.waiting.clear()
+        if rec.seen >= rec.members:
+            del self._open[key]
+        self._drop_stale()
+        return out
+
+    def _drop_stale(self) -> None:
+        while self._open:
+            key, rec = next(iter(self._open.items()))  # oldest first (insertion order)
+            if self._clock - rec.created <= self.max_age and len(self._open) <= self.max_pending:
+                return
+            del self._open[key]
+            self.dropped += len(rec.waiting)
+            self.dropped_instances += 1
+
+    def stats(self) -> dict[str, float]:
+        """``paired_credited``, ``paired_pending``, ``paired_dropped`` (guided episodes) and
+        ``paired_dropped_instances``."""
+        return {"paired_credited": float(self.credited), "paired_pending": float(self.pending),
+                "paired_dropped": float(self.dropped), "paired_dropped_instances": float(self.dropped_instances)}
 
 
 def _finite(name: str, x: float) -> float:

@@ -2,7 +2,7 @@
 
 from .attribution import FreeBaseline, utility_decay
 from .config import ManagerConfig
-from .episode import Episode, outcome_of, success_from_info
+from .episode import Episode, Instance, outcome_of, success_from_info
 from .manager import ExperienceManager, manager_for_bank, resolve_manager
 from .priors import segment_priors
 
@@ -11,6 +11,7 @@ __all__ = [
     "ManagerConfig",
     "Episode",
     "FreeBaseline",
+    "Instance",
     "manager_for_bank",
     "outcome_of",
     "resolve_manager",

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-__all__ = ["Episode", "outcome_of", "success_from_info"]
+__all__ = ["Episode", "Instance", "outcome_of", "success_from_info"]
 
 
 def success_from_info(info: dict[str, Any]) -> bool | None:
@@ -20,6 +20,38 @@ def success_from_info(info: dict[str, Any]) -> bool | None:
         if key in info and info[key] is not None:
             return bool(np.asarray(info[key]).item())
     return None
+
+
+@attrs.frozen(kw_only=True)
+class Instance:
+    """The replayed task instance an episode started from, and its group's make-up.
+
+    The envs of a group reset their ``index``-th episodes onto the same instance
+    (:class:`~experience_wrappers.wrappers.ReplayInstances`); ``guided`` of its ``members``
+    episodes are experience-guided, the rest free. :class:`~experience_wrappers.credit.PairedCredit`
+    judges the guided ones against the free ones.
+
+    Attributes:
+        group: the group of envs.
+        index: the episode index within each member env (the n-th episode of every member).
+        members: the group's size (episodes of the instance).
+        guided: how many of them are guided.
+        seed: the instance's reset seed (tells apart groups of different VecEnvs on one manager).
+    """
+
+    group: int
+    index: int
+    members: int
+    guided: int
+    seed: int = 0
+
+    @property
+    def free(self) -> int:
+        return self.members - self.guided
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.seed, self.group, self.index)
 
 
 @attrs.define(kw_only=True)
@@ -36,6 +68,10 @@ class Episode:
         injected_ids: every entry id shown to the agent during the episode.
         task_id: the task of the episode.
         env_steps: the global step count when it ended (for provenance).
+        instance: the replayed task instance it started from (None: not replayed, so the
+            credit is the unpaired baseline's).
+        shown_steps: per entry of ``injected_ids``, the steps on which it was shown (None:
+            not counted; every entry then gets the whole delta).
     """
 
     observations: Any
@@ -46,6 +82,8 @@ class Episode:
     injected_ids: np.ndarray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
     task_id: int = 0
     env_steps: int = 0
+    instance: Instance | None = None
+    shown_steps: np.ndarray | None = None
 
     @property
     def length(self) -> int:

@@ -91,16 +91,18 @@ class ExtractorLearner:
         return trainer
 
     # ------------------------------------------------------------------ input
-    def add_credit(self, ids: np.ndarray, entries: Mapping[str, np.ndarray], reward: float) -> None:
-        """Credit ``reward`` to the entries ``ids`` (their fields in ``entries``, as ``bank.get`` gives)."""
-        for i, entry_id in enumerate(ids.tolist()):
+    def add_credit(self, ids: np.ndarray, entries: Mapping[str, np.ndarray], reward: float | np.ndarray) -> None:
+        """Credit ``reward`` (one for all, or one per entry) to the entries ``ids`` (their fields
+        in ``entries``, as ``bank.get`` gives)."""
+        rewards = np.broadcast_to(np.asarray(reward, dtype=np.float64), (len(ids),)).tolist()
+        for i, (entry_id, r) in enumerate(zip(ids.tolist(), rewards, strict=True)):
             s = self.samples.get(entry_id)
             if s is None:
                 self.samples[entry_id] = Sample(entries["context"][i].astype(np.float32), entries["value"][i].copy(),
-                                                float(entries["sample_logp"][i]), [reward],
+                                                float(entries["sample_logp"][i]), [r],
                                                 task=int(entries["task_id"][i]))
             else:
-                s.rewards.append(reward)
+                s.rewards.append(r)
 
     def add_segments(self, contexts: np.ndarray, task_id: int) -> None:
         """Fresh segment contexts of a task, for the self-supervised step."""

@@ -21,7 +21,14 @@ from ..bank import ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
 from ..bank.folder import READ_ATTEMPTS, read_consistent
 from ..bank.persistence import replaced_folder, sha256_file
-from ..credit import FreeBaseline, OutcomeTracker, entry_reward, utility_decay
+from ..credit import (
+    FreeBaseline,
+    OutcomeTracker,
+    PairedCredit,
+    entry_reward,
+    shown_shares,
+    utility_decay,
+)
 from ..errors import ManagerFileError
 from ..extractor import (
     ActionCoder,
@@ -146,6 +153,8 @@ class ExperienceManager:
         self.learner = ExtractorLearner(self.extractor_config, self.config, bank, self._stats_lock)
         self._generator = torch.Generator().manual_seed(self.config.seed)
         self.baseline = FreeBaseline(self.config.baseline_window)
+        # guided episodes of replayed instances waiting for their free episodes (worker only)
+        self.paired = PairedCredit()
         self.schedule = Schedule()  # progress, guided ratio, rollouts: advanced by the callback
         # statistics
         self.episodes_submitted = 0
@@ -329,28 +338,66 @@ class ExperienceManager:
             self.busy_seconds += time.perf_counter() - t0
 
     def _attribute(self, ep: Episode) -> None:
-        """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`)."""
+        """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`).
+
+        An episode of a replayed instance (``ep.instance`` with at least one free member) is
+        judged by the paired rule (:class:`~experience_wrappers.credit.PairedCredit`: the guided
+        outcome minus the mean free outcome of the same instance; the guided episode waits in
+        :attr:`paired` until those are in); any other guided episode against the task's recent
+        free episodes (:class:`~experience_wrappers.credit.FreeBaseline`).
+        """
         outcome = ep.outcome
         if not ep.guided:
             self.baseline.add(ep.task_id, outcome)
             with self._stats_lock:
                 self.outcomes.add(outcome, guided=False)
+        else:
+            with self._stats_lock:
+                self.outcomes.add(outcome, guided=True)
+        inst = ep.instance
+        if inst is not None and inst.free > 0 and inst.guided > 0:
+            payload = self._credit_payload(ep) if ep.guided else None
+            spread = None if ep.success is not None else self.baseline.spread(ep.task_id)
+            for res in self.paired.add(inst.key, outcome, guided=ep.guided, members=inst.members, free=inst.free,
+                                       payload=payload, free_spread=spread):
+                if res.payload is not None:
+                    self._credit(*res.payload, res.delta)
             return
-        with self._stats_lock:
-            self.outcomes.add(outcome, guided=True)
+        if not ep.guided:
+            return
         delta = self.baseline.delta(ep.task_id, outcome, ep.success is not None)
-        ids = np.unique(np.asarray(ep.injected_ids, dtype=np.int64))
-        if delta is None or ids.size == 0:
+        if delta is None:
+            return
+        self._credit(*self._credit_payload(ep), delta)
+
+    @staticmethod
+    def _credit_payload(ep: Episode) -> tuple[np.ndarray, np.ndarray | None, bool | None]:
+        """The ids of the entries shown in ``ep`` (unique), their shares of its delta, its success."""
+        ids = np.asarray(ep.injected_ids, dtype=np.int64)
+        shares = shown_shares(ep.shown_steps, ep.length)
+        if shares is None:
+            return np.unique(ids), None, ep.success
+        ids, first = np.unique(ids, return_index=True)
+        return ids, shares[first], ep.success
+
+    def _credit(self, ids: np.ndarray, shares: np.ndarray | None, success: bool | None, delta: float) -> None:
+        """Credit ``delta`` (times each entry's share) to the entries ``ids``: bank utilities and extractor rewards."""
+        if ids.size == 0:
             return
         with self._stats_lock:
             self.outcomes.add_delta(delta)
-        found = self.bank.update(ids, delta, utility_decay(self.schedule.progress, self.config.decay_start,
-                                                           self.config.decay_end))
-        ids = ids[found]
-        if ids.size == 0:
+        decay = utility_decay(self.schedule.progress, self.config.decay_start, self.config.decay_end)
+        reward = entry_reward(delta, success, self.config.extractor_reward)
+        if shares is None:  # every entry the whole delta
+            found = self.bank.update(ids, delta, decay)
+            ids = ids[found]
+            if ids.size:
+                self.learner.add_credit(ids, self.bank.get(ids), reward)
             return
-        reward = entry_reward(delta, ep.success, self.config.extractor_reward)
-        self.learner.add_credit(ids, self.bank.get(ids), reward)
+        found = self.bank.update(ids, delta * shares, decay)
+        ids, shares = ids[found], shares[found]
+        if ids.size:
+            self.learner.add_credit(ids, self.bank.get(ids), reward * shares)
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
@@ -434,6 +481,8 @@ class ExperienceManager:
                 key = name if name == "delta" else f"{name}_outcome"
                 out[key] = float("nan") if mean is None else mean
             out.update({f"loss_{k}": v for k, v in self.learner.last_losses.items()})
+        if self.paired.credited or self.paired.open_instances or self.paired.dropped_instances:
+            out.update(self.paired.stats())  # only once instances are replayed (paired credit)
         return out
 
     def free_baseline(self, task_id: int = 0) -> float | None:

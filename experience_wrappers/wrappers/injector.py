@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..manager import Episode, ExperienceManager
+from ..manager import Episode, ExperienceManager, Instance
 from ..validators import integral
 from .checks import check_finite_rewards, observation_checker
+from .instances import INSTANCE_INFO_KEY, guided_members
 from .options import ExperienceOptions, TaskIdSource
 from .retrieval import Retriever
 
@@ -90,6 +91,7 @@ class ExperienceInjector:
         self.retrieve_every = options.retrieve_every
         self.task_source = options.task_id
         self.learn = options.learn
+        self.paired = options.paired
         self.force_guided: bool | None = None
         self.rng = np.random.default_rng(options.seed)
         self.guided = np.zeros(n_envs, bool)
@@ -100,6 +102,9 @@ class ExperienceInjector:
         self._actions: list[list[Any]] = [[] for _ in range(n_envs)]
         self._rewards: list[list[float]] = [[] for _ in range(n_envs)]
         self._injected: list[set[int]] = [set() for _ in range(n_envs)]
+        # paired credit: each env's replayed instance and the steps each entry was shown
+        self.instances: list[Instance | None] = [None] * n_envs
+        self._shown: list[dict[int, int]] = [{} for _ in range(n_envs)]
 
     @property
     def learning(self) -> bool:
@@ -117,9 +122,15 @@ class ExperienceInjector:
         if rows.size == 0:
             return
         ratio = self.manager.guided_ratio if self.force_guided is None else float(self.force_guided)
-        draws = self.rng.random(len(rows))
+        if self.paired:
+            guided = [self._paired_draw(r, infos[j] if j < len(infos) else {}, ratio)
+                      for j, r in enumerate(rows.tolist())]
+        else:
+            draws = self.rng.random(len(rows))
+            guided = (draws < ratio).tolist()
         for j, r in enumerate(rows.tolist()):
-            self.guided[r] = draws[j] < ratio
+            self.guided[r] = guided[j]
+            self._shown[r] = {}
             self.steps[r] = 0
             self.task_ids[r] = self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
             self._obs[r], self._actions[r], self._rewards[r] = [], [], []
@@ -128,6 +139,25 @@ class ExperienceInjector:
         guided = self.guided[rows]
         if guided.any():
             self.retrieve(rows[guided], subset_rows(obs, np.flatnonzero(guided)))
+
+    def _paired_draw(self, r: int, info: dict, ratio: float) -> bool:
+        """Env ``r``'s role in its replayed instance (guided or free), from the reset info of
+        :class:`~experience_wrappers.wrappers.ReplayInstances`; records the instance."""
+        spec = info.get(INSTANCE_INFO_KEY)
+        if not isinstance(spec, dict):
+            raise ValueError(
+                f"paired=True needs envs that replay task instances, but env {r}'s reset info has no "
+                f"{INSTANCE_INFO_KEY!r} (got keys {sorted(info)}): build the envs with "
+                "experience_wrappers.wrappers.paired_env_fns(...) (each env in ReplayInstances, below the "
+                "VecEnv and below ExperienceWrapper), or set paired=False")
+        if self.force_guided is not None:  # forced (evaluation): no pairs, every episode the same
+            self.instances[r] = None
+            return bool(self.force_guided)
+        size, member, index = int(spec["size"]), int(spec["member"]), int(spec["index"])
+        m = guided_members(ratio, size)
+        self.instances[r] = Instance(group=int(spec["group"]), index=index, members=size, guided=m,
+                                     seed=int(spec["seed"]))
+        return (member + index) % size < m
 
     def _task_of(self, obs: Any, info: dict) -> int:
         if callable(self.task_source):
@@ -152,16 +182,27 @@ class ExperienceInjector:
             self._obs[r].append(_take(obs, r))
             self._actions[r].append(np.array(actions[r], copy=True))
             self._rewards[r].append(float(rewards[r]))
+        if self.paired:  # the entries the action of each guided env was taken with
+            retriever = self.retriever
+            for r in np.flatnonzero(self.guided).tolist():
+                shown = self._shown[r]
+                for i in retriever.ids[r][retriever.mask[r] > 0].tolist():
+                    shown[i] = shown.get(i, 0) + 1
         self.steps += 1
         self.env_steps += self.n
 
     def finish(self, r: int, success: bool | None) -> Episode:
         """Close env ``r``'s episode and hand it to the manager (when learning)."""
+        ids = np.fromiter(self._injected[r], dtype=np.int64, count=len(self._injected[r]))
+        shown = None
+        if self.paired:
+            counts = self._shown[r]
+            shown = np.asarray([counts.get(i, 0) for i in ids.tolist()], dtype=np.int64)
         ep = Episode(observations=_stack(self._obs[r]), actions=np.stack(self._actions[r]),
                      rewards=np.asarray(self._rewards[r], dtype=np.float64), success=success,
-                     guided=bool(self.guided[r]),
-                     injected_ids=np.fromiter(self._injected[r], dtype=np.int64, count=len(self._injected[r])),
-                     task_id=int(self.task_ids[r]), env_steps=self.env_steps)
+                     guided=bool(self.guided[r]), injected_ids=ids,
+                     task_id=int(self.task_ids[r]), env_steps=self.env_steps,
+                     instance=self.instances[r], shown_steps=shown)
         self._obs[r], self._actions[r], self._rewards[r] = [], [], []
         if self.learning:
             self.manager.submit(ep)

@@ -68,6 +68,15 @@ class ExperienceOptions:
         manager: an existing manager of this bank.
         manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
         seed: seed of the guided / free draws.
+        paired: pair credit by replayed task instances (the paper's groups): every env must
+            sit above a :class:`~experience_wrappers.wrappers.ReplayInstances` (build them
+            with :func:`~experience_wrappers.wrappers.paired_env_fns`); member ``j`` of a group
+            is guided on its ``n``-th episode when ``(j + n) % size < guided_members(ratio,
+            size)`` (the guided ratio rounded per group, at least one guided and one free),
+            and each guided episode is credited against the free episodes of its instance
+            (:class:`~experience_wrappers.credit.PairedCredit`), by the steps each entry was
+            shown. False (the default): a random draw per episode, credited against the
+            task's recent free episodes.
 
     >>> ExperienceOptions(k=2, query_mode="knn").k
     2
@@ -90,6 +99,7 @@ class ExperienceOptions:
     manager: ExperienceManager | None = None
     manager_kwargs: dict[str, Any] | None = None
     seed: int | None = None
+    paired: bool = attrs.field(default=False, validator=_bool)
 
     @classmethod
     def of(cls, options: ExperienceOptions | None = None, /, **kwargs: Any) -> ExperienceOptions:
