@@ -32,6 +32,11 @@ class Arm:
             (roll-in episodes start on the demonstrations' instances) and the other
             :class:`~integrations.sb3.rollin.GuidedRollInVecEnv` arguments (``rollin_ratio``,
             ``only_guided``). Needs a bank with demonstrations.
+        group_size: the training envs form groups of this size that replay one task
+            instance per episode index, half (the guided ratio rounded per group) guided and
+            the rest free, and a guided episode is credited against the free episodes of
+            its own instance (paired credit; the wrapper gets ``paired=True``). None: the
+            unpaired baseline (the task's recent free episodes).
         question: what the arm answers.
     """
 
@@ -46,6 +51,7 @@ class Arm:
     bank: dict[str, Any] = attrs.field(factory=dict)
     imitation: dict[str, Any] | None = None
     rollin: dict[str, Any] | None = None
+    group_size: int | None = None
     question: str = ""
 
 
@@ -108,6 +114,11 @@ _ALL += [
                    question="the method: demonstrations in the bank, the observation channel on guided "
                             "episodes, self-imitation on the policy's own logits from the demonstrated and "
                             "the agent's successful states"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-paired", wrapper={"paired": True}, group_size=4,
+                 question="the method with paired credit (the paper's groups): the 8 envs form 2 groups of 4 that "
+                          "replay one task instance per episode index, guided members credited against the free "
+                          "members of their own instance, each entry by the steps it was shown (crl-sil-obs: "
+                          "against the last 100 free episodes of other layouts, every entry alike)"),
     attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
                  question="the method on the agent's own successes only (no demonstrations)"),
     attrs.evolve(_METHOD, name="crl-sil-own-all", demonstrations=0,

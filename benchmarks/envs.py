@@ -8,9 +8,11 @@ from typing import Any
 import attrs
 import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper, KeyEncoder
+from experience_wrappers.wrappers import paired_env_fns
 
 __all__ = ["Family", "family_of"]
 
@@ -22,6 +24,9 @@ class Family:
     Attributes:
         name: ``"classic"``, ``"minihack"`` or ``"metaworld"``.
         make_vec: ``make_vec(env_id, n_envs, seed, wrapper_class, wrapper_kwargs) -> VecEnv``.
+        make_env: ``make_env(env_id) -> Env``, one env (under a ``Monitor``) whose
+            ``reset(seed=s)`` gives the same instance for the same ``s``: what groups that
+            replay instances (paired credit) are built from (None: the family cannot).
         base_policy_kwargs: policy kwargs of vanilla PPO (the base encoder).
         base_extractor: ``(class, kwargs)`` of the base encoder inside the CRL extractor
             (None: SB3's CombinedExtractor).
@@ -38,6 +43,7 @@ class Family:
     key_encoder: Callable[[gym.Space], KeyEncoder] | None = None
     task_id: Any = 0
     demonstrator: Callable[[str, int, int], list[Any]] | None = None
+    make_env: Callable[[str], gym.Env] | None = None
 
 
 def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
@@ -46,10 +52,15 @@ def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
                         wrapper_class=wrapper_class, wrapper_kwargs=wrapper_kwargs)
 
 
+def _classic_env(env_id: str) -> gym.Env:
+    return Monitor(gym.make(env_id))
+
+
 def _minihack_family() -> Family:
     from integrations.minihack import (
         GlyphCNNExtractor,
         MiniHackKeyEncoder,
+        make_minihack_env,
         make_minihack_vec_env,
         scripted_demonstrations,
     )
@@ -63,7 +74,8 @@ def _minihack_family() -> Family:
                   base_policy_kwargs={"features_extractor_class": GlyphCNNExtractor},
                   base_extractor=(GlyphCNNExtractor, {}),
                   key_encoder=lambda space: MiniHackKeyEncoder(space),
-                  demonstrator=scripted_demonstrations)
+                  demonstrator=scripted_demonstrations,
+                  make_env=lambda env_id: Monitor(make_minihack_env(env_id), info_keywords=("success",)))
 
 
 def _metaworld_family() -> Family:
@@ -83,17 +95,33 @@ def family_of(env_id: str) -> Family:
         return _minihack_family()
     if env_id.startswith("Meta-World/"):
         return _metaworld_family()
-    return Family("classic", _classic_vec)
+    return Family("classic", _classic_vec, make_env=_classic_env)
 
 
 def build_env(env_id: str, n_envs: int, seed: int, bank: ExperienceBank | None,
               wrapper_kwargs: dict[str, Any] | None = None, manager_kwargs: dict[str, Any] | None = None,
-              family: Family | None = None, vec_wrapper: bool = False) -> VecEnv:
+              family: Family | None = None, vec_wrapper: bool = False, group_size: int | None = None) -> VecEnv:
     """A VecEnv for one run; with a bank, each env is wrapped in an :class:`ExperienceWrapper`
-    (or, with ``vec_wrapper``, the whole VecEnv in one :class:`ExperienceVecEnv`)."""
+    (or, with ``vec_wrapper``, the whole VecEnv in one :class:`ExperienceVecEnv`).
+
+    ``group_size``: the envs form groups of this size that replay one task instance per
+    episode index (:func:`~experience_wrappers.wrappers.paired_env_fns`, seeded by ``seed``),
+    for paired credit (``wrapper_kwargs`` then says ``paired=True``). None: envs as usual.
+    """
     fam = family or family_of(env_id)
+    if group_size is not None and fam.make_env is None:
+        raise ValueError(f"group_size={group_size} needs envs that replay an instance for a reset seed; the "
+                         f"{fam.name!r} family of {env_id!r} cannot build them")
+
+    def make_vec(n: int, wrapper_class: Any = None, kwargs: dict[str, Any] | None = None) -> VecEnv:
+        if group_size is None:
+            return fam.make_vec(env_id, n, seed, wrapper_class, kwargs)
+        assert fam.make_env is not None
+        wrap = None if wrapper_class is None else (lambda e: wrapper_class(e, **(kwargs or {})))
+        return DummyVecEnv(paired_env_fns(lambda: fam.make_env(env_id), n, group_size, seed, wrapper=wrap))
+
     if bank is None:
-        return fam.make_vec(env_id, n_envs, seed)
+        return make_vec(n_envs)
     probe = fam.make_vec(env_id, 1, seed)
     key_encoder = fam.key_encoder(probe.observation_space) if fam.key_encoder else None
     probe.close()
@@ -103,5 +131,5 @@ def build_env(env_id: str, n_envs: int, seed: int, bank: ExperienceBank | None,
         from integrations.sb3 import ExperienceVecEnv
 
         bank = kwargs.pop("bank")
-        return ExperienceVecEnv(fam.make_vec(env_id, n_envs, seed), bank, **kwargs)
-    return fam.make_vec(env_id, n_envs, seed, wrapper_class=ExperienceWrapper, wrapper_kwargs=kwargs)
+        return ExperienceVecEnv(make_vec(n_envs), bank, **kwargs)
+    return make_vec(n_envs, ExperienceWrapper, kwargs)

@@ -140,8 +140,11 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if arm.rollin is not None and not (arm.crl and n_demos):
         raise ValueError(f"arm {arm.name!r} rolls in with the bank's demonstrations: it needs crl=True and "
                          f"demonstrations > 0, got crl={arm.crl} and {n_demos} demonstrations")
+    if arm.group_size is not None and (arm.rollin is not None or not arm.crl):
+        raise ValueError(f"arm {arm.name!r} pairs credit by replayed instances (group_size={arm.group_size}): it "
+                         "needs crl=True and no roll-in (roll-in resets envs onto its own instances)")
     bank = ExperienceBank(seed=seed, **arm.bank) if arm.crl else None
-    env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam)
+    env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam, group_size=arm.group_size)
     replay = SuccessReplay() if arm.imitation is not None else None
     gamma = float(hyper.get("gamma", 0.99))
     demos_record, demos = (_demonstrations(env, env_id, arm, n_demos, seed, fam, replay, gamma) if n_demos
@@ -178,7 +181,9 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         callbacks.append(sil_cb if rollin_env is None else RollInView(sil_cb))
     eval_cb = None
     if eval_every and eval_episodes:
-        eval_wrapper = {**arm.wrapper, "learn": False, "manager": find_experience(env)[0][0]} if arm.crl else None
+        # evaluation envs never learn, so they are not paired (paired=False: no replayed instances)
+        eval_wrapper = ({**arm.wrapper, "learn": False, "paired": False, "manager": find_experience(env)[0][0]}
+                        if arm.crl else None)
         eval_env = build_env(env_id, eval_envs, seed + 10_000, bank, eval_wrapper, arm.manager, fam)
         eval_cb = ExperienceEvalCallback(eval_env, eval_every, eval_episodes, deterministic=False)
         callbacks.append(eval_cb)
@@ -200,7 +205,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
             "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
-            "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation, "rollin": arm.rollin},
+            "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation, "rollin": arm.rollin,
+            **({"group_size": arm.group_size} if arm.group_size is not None else {})},
         "demonstrations_used": int(n_demos),
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
