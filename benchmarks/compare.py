@@ -22,7 +22,7 @@ __all__ = ["COMPARE_TO", "comparison_lines"]
 
 #: The arm each suite's other arms are compared with.
 COMPARE_TO = {"keyroom-20": "crl-sil-obs", "keyroom-5": "crl-sil-obs", "keyroom-100": "crl-sil-obs",
-              "medium-sil": "crl-sil-own"}
+              "medium-sil": "crl-sil-own", "keyroom-20-300k": "crl-sil-obs", "keyroom-rollin": "crl-sil-obs"}
 
 
 def _cell(d: float, lo: float, hi: float) -> str:

@@ -70,7 +70,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
     Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo-sil", "crl-sil-own", "crl-sil-own-all"),
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
     # guided roll-in (issue 13, item 4): the method with and without it
-    Suite("keyroom-rollin", ("MiniHack-KeyRoom-S5-v0",), ("crl-sil-obs-rollin", "crl-sil-obs"), (0, 1, 2, 3, 4),
+    Suite("keyroom-rollin", ("MiniHack-KeyRoom-S5-v0",),
+          ("crl-sil-obs-rollin", "crl-sil-obs-rollin-any", "crl-sil-obs-paired", "crl-sil-obs", "crl-sil-plain"), (0, 1, 2, 3, 4),
           steps=72_000, thresholds=(0.5, 0.8, 0.9), demonstrations=20),
     Suite("cartpole", ("CartPole-v1",), ("ppo", "crl"), (0, 1, 2, 3, 4), steps=50_000),
 ]}
