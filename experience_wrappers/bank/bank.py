@@ -31,6 +31,7 @@ from .search import (
     choose,
     empty_result,
     gather,
+    knn_unfiltered,
     nearest,
     random_candidates,
     record_hits,
@@ -309,7 +310,8 @@ class ExperienceBank:
         The steps are those of :mod:`.search`.
         """
         k, temp = self._check_query(k, mode, temperature, record, rng)
-        dims = self.dims
+        store = self._store
+        dims = None if store is None else store.dims
         q = as_matrix("keys", keys, None if dims is None else dims["key_dim"])
         n = len(q)
         tasks = None if task_ids is None else as_int_vector("task_ids", task_ids, n)
@@ -318,6 +320,15 @@ class ExperienceBank:
             if dims is None or store is None or store.size == 0:
                 return empty_result(n, k, 0 if dims is None else dims["value_dim"],
                                     0 if dims is None else dims["prior_dim"])
+            if mode == "knn" and self.config.utility_floor is None and k <= store.size and (
+                    tasks is None or self._one_task(tasks)):
+                fast = knn_unfiltered(store, self._index, q, k)  # the usual kNN query, fewer steps
+                if fast is not None:
+                    result, chosen = fast
+                    if record:
+                        with self._count_lock:
+                            self._tick = record_hits(store, chosen, None, self._tick)
+                    return result
             if mode != "random":
                 cand_ids, cand_d = self._nearest(q, candidate_count(mode, k, store.size, self.config), tasks)
             with self._count_lock:
@@ -332,8 +343,16 @@ class ExperienceBank:
                     self._tick = record_hits(store, chosen, mask, self._tick)
         return result
 
+    def _one_task(self, tasks: np.ndarray) -> bool:
+        """Whether every row asks for the bank's only task (a task filter that filters nothing)."""
+        counts = self._task_counts
+        return len(counts) == 1 and bool((tasks == next(iter(counts))).all())
+
     def _check_query(self, k: Any, mode: Any, temperature: Any, record: Any, rng: Any) -> tuple[int, float]:
         """The checked ``k`` and temperature of a :meth:`query` (ValueError/TypeError otherwise)."""
+        if type(k) is int and 0 < k <= MAX_K and temperature is None and rng is None and type(record) is bool \
+                and mode in MODES:
+            return k, self.config.temperature  # the usual call: nothing else to check
         k = check_positive_int("k", k)
         if k > MAX_K:
             raise ValueError(f"k must be <= {MAX_K}, got {k}")
@@ -548,8 +567,9 @@ class ExperienceBank:
     def check_consistency(self) -> None:
         """Raise :class:`~experience_wrappers.errors.BankStateError` if entries and index disagree.
 
-        Checked: the entry count against the index's live count and the id map, unique ids
-        below the id counter, task counts, and finite utilities. Cost: one pass over the ids.
+        Checked: the entry count against the index's live count and the id map, the id lookup
+        against the entries, unique ids below the id counter, task counts, and finite utilities.
+        Cost: a few passes over the ids.
         """
         store, index = self._store, self._index
         if store is None:
@@ -566,6 +586,8 @@ class ExperienceBank:
                             f"{index.live} live + {index.deleted} deleted")
         if len(store._slot) != store.size:
             problems.append(f"{store.size} entries but {len(store._slot)} ids in the id map")
+        elif not np.array_equal(store.find(store.view("id")), np.arange(store.size)):
+            problems.append("the sorted id lookup disagrees with the entries")
         ids = store.view("id")
         if len(np.unique(ids)) != store.size or (store.size and (ids.min() < 0 or ids.max() >= self._next_id)):
             problems.append("entry ids are duplicated or out of range")

@@ -8,9 +8,12 @@ nothing about indexing, locking or retrieval.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 import numpy as np
+
+from .idmap import SortedIds
 
 __all__ = ["EntryStore", "COLUMNS"]
 
@@ -36,6 +39,9 @@ COLUMNS: dict[str, tuple[type, str | None]] = {
 
 DIM_NAMES = ("key_dim", "value_dim", "prior_dim", "context_dim")
 
+#: up to this many ids, :meth:`EntryStore.find` reads the dict (cheaper than a search of the sorted copy)
+_FEW_IDS = 32
+
 
 class EntryStore:
     """Dense, growable columns of entries with an id -> slot map.
@@ -55,6 +61,8 @@ class EntryStore:
             shape: tuple[int, ...] = (initial,) if width is None else (initial, self.dims[width])
             self.cols[name] = np.zeros(shape, dtype=dtype)
         self._slot: dict[int, int] = {}
+        #: the id -> slot map as sorted arrays, for :meth:`find` (None: built on the next find)
+        self._sorted: SortedIds | None = None
         #: the undo journal of the running bank transaction (see :mod:`.transaction`), or None
         self.journal: Any = None
 
@@ -74,9 +82,24 @@ class EntryStore:
         return np.fromiter((self._slot[int(i)] for i in ids), dtype=np.int64)
 
     def find(self, ids: np.ndarray) -> np.ndarray:
-        """Slots of ids, -1 where an id is not in the store."""
-        get = self._slot.get
-        return np.array([get(i, -1) for i in np.ravel(ids).tolist()], dtype=np.int64).reshape(np.shape(ids))
+        """Slots of ids (any shape), -1 where an id is not in the store.
+
+        A few ids (one query key's ``k``) are looked up in the id map itself; more are searched
+        in its sorted copy (:class:`~.idmap.SortedIds`, built on the first call after a change
+        that could not update it in place), one vectorised step instead of scattered dict reads.
+        """
+        ids = np.asarray(ids)
+        if ids.size <= _FEW_IDS:
+            return np.fromiter(map(self._slot.get, ids.ravel().tolist(), repeat(-1)), dtype=np.int64,
+                               count=ids.size).reshape(ids.shape)
+        index = self._sorted
+        if index is None or index.stale:
+            index = self._sorted = SortedIds(self._slot)
+        return index.lookup(ids)
+
+    def forget_sorted(self) -> None:
+        """Call after changing the id map other than through this class's methods (a rollback)."""
+        self._sorted = None
 
     # -- writes ----------------------------------------------------------------
     def touch(self, slots: Any) -> None:
@@ -110,23 +133,36 @@ class EntryStore:
         ids = self.cols["id"]
         if self.journal is not None:
             self.journal.touch_ids(self, ids[np.asarray(slots, dtype=np.int64)])
-        for s in np.asarray(slots).tolist():
-            self._slot[int(ids[s])] = int(s)
+        slots = np.asarray(slots, dtype=np.int64)
+        try:
+            for s in slots.tolist():
+                self._slot[int(ids[s])] = int(s)
+        finally:
+            if self._sorted is not None and not self._sorted.append(ids[slots], slots):
+                self._sorted = None  # not new ids past the last: rebuilt on the next find
 
     def remove_ids(self, ids: Iterable[int]) -> None:
         """Remove entries by id, keeping the columns dense (swap with the last row)."""
-        for entry_id in ids:
-            slot = self._slot[int(entry_id)]
-            last = self.size - 1
-            if self.journal is not None:
-                self.journal.touch_rows(self, [slot, last])
-                self.journal.touch_ids(self, [int(entry_id), int(self.cols["id"][last])])
-            del self._slot[int(entry_id)]
-            if slot != last:
-                for col in self.cols.values():
-                    col[slot] = col[last]
-                self._slot[int(self.cols["id"][slot])] = slot
-            self.size = last
+        moved: dict[int, int] = {}  # id -> its new slot (-1: removed), for the sorted copy
+        try:
+            for entry_id in ids:
+                slot = self._slot[int(entry_id)]
+                last = self.size - 1
+                if self.journal is not None:
+                    self.journal.touch_rows(self, [slot, last])
+                    self.journal.touch_ids(self, [int(entry_id), int(self.cols["id"][last])])
+                del self._slot[int(entry_id)]
+                moved[int(entry_id)] = -1
+                if slot != last:
+                    for col in self.cols.values():
+                        col[slot] = col[last]
+                    self._slot[int(self.cols["id"][slot])] = slot
+                    moved[int(self.cols["id"][slot])] = slot
+                self.size = last
+        finally:
+            if self._sorted is not None and moved and not self._sorted.assign(
+                    np.fromiter(moved.keys(), np.int64, len(moved)), np.fromiter(moved.values(), np.int64, len(moved))):
+                self._sorted = None
 
     def load_columns(self, cols: dict[str, np.ndarray]) -> None:
         """Replace everything with ``cols`` (already validated)."""
@@ -136,6 +172,7 @@ class EntryStore:
         for name in COLUMNS:
             self.cols[name][:n] = cols[name]
         self._slot = {}
+        self._sorted = None
         self.reindex(np.arange(n))
 
     def snapshot(self) -> dict[str, np.ndarray]:

@@ -28,6 +28,7 @@ class HnswIndex:
                                ef_construction=ef_construction, random_seed=seed,
                                allow_replace_deleted=True)
         self._index.set_ef(ef_search)
+        self._ef = ef_search
         self.live = 0  # non-deleted elements
         self.deleted = 0  # marked-deleted slots available for reuse
 
@@ -67,7 +68,10 @@ class HnswIndex:
     def search(self, queries: np.ndarray, k: int,
                filter_fn: Callable[[int], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Labels and distances of the ``k`` nearest; raises RuntimeError if hnswlib can't fill k."""
-        self._index.set_ef(max(self.ef_search, k))
+        ef = max(self.ef_search, k)
+        if ef != self._ef:  # set_ef only when it changes: it is a call into hnswlib on every query
+            self._index.set_ef(ef)
+            self._ef = ef
         if filter_fn is None:
             labels, dists = self._index.knn_query(queries, k=k, num_threads=1)
         else:
@@ -87,6 +91,7 @@ class HnswIndex:
         self._index.load_index(str(path), max_elements=max(live + deleted, 1),
                                allow_replace_deleted=True)
         self._index.set_ef(ef_search)
+        self._ef = ef_search
         self.live, self.deleted = int(live), int(deleted)
         if int(self._index.get_current_count()) != live + deleted:
             raise ValueError(

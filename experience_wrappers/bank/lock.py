@@ -20,24 +20,28 @@ class RWLock:
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()  # held directly on the fast paths: Condition's own methods cost more
+        self._cond = threading.Condition(self._mutex)
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._reader = _ReadGuard(self)  # stateless, so one serves every reader
 
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
+    def read(self) -> _ReadGuard:
+        """Hold the lock as a reader for a ``with`` block."""
+        return self._reader
+
+    def acquire_read(self) -> None:
+        with self._mutex:
             while self._writer or self._writers_waiting:
                 self._cond.wait()
             self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if self._readers == 0:
-                    self._cond.notify_all()
+
+    def release_read(self) -> None:
+        with self._mutex:
+            self._readers -= 1
+            if self._readers == 0 and self._writers_waiting:  # only writers wait for readers
+                self._cond.notify_all()
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -55,3 +59,19 @@ class RWLock:
             with self._cond:
                 self._writer = False
                 self._cond.notify_all()
+
+
+class _ReadGuard:
+    """``with lock.read():`` as a plain class: cheaper than a generator-based context manager,
+    which matters on the bank's query path (a few microseconds per call)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: RWLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire_read()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release_read()

@@ -2,7 +2,8 @@
 
 :meth:`ExperienceBank.query <experience_wrappers.bank.ExperienceBank.query>` runs, under the
 bank's locks: :func:`candidate_count`, then the nearest (or :func:`random_candidates`),
-:func:`choose` among them, :func:`gather` the picks and :func:`record_hits`.
+:func:`choose` among them, :func:`gather` the picks and :func:`record_hits`; the usual kNN
+query (no task filter, no utility floor) takes :func:`knn_unfiltered` instead of the middle three.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .results import QueryResult
 from .retrieval import retrieval_scores, sample_without_replacement
 
 __all__ = ["nearest", "brute_nearest", "random_candidates", "candidate_count", "choose", "gather",
-           "record_hits", "empty_result"]
+           "knn_unfiltered", "record_hits", "empty_result"]
 
 
 def nearest(store: EntryStore, index: HnswIndex, keys: np.ndarray, m: int, tasks: np.ndarray | None,
@@ -147,9 +148,36 @@ def gather(store: EntryStore, slots: np.ndarray, dists: np.ndarray, cols: np.nda
                        mask=mask), chosen
 
 
-def record_hits(store: EntryStore, chosen: np.ndarray, mask: np.ndarray, tick: int) -> int:
-    """Count a retrieval of the picked entries at query ``tick``; returns the next tick."""
-    hit = chosen[mask]
+def knn_unfiltered(store: EntryStore, index: HnswIndex, keys: np.ndarray,
+                   k: int) -> tuple[QueryResult, np.ndarray] | None:
+    """Mode ``"knn"`` without a task filter or utility floor, ``k`` at most the bank's size: the
+    ``k`` nearest entries of every row, and their slots; None when the general steps must answer.
+
+    What :func:`nearest`, :func:`choose` and :func:`gather` return for such a query, in fewer
+    steps: one HNSW search whose labels are the result's ids, one id -> slot lookup, and three
+    column gathers; every pick is real. None (the general steps then run) when hnswlib cannot
+    fill ``k`` results (they fall back to exact search), when an id is missing from the
+    entries (never in a consistent bank), or for an empty batch.
+    """
+    n = len(keys)
+    if n == 0:
+        return None
+    try:
+        ids, dists = index.search(keys, k)
+    except RuntimeError:
+        return None
+    slots = store.find(ids)
+    if slots.min() < 0:
+        return None
+    cols = store.cols  # take: the same rows as fancy indexing, without its overhead on 2-D columns
+    return QueryResult(ids=ids, values=cols["value"].take(slots, axis=0), utility=cols["utility"].take(slots),
+                       prior=cols["prior"].take(slots, axis=0), distances=dists,
+                       mask=np.ones((n, k), dtype=bool)), slots
+
+
+def record_hits(store: EntryStore, chosen: np.ndarray, mask: np.ndarray | None, tick: int) -> int:
+    """Count a retrieval of the picked entries (``mask``; None: all) at query ``tick``; returns the next tick."""
+    hit = chosen.ravel() if mask is None else chosen[mask]
     np.add.at(store.cols["n_retrieved"], hit, 1)
     store.cols["last_retrieved"][hit] = tick
     return tick + 1

@@ -70,6 +70,7 @@ class Journal:
             for name, value in row.items():
                 store.cols[name][s] = value
         store.size = self.size
+        store.forget_sorted()
         for i, s in self.slot_of.items():
             if s == _ABSENT:
                 store._slot.pop(i, None)

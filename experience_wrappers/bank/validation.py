@@ -30,6 +30,9 @@ def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> n
     ...
     ValueError: keys contains NaN or inf (array of shape (1, 2) and dtype float64)
     """
+    if (type(x) is np.ndarray and x.dtype == dtype and x.ndim in (1, 2) and x.flags.c_contiguous
+            and (dim is None or x.shape[-1] == dim) and np.isfinite(x).all()):
+        return x if x.ndim == 2 else x[None, :]  # the usual query: checked without a copy
     try:
         arr = np.asarray(x)
     except Exception as exc:  # ragged lists and the like
@@ -50,6 +53,8 @@ def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> n
 
 def _check_range(name: str, arr: np.ndarray, dtype: type) -> None:
     """Finite values too large for ``dtype`` would be stored as inf: refuse them."""
+    if arr.dtype == dtype:
+        return  # every value of a dtype fits in it
     limit = float(np.finfo(dtype).max)
     kind = arr.dtype.kind
     if (np.finfo(arr.dtype).max if kind == "f" else np.iinfo(arr.dtype).max) <= limit:
