@@ -12,6 +12,10 @@ report renders as a table, met or missed, with the measured figures and seed cou
 * ``mt10``: final success >= 7.3 points above PPO's.
 * ``stretch``: any sustained success (mean final success > 0) of ``crl-demos``, the arm
   that starts from demonstrations (:data:`METHOD_ARM`).
+* ``keyroom-20-300k`` (experience that reaches the policy): the method ends with sustained success
+  >= 0.8 and >= 0.6 evaluated without experience (>= 3 seeds), above each simple peer
+  (``ppo-bc``, ``ppo-kickstart``, ``ppo-sil``: the 95 % bootstrap CI of the difference above 0),
+  and vanilla PPO stays near 0 (mean final success <= 0.05).
 * overhead (``benchmarks/results/overhead.json``): PPO+CRL steps/s >= 0.9x PPO's; async
   wall-clock at least 30 % below sync.
 """
@@ -26,12 +30,14 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .stats import bootstrap_ci
+from .stats import bootstrap_ci, difference_ci
 
 __all__ = ["Check", "check_all", "check_overhead", "render_checks", "steps_to_level"]
 
-MIN_SEEDS = {"easy": 5, "easy-60k": 5, "medium": 5, "mt10": 3, "stretch": 1}
-METHOD_ARM = {"stretch": "crl-demos", "keyroom-20": "crl-sil-obs"}
+MIN_SEEDS = {"easy": 5, "easy-60k": 5, "medium": 5, "mt10": 3, "stretch": 1, "keyroom-20-300k": 3}
+METHOD_ARM = {"stretch": "crl-demos", "keyroom-20": "crl-sil-obs", "keyroom-20-300k": "crl-sil-obs"}
+#: The simple peers the method must beat, per suite (:func:`_check_peers`).
+PEERS = {"keyroom-20-300k": ("ppo-bc", "ppo-kickstart", "ppo-sil")}
 """The arm checked against ``ppo`` where it is not ``crl``."""
 
 
@@ -151,6 +157,39 @@ def _check_stretch(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> l
                   f"{np.mean(fc):.3f} vs ppo {np.mean(fp):.3f}", bool(np.mean(fc) > 0), _seeds(ppo, crl))]
 
 
+def _eval_without(runs: list[dict]) -> list[float]:
+    return [float(r["evaluation"]["without_experience"]["success"]) for r in runs
+            if (r.get("evaluation") or {}).get("without_experience", {}).get("success") is not None]
+
+
+def _check_peers(suite: str, task: str, arms: dict[str, list[dict]]) -> list[Check]:
+    """The method's level (with and without experience), its lead over each simple peer, and PPO near 0."""
+    method = arms[METHOD_ARM[suite]]
+    n_min, fm = MIN_SEEDS.get(suite, 1), _finals(method)
+    out = [Check(suite, task, "sustained success (last 100 episodes) >= 0.8", f"{np.mean(fm):.2f} ({len(fm)} seeds)",
+                 len(fm) >= n_min and bool(np.mean(fm) >= 0.8), f"- / {len(fm)}")]
+    ev = _eval_without(method)
+    if ev:
+        out.append(Check(suite, task, "evaluated without experience >= 0.6", f"{np.mean(ev):.2f} ({len(ev)} seeds)",
+                         len(ev) >= n_min and bool(np.mean(ev) >= 0.6), f"- / {len(ev)}"))
+    for peer in PEERS.get(suite, ()):
+        fp = _finals(arms.get(peer, []))
+        if not fp:
+            out.append(Check(suite, task, f"above `{peer}`", "not run", None))
+            continue
+        d, lo, hi = difference_ci(fm, fp)
+        where = "CI above 0" if lo > 0 else "CI below 0" if hi < 0 else "CI overlaps 0"
+        out.append(Check(suite, task, f"above `{peer}` (final success, 95 % CI of the difference above 0)",
+                         f"{np.mean(fm):.2f} vs {np.mean(fp):.2f}: {d:+.2f} [{lo:+.2f}, {hi:+.2f}] ({where})",
+                         None if math.isnan(lo) else bool(lo > 0) and min(len(fm), len(fp)) >= n_min,
+                         f"{len(fp)} / {len(fm)}"))
+    fp = _finals(arms.get("ppo", []))
+    if fp:
+        out.append(Check(suite, task, "vanilla PPO stays near 0 (mean final success <= 0.05)", f"{np.mean(fp):.3f}",
+                         bool(np.mean(fp) <= 0.05), f"{len(fp)} / -"))
+    return out
+
+
 CHECKERS = {"easy": _check_easy, "easy-60k": _check_easy, "medium": _check_medium,
             "mt10": _check_mt10, "stretch": _check_stretch}
 
@@ -181,6 +220,10 @@ def check_all(results: dict[str, dict[str, dict[str, list[dict]]]], overhead: Pa
         for task, arms in sorted(results.get(suite, {}).items()):
             if arms.get("ppo") and arms.get(method) and _finals(arms["ppo"]) and _finals(arms[method]):
                 out += checker(suite, task, arms["ppo"], arms[method])
+    for suite in PEERS:
+        for task, arms in sorted(results.get(suite, {}).items()):
+            if _finals(arms.get(METHOD_ARM[suite], [])):
+                out += _check_peers(suite, task, arms)
     if overhead is not None:
         out += check_overhead(overhead)
     return out

@@ -122,3 +122,23 @@ def test_stretch_is_checked_on_the_demonstrations_arm():
     assert "crl-demos" in check.target and check.met is True and check.measured.startswith("0.100")
     [none] = check_all({"stretch": {"T": {"ppo": ppo, "crl-demos": [run(0, 0.0, steps=500_000)]}}})
     assert none.met is False
+
+
+def test_keyroom_peer_targets_need_a_lead_with_its_ci_above_zero():
+    def with_eval(r: dict, without: float) -> dict:
+        return {**r, "evaluation": {"without_experience": {"success": without}}}
+
+    method = [with_eval(run(s, 0.95 + 0.01 * (s % 2)), 0.9) for s in range(3)]
+    arms = {"crl-sil-obs": method,
+            "ppo-bc": [run(s, 0.3 + 0.05 * s) for s in range(3)],          # far below: met
+            "ppo-kickstart": [run(s, f) for s, f in enumerate((0.9, 1.0, 0.97))],  # a tie: not met
+            "ppo": [run(s, 0.0) for s in range(3)]}
+    checks = by_target(check_all({"keyroom-20-300k": {"T": arms}}))
+    assert checks["sustained success (last 100 episodes) >= 0.8"].met is True
+    assert checks["evaluated without experience >= 0.6"].met is True
+    assert checks["above `ppo-bc` (final success, 95 % CI of the difference above 0)"].met is True
+    assert checks["above `ppo-kickstart` (final success, 95 % CI of the difference above 0)"].met is False
+    assert checks["above `ppo-sil`"].met is None and checks["above `ppo-sil`"].measured == "not run"
+    assert checks["vanilla PPO stays near 0 (mean final success <= 0.05)"].met is True
+    few = by_target(check_all({"keyroom-20-300k": {"T": {**arms, "crl-sil-obs": method[:2]}}}))
+    assert few["sustained success (last 100 episodes) >= 0.8"].met is False  # 2 seeds < 3
