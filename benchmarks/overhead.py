@@ -13,7 +13,11 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``crl``: PPO + CRL with the attention features extractor (the library's default policy);
 * ``crl-sync``: as ``crl`` but with the manager in sync mode (distillation and extractor
   training on the actor's thread): async vs sync wall-clock at equal steps, and the
-  manager's share of the sync wall-clock, which bounds what a background worker can save.
+  manager's share of the sync wall-clock, which bounds what a background worker can save;
+* ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
+  arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
+  CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
+  one ``ExperienceVecEnv``; ``crl-default-vec`` is compared with ``ppo-default``.
 
 It prints steps/s, the ratios to ``ppo``, async vs sync, and a profile of one CRL run on
 CartPole (where the time goes); results go to ``benchmarks/results/overhead.json``.
@@ -22,6 +26,7 @@ Run::
 
     python -m benchmarks.overhead                    # 2 rounds x 8192 steps per arm and env
     python -m benchmarks.overhead --steps 4096 --rounds 1 --envs CartPole-v1
+    python -m benchmarks.overhead --arms ppo crl-same-net-vec ppo-default crl-default-vec --no-profile
 """
 
 from __future__ import annotations
@@ -47,20 +52,26 @@ from .config import load_hyperparams
 from .envs import build_env, family_of
 from .run import PPO_KEYS, versions
 
+BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parent / "results"
-ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync")
+ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec")
+#: the PPO arm each arm's steps/s are divided by
+BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
+            for arm in ARMS}
 
 
 def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False) -> dict[str, Any]:
     """Train one arm for ``steps`` and time ``model.learn`` (env and model construction excluded)."""
     hyper = load_hyperparams(env_id)
     fam = family_of(env_id)
-    crl = arm != "ppo"
+    crl = arm.startswith("crl")
     bank = ExperienceBank(seed=seed) if crl else None
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank,
                     manager_kwargs={"mode": "sync"} if arm == "crl-sync" else None, family=fam,
-                    vec_wrapper=arm == "crl-same-net-vec")
-    if arm == "ppo":
+                    vec_wrapper=arm.endswith("-vec"))
+    if "default" in arm:
+        policy_kwargs: dict[str, Any] = {}  # SB3's defaults
+    elif arm == "ppo":
         policy_kwargs = dict(fam.base_policy_kwargs)
     elif arm.startswith("crl-same-net"):
         policy_kwargs = dict(fam.base_policy_kwargs)
@@ -106,44 +117,51 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS,
+                   help="arms to run (each with its PPO baseline, added when missing)")
+    p.add_argument("--no-profile", action="store_true", help="skip the profile of one CRL run on CartPole")
     p.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
     args = p.parse_args(argv)
+    arms = [a for a in ARMS if a in args.arms or any(BASELINE[b] == a for b in args.arms)]
     torch.set_num_threads(args.torch_threads)
     runs: list[dict[str, Any]] = []
     for r in range(args.rounds):
         for env_id in args.envs:
-            for arm in ARMS:
+            for arm in arms:
                 res = measure(env_id, arm, args.steps, args.seed + r)
                 res["round"] = r
                 runs.append(res)
-                print(f"round {r} {env_id:24} {arm:13} {res['steps_per_s']:8.0f} steps/s "
+                print(f"round {r} {env_id:24} {arm:16} {res['steps_per_s']:8.0f} steps/s "
                       f"({res['wall_s']:.1f} s)", flush=True)
     summary: dict[str, Any] = {}
-    print(f"\n{'env':24} {'arm':13} {'steps/s':>9} {'x ppo':>7}")
+    print(f"\n{'env':24} {'arm':16} {'steps/s':>9} {'x ppo':>7}  (x its baseline: {BASELINE_NOTE})")
     for env_id in args.envs:
         sps = {arm: float(np.mean([x["steps_per_s"] for x in runs if x["env_id"] == env_id and x["arm"] == arm]))
-               for arm in ARMS}
+               for arm in arms}
         walls = {arm: float(np.mean([x["wall_s"] + x.get("flush_s", 0.0) for x in runs
-                                     if x["env_id"] == env_id and x["arm"] == arm])) for arm in ARMS}
-        summary[env_id] = {"steps_per_s": sps, "ratio_to_ppo": {a: sps[a] / sps["ppo"] for a in ARMS},
-                           "wall_s_incl_flush": walls,
-                           "async_vs_sync_wall": walls["crl"] / walls["crl-sync"]}
-        sync_runs = [x for x in runs if x["env_id"] == env_id and x["arm"] == "crl-sync"]
-        # In sync mode the manager runs on the actor's thread: its share of the wall-clock is
-        # the most any background worker could take off it (Amdahl).
-        summary[env_id]["sync_manager_share"] = float(np.mean([x["manager_busy_s"] / x["wall_s"]
-                                                               for x in sync_runs]))
-        for arm in ARMS:
-            print(f"{env_id:24} {arm:13} {sps[arm]:9.0f} {sps[arm] / sps['ppo']:7.2f}")
-        print(f"{env_id:24} async/sync wall-clock (incl. final flush): {summary[env_id]['async_vs_sync_wall']:.2f}; "
-              f"manager share of sync wall-clock (the most async can save): "
-              f"{summary[env_id]['sync_manager_share']:.0%}")
-    prof = measure("CartPole-v1", "crl", args.steps, args.seed, profile=True)
-    print("\nprofile of one CRL run on CartPole (top functions by own time):")
-    print("\n".join(prof["profile_tottime"].splitlines()[:40]))
-    result = {"runs": runs, "summary": summary, "profile_cartpole_crl": prof["profile_tottime"],
-              "args": {k: str(v) for k, v in vars(args).items()}, "versions": versions(),
-              "command": "python -m benchmarks.overhead " + " ".join(argv or [])}
+                                     if x["env_id"] == env_id and x["arm"] == arm])) for arm in arms}
+        summary[env_id] = {"steps_per_s": sps, "ratio_to_ppo": {a: sps[a] / sps[BASELINE[a]] for a in arms},
+                           "baseline": {a: BASELINE[a] for a in arms}, "wall_s_incl_flush": walls}
+        for arm in arms:
+            print(f"{env_id:24} {arm:16} {sps[arm]:9.0f} {sps[arm] / sps[BASELINE[arm]]:7.2f}")
+        if "crl" in arms and "crl-sync" in arms:
+            summary[env_id]["async_vs_sync_wall"] = walls["crl"] / walls["crl-sync"]
+            sync_runs = [x for x in runs if x["env_id"] == env_id and x["arm"] == "crl-sync"]
+            # In sync mode the manager runs on the actor's thread: its share of the wall-clock is
+            # the most any background worker could take off it (Amdahl).
+            summary[env_id]["sync_manager_share"] = float(np.mean([x["manager_busy_s"] / x["wall_s"]
+                                                                   for x in sync_runs]))
+            print(f"{env_id:24} async/sync wall-clock (incl. final flush): "
+                  f"{summary[env_id]['async_vs_sync_wall']:.2f}; manager share of sync wall-clock (the most "
+                  f"async can save): {summary[env_id]['sync_manager_share']:.0%}")
+    result: dict[str, Any] = {"runs": runs, "summary": summary}
+    if not args.no_profile:
+        prof = measure("CartPole-v1", "crl", args.steps, args.seed, profile=True)
+        print("\nprofile of one CRL run on CartPole (top functions by own time):")
+        print("\n".join(prof["profile_tottime"].splitlines()[:40]))
+        result["profile_cartpole_crl"] = prof["profile_tottime"]
+    result.update({"args": {k: str(v) for k, v in vars(args).items()}, "versions": versions(),
+                   "command": "python -m benchmarks.overhead " + " ".join(argv or [])})
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     print(f"\nwrote {args.out}")

@@ -21,6 +21,7 @@ from ..validators import integral
 from .checks import check_finite_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
 from .options import ExperienceOptions, TaskIdSource
+from .recorder import EpisodeRecorder
 from .retrieval import Retriever
 
 __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training"]
@@ -42,15 +43,6 @@ def _take(obs: Any, i: int) -> Any:
     if isinstance(obs, tuple):
         return tuple(np.array(v[i], copy=True) for v in obs)
     return np.array(obs[i], copy=True)
-
-
-def _stack(items: list[Any]) -> Any:
-    first = items[0]
-    if isinstance(first, dict):
-        return {key: np.stack([it[key] for it in items]) for key in first}
-    if isinstance(first, tuple):
-        return tuple(np.stack([it[j] for it in items]) for j in range(len(first)))
-    return np.stack(items)
 
 
 def subset_rows(obs: Any, rows: np.ndarray) -> Any:
@@ -98,9 +90,7 @@ class ExperienceInjector:
         self.steps = np.zeros(n_envs, np.int64)
         self.task_ids = np.zeros(n_envs, np.int64)
         self.env_steps = 0
-        self._obs: list[list[Any]] = [[] for _ in range(n_envs)]
-        self._actions: list[list[Any]] = [[] for _ in range(n_envs)]
-        self._rewards: list[list[float]] = [[] for _ in range(n_envs)]
+        self.recorder = EpisodeRecorder(n_envs)  # the episodes in flight
         self._injected: list[set[int]] = [set() for _ in range(n_envs)]
         # paired credit: each env's replayed instance and the steps each entry was shown
         self.instances: list[Instance | None] = [None] * n_envs
@@ -132,8 +122,10 @@ class ExperienceInjector:
             self.guided[r] = guided[j]
             self._shown[r] = {}
             self.steps[r] = 0
-            self.task_ids[r] = self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
-            self._obs[r], self._actions[r], self._rewards[r] = [], [], []
+            # a task function reads the observation (a copy); a fixed task needs none
+            self.task_ids[r] = (self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
+                                if callable(self.task_source) else int(self.task_source))
+            self.recorder.clear(r)
             self._injected[r] = set()
             self.retriever.clear(r)
         guided = self.guided[rows]
@@ -178,15 +170,12 @@ class ExperienceInjector:
         """Record one step of every env: the observation acted on, the action, the reward."""
         check_finite_rewards(rewards, self.steps)
         self.check_observations(obs, "step")
-        for r in range(self.n):
-            self._obs[r].append(_take(obs, r))
-            self._actions[r].append(np.array(actions[r], copy=True))
-            self._rewards[r].append(float(rewards[r]))
+        self.recorder.append(obs, actions, rewards)
         if self.paired:  # the entries the action of each guided env was taken with
             retriever = self.retriever
             for r in np.flatnonzero(self.guided).tolist():
                 shown = self._shown[r]
-                for i in retriever.ids[r][retriever.mask[r] > 0].tolist():
+                for i in retriever.shown[r]:
                     shown[i] = shown.get(i, 0) + 1
         self.steps += 1
         self.env_steps += self.n
@@ -198,12 +187,11 @@ class ExperienceInjector:
         if self.paired:
             counts = self._shown[r]
             shown = np.asarray([counts.get(i, 0) for i in ids.tolist()], dtype=np.int64)
-        ep = Episode(observations=_stack(self._obs[r]), actions=np.stack(self._actions[r]),
-                     rewards=np.asarray(self._rewards[r], dtype=np.float64), success=success,
+        observations, actions, rewards = self.recorder.take(r)
+        ep = Episode(observations=observations, actions=actions, rewards=rewards, success=success,
                      guided=bool(self.guided[r]), injected_ids=ids,
                      task_id=int(self.task_ids[r]), env_steps=self.env_steps,
                      instance=self.instances[r], shown_steps=shown)
-        self._obs[r], self._actions[r], self._rewards[r] = [], [], []
         if self.learning:
             self.manager.submit(ep)
         return ep
@@ -221,3 +209,8 @@ class ExperienceInjector:
         return {"experience_guided": bool(self.guided[r]),
                 "experience_ids": self.retriever.shown_ids(r),
                 "experience_task_id": int(self.task_ids[r])}
+
+    def infos(self) -> list[dict[str, Any]]:
+        """:meth:`info` of every env, built in one pass."""
+        return [{"experience_guided": g, "experience_ids": s, "experience_task_id": t}
+                for g, s, t in zip(self.guided.tolist(), self.retriever.shown, self.task_ids.tolist(), strict=True)]

@@ -61,6 +61,9 @@ class Retriever:
         self.mask = np.zeros((n_envs, k), np.float32)
         self.prior = np.zeros((n_envs, k, prior_dim), np.float32)
         self.ids = np.full((n_envs, k), -1, np.int64)
+        # each env's shown ids as a tuple, kept in step with ``ids`` and ``mask`` by
+        # :meth:`retrieve` and :meth:`clear` (the only writers): read at every step for the infos
+        self.shown: list[tuple[int, ...]] = [()] * n_envs
 
     @classmethod
     def for_manager(cls, manager: ExperienceManager, n_envs: int, options: ExperienceOptions) -> Retriever:
@@ -106,6 +109,9 @@ class Retriever:
             self.values[rows] = res.values
         if res.prior.shape[-1] == self.prior.shape[-1]:
             self.prior[rows] = res.prior
+        shown = self.mask[rows] > 0
+        for j, r in enumerate(np.asarray(rows).reshape(-1).tolist()):
+            self.shown[r] = tuple(self.ids[r][shown[j]].tolist())
         return res
 
     def clear(self, r: int) -> None:
@@ -115,6 +121,7 @@ class Retriever:
         self.mask[r] = 0
         self.prior[r] = 0
         self.ids[r] = -1
+        self.shown[r] = ()
 
     # --------------------------------------------------------- the observation
     def observation(self, obs: Any, rows: int | np.ndarray | None = None) -> dict[str, Any]:
@@ -134,4 +141,4 @@ class Retriever:
 
     def shown_ids(self, r: int) -> tuple[int, ...]:
         """Ids of the entries env ``r`` is shown (a tuple: cheap for SB3 to deep-copy in infos)."""
-        return tuple(self.ids[r][self.mask[r] > 0].tolist())
+        return self.shown[r]

@@ -32,6 +32,7 @@ from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
+from experience_wrappers.wrappers.recorder import EpisodeRecorder
 
 from .schedules import linear, training_progress
 
@@ -220,13 +221,13 @@ class SelfImitationCallback(BaseCallback):
         self.max_weight = float(max_weight)
         self.pretrain_steps = pretrain_steps
         self.rng = np.random.default_rng(seed)
-        self._episodes: list[dict[str, list[Any]]] = []
+        self._recorder = EpisodeRecorder(0)  # each env's episode in flight (sized in _init_callback)
         self._updated = False
         self.stats: dict[str, float] = {}
 
     # ------------------------------------------------------------------ setup
     def _init_callback(self) -> None:
-        self._episodes = [{"obs": [], "actions": [], "rewards": []} for _ in range(self.training_env.num_envs)]
+        self._recorder = EpisodeRecorder(self.training_env.num_envs)
 
     def _on_training_start(self) -> None:
         if self.pretrain_steps and self.replay.counts()["demo"]:
@@ -244,29 +245,21 @@ class SelfImitationCallback(BaseCallback):
         if self.keep == "none":
             return True
         obs = _base_keys(self.model._last_obs)  # the observations the actions were taken from
-        actions = np.asarray(self.locals["actions"])
-        rewards = np.asarray(self.locals["rewards"], dtype=np.float64)
-        dones = self.locals["dones"]
+        self._recorder.append(obs, np.asarray(self.locals["actions"]),
+                              np.asarray(self.locals["rewards"], dtype=np.float64))
         infos = self.locals["infos"]
-        for e, ep in enumerate(self._episodes):
-            ep["obs"].append({k: v[e].copy() for k, v in obs.items()})
-            ep["actions"].append(np.asarray(actions[e]).copy())
-            ep["rewards"].append(float(rewards[e]))
-            if dones[e]:
-                self._finish(e, infos[e])
+        for e in np.flatnonzero(self.locals["dones"]).tolist():
+            self._finish(e, infos[e])
         return True
 
     def _finish(self, e: int, info: dict[str, Any]) -> None:
-        ep = self._episodes[e]
-        self._episodes[e] = {"obs": [], "actions": [], "rewards": []}
+        obs, actions, rewards = self._recorder.take(e)
         success = success_from_info(info)
         if success is None:
-            success = sum(ep["rewards"]) > 0
+            success = sum(rewards.tolist()) > 0  # summed in step order
         if self.keep == "successful" and not success:
             return
-        obs = {k: np.stack([o[k] for o in ep["obs"]]) for k in ep["obs"][0]}
-        self.replay.add_episode(obs, np.stack(ep["actions"]), np.asarray(ep["rewards"]), self.model.gamma,
-                                SOURCE_OWN)
+        self.replay.add_episode(obs, actions, rewards, self.model.gamma, SOURCE_OWN)
 
     # ---------------------------------------------------------------- update
     def _on_rollout_start(self) -> None:

@@ -100,7 +100,7 @@ class ExperienceVecEnv(VecEnvWrapper):
         check_finite_observation(obs, "step")
         inj = self.injector
         assert self._actions is not None, "step_wait() without step_async()"
-        step_infos = [inj.info(i) for i in range(self.num_envs)]
+        step_infos = inj.infos()
         inj.record(self._last_obs, self._actions, rewards)
         done_rows = np.flatnonzero(dones)
         for i in done_rows.tolist():
