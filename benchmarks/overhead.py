@@ -134,16 +134,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 print(f"round {r} {env_id:24} {arm:16} {res['steps_per_s']:8.0f} steps/s "
                       f"({res['wall_s']:.1f} s)", flush=True)
     summary: dict[str, Any] = {}
-    print(f"\n{'env':24} {'arm':16} {'steps/s':>9} {'x ppo':>7}  (x its baseline: {BASELINE_NOTE})")
+    print(f"\n{'env':24} {'arm':16} {'steps/s':>9} {'x ppo':>7} {'median x':>9}  (x its baseline: {BASELINE_NOTE}; "
+          "median x: median over rounds of each round's ratio)")
     for env_id in args.envs:
         sps = {arm: float(np.mean([x["steps_per_s"] for x in runs if x["env_id"] == env_id and x["arm"] == arm]))
                for arm in arms}
         walls = {arm: float(np.mean([x["wall_s"] + x.get("flush_s", 0.0) for x in runs
                                      if x["env_id"] == env_id and x["arm"] == arm])) for arm in arms}
+        # each round's arm against its baseline run just before it, then the median over rounds:
+        # robust to a machine whose load changes between rounds
+        paired = {a: float(np.median([x["steps_per_s"] / y["steps_per_s"] for x in runs for y in runs
+                                      if x["env_id"] == y["env_id"] == env_id and x["round"] == y["round"]
+                                      and x["arm"] == a and y["arm"] == BASELINE[a]])) for a in arms}
         summary[env_id] = {"steps_per_s": sps, "ratio_to_ppo": {a: sps[a] / sps[BASELINE[a]] for a in arms},
+                           "ratio_to_ppo_median_of_rounds": paired,
                            "baseline": {a: BASELINE[a] for a in arms}, "wall_s_incl_flush": walls}
         for arm in arms:
-            print(f"{env_id:24} {arm:16} {sps[arm]:9.0f} {sps[arm] / sps[BASELINE[arm]]:7.2f}")
+            print(f"{env_id:24} {arm:16} {sps[arm]:9.0f} {sps[arm] / sps[BASELINE[arm]]:7.2f} {paired[arm]:9.2f}")
         if "crl" in arms and "crl-sync" in arms:
             summary[env_id]["async_vs_sync_wall"] = walls["crl"] / walls["crl-sync"]
             sync_runs = [x for x in runs if x["env_id"] == env_id and x["arm"] == "crl-sync"]

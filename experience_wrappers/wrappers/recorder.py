@@ -2,11 +2,13 @@
 
 An experience wrapper records every step of every env (the observation acted on, the action,
 the reward) and hands a whole episode over when it ends. Copying each env's step into Python
-lists costs a dict and an array per env and step; here one vector step is one indexed write
-per observation key, into buffers of shape ``(n_envs, capacity, ...)`` that double when an
-episode outgrows them. :meth:`EpisodeRecorder.take` returns what stacking the per-step copies
-gave: the same values, shapes and dtypes (a dtype that changes within an episode is promoted
-as ``np.stack`` promotes it).
+lists costs a dict and an array per env and step; here one vector step is one row write per
+observation key, into time-major buffers of shape ``(capacity, n_envs, ...)``: all envs step
+together, so env ``r``'s episode is the rows from its start to now in column ``r``. Rows
+before the oldest episode in flight are dropped when the buffers fill, and the buffers double
+when that episode needs more. :meth:`EpisodeRecorder.take` returns what stacking the per-step
+copies gave: the same values, shapes and dtypes (a dtype that changes within an episode is
+promoted as ``np.stack`` promotes it).
 """
 
 from __future__ import annotations
@@ -37,16 +39,21 @@ class EpisodeRecorder:
 
     def __init__(self, n_envs: int, capacity: int = 64) -> None:
         self.n = int(n_envs)
-        self.lengths = np.zeros(self.n, np.int64)
         self._capacity = max(1, int(capacity))
-        self._rows = np.arange(self.n)
+        self._t = 0  # the next row
+        self._start = np.zeros(self.n, np.int64)  # the row each env's episode starts at
         self._kind: str | None = None  # "dict", "tuple" or "array": the observations' structure
         self._keys: list[Any] = []
-        self._bufs: list[np.ndarray] = []  # one per observation leaf, then actions, then rewards
+        self._bufs: list[np.ndarray] = []  # one per observation leaf, then actions, then rewards: (capacity, n, ...)
         self._usual: list[np.dtype] = []  # each leaf's first dtype
         # (leaf, env) -> (whether the usual dtype was seen, the other dtypes promoted): only for
         # episodes in which a leaf arrived with another dtype than its first one (rare)
         self._odd: dict[tuple[int, int], tuple[bool, np.dtype]] = {}
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Steps recorded in each env's episode so far."""
+        return self._t - self._start
 
     # ---------------------------------------------------------------- append
     def _leaves(self, obs: Any) -> list[np.ndarray]:
@@ -60,7 +67,7 @@ class EpisodeRecorder:
     def _setup(self, obs: Any, leaves: list[np.ndarray]) -> None:
         self._kind = "dict" if isinstance(obs, dict) else "tuple" if isinstance(obs, tuple) else "array"
         self._keys = list(obs) if isinstance(obs, dict) else []
-        self._bufs = [np.zeros((self.n, self._capacity) + x.shape[1:], x.dtype) for x in leaves]
+        self._bufs = [np.zeros((self._capacity, self.n) + x.shape[1:], x.dtype) for x in leaves]
         self._usual = [x.dtype for x in leaves]
 
     def append(self, obs: Any, actions: Any, rewards: Any) -> None:
@@ -73,33 +80,41 @@ class EpisodeRecorder:
                                                 and sorted(obs) != sorted(self._keys)):
             raise ValueError(f"the observations changed structure during recording: {type(obs).__name__} "
                              f"with {len(leaves) - 2} part(s), expected {len(self._bufs) - 2}")
-        if int(self.lengths.max(initial=0)) >= self._capacity:
-            self._grow()
-        t = self.lengths
+        if self._t >= self._capacity:
+            self._compact()
+        t = self._t
         for j, x in enumerate(leaves):
             buf = self._bufs[j]
-            if x.shape[0] != self.n:
+            if x.shape[:1] != (self.n,):
                 raise ValueError(f"expected one row per env ({self.n}), got shape {x.shape}")
             if x.dtype != self._usual[j] or self._odd:
                 self._track_dtype(j, x.dtype)
                 if x.dtype != buf.dtype:
                     buf = self._bufs[j] = buf.astype(np.result_type(buf.dtype, x.dtype))
-            buf[self._rows, t] = x
-        self.lengths += 1
+            buf[t] = x
+        self._t = t + 1
 
-    def _grow(self) -> None:
-        self._capacity *= 2
-        grown = []
+    def _compact(self) -> None:
+        """Drop the rows before the oldest episode in flight; double the capacity when the
+        rows kept would fill more than half of it."""
+        lo = int(self._start.min(initial=self._t))
+        keep = self._t - lo
+        if 2 * keep > self._capacity:
+            self._capacity *= 2
+        moved = []
         for buf in self._bufs:
-            new = np.zeros((self.n, self._capacity) + buf.shape[2:], buf.dtype)
-            new[:, : buf.shape[1]] = buf
-            grown.append(new)
-        self._bufs = grown
+            new = np.zeros((self._capacity,) + buf.shape[1:], buf.dtype) if buf.shape[0] != self._capacity else buf
+            new[:keep] = buf[lo:self._t]  # (a copy where the rows overlap: numpy handles it)
+            moved.append(new)
+        self._bufs = moved
+        self._start -= lo
+        self._t = keep
 
     def _track_dtype(self, j: int, dtype: np.dtype) -> None:
         usual = dtype == self._usual[j]
+        lengths = self.lengths.tolist()
         for r in range(self.n):
-            seen, other = self._odd.get((j, r), (self.lengths[r] > 0, None))
+            seen, other = self._odd.get((j, r), (lengths[r] > 0, None))
             if usual:
                 if (j, r) in self._odd:
                     self._odd[(j, r)] = (True, other)
@@ -112,13 +127,13 @@ class EpisodeRecorder:
         leading time axis (copies), and start it again."""
         if self._kind is None:
             raise ValueError(f"env {r} has no recorded step to take")
-        n = int(self.lengths[r])
+        start = int(self._start[r])
         parts = []
         for j, buf in enumerate(self._bufs):
             seen, other = self._odd.pop((j, r), (True, None))
             dtype = self._usual[j] if other is None else other if not seen else np.result_type(self._usual[j], other)
-            parts.append(buf[r, :n].astype(dtype, copy=True))
-        self.lengths[r] = 0
+            parts.append(buf[start:self._t, r].astype(dtype, copy=True))
+        self._start[r] = self._t
         *leaves, actions, rewards = parts
         if self._kind == "dict":
             obs: Any = dict(zip(self._keys, leaves, strict=True))
@@ -130,6 +145,6 @@ class EpisodeRecorder:
 
     def clear(self, r: int) -> None:
         """Drop env ``r``'s episode so far."""
-        self.lengths[r] = 0
+        self._start[r] = self._t
         for j in range(len(self._bufs)):
             self._odd.pop((j, r), None)
