@@ -71,7 +71,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
     # guided roll-in (issue 13, item 4): the method with and without it
     Suite("keyroom-rollin", ("MiniHack-KeyRoom-S5-v0",),
-          ("crl-sil-obs-rollin", "crl-sil-obs-rollin-any", "crl-sil-obs-paired", "crl-sil-obs", "crl-sil-plain"), (0, 1, 2, 3, 4),
+          ("crl-sil-obs-rollin", "crl-sil-obs-rollin-any", "crl-sil-obs-paired", "crl-sil-obs", "crl-sil-plain",
+           "crl-sil-knn-prior"), (0, 1, 2, 3, 4),
           steps=72_000, thresholds=(0.5, 0.8, 0.9), demonstrations=20),
     Suite("cartpole", ("CartPole-v1",), ("ppo", "crl"), (0, 1, 2, 3, 4), steps=50_000),
 ]}

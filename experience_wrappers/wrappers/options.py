@@ -12,13 +12,20 @@ from ..bank import ExperienceBank
 from ..bank.config import MAX_K
 from ..keys import KeyEncoder
 from ..manager import ExperienceManager, resolve_manager
-from ..validators import check_int, integral
+from ..validators import check_int, check_real, integral
 
-__all__ = ["ExperienceOptions", "TaskIdSource"]
+__all__ = ["ExperienceOptions", "TaskIdSource", "PRIOR_SOURCES", "MAX_PRIOR_K"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
 QUERY_MODES = ("utility", "knn", "random")
+
+#: Where the action prior comes from: ``"nearest"``, its own kNN query with a distance floor
+#: (the default); ``"shown"``, the observation channel's entries (the path before issue 13).
+PRIOR_SOURCES = ("nearest", "shown")
+
+#: The action path mixes at most this many nearest entries.
+MAX_PRIOR_K = 2
 
 
 def _k(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -44,6 +51,19 @@ def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> 
         raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {value!r}")
 
 
+def _prior_source(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if value not in PRIOR_SOURCES:
+        raise ValueError(f"prior_source must be 'nearest' or 'shown', got {value!r}")
+
+
+def _prior_k(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    check_int("prior_k", value, minimum=1, maximum=MAX_PRIOR_K)
+
+
+def _prior_max_distance(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    check_real("prior_max_distance", value, minimum=0)
+
+
 @attrs.frozen(kw_only=True)
 class ExperienceOptions:
     """What an experience wrapper shows and how it retrieves; the keyword arguments of
@@ -59,8 +79,25 @@ class ExperienceOptions:
         retrieve_every: retrieve again every this many steps (0: only at reset).
         key_encoder: frozen key encoder of the (unwrapped) observations, for a new manager.
         task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
-        action_prior: add the entries' action priors to the observation.
-        query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation).
+        action_prior: add an action prior (``experience_action_prior``) to the observation.
+            Its steps come from :attr:`prior_source`. A prior describes the manager's
+            ``prior_horizon`` steps (4 by default): a ``retrieve_every`` of 0 or above it
+            shows a prior for longer than it describes, and the retriever warns
+            (``UserWarning``) when it is built so.
+        prior_source: ``"nearest"`` (default): the action path's own query, the
+            ``prior_k`` nearest entries (``"knn"``: no utility sampling, no diversity
+            penalty, retrievals not counted) of which those within ``prior_max_distance``
+            are mixed with equal weights; none within it: no prior (the policy acts
+            alone). ``"shown"``: the priors of the observation channel's entries (the path
+            before issue 13; for the arms recorded with it).
+        prior_k: nearest entries of the action path, 1 (default) or 2.
+        prior_max_distance: the action path's distance floor, in the bank's distance units
+            (``"l2"``, the default space: squared Euclidean; unit-norm keys lie in ``[0, 4]``,
+            and 0.5, the default, is a cosine similarity of 0.75; the nearest demonstrated
+            state of a held-out KeyRoom-S5 state lies at 0.09-0.7, median 0.22). The same
+            floor as :class:`~experience_wrappers.rollin.BankGuide`'s.
+        query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation): the
+            observation channel's query (the action path's is always ``"knn"``).
         filter_by_task: retrieve only entries of the episode's task.
         learn: hand episodes to the manager and count retrievals. None (the default): yes,
             unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
@@ -86,6 +123,10 @@ class ExperienceOptions:
     Traceback (most recent call last):
     ...
     ValueError: k must be an int in [1, 65536], got 0
+    >>> ExperienceOptions(action_prior=True, prior_k=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: prior_k must be an int in [1, 2], got 3
     """
 
     k: int = attrs.field(default=4, validator=_k)
@@ -93,6 +134,9 @@ class ExperienceOptions:
     key_encoder: KeyEncoder | None = None
     task_id: TaskIdSource = attrs.field(default=0, validator=_task_id)
     action_prior: bool = attrs.field(default=False, validator=_bool)
+    prior_source: str = attrs.field(default="nearest", validator=_prior_source)
+    prior_k: int = attrs.field(default=1, validator=_prior_k)
+    prior_max_distance: float = attrs.field(default=0.5, validator=_prior_max_distance)
     query_mode: str = attrs.field(default="utility", validator=_query_mode)
     filter_by_task: bool = attrs.field(default=True, validator=_bool)
     learn: bool | None = None

@@ -1,14 +1,23 @@
-"""The retrieval path: observations -> keys -> one bank query -> the observation's experience keys.
+"""The retrieval path: observations -> keys -> bank queries -> the observation's experience keys.
 
 A :class:`Retriever` holds the frozen key encoder, the bank and the query settings (``k``,
 query mode, task filter), and the entries currently shown to each of ``n`` envs. The
 wrappers own one (through their :class:`~experience_wrappers.wrappers.ExperienceInjector`),
 so a retrieval goes wrapper -> keys -> bank -> wrapper; the manager only receives the
 finished episodes.
+
+Two paths share the keys of a retrieval. The observation channel's query (``k`` entries,
+``query_mode``: by default utility sampling among the nearest, with the retrieval-count
+penalty) fills ``experience``, ``experience_utility`` and ``experience_mask``. With the
+action prior on and ``prior_source="nearest"``, the action path makes its own query: the
+``prior_k`` nearest entries (``"knn"``, retrievals not counted), of which those within
+``prior_max_distance`` are mixed with equal weights into the prior shown; none within it:
+no prior.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -35,9 +44,15 @@ class Retriever:
         k: entries shown per step.
         exp_dim: width of an entry's value (the extractor's output).
         prior_dim: width of an entry's action prior.
-        query_mode: the bank's query mode (``"utility"``, ``"knn"``, ``"random"``).
-        filter_by_task: retrieve only entries of each env's task.
+        query_mode: the observation channel's query mode (``"utility"``, ``"knn"``, ``"random"``).
+        filter_by_task: retrieve only entries of each env's task (both paths).
         action_prior: add ``experience_action_prior`` to observations.
+        prior_source: ``"nearest"``: the prior comes from the action path's own query, and
+            every one of an env's ``k`` prior slots holds that one mixed prior (zeros where no
+            entry lies within the floor: no advice, the policy acts alone); ``"shown"``: slot
+            ``j`` holds the prior of the observation's entry ``j``.
+        prior_k: nearest entries of the action path (1 or 2).
+        prior_max_distance: the action path's distance floor, in the bank's distance units.
 
     >>> from experience_wrappers.keys import RandomProjectionKeyEncoder
     >>> space = spaces.Box(-1, 1, (3,))
@@ -52,10 +67,20 @@ class Retriever:
 
     def __init__(self, key_encoder: KeyEncoder, bank: ExperienceBank, n_envs: int, *, k: int, exp_dim: int,
                  prior_dim: int, query_mode: str = "utility", filter_by_task: bool = True,
-                 action_prior: bool = False) -> None:
+                 action_prior: bool = False, prior_source: str = "nearest", prior_k: int = 1,
+                 prior_max_distance: float = 0.5) -> None:
+        # the same checks as ExperienceOptions' (one message for one mistake)
+        ExperienceOptions(prior_source=prior_source, prior_k=prior_k, prior_max_distance=prior_max_distance)
         self.key_encoder, self.bank = key_encoder, bank
         self.k, self.query_mode, self.filter_by_task = k, query_mode, filter_by_task
         self.exp_dim, self.prior_dim, self.action_prior = exp_dim, prior_dim, action_prior
+        self.prior_source, self.prior_k = prior_source, prior_k
+        self.prior_max_distance = float(prior_max_distance)
+        #: whether the action path makes its own query
+        self.nearest_prior = action_prior and prior_source == "nearest"
+        #: the action path's entries of each env (-1: none within the floor), and their distances
+        self.prior_ids = np.full((n_envs, prior_k), -1, np.int64)
+        self.prior_distances = np.full((n_envs, prior_k), np.inf)
         self.values = np.zeros((n_envs, k, exp_dim), np.float32)
         self.utility = np.zeros((n_envs, k), np.float32)
         self.mask = np.zeros((n_envs, k), np.float32)
@@ -67,10 +92,25 @@ class Retriever:
 
     @classmethod
     def for_manager(cls, manager: ExperienceManager, n_envs: int, options: ExperienceOptions) -> Retriever:
-        """The retriever of ``n_envs`` envs on ``manager``'s bank and key encoder, set as ``options`` say."""
+        """The retriever of ``n_envs`` envs on ``manager``'s bank and key encoder, set as ``options`` say.
+
+        Warns (``UserWarning``) when the action prior is on and ``options.retrieve_every`` is 0
+        or above the manager's ``prior_horizon``: a prior would be shown for more steps than
+        it describes.
+        """
+        if options.action_prior:
+            horizon = manager.config.prior_horizon
+            every = options.retrieve_every
+            if every == 0 or every > horizon:
+                shown = "a whole episode" if every == 0 else f"{every} steps"
+                warnings.warn(f"action_prior=True with retrieve_every={every}: a prior describes the manager's "
+                              f"prior_horizon={horizon} steps but is shown for {shown}; set retrieve_every "
+                              f"between 1 and {horizon} (or raise prior_horizon)", UserWarning, stacklevel=2)
         return cls(manager.key_encoder, manager.bank, n_envs, k=options.k, exp_dim=manager.exp_dim,
                    prior_dim=manager.prior_dim, query_mode=options.query_mode,
-                   filter_by_task=options.filter_by_task, action_prior=options.action_prior)
+                   filter_by_task=options.filter_by_task, action_prior=options.action_prior,
+                   prior_source=options.prior_source, prior_k=options.prior_k,
+                   prior_max_distance=options.prior_max_distance)
 
     def observation_space(self, base: spaces.Space) -> spaces.Dict:
         """The space of :meth:`observation`'s output for observations of ``base`` (no batch axis)."""
@@ -83,7 +123,7 @@ class Retriever:
 
     def query(self, obs: Any, task_ids: np.ndarray, *, record: bool = True,
               rng: np.random.Generator | None = None) -> QueryResult:
-        """One bank query for a batch of observations (one row per observation).
+        """The observation channel's bank query for a batch of observations (one row per observation).
 
         Args:
             obs: the batch (leading axis), laid out as the key encoder expects.
@@ -92,27 +132,64 @@ class Retriever:
             rng: the generator of the bank's draws (``"utility"`` and ``"random"`` modes).
         """
         task_ids = np.asarray(task_ids, dtype=np.int64)
-        return self.bank.query(self.keys(obs, task_ids), self.k,
-                               task_ids=task_ids if self.filter_by_task else None,
+        return self._query_keys(self.keys(obs, task_ids), task_ids, record, rng)
+
+    def _query_keys(self, keys: np.ndarray, task_ids: np.ndarray, record: bool,
+                    rng: np.random.Generator | None) -> QueryResult:
+        return self.bank.query(keys, self.k, task_ids=task_ids if self.filter_by_task else None,
                                mode=self.query_mode, record=record, rng=rng)
+
+    def prior_query(self, obs: Any, task_ids: np.ndarray) -> tuple[QueryResult, np.ndarray]:
+        """The action path's bank query for a batch of observations, and which of its entries
+        lie within the floor: ``(result, within)``, ``within`` ``(n, prior_k)`` bool.
+
+        The ``prior_k`` nearest entries (mode ``"knn"``: nearest first, no utility sampling,
+        no diversity penalty; ``record=False``: the action path's look-ups are not counted as
+        retrievals, so they move neither the observation channel's retrieval-count penalty nor
+        eviction), of each observation's task when ``filter_by_task``.
+        """
+        task_ids = np.asarray(task_ids, dtype=np.int64)
+        return self._prior_query_keys(self.keys(obs, task_ids), task_ids)
+
+    def _prior_query_keys(self, keys: np.ndarray, task_ids: np.ndarray) -> tuple[QueryResult, np.ndarray]:
+        res = self.bank.query(keys, self.prior_k, task_ids=task_ids if self.filter_by_task else None,
+                              mode="knn", record=False)
+        return res, res.mask & (res.distances <= self.prior_max_distance)
 
     def retrieve(self, rows: np.ndarray, obs: Any, task_ids: np.ndarray, *, record: bool = True,
                  rng: np.random.Generator | None = None) -> QueryResult:
         """Query for the envs ``rows`` (``obs`` and ``task_ids`` hold those rows only) and show
-        the answer to them from now on; returns the answer."""
-        res = self.query(obs, task_ids, record=record, rng=rng)
+        the answer to them from now on; returns the observation channel's answer (the action
+        path's entries are in :attr:`prior_ids`)."""
+        task_ids = np.asarray(task_ids, dtype=np.int64)
+        keys = self.keys(obs, task_ids)
+        res = self._query_keys(keys, task_ids, record, rng)
         self.mask[rows] = res.mask
         self.ids[rows] = res.ids
         self.utility[rows] = res.utility
         # an empty bank answers with zero-width values / priors: those slots stay zero
         if res.values.shape[-1] == self.values.shape[-1]:
             self.values[rows] = res.values
-        if res.prior.shape[-1] == self.prior.shape[-1]:
+        if self.nearest_prior:
+            self._show_nearest_prior(rows, keys, task_ids)
+        elif res.prior.shape[-1] == self.prior.shape[-1]:
             self.prior[rows] = res.prior
         shown = self.mask[rows] > 0
         for j, r in enumerate(np.asarray(rows).reshape(-1).tolist()):
             self.shown[r] = tuple(self.ids[r][shown[j]].tolist())
         return res
+
+    def _show_nearest_prior(self, rows: np.ndarray, keys: np.ndarray, task_ids: np.ndarray) -> None:
+        """The action path: mix the entries within the floor (equal weights) into every prior slot."""
+        pres, within = self._prior_query_keys(keys, task_ids)
+        self.prior_ids[rows] = np.where(within, pres.ids, -1)
+        self.prior_distances[rows] = np.where(within, pres.distances, np.inf)
+        if pres.prior.shape[-1] != self.prior.shape[-1]:  # an empty bank: zero-width priors, no advice
+            self.prior[rows] = 0
+            return
+        n_within = within.sum(axis=1, keepdims=True)
+        mixed = (pres.prior * within[..., None]).sum(axis=1) / np.maximum(n_within, 1)
+        self.prior[rows] = mixed[:, None, :].astype(np.float32, copy=False)
 
     def clear(self, r: int) -> None:
         """Show env ``r`` nothing (zeros, mask 0, ids -1): an experience-free episode."""
@@ -120,6 +197,8 @@ class Retriever:
         self.utility[r] = 0
         self.mask[r] = 0
         self.prior[r] = 0
+        self.prior_ids[r] = -1
+        self.prior_distances[r] = np.inf
         self.ids[r] = -1
         self.shown[r] = ()
 

@@ -22,9 +22,18 @@ __all__ = ["ActionPriorPolicy", "prior_mixture"]
 def prior_mixture(obs: dict[str, th.Tensor], temperature: float = 1.0) -> tuple[th.Tensor, th.Tensor]:
     """Utility-weighted mixture of the shown entries' action priors, and which rows have any.
 
-    Weights are ``softmax(utility / temperature)`` over the entries with mask 1.
+    Weights are ``softmax(utility / temperature)`` over the entries with mask 1 whose prior row
+    is not all zero: a zero row is no advice (the action path's prior beyond its distance
+    floor, or a row :func:`~experience_wrappers.wrappers.masks.mask_priors` emptied), so a row
+    whose priors are all zero gets no bias and the policy acts alone.
+
+    >>> obs = {"experience_mask": th.ones(2, 2), "experience_utility": th.zeros(2, 2),
+    ...        "experience_action_prior": th.tensor([[[0.9, 0.1], [0.9, 0.1]], [[0.0, 0.0], [0.0, 0.0]]])}
+    >>> mix, any_mask = prior_mixture(obs)
+    >>> mix.double().round(decimals=3).tolist(), any_mask.squeeze(-1).tolist()
+    ([[0.9, 0.1], [0.0, 0.0]], [True, False])
     """
-    mask = obs["experience_mask"] > 0.5
+    mask = (obs["experience_mask"] > 0.5) & (obs["experience_action_prior"] != 0).any(dim=-1)
     any_mask = mask.any(dim=-1, keepdim=True)
     scores = (obs["experience_utility"] / temperature).masked_fill(~mask, float("-inf"))
     w = th.softmax(scores.masked_fill(~any_mask, 0.0), dim=-1) * any_mask
