@@ -26,12 +26,16 @@ class Arm:
         bank: extra :class:`~experience_wrappers.BankConfig` fields.
         imitation: :class:`~integrations.sb3.SelfImitationCallback` arguments (None: no
             self-imitation); the run's demonstrations are pinned in its replay.
-        rollin: guided roll-in (None: none): ``guide`` (:class:`~experience_wrappers.rollin.BankGuide`
+        rollin: guided roll-in (None: none): ``guide_type`` ("bank", the default: the bank's
+            nearest demonstration entry acts; "replay": each demonstration's recorded actions
+            replayed open-loop on its own instance, :class:`~experience_wrappers.rollin.ReplayGuide`,
+            no bank needed, ``on_demonstrated`` required), ``guide`` (:class:`~experience_wrappers.rollin.BankGuide`
             arguments), ``curriculum`` (:class:`~experience_wrappers.rollin.RollInCurriculum`
             arguments; ``h`` defaults to the longest demonstration), ``on_demonstrated``
             (roll-in episodes start on the demonstrations' instances) and the other
             :class:`~integrations.sb3.rollin.GuidedRollInVecEnv` arguments (``rollin_ratio``,
-            ``only_guided``). Needs a bank with demonstrations.
+            ``only_guided``: False for an arm without the experience wrapper, whose episodes are
+            never drawn guided). Needs demonstrations (and, with the bank guide, a bank).
         group_size: the training envs form groups of this size that replay one task
             instance per episode index, half (the guided ratio rounded per group) guided and
             the rest free, and a guided episode is credited against the free episodes of
@@ -172,6 +176,19 @@ _ALL += [
                  rollin={**_ROLLIN.rollin, "on_demonstrated": False},  # type: ignore[dict-item]
                  question="ablation: roll-in on whatever instance the env drew (the guide generalising "
                           "across layouts by its nearest neighbours) instead of the demonstrated ones"),
+    # is it the bank's retrieval that helps roll-in, or starting from demonstrated layouts with any guide?
+    attrs.evolve(_ROLLIN, name="crl-sil-obs-rollin-replay",
+                 rollin={**_ROLLIN.rollin, "guide_type": "replay"},  # type: ignore[dict-item]
+                 question="ablation: crl-sil-obs-rollin with the bank's retrieval replaced by replaying the "
+                          "demonstration's recorded actions open-loop on its own instance (ReplayGuide); the "
+                          "bank, observation channel and self-imitation as in crl-sil-obs-rollin"),
+    Arm("crl-sil-plain-rollin", crl=False, demonstrations=20,
+        imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
+        rollin={**{k: v for k, v in _ROLLIN.rollin.items() if k != "guide"},  # type: ignore[union-attr]
+                "guide_type": "replay", "only_guided": False, "rollin_ratio": 0.65},
+        question="ablation: no bank at all: crl-sil-plain + roll-in with the replay guide; without the "
+                 "experience wrapper no episode is drawn guided, so 65 % of all episodes are rolled in (the "
+                 "method's guided ratio runs 0.5 -> 0.8 over training, mean 0.65)"),
 ]
 
 ARMS: dict[str, Arm] = {a.name: a for a in _ALL}

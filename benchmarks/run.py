@@ -16,7 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.rollin import BankGuide, RollInCurriculum, instance_seeds
+from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, instance_seeds
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import (
     ActionPriorPolicy,
@@ -83,11 +83,14 @@ def _demonstrations(env: Any, env_id: str, arm: Arm, n: int, seed: int, fam: Any
 
 
 def _rollin_env(env: Any, env_id: str, arm: Arm, seed: int, fam: Any, demos: list[Any]) -> GuidedRollInVecEnv:
-    """Wrap the training env for guided roll-in (the arm's ``rollin``): the guide reads the
-    run's bank; ``h`` starts at the longest demonstration; with ``on_demonstrated`` roll-in
-    episodes start on the demonstrations' instances (their reset seeds, recovered here)."""
+    """Wrap the training env for guided roll-in (the arm's ``rollin``): ``h`` starts at the
+    longest demonstration; with ``on_demonstrated`` roll-in episodes start on the
+    demonstrations' instances (their reset seeds, recovered here). ``guide_type`` "bank" (the
+    default): the guide reads the run's bank (``guide``: its arguments); "replay": each
+    demonstration's recorded actions replayed on its own instance (no bank)."""
     cfg = dict(arm.rollin or {})
-    guide = BankGuide(find_experience(env)[0][0], **cfg.pop("guide", {}))
+    kind = cfg.pop("guide_type", "bank")
+    guide_kwargs = cfg.pop("guide", {})
     curriculum = RollInCurriculum.for_lengths([len(d.actions) for d in demos], **cfg.pop("curriculum", {}))
     seeds = None
     if cfg.pop("on_demonstrated", False):
@@ -96,6 +99,12 @@ def _rollin_env(env: Any, env_id: str, arm: Arm, seed: int, fam: Any, demos: lis
             seeds = instance_seeds(probe.envs[0], demos, seed + DEMO_SEED_OFFSET)
         finally:
             probe.close()
+    guide: BankGuide | ReplayGuide
+    if kind == "bank":
+        guide = BankGuide(find_experience(env)[0][0], **guide_kwargs)
+    else:
+        assert seeds is not None, "checked in train_run: a replay guide rolls in on the demonstrated instances"
+        guide = ReplayGuide.from_demonstrations(demos, seeds)
     return GuidedRollInVecEnv(env, guide, curriculum, instance_seeds=seeds, seed=seed, **cfg)
 
 
@@ -137,9 +146,15 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
                          "demonstrator (MiniHack navigation tasks have one)")
     if n_demos and not arm.crl and arm.imitation is None:
         raise ValueError(f"arm {arm.name!r} starts from demonstrations but has neither a bank nor imitation")
-    if arm.rollin is not None and not (arm.crl and n_demos):
+    rollin_guide = None if arm.rollin is None else arm.rollin.get("guide_type", "bank")
+    if rollin_guide not in (None, "bank", "replay"):
+        raise ValueError(f"arm {arm.name!r}: rollin guide_type must be 'bank' or 'replay', got {rollin_guide!r}")
+    if rollin_guide == "bank" and not (arm.crl and n_demos):
         raise ValueError(f"arm {arm.name!r} rolls in with the bank's demonstrations: it needs crl=True and "
                          f"demonstrations > 0, got crl={arm.crl} and {n_demos} demonstrations")
+    if rollin_guide == "replay" and not (n_demos and arm.rollin.get("on_demonstrated", False)):  # type: ignore[union-attr]
+        raise ValueError(f"arm {arm.name!r} replays demonstrations on their instances: it needs demonstrations > 0 "
+                         f"and rollin on_demonstrated=True, got {n_demos} demonstrations and {arm.rollin}")
     if arm.group_size is not None and (arm.rollin is not None or not arm.crl):
         raise ValueError(f"arm {arm.name!r} pairs credit by replayed instances (group_size={arm.group_size}): it "
                          "needs crl=True and no roll-in (roll-in resets envs onto its own instances)")

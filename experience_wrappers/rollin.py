@@ -11,6 +11,8 @@ This module holds the engine-free parts (no SB3 import):
 
 * :class:`RollInCurriculum`: the rule that moves ``h``.
 * :class:`BankGuide`: the guide, a state-keyed lookup of the nearest successful entry.
+* :class:`ReplayGuide`: the control without a bank: a demonstration's recorded actions
+  replayed open-loop on the instance it was recorded on.
 * :func:`first_actions`: how an entry's next action is read back from what the bank stores.
 
 The SB3 side (the VecEnv that executes the guide's actions, the callback that takes the
@@ -31,7 +33,7 @@ from gymnasium import spaces
 from .bank.provenance import CURATED
 from .validators import at_least, at_most, check_int, check_real, finite, is_int, is_real, to_float
 
-__all__ = ["RollInCurriculum", "BankGuide", "GuideResult", "first_actions", "successful_provenances", "instance_seeds"]
+__all__ = ["RollInCurriculum", "BankGuide", "ReplayGuide", "GuideResult", "first_actions", "successful_provenances", "instance_seeds"]
 
 
 def successful_provenances() -> tuple[int, ...]:
@@ -329,6 +331,95 @@ class BankGuide:
                 return bank.get(np.asarray(present, dtype=np.int64))
             except KeyError:
                 return {}
+
+
+class ReplayGuide:
+    """The demonstration's own next action, replayed open-loop: the roll-in guide without a bank.
+
+    It holds each demonstration's recorded actions, keyed by the reset seed of the instance
+    it was recorded on (:func:`instance_seeds`). At step ``t`` of a roll-in episode reset
+    onto instance seed ``s`` it returns action ``t`` of the demonstration of ``s``; past the
+    demonstration's last action, or on an instance no demonstration was recorded on (seed
+    ``-1``: the env's own draw), it has nothing to say (``found`` False) and the caller
+    hands the episode over to the policy. No key encoder, no retrieval, no distance: on a
+    deterministic task (MiniHack from the project's factory, for a given reset seed) this
+    guides exactly as well as following the demonstration itself, so it is the control
+    that tells whether a bank's state-keyed retrieval adds anything to roll-in.
+
+    It has :class:`BankGuide`'s ``act`` and :class:`GuideResult`, plus the position of each
+    episode (``seeds``, ``steps``), which :class:`~integrations.sb3.rollin.GuidedRollInVecEnv`
+    passes to a ``ReplayGuide``. ``ids`` are demonstration indices, ``distances`` 0 where found.
+
+    Args:
+        seeds: the instance seed of each demonstration (distinct).
+        actions: each demonstration's actions, in order (ints).
+
+    >>> g = ReplayGuide([7, 9], [[2, 2, 5], [1]])
+    >>> r = g.act(None, 0, seeds=[7, 9, 9, -1], steps=[2, 0, 1, 0])
+    >>> r.actions.tolist(), r.found.tolist(), r.ids.tolist()
+    ([5, 1, 0, 0], [True, True, False, False], [0, 1, -1, -1])
+    >>> ReplayGuide([3, 3], [[0], [1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: seeds must be distinct (one demonstration per instance), got seed 3 twice
+    """
+
+    def __init__(self, seeds: Sequence[int], actions: Sequence[Sequence[int]]) -> None:
+        seeds = [check_int("a demonstration's seed", s, minimum=0, numpy=True) for s in seeds]
+        actions = list(actions)
+        if len(seeds) != len(actions):
+            raise ValueError(f"seeds and actions must have one row per demonstration, got {len(seeds)} seeds "
+                             f"and {len(actions)} action sequences")
+        if not seeds:
+            raise ValueError("ReplayGuide needs at least one demonstration, got none")
+        self._row: dict[int, int] = {}
+        for i, s in enumerate(seeds):
+            if s in self._row:
+                raise ValueError(f"seeds must be distinct (one demonstration per instance), got seed {s} twice")
+            self._row[s] = i
+        self.seeds = np.asarray(seeds, dtype=np.int64)
+        self.actions = []
+        for i, a in enumerate(actions):
+            arr = np.asarray(a)
+            if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+                raise ValueError(f"demonstration {i}'s actions must be a 1-d sequence of ints (a Discrete action "
+                                 f"space), got shape {arr.shape} of {arr.dtype}")
+            self.actions.append(arr.astype(np.int64))
+        self.lengths = np.array([len(a) for a in self.actions], dtype=np.int64)
+
+    @classmethod
+    def from_demonstrations(cls, demonstrations: Sequence[Any], seeds: Sequence[int]) -> ReplayGuide:
+        """The guide replaying ``demonstrations`` (anything with ``.actions``) on their instance ``seeds``."""
+        return cls(seeds, [np.asarray(d.actions).reshape(len(d.actions), -1)[:, 0] for d in demonstrations])
+
+    def __repr__(self) -> str:
+        return f"ReplayGuide(demonstrations={len(self.actions)}, longest={int(self.lengths.max())})"
+
+    def act(self, observations: Any = None, task_ids: Any = 0, *, seeds: Any = None,
+            steps: Any = None) -> GuideResult:
+        """The demonstrations' actions at ``steps`` on instances ``seeds`` (observations and task ids unused).
+
+        Args:
+            observations: ignored (the interface of :meth:`BankGuide.act`).
+            task_ids: ignored.
+            seeds: ``(n,)`` the instance seed of each episode (-1: not a demonstrated instance).
+            steps: ``(n,)`` steps already taken in each episode (the index of the action asked for).
+        """
+        if seeds is None or steps is None:
+            raise ValueError("ReplayGuide.act needs seeds= and steps= (each episode's instance and position)")
+        seeds = np.asarray(seeds, dtype=np.int64).reshape(-1)
+        steps = np.asarray(steps, dtype=np.int64).reshape(-1)
+        if seeds.shape != steps.shape:
+            raise ValueError(f"seeds and steps must have the same length, got {seeds.shape} and {steps.shape}")
+        n = len(seeds)
+        actions = np.zeros(n, dtype=np.int64)
+        found = np.zeros(n, dtype=bool)
+        ids = np.full(n, -1, dtype=np.int64)
+        for q in range(n):
+            r = self._row.get(int(seeds[q]))
+            if r is not None and 0 <= steps[q] < self.lengths[r]:
+                actions[q], found[q], ids[q] = self.actions[r][steps[q]], True, r
+        return GuideResult(actions, found, ids, np.where(found, 0.0, np.inf), found.copy())
 
 
 def instance_seeds(env: Any, demonstrations: Sequence[Any], first_seed: int, max_attempts: int | None = None) -> list[int]:

@@ -11,7 +11,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper, Provenance
-from experience_wrappers.rollin import BankGuide, RollInCurriculum, first_actions, instance_seeds
+from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, first_actions, instance_seeds
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import find_experience
 from integrations.sb3.rollin import GuidedRollInVecEnv, RollInCallback, RollInView
@@ -178,6 +178,84 @@ def test_the_guide_hands_over_where_no_successful_entry_is_near(keyroom):
     venv.close()
 
 
+# ------------------------------------------------------------------ MiniHack: the replay guide (no bank)
+def _replay_env(demos, seeds, guide, h, n_envs=2, seed=0):
+    """A plain MiniHack VecEnv (no experience wrapper) rolled in on the demonstrated instances."""
+    venv = make_minihack_vec_env(ENV_ID, n_envs=n_envs, seed=seed)
+    return venv, GuidedRollInVecEnv(venv, guide, RollInCurriculum(h=h), only_guided=False,
+                                    instance_seeds=seeds, seed=1)
+
+
+def test_the_replay_guide_reproduces_each_demonstration_on_its_instance(keyroom):
+    """Open-loop replay on the demonstrated instance is the demonstration (MiniHack from the
+    project's factory is deterministic for a reset seed): success 1.0 at h = its length, every
+    step guide-acted, the episode as long as the demonstration, with no bank anywhere."""
+    demos, seeds = keyroom
+    guide = ReplayGuide.from_demonstrations(demos, seeds)
+    for i in (0, 7):
+        n = len(demos[i].actions)
+        venv, env = _replay_env(demos, [seeds[i]], guide, h=n)
+        outcomes, marked = _episodes(env, 4, np.random.default_rng(i))
+        finished = env.pop_finished()
+        venv.close()
+        assert outcomes.all(), (i, outcomes)
+        assert len(finished) >= 4 and all(ep.success and ep.length == n and ep.guided_steps == n
+                                          and not ep.handed_over_early for ep in finished)
+        assert marked >= 4 * n
+    # all demonstrated instances at once, h = the longest demonstration
+    venv, env = _replay_env(demos, seeds, guide, h=int(guide.lengths.max()), n_envs=4)
+    outcomes, _ = _episodes(env, 12, np.random.default_rng(0))
+    venv.close()
+    assert outcomes.all(), outcomes
+
+
+def test_the_replay_guide_hands_over_when_the_demonstration_ends(keyroom):
+    demos, seeds = keyroom
+    n = len(demos[0].actions)
+    cut = ReplayGuide([seeds[0]], [np.asarray(demos[0].actions)[: n - 3]])  # its last 3 actions missing
+    venv, env = _replay_env(demos, [seeds[0]], cut, h=n)
+    obs = env.reset()
+    rng = np.random.default_rng(0)
+    marks = []
+    for _ in range(n - 1):  # the guide's n - 3 actions, then 2 of the policy's (3 are short of the goal)
+        obs, _, dones, infos = env.step(rng.integers(0, env.action_space.n, env.num_envs))
+        assert not dones.any()
+        marks.append([bool(info.get("rollin", False)) for info in infos])
+    assert marks == [[True, True]] * (n - 3) + [[False, False]] * 2
+    assert env.handed_over.all() and not env.rolling.any() and (env.guided_steps == n - 3).all()
+    venv.close()
+    # an episode on an instance no demonstration was recorded on: nothing to say
+    r = cut.act(None, 0, seeds=[seeds[0], -1, seeds[0]], steps=[0, 0, n - 3])
+    assert r.found.tolist() == [True, False, False]
+    with pytest.raises(ValueError, match="instance_seeds .* have no demonstration"):
+        GuidedRollInVecEnv(venv, cut, RollInCurriculum(h=n), instance_seeds=[seeds[1]])
+    with pytest.raises(ValueError, match="give instance_seeds"):
+        GuidedRollInVecEnv(venv, cut, RollInCurriculum(h=n))
+    with pytest.raises(ValueError, match="needs seeds= and steps="):
+        cut.act(None, 0)
+
+
+@pytest.mark.parametrize("arm_name", ["crl-sil-obs-rollin-replay", "crl-sil-plain-rollin"])
+def test_the_replay_rollin_arms_build_and_train(arm_name):
+    """Both ablation arms train a few rollouts on KeyRoom-S5 from 3 demonstrations: the plain
+    one without any bank or experience wrapper, its roll-in drawn from all episodes."""
+    import attrs
+
+    from benchmarks.arms import ARMS
+    from benchmarks.run import train_run
+    from benchmarks.suites import SUITES
+
+    assert arm_name in SUITES["keyroom-5"].arms
+    arm = attrs.evolve(ARMS[arm_name], demonstrations=3,
+                       imitation={**ARMS[arm_name].imitation, "pretrain_steps": 2})
+    res = train_run(ENV_ID, arm, 0, {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1},
+                    total_steps=256)
+    assert res["arm_config"]["rollin"]["guide_type"] == "replay"
+    assert len(res["rollin"]["instance_seeds"]) == 3 and res["rollin"]["history"]
+    assert any(row["guided_steps_fraction"] > 0 for row in res["rollin"]["history"])
+    assert ("crl" in res) is (arm_name == "crl-sil-obs-rollin-replay")
+
+
 # ------------------------------------------------------------------ the callback on a real PPO buffer
 class _Snapshot(BaseCallback):
     """Records guide-acted positions and copies the rollout buffer at each rollout's end."""
@@ -250,7 +328,7 @@ def test_guide_and_wrapper_refuse_bad_arguments(keyroom):
     guide = BankGuide(manager)
     with pytest.raises(ValueError, match=r"rollin_ratio must be a finite number in \[0, 1\], got 1.5"):
         GuidedRollInVecEnv(venv, guide, cur, rollin_ratio=1.5)
-    with pytest.raises(TypeError, match="guide must be a BankGuide"):
+    with pytest.raises(TypeError, match="guide must be a BankGuide or a ReplayGuide"):
         GuidedRollInVecEnv(venv, object(), cur)
     with pytest.raises(TypeError, match="curriculum must be a RollInCurriculum"):
         GuidedRollInVecEnv(venv, guide, 5)

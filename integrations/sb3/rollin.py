@@ -33,7 +33,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from experience_wrappers.manager import success_from_info
-from experience_wrappers.rollin import BankGuide, RollInCurriculum
+from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum
 from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from experience_wrappers.wrappers.spaces import BASE_KEY
@@ -80,12 +80,20 @@ class GuidedRollInVecEnv(VecEnvWrapper):
     KeyRoom-S5 with 20 demonstrations that is little: ~0.1 success at full ``h`` on new
     layouts, 1.0 on the demonstrated ones).
 
+    The guide is a :class:`~experience_wrappers.rollin.BankGuide` (it reads each env's base
+    observation and task id) or a :class:`~experience_wrappers.rollin.ReplayGuide` (it reads
+    each episode's instance seed, -1 where the env drew its own, and the steps taken: it
+    needs ``instance_seeds`` to act at all). A ``ReplayGuide`` needs no experience wrapper
+    below: with a plain VecEnv give ``only_guided=False`` and roll in ``rollin_ratio`` of all
+    episodes.
+
     Evaluation starts from true starts: build evaluation envs without this wrapper, or
     switch it off (``enabled = False``, or ``with env.disabled(): ...``).
 
     Args:
-        venv: the VecEnv (usually experience-wrapped).
-        guide: a :class:`~experience_wrappers.rollin.BankGuide`.
+        venv: the VecEnv (usually experience-wrapped; any VecEnv for a ``ReplayGuide``).
+        guide: a :class:`~experience_wrappers.rollin.BankGuide` or a
+            :class:`~experience_wrappers.rollin.ReplayGuide`.
         curriculum: the :class:`~experience_wrappers.rollin.RollInCurriculum` giving ``h``.
         rollin_ratio: probability that an eligible episode is rolled in, in ``[0, 1]``.
         only_guided: roll in only episodes the experience wrapper drew guided.
@@ -95,11 +103,11 @@ class GuidedRollInVecEnv(VecEnvWrapper):
         seed: seed of the roll-in draws.
     """
 
-    def __init__(self, venv: VecEnv, guide: BankGuide, curriculum: RollInCurriculum, *, rollin_ratio: float = 1.0,
+    def __init__(self, venv: VecEnv, guide: BankGuide | ReplayGuide, curriculum: RollInCurriculum, *, rollin_ratio: float = 1.0,
                  only_guided: bool = True, enabled: bool = True, instance_seeds: Sequence[int] | None = None,
                  seed: int | None = None) -> None:
-        if not isinstance(guide, BankGuide):
-            raise TypeError(f"guide must be a BankGuide, got {type(guide).__name__}")
+        if not isinstance(guide, (BankGuide, ReplayGuide)):
+            raise TypeError(f"guide must be a BankGuide or a ReplayGuide, got {type(guide).__name__}")
         if not isinstance(curriculum, RollInCurriculum):
             raise TypeError(f"curriculum must be a RollInCurriculum, got {type(curriculum).__name__}")
         check_real("rollin_ratio", rollin_ratio, minimum=0, maximum=1)
@@ -110,6 +118,12 @@ class GuidedRollInVecEnv(VecEnvWrapper):
             instance_seeds = [check_int("an instance seed", x, minimum=0, numpy=True) for x in instance_seeds]
             if not instance_seeds:
                 raise ValueError("instance_seeds must hold at least one seed (None: the env's own draw), got none")
+        if isinstance(guide, ReplayGuide):
+            if instance_seeds is None:
+                raise ValueError("a ReplayGuide replays demonstrations on their own instances: give instance_seeds")
+            unknown = sorted(set(instance_seeds) - set(guide.seeds.tolist()))
+            if unknown:
+                raise ValueError(f"instance_seeds {unknown} have no demonstration in the ReplayGuide")
         if not isinstance(venv.action_space, spaces.Discrete):
             raise TypeError(f"GuidedRollInVecEnv needs a Discrete action space, got {venv.action_space!r}")
         super().__init__(venv)
@@ -128,6 +142,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
         self.handed_over = np.zeros(n, dtype=bool)  # the guide found nothing before h
         self.returns = np.zeros(n, dtype=np.float64)
         self.task_ids = np.zeros(n, dtype=np.int64)
+        self.instances = np.full(n, -1, dtype=np.int64)  # the instance seed a roll-in reset onto (-1: own draw)
         self._finished: list[RollInEpisode] = []
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
@@ -136,7 +151,8 @@ class GuidedRollInVecEnv(VecEnvWrapper):
         self._base_keys: list[str] | None = None
         if isinstance(space, spaces.Dict):
             keys = [k for k in space.spaces if k not in EXPERIENCE_KEYS]
-            base_is_dict = isinstance(guide.manager.observation_space, spaces.Dict)
+            manager = getattr(guide, "manager", None)  # a ReplayGuide has none: it gets every base key
+            base_is_dict = manager is None or isinstance(manager.observation_space, spaces.Dict)
             self._base_keys = keys if base_is_dict or keys != [BASE_KEY] else None
             self._unwrap_base = not base_is_dict and keys == [BASE_KEY]
         else:
@@ -184,6 +200,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
             self.handed_over[r] = False
             self.returns[r] = 0.0
             self.task_ids[r] = int(info.get("experience_task_id", 0))
+            self.instances[r] = -1
 
     def _onto_instances(self, obs: Any, rows: list[int]) -> Any:
         """Reset the rolled-in envs among ``rows`` onto instance seeds; returns the batch with their new observations."""
@@ -193,6 +210,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
             if not self.rolling[r]:
                 continue
             seed = int(self.rng.choice(self.instance_seeds))
+            self.instances[r] = seed
             forced = self.venv.has_attr("set_force_guided") and self.only_guided
             if forced:
                 self.venv.env_method("set_force_guided", True, indices=[r])
@@ -234,7 +252,10 @@ class GuidedRollInVecEnv(VecEnvWrapper):
         self._marked[:] = False
         due = np.flatnonzero(self.rolling & (self.steps < self.h))
         if due.size and self._last_obs is not None:
-            res = self.guide.act(self._base(self._last_obs, due), self.task_ids[due])
+            if isinstance(self.guide, ReplayGuide):  # reads the position, not the state
+                res = self.guide.act(None, self.task_ids[due], seeds=self.instances[due], steps=self.steps[due])
+            else:
+                res = self.guide.act(self._base(self._last_obs, due), self.task_ids[due])
             acting = due[res.found]
             executed.reshape(self.num_envs, -1)[acting, 0] = res.actions[res.found]
             self._marked[acting] = True
