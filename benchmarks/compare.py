@@ -21,7 +21,7 @@ from .stats import difference_ci
 __all__ = ["COMPARE_TO", "comparison_lines"]
 
 #: The arm each suite's other arms are compared with.
-COMPARE_TO = {"keyroom-20": "crl-sil-obs", "keyroom-5": "crl-sil-obs", "keyroom-100": "crl-sil-obs",
+COMPARE_TO = {"keyroom-20": "crl-sil-obs", "keyroom-5": "crl-sil-obs-rollin", "keyroom-100": "crl-sil-obs",
               "medium-sil": "crl-sil-own", "keyroom-20-300k": "crl-sil-obs", "keyroom-rollin": "crl-sil-obs"}
 
 
