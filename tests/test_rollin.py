@@ -11,9 +11,16 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper, Provenance
-from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, first_actions, instance_seeds
+from experience_wrappers.rollin import (
+    BankGuide,
+    ReplayGuide,
+    RollInCurriculum,
+    first_actions,
+    instance_seeds,
+)
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import find_experience
+from integrations.sb3.lifecycle import advantage_normalisation_as_configured
 from integrations.sb3.rollin import GuidedRollInVecEnv, RollInCallback, RollInView
 
 pytest.importorskip("minihack")
@@ -296,8 +303,19 @@ def test_callback_zeroes_advantages_exactly_at_guide_acted_steps(keyroom, normal
                 normalize_advantage=normalize, policy_kwargs={"net_arch": [16]})
     before, after, view = _Snapshot(), _Snapshot(), RollInView(_Snapshot())
     rollin_cb = RollInCallback()
-    model.learn(96, callback=CallbackList([before, view, rollin_cb, after]))
+    saved: list[bool] = []
+
+    class _SavedSetting(BaseCallback):  # what save_crl would write mid-run: the user's setting
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            with advantage_normalisation_as_configured(self.model):
+                saved.append(self.model.normalize_advantage)
+
+    model.learn(96, callback=CallbackList([before, view, rollin_cb, after, _SavedSetting()]))
     assert model.normalize_advantage is normalize  # switched off for the run, restored after
+    assert saved and all(s is normalize for s in saved)
     for adv0, adv1, ret0, ret1, mask in zip(before.advantages, after.advantages, before.returns, after.returns,
                                             before.masks, strict=True):
         assert mask.any() and (~mask).any()

@@ -38,6 +38,8 @@ from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from experience_wrappers.wrappers.spaces import BASE_KEY
 
+from .lifecycle import remember_advantage_normalisation, restore_advantage_normalisation
+
 __all__ = ["GuidedRollInVecEnv", "RollInCallback", "RollInEpisode", "RollInView", "find_rollin"]
 
 
@@ -341,7 +343,6 @@ class RollInCallback(BaseCallback):
         self.history: list[dict[str, Any]] = []
         self._mask = np.zeros((0, 0), dtype=bool)
         self._normalise = False
-        self._restore: bool | None = None
 
     def _init_callback(self) -> None:
         if self.env is None:
@@ -353,14 +354,12 @@ class RollInCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         self._normalise = bool(getattr(self.model, "normalize_advantage", False))
-        if self._normalise:
-            self._restore = True
+        if self._normalise:  # the user's setting is kept where save_crl and CRLCallback keep theirs
+            remember_advantage_normalisation(self.model)
             self.model.normalize_advantage = False
 
     def _on_training_end(self) -> None:
-        if self._restore:
-            self.model.normalize_advantage = True
-            self._restore = None
+        restore_advantage_normalisation(self.model)
 
     def _on_rollout_start(self) -> None:
         self._mask[:] = False
