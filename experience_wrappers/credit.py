@@ -29,6 +29,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .validators import check_int
+
 log = logging.getLogger(__name__)
 
 __all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
@@ -305,10 +307,8 @@ class PairedCredit:
     """
 
     def __init__(self, max_age: int = 4096, max_pending: int = 4096) -> None:
-        for name, v in (("max_age", max_age), ("max_pending", max_pending)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        self.max_age, self.max_pending = int(max_age), int(max_pending)
+        self.max_age = check_int("max_age", max_age, minimum=1, numpy=True)
+        self.max_pending = check_int("max_pending", max_pending, minimum=1, numpy=True)
         self._open: OrderedDict[Hashable, _Instance] = OrderedDict()
         self._clock = 0
         #: guided episodes credited with a paired delta, and dropped before their free episodes came

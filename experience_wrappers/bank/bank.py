@@ -33,6 +33,7 @@ from .search import (
     gather,
     knn_unfiltered,
     nearest,
+    only_task,
     random_candidates,
     record_hits,
 )
@@ -321,7 +322,7 @@ class ExperienceBank:
                 return empty_result(n, k, 0 if dims is None else dims["value_dim"],
                                     0 if dims is None else dims["prior_dim"])
             if mode == "knn" and self.config.utility_floor is None and k <= store.size and (
-                    tasks is None or self._one_task(tasks)):
+                    tasks is None or only_task(self._task_counts, tasks)):
                 fast = knn_unfiltered(store, self._index, q, k)  # the usual kNN query, fewer steps
                 if fast is not None:
                     result, chosen = fast
@@ -342,11 +343,6 @@ class ExperienceBank:
                 if record:
                     self._tick = record_hits(store, chosen, mask, self._tick)
         return result
-
-    def _one_task(self, tasks: np.ndarray) -> bool:
-        """Whether every row asks for the bank's only task (a task filter that filters nothing)."""
-        counts = self._task_counts
-        return len(counts) == 1 and bool((tasks == next(iter(counts))).all())
 
     def _check_query(self, k: Any, mode: Any, temperature: Any, record: Any, rng: Any) -> tuple[int, float]:
         """The checked ``k`` and temperature of a :meth:`query` (ValueError/TypeError otherwise)."""

@@ -39,6 +39,7 @@ from .entries import COLUMNS, DIM_NAMES, EntryStore
 from .folder import (
     META,
     V1_FILES,
+    _fail,
     check_save_target,
     folder_lock,
     fsync_dir,
@@ -273,10 +274,6 @@ def _json_default(x: object) -> object:
     if isinstance(x, np.integer):
         return int(x)
     raise TypeError(f"cannot store {type(x).__name__} in bank metadata")
-
-
-def _fail(path: Path, why: str) -> BankFileError:
-    return BankFileError(f"cannot load experience bank from {str(path)!r}: {why}")
 
 
 def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:

@@ -23,6 +23,11 @@ __all__ = ["nearest", "brute_nearest", "random_candidates", "candidate_count", "
            "knn_unfiltered", "record_hits", "empty_result"]
 
 
+def only_task(task_counts: Mapping[int, int], tasks: np.ndarray) -> bool:
+    """Whether every row asks for the bank's only task (a task filter that filters nothing)."""
+    return len(task_counts) == 1 and bool((tasks == next(iter(task_counts))).all())
+
+
 def nearest(store: EntryStore, index: HnswIndex, keys: np.ndarray, m: int, tasks: np.ndarray | None,
             task_counts: Mapping[int, int], members: Callable[[int], frozenset[int]],
             space: str) -> tuple[np.ndarray, np.ndarray]:
@@ -33,7 +38,7 @@ def nearest(store: EntryStore, index: HnswIndex, keys: np.ndarray, m: int, tasks
     results, an exact search (:func:`brute_nearest`) replaces it.
     """
     n = len(keys)
-    if tasks is None or (len(task_counts) == 1 and np.all(tasks == next(iter(task_counts)))):
+    if tasks is None or only_task(task_counts, tasks):
         if m <= store.size:  # the usual case: one unfiltered search fills every row
             try:
                 return index.search(keys, m)

@@ -388,16 +388,11 @@ class ExperienceManager:
             self.outcomes.add_delta(delta)
         decay = utility_decay(self.schedule.progress, self.config.decay_start, self.config.decay_end)
         reward = entry_reward(delta, success, self.config.extractor_reward)
-        if shares is None:  # every entry the whole delta
-            found = self.bank.update(ids, delta, decay)
-            ids = ids[found]
-            if ids.size:
-                self.learner.add_credit(ids, self.bank.get(ids), reward)
-            return
-        found = self.bank.update(ids, delta * shares, decay)
-        ids, shares = ids[found], shares[found]
+        # every entry the whole delta, or (paired credit) its share by the steps it was shown
+        found = self.bank.update(ids, delta if shares is None else delta * shares, decay)
+        ids = ids[found]
         if ids.size:
-            self.learner.add_credit(ids, self.bank.get(ids), reward * shares)
+            self.learner.add_credit(ids, self.bank.get(ids), reward if shares is None else reward * shares[found])
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""

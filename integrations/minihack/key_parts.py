@@ -249,8 +249,7 @@ class LastActionPart(KeyPart):
 
     def __call__(self, batch: Mapping[str, Any]) -> np.ndarray:
         a = _ints(batch, self.key, ()).reshape(-1) - self._start
-        if a.size and (a.min() < 0 or a.max() >= self.n):
-            raise ValueError(f"'last_action' must lie in [0, {self.n}), got {a.tolist()}")
+        _check_range(self.key, a, self.n)
         return self._codes[a]
 
 
