@@ -127,8 +127,15 @@ _ALL += [
                           "replay one task instance per episode index, guided members credited against the free "
                           "members of their own instance, each entry by the steps it was shown (crl-sil-obs: "
                           "against the last 100 free episodes of other layouts, every entry alike)"),
-    attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
-                 question="the method on the agent's own successes only (no demonstrations)"),
+    _OWN := attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
+                         question="the method on the agent's own successes only (no demonstrations)"),
+    # does the bank earn its place on the agent's own successes? one change each
+    Arm("crl-sil-own-plain", crl=False,
+        imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
+        question="ablation of crl-sil-own: bank, extractor, retrieval and observation channel replaced by a "
+                 "plain buffer of the agent's own successful episodes (the same self-imitation)"),
+    attrs.evolve(_OWN, name="crl-sil-own-random", wrapper={"query_mode": "random"},
+                 question="ablation of crl-sil-own: random retrieval for the observation channel"),
     attrs.evolve(_METHOD, name="crl-sil-own-all", demonstrations=0,
                  imitation={"weight": "sil", "keep": "all", "pretrain_steps": PRETRAIN_STEPS},
                  question="the method on the agent's own episodes, all of them kept (SIL's own choice: the "

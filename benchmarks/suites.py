@@ -67,7 +67,9 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           steps=72_000, thresholds=(0.7, 0.9), demonstrations=100),
     Suite("keyroom-5", ("MiniHack-KeyRoom-S5-v0",), ("ppo-kickstart", "crl-sil-plain", "crl-sil-obs", "crl-sil-obs-rollin", "crl-sil-obs-rollin-replay", "crl-sil-plain-rollin"), (0, 1, 2),
           steps=72_000, thresholds=(0.3, 0.5), demonstrations=5),
-    Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo-sil", "crl-sil-own", "crl-sil-own-all"),
+    # own successes only; -plain and -random ask whether the bank earns its place
+    Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"),
+          ("ppo-sil", "crl-sil-own", "crl-sil-own-all", "crl-sil-own-plain", "crl-sil-own-random"),
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
     # guided roll-in (issue 13, item 4): the method with and without it
     Suite("keyroom-rollin", ("MiniHack-KeyRoom-S5-v0",),
