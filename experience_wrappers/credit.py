@@ -13,7 +13,9 @@ One home for the rule that the manager (bank utilities, extractor rewards), the 
 * :class:`PairedCredit`: the paired rule (the paper's groups): a guided episode's delta against
   the free episodes that replayed the same task instance, with the table of guided episodes
   that wait for them;
-* :func:`shown_shares`: how an episode's delta is shared among the entries it was shown.
+* :func:`shown_shares`: how an episode's delta is shared among the entries it was shown;
+* :func:`value_delta`: the fallback where an env cannot replay an instance: a guided episode's
+  discounted return against the critic's value of its start state (seen without experience).
 
 Plain numpy: no SB3, no integration.
 """
@@ -34,7 +36,8 @@ from .validators import check_int
 log = logging.getLogger(__name__)
 
 __all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
-           "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay"]
+           "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
+           "value_delta"]
 
 #: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
 EXTRACTOR_REWARDS = ("delta", "direct")
@@ -66,6 +69,37 @@ def outcome_delta(outcome: float, free_mean: float | None, *, free_spread: float
     d = outcome - free_mean
     if free_spread is not None:
         d /= max(free_spread, 1.0)
+    return d
+
+
+def value_delta(rewards: Sequence[float] | np.ndarray, start_value: float, gamma: float, *,
+                free_spread: float | None = None) -> float:
+    """A guided episode's discounted return minus the critic's value of its start state.
+
+    The value baseline for envs that cannot replay a task instance (so no free episode of
+    the same instance exists to pair with): ``start_value`` is ``V(s0)`` of the episode's
+    first observation *seen without experience* (what the agent expects from that very state
+    on its own), ``gamma`` the discount the critic was trained with. The return is
+    discounted the same way, so both sides are in the critic's units. ``free_spread``
+    divides the difference by ``max(free_spread, 1)`` as in :func:`outcome_delta`.
+
+    >>> round(value_delta([0.0, 0.0, 1.0], 0.5, 0.9), 4)
+    0.31
+    >>> value_delta([2.0, 2.0], 1.0, 1.0, free_spread=3.0)
+    1.0
+    >>> value_delta([1.0], float("nan"), 0.99)
+    Traceback (most recent call last):
+    ...
+    ValueError: start_value must be finite, got nan: an episode with a NaN or inf reward or outcome cannot be credited
+    """
+    start_value = _finite("start_value", start_value)
+    gamma = _finite("gamma", gamma)
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
+    r = np.asarray(rewards, dtype=np.float64).reshape(-1)
+    ret = float(np.dot(r, gamma ** np.arange(r.size))) if r.size else 0.0
+    d = outcome_delta(ret, start_value, free_spread=free_spread)
+    assert d is not None
     return d
 
 

@@ -153,11 +153,16 @@ def test_shown_steps_count_the_steps_each_entry_was_shown():
     env.close()
 
 
-def test_paired_needs_envs_that_replay_instances():
+def test_paired_on_envs_that_cannot_replay_falls_back_to_the_value_baseline_and_says_so():
     env = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
     wrapped = ExperienceVecEnv(env, ExperienceBank(seed=0), paired=True, manager_kwargs={"mode": "sync"})
-    with pytest.raises(ValueError, match="paired_env_fns"):
+    with pytest.warns(UserWarning, match="paired_env_fns"):
         wrapped.reset()
+    assert wrapped.injector.instances == [None, None]
+    # guided episodes want V(s0) after their first step; free ones never do
+    wrapped.step(np.zeros(2, dtype=np.int64))
+    assert wrapped.injector.wants_start_value().tolist() == np.flatnonzero(wrapped.injector.guided).tolist()
+    wrapped.close()
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

@@ -28,6 +28,7 @@ from ..credit import (
     entry_reward,
     shown_shares,
     utility_decay,
+    value_delta,
 )
 from ..errors import ManagerFileError
 from ..extractor import (
@@ -160,6 +161,7 @@ class ExperienceManager:
         self.episodes_submitted = 0
         self.episodes_processed = 0
         self.entries_added = 0
+        self.value_credited = 0  # guided episodes judged against V(s0) (the value baseline)
         self.busy_seconds = 0.0  # time spent processing episodes and merges (either thread)
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under _stats_lock)
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -344,7 +346,9 @@ class ExperienceManager:
         judged by the paired rule (:class:`~experience_wrappers.credit.PairedCredit`: the guided
         outcome minus the mean free outcome of the same instance; the guided episode waits in
         :attr:`paired` until those are in); any other guided episode against the task's recent
-        free episodes (:class:`~experience_wrappers.credit.FreeBaseline`).
+        free episodes (:class:`~experience_wrappers.credit.FreeBaseline`), unless it carries the
+        critic's ``start_value`` (the value baseline, for envs that cannot replay an instance:
+        :func:`~experience_wrappers.credit.value_delta`).
         """
         outcome = ep.outcome
         if not ep.guided:
@@ -364,6 +368,13 @@ class ExperienceManager:
                     self._credit(*res.payload, res.delta)
             return
         if not ep.guided:
+            return
+        if ep.start_value is not None:  # no instance to pair with: the critic's V(s0) (value_delta)
+            spread = None if ep.success is not None else self.baseline.spread(ep.task_id)
+            with self._stats_lock:
+                self.value_credited += 1
+            self._credit(*self._credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma,
+                                                                free_spread=spread))
             return
         delta = self.baseline.delta(ep.task_id, outcome, ep.success is not None)
         if delta is None:
@@ -472,6 +483,8 @@ class ExperienceManager:
                 "guided_ratio": float(self.guided_ratio),
                 "busy_seconds": float(self.busy_seconds),
             }
+            if self.value_credited:
+                out["value_credited"] = float(self.value_credited)
             for name, mean in self.outcomes.means().items():
                 key = name if name == "delta" else f"{name}_outcome"
                 out[key] = float("nan") if mean is None else mean

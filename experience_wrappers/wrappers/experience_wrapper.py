@@ -50,7 +50,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             ``key_encoder``, ``task_id`` (0), ``action_prior`` (False), ``query_mode``
             (``"utility"``), ``filter_by_task`` (True), ``learn`` (None), ``manager``,
             ``manager_kwargs``, ``seed``, ``paired`` (False: see :class:`~experience_wrappers.wrappers.ReplayInstances`
-            for what True needs); see :class:`~experience_wrappers.wrappers.ExperienceOptions`.
+            for what True needs), ``value_baseline`` (False); see
+            :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 
     >>> env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
     >>> obs, info = env.reset(seed=0)

@@ -113,7 +113,17 @@ class ExperienceOptions:
             and each guided episode is credited against the free episodes of its instance
             (:class:`~experience_wrappers.credit.PairedCredit`), by the steps each entry was
             shown. False (the default): a random draw per episode, credited against the
-            task's recent free episodes.
+            task's recent free episodes. An env that does not replay instances (no
+            ``ReplayInstances`` below it) falls back to the value baseline (below), said once
+            in a ``UserWarning``.
+        value_baseline: credit guided episodes against the critic's value of their first
+            observation seen without experience, ``V(s0)``, which
+            :class:`~integrations.sb3.CRLCallback` fills in
+            (:func:`~experience_wrappers.credit.value_delta`: the discounted return minus
+            it), instead of the task's recent free episodes, which started elsewhere. For envs
+            that cannot replay a task instance. Without a callback to fill it in (or for an
+            episode of one step, which ends before the callback sees it), the episode is
+            credited as without it.
 
     >>> ExperienceOptions(k=2, query_mode="knn").k
     2
@@ -144,6 +154,7 @@ class ExperienceOptions:
     manager_kwargs: dict[str, Any] | None = None
     seed: int | None = None
     paired: bool = attrs.field(default=False, validator=_bool)
+    value_baseline: bool = attrs.field(default=False, validator=_bool)
 
     @classmethod
     def of(cls, options: ExperienceOptions | None = None, /, **kwargs: Any) -> ExperienceOptions:

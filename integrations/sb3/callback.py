@@ -25,6 +25,7 @@ from .lifecycle import (
     start_training,
 )
 from .schedules import training_progress
+from .value_baseline import StartValues
 
 __all__ = ["CRLCallback"]
 
@@ -44,6 +45,10 @@ class CRLCallback(BaseCallback):
       separately (PPO's own minibatch normalisation is turned off, said once in the log);
     * optionally runs experience distillation on guided episodes that beat the free baseline;
     * asks the manager to merge near duplicates every ``merge_every`` rollouts;
+    * fills in ``V(s0)`` (the critic's value of an episode's first observation, seen without
+      experience) for the episodes credited against it (the value baseline:
+      ``value_baseline=True`` on the wrapper, or ``paired=True`` on envs that cannot replay
+      an instance);
     * logs ``bank/``, ``extractor/`` and ``crl/`` figures through SB3's logger.
 
     Args:
@@ -109,6 +114,7 @@ class CRLCallback(BaseCallback):
         self._episode = np.zeros((n_steps, n_envs), dtype=np.int64)
         self._ep_counter = np.arange(n_envs, dtype=np.int64)
         self._good: dict[int, float] = {}
+        self.start_values = StartValues(self.injectors, n_envs)  # the value baseline's V(s0)
 
     def _progress(self) -> float:
         return training_progress(self.model, self.num_timesteps)
@@ -130,6 +136,7 @@ class CRLCallback(BaseCallback):
 
     # ------------------------------------------------------------------- steps
     def _on_step(self) -> bool:
+        self.start_values.fill(self.model)
         infos = self.locals.get("infos", [])
         buf = getattr(self.model, "rollout_buffer", None)
         pos = buf.pos if buf is not None else 0
