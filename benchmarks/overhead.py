@@ -14,6 +14,11 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``crl-sync``: as ``crl`` but with the manager in sync mode (distillation and extractor
   training on the actor's thread): async vs sync wall-clock at equal steps, and the
   manager's share of the sync wall-clock, which bounds what a background worker can save;
+* ``crl-process``, ``crl-same-net-vec-process``, ``crl-default-vec-process``: as ``crl``,
+  ``crl-same-net-vec`` and ``crl-default-vec`` with the learner in a process of its own
+  (``ManagerConfig(mode="process")``: distillation and extractor training leave the actor's
+  process; the bank and the credit stay); ``crl-process`` against ``crl-sync`` gives the
+  process learner's wall-clock against sync mode;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
@@ -54,7 +59,8 @@ from .run import PPO_KEYS, versions
 
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parent / "results"
-ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec")
+ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec",
+        "crl-process", "crl-same-net-vec-process", "crl-default-vec-process")
 #: the PPO arm each arm's steps/s are divided by
 BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}
@@ -66,9 +72,10 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     fam = family_of(env_id)
     crl = arm.startswith("crl")
     bank = ExperienceBank(seed=seed) if crl else None
+    mode = "sync" if arm == "crl-sync" else "process" if arm.endswith("-process") else None
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank,
-                    manager_kwargs={"mode": "sync"} if arm == "crl-sync" else None, family=fam,
-                    vec_wrapper=arm.endswith("-vec"))
+                    manager_kwargs=None if mode is None else {"mode": mode}, family=fam,
+                    vec_wrapper="-vec" in arm)
     if "default" in arm:
         policy_kwargs: dict[str, Any] = {}  # SB3's defaults
     elif arm == "ppo":
@@ -82,6 +89,8 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs,
                 **{k: hyper[k] for k in PPO_KEYS if k in hyper})
     callback = CRLCallback() if crl else None
+    if crl:  # a learner process is started (spawn, imports) before the clock starts, as the env is
+        find_experience(env)[0][0].flush()
     prof = cProfile.Profile() if profile else None
     t0 = time.perf_counter()
     if prof:
@@ -98,7 +107,9 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
         mgr.flush()
         out["flush_s"] = time.perf_counter() - t1
         out["episodes_processed"] = mgr.stats()["episodes_processed"]
-        out["manager_busy_s"] = mgr.stats()["busy_seconds"]
+        out["manager_busy_s"] = mgr.stats()["busy_seconds"]  # in process mode: the actor's side only
+        if "learner_busy_seconds" in mgr.stats():
+            out["learner_busy_s"] = mgr.stats()["learner_busy_seconds"]
         out["bank_size"] = len(mgr.bank)
         mgr.close()
     if prof:
@@ -161,6 +172,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{env_id:24} async/sync wall-clock (incl. final flush): "
                   f"{summary[env_id]['async_vs_sync_wall']:.2f}; manager share of sync wall-clock (the most "
                   f"async can save): {summary[env_id]['sync_manager_share']:.0%}")
+        if "crl-process" in arms and "crl-sync" in arms:
+            summary[env_id]["process_vs_sync_wall"] = walls["crl-process"] / walls["crl-sync"]
+            print(f"{env_id:24} process/sync wall-clock (incl. final flush): "
+                  f"{summary[env_id]['process_vs_sync_wall']:.2f}")
     result: dict[str, Any] = {"runs": runs, "summary": summary}
     if not args.no_profile:
         prof = measure("CartPole-v1", "crl", args.steps, args.seed, profile=True)

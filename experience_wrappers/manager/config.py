@@ -32,8 +32,11 @@ class ManagerConfig:
     """How episodes become bank entries and how the extractor learns from their outcomes.
 
     Attributes:
-        mode: ``"async"`` (a background worker distils and trains; the actor never waits)
-            or ``"sync"`` (everything happens inside ``submit``: deterministic, for tests).
+        mode: ``"async"`` (a background thread distils and trains; the actor never waits
+            for it, but shares the GIL with it), ``"process"`` (a learner process distils and
+            trains; credit stays in ``submit``, the bank in the actor's process:
+            :mod:`experience_wrappers.manager.process`) or ``"sync"`` (everything happens
+            inside ``submit``: deterministic, for tests).
         segment_every: a new entry starts every this many steps of an episode
             (0: one entry per episode, at its start).
         prior_horizon: how many actions from a segment's start make its action prior.
@@ -65,7 +68,7 @@ class ManagerConfig:
     TypeError: lr must be a number, got '3e-4'
     """
 
-    mode: str = attrs.field(default="async", validator=attrs.validators.in_(("sync", "async")))
+    mode: str = attrs.field(default="async", validator=attrs.validators.in_(("sync", "async", "process")))
     segment_every: int = attrs.field(default=8, validator=[is_int, non_negative, at_most(MAX_LEN)])
     prior_horizon: int = attrs.field(default=4, validator=[*_int, at_most(MAX_LEN)])
     exp_dim: int = attrs.field(default=16, validator=[*_int, at_most(MAX_DIM)])

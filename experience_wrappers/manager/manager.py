@@ -36,21 +36,25 @@ from ..extractor import (
     ExperienceExtractor,
     ExtractorConfig,
     ExtractorTrainer,
-    encode_segment,
 )
 from ..keys import KeyEncoder, RandomProjectionKeyEncoder
 from ..keys.base import checked_keys
 from ..schedule import Schedule
 from ..validators import check_int, check_real
 from .config import ManagerConfig
+from .distil import Distiller, Proposal
 from .episode import Episode
 from .layout import same_layout
 from .learner import ExtractorLearner
-from .priors import prior_dim, segment_priors
+from .priors import prior_dim
+from .process import LearnerProcess, LearnerProcessError
 
 __all__ = ["ExperienceManager", "check_ingest_args", "manager_for_bank", "resolve_manager"]
 
 log = logging.getLogger(__name__)
+
+#: the fields of a credited entry that the learner process needs (its sample, and its ledger's counts)
+_CREDITED_FIELDS = ("context", "value", "sample_logp", "task_id", "n_trained", "last_trained")
 
 _REGISTRY: weakref.WeakKeyDictionary[ExperienceBank, ExperienceManager] = weakref.WeakKeyDictionary()
 
@@ -117,7 +121,10 @@ class ExperienceManager:
     when a batch of fresh segments is. ``merge()`` folds near duplicates.
 
     In ``async`` mode all of that runs on a background thread: ``submit`` only enqueues.
-    ``flush()`` waits until every submitted episode is processed.
+    In ``process`` mode (1) runs in ``submit`` and (2)-(3) in a learner process of their own
+    (:mod:`experience_wrappers.manager.process`: the bank stays here, so queries never wait;
+    the proposed entries are written into it when this side next polls, at each submission
+    and episode start). ``flush()`` waits until every submitted episode is processed.
 
     Args:
         bank: the bank to write into.
@@ -150,9 +157,20 @@ class ExperienceManager:
             lr=self.config.lr, seed=self.config.seed, discrete_actions=bool(self.action_coder.discrete))
         self._check_bank_dims(bank)
         self._stats_lock = threading.Lock()
-        # the extractor, its trainers, samples and version (touched by the worker only)
-        self.learner = ExtractorLearner(self.extractor_config, self.config, bank, self._stats_lock)
         self._generator = torch.Generator().manual_seed(self.config.seed)
+        # the extractor, its trainers, samples and version (touched by the worker only); in
+        # process mode they live in the learner process, and this side keeps its latest figures
+        self._learner: ExtractorLearner | None = None
+        self._process: LearnerProcess | None = None
+        self._learner_stats: dict[str, Any] = {"extractor_version": 0, "ssl_updates": 0, "last_losses": {},
+                                               "episodes_processed": 0, "busy_seconds": 0.0}
+        self._credits: list[tuple[np.ndarray, dict[str, np.ndarray], Any]] = []  # process mode: to send
+        self._processed_offset = 0  # process mode: episodes_processed minus the learner process's count
+        if self.config.mode == "process":
+            self._process = LearnerProcess(self.key_encoder, action_space, self.config, self.extractor_config)
+        else:
+            self._learner = ExtractorLearner(self.extractor_config, self.config, bank, self._stats_lock)
+            self.distiller = Distiller(self.key_encoder, action_space, self.config, self._generator)
         self.baseline = FreeBaseline(self.config.baseline_window)
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
@@ -205,9 +223,29 @@ class ExperienceManager:
         return self.config.exp_dim
 
     @property
+    def learner(self) -> ExtractorLearner:
+        """The extractor's learner (trainers, samples, version).
+
+        Raises:
+            RuntimeError: in ``process`` mode, where it lives in the learner process (its
+                figures are in :meth:`stats`; :meth:`save` writes its extractors).
+        """
+        if self._learner is None:
+            raise RuntimeError("in mode='process' the extractor and its learner live in the learner process: "
+                               "read their figures in stats(), or save() the manager and load its extractor.pt")
+        return self._learner
+
+    @property
+    def learner_pid(self) -> int | None:
+        """The learner process's pid in ``process`` mode (None in the other modes)."""
+        return None if self._process is None else self._process.pid
+
+    @property
     def extractor_version(self) -> int:
         """Outcome (policy-gradient) updates of the extractor so far: its version, stamped on new entries."""
-        return self.learner.extractor_version
+        if self._learner is None:
+            return int(self._learner_stats["extractor_version"])
+        return self._learner.extractor_version
 
     @property
     def trainer(self) -> ExtractorTrainer:
@@ -227,12 +265,16 @@ class ExperienceManager:
     @property
     def ssl_updates(self) -> int:
         """Self-supervised updates of the extractor so far."""
-        return self.learner.ssl_updates
+        if self._learner is None:
+            return int(self._learner_stats["ssl_updates"])
+        return self._learner.ssl_updates
 
     @property
     def last_losses(self) -> dict[str, float]:
         """The losses of the latest extractor updates."""
-        return self.learner.last_losses
+        if self._learner is None:
+            return dict(self._learner_stats["last_losses"])
+        return self._learner.last_losses
 
     @property
     def context_dim(self) -> int:
@@ -263,15 +305,17 @@ class ExperienceManager:
         with self._stats_lock:
             self.episodes_submitted += 1
         if self.config.mode == "sync":
-            self._process(episode)
+            self._process_episode(episode)
+        elif self._process is not None:
+            self._hand_over(episode)
         else:
             self._ensure_worker()
             self._queue.put(("episode", episode))
 
     def request_merge(self) -> None:
-        """Merge near-duplicate entries (now in sync mode, on the worker in async mode)."""
+        """Merge near-duplicate entries (now in sync and process modes, on the worker in async mode)."""
         self._raise_worker_error()
-        if self.config.mode == "sync":
+        if self.config.mode in ("sync", "process"):
             self._merge()
         else:
             self._ensure_worker()
@@ -279,6 +323,8 @@ class ExperienceManager:
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every submitted episode and request is processed."""
+        if self._process is not None:
+            self._ask("flush", timeout=timeout)
         if self._worker is not None:
             done = threading.Event()
             self._queue.put(("flush", done))
@@ -289,6 +335,12 @@ class ExperienceManager:
     def close(self) -> None:
         """Process what is queued, then stop the worker; later submissions raise RuntimeError."""
         self._closed = True
+        if self._process is not None:
+            try:
+                if self._process.alive:
+                    self.flush()
+            finally:
+                self._process.stop()
         if self._worker is not None and self._worker.is_alive():
             self._queue.put(("stop", None))
             self._worker.join()
@@ -297,6 +349,8 @@ class ExperienceManager:
 
     @property
     def pending(self) -> int:
+        if self._process is not None:
+            return max(self.episodes_submitted - self.episodes_processed, 0)
         return self._queue.qsize()
 
     def _ensure_worker(self) -> None:
@@ -309,7 +363,7 @@ class ExperienceManager:
             kind, item = self._queue.get()
             try:
                 if kind == "episode":
-                    self._process(item)
+                    self._process_episode(item)
                 elif kind == "merge":
                     self._merge()
                 elif kind == "flush":
@@ -327,10 +381,12 @@ class ExperienceManager:
     def _raise_worker_error(self) -> None:
         if self._error is not None:
             err, self._error = self._error, None
+            if isinstance(err, LearnerProcessError):  # its message holds the learner's traceback
+                raise err
             raise RuntimeError("the experience manager's worker failed") from err
 
     # ------------------------------------------------------------- processing
-    def _process(self, ep: Episode) -> None:
+    def _process_episode(self, ep: Episode) -> None:
         t0 = time.perf_counter()
         self._attribute(ep)
         self._distil(ep)
@@ -338,6 +394,68 @@ class ExperienceManager:
         with self._stats_lock:
             self.episodes_processed += 1
             self.busy_seconds += time.perf_counter() - t0
+
+    # ---------------------------------------------------- the learner process
+    def _hand_over(self, ep: Episode) -> None:
+        """Process mode: credit here, then send the episode and its credits to the learner process."""
+        self._poll()
+        t0 = time.perf_counter()
+        self._attribute(ep)  # the credits it gives are collected in self._credits
+        credits, self._credits = self._credits, []
+        self._process.send("episode", ep, credits)  # type: ignore[union-attr]
+        with self._stats_lock:
+            self.busy_seconds += time.perf_counter() - t0
+
+    def _poll(self) -> None:
+        """Process mode: apply what the learner process has sent (never waits)."""
+        if self._process is not None:
+            self._process.drain(self._on_learner)
+            self._raise_worker_error()
+
+    def _ask(self, kind: str, *payload: Any, timeout: float | None = None) -> tuple[Any, ...]:
+        """Process mode: send a request and apply messages until its answer comes."""
+        assert self._process is not None
+        self._raise_worker_error()
+        token = self._process.token()
+        self._process.send(kind, *payload, token)
+        try:
+            answer = self._process.wait_for(token, self._on_learner, timeout)
+        except (LearnerProcessError, TimeoutError):
+            raise
+        self._take_stats(answer[-1])
+        self._raise_worker_error()
+        return answer
+
+    def _take_stats(self, stats: dict[str, Any]) -> None:
+        self._learner_stats = stats
+        with self._stats_lock:
+            self.episodes_processed = int(stats["episodes_processed"]) + self._processed_offset
+
+    def _on_learner(self, kind: str, payload: tuple[Any, ...]) -> None:
+        """One message of the learner process."""
+        if kind == "add":
+            proposal, version, utility, _ = payload
+            self._write(proposal, version, utility)
+        elif kind == "trained":
+            ids, step = payload
+            self.bank.mark_trained(ids, step)
+        elif kind == "stats":
+            self._take_stats(payload[0])
+        elif kind == "error":
+            self._error = LearnerProcessError(f"the learner process failed:\n{payload[2]}")
+        elif kind in ("done", "saved"):
+            self._take_stats(payload[-1])
+
+    def _write(self, p: Proposal, version: int, utility: float | None) -> int:
+        """Write proposed entries into the bank; evicted entries leave the learner's samples."""
+        res = self.bank.add(p.keys, p.values, utility=utility, extractor_version=version, **p.add_kwargs())
+        if self._learner is not None:
+            self._learner.forget(res.evicted)
+        elif res.evicted.size:
+            self._process.send("forget", res.evicted)  # type: ignore[union-attr]
+        with self._stats_lock:
+            self.entries_added += int(res.added.sum())
+        return p.size
 
     def _attribute(self, ep: Episode) -> None:
         """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`).
@@ -403,7 +521,12 @@ class ExperienceManager:
         found = self.bank.update(ids, delta if shares is None else delta * shares, decay)
         ids = ids[found]
         if ids.size:
-            self.learner.add_credit(ids, self.bank.get(ids), reward if shares is None else reward * shares[found])
+            rewards = reward if shares is None else reward * shares[found]
+            if self._learner is not None:
+                self._learner.add_credit(ids, self.bank.get(ids), rewards)
+            else:  # sent to the learner process with the episode (what its samples and ledger need)
+                entries = self.bank.get(ids)
+                self._credits.append((ids, {k: entries[k] for k in _CREDITED_FIELDS}, rewards))
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
@@ -412,42 +535,23 @@ class ExperienceManager:
     def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
         return self.encode_keys(observations, np.full(n, task_id, dtype=np.int64))
 
-    def _segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Keys, contexts and priors of an episode's segments (one starting every ``every``
-        steps, default ``config.segment_every``), and their start steps."""
-        n = ep.length
-        keys = self.keys_of(ep.observations, ep.task_id, n)
-        acts = self.action_coder.encode(ep.actions)
-        every = self.config.segment_every if every is None else every
-        starts = np.arange(0, n, every) if every else np.zeros(1, dtype=np.int64)
-        rewards = np.asarray(ep.rewards, dtype=np.float64)
-        contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.config.max_len)
-                             for s in starts.tolist()])
-        priors = segment_priors(acts, starts, self.config.prior_horizon, self.is_box)
-        return keys[starts], contexts, priors, starts
-
     def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
                 utility: float | None = None) -> int:
-        if ep.length == 0:
+        p = self.distiller.propose(ep, self.trainer_for(ep.task_id), provenance, every)
+        if p is None:
             return 0
-        keys, contexts, priors, _ = self._segments(ep, every)
-        z, logp, util = self.trainer_for(ep.task_id).extractor.propose(contexts, self._generator)
-        keep = np.ones(len(z), dtype=bool)
-        if self.config.skip_below is not None and provenance != Provenance.DEMO:
-            keep = util >= self.config.skip_below
-        if keep.any():
-            res = self.bank.add(keys[keep], z[keep], task_ids=ep.task_id, utility=utility, prior=priors[keep],
-                                context=contexts[keep], sample_logp=logp[keep], provenance=provenance,
-                                step=ep.env_steps, extractor_version=self.extractor_version)
-            self.learner.forget(res.evicted)
-            with self._stats_lock:
-                self.entries_added += int(res.added.sum())
-        self.learner.add_segments(contexts, ep.task_id)
-        return int(keep.sum())
+        if p.size:
+            self._write(p, self.extractor_version, utility)
+        self.learner.add_segments(p.all_contexts, ep.task_id)
+        return p.size
 
     def _merge(self) -> None:
         t0 = time.perf_counter()
-        self.learner.after_merge(self.bank.merge().merged)
+        merged = self.bank.merge().merged
+        if self._learner is not None:
+            self._learner.after_merge(merged)
+        elif merged:
+            self._process.send("merged", merged)  # type: ignore[union-attr]
         with self._stats_lock:
             self.busy_seconds += time.perf_counter() - t0
 
@@ -463,22 +567,27 @@ class ExperienceManager:
                 ``segment_every``); 1 gives one entry per state, each with the action taken there.
             utility: initial utility of its entries (default: the bank's ``initial_utility``).
 
-        Returns the number of segments written. Runs on the calling thread.
+        Returns the number of segments written. Runs on the calling thread (in process mode,
+        the learner process distils it while this thread waits).
         """
         check_ingest_args(segment_every, utility)
+        if self._process is not None:
+            self._poll()
+            return int(self._ask("ingest", episode, provenance, segment_every, utility)[1])
         return self._distil(episode, provenance, segment_every, utility)
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, float]:
         """Running figures for logging: outcomes of guided and free episodes, deltas, losses."""
+        self._poll()
         with self._stats_lock:
             out: dict[str, float] = {
                 "episodes_submitted": float(self.episodes_submitted),
                 "episodes_processed": float(self.episodes_processed),
                 "entries_added": float(self.entries_added),
-                "extractor_updates": float(self.learner.extractor_version + self.learner.ssl_updates),
-                "extractor_version": float(self.learner.extractor_version),
-                "ssl_updates": float(self.learner.ssl_updates),
+                "extractor_updates": float(self.extractor_version + self.ssl_updates),
+                "extractor_version": float(self.extractor_version),
+                "ssl_updates": float(self.ssl_updates),
                 "queue": float(self.pending),
                 "guided_ratio": float(self.guided_ratio),
                 "busy_seconds": float(self.busy_seconds),
@@ -488,7 +597,9 @@ class ExperienceManager:
             for name, mean in self.outcomes.means().items():
                 key = name if name == "delta" else f"{name}_outcome"
                 out[key] = float("nan") if mean is None else mean
-            out.update({f"loss_{k}": v for k, v in self.learner.last_losses.items()})
+            out.update({f"loss_{k}": v for k, v in self.last_losses.items()})
+            if self._process is not None:  # the learner process's own seconds (busy_seconds: this side's)
+                out["learner_busy_seconds"] = float(self._learner_stats["busy_seconds"])
         if self.paired.credited or self.paired.open_instances or self.paired.dropped_instances:
             out.update(self.paired.stats())  # only once instances are replayed (paired credit)
         return out
@@ -514,17 +625,20 @@ class ExperienceManager:
     def _write_state(self, tmp: Path) -> None:
         self.bank.save(tmp / "bank")
         bank_save_id = json.loads((tmp / "bank" / "meta.json").read_bytes()).get("save_id")
-        task_files = self.learner.save(tmp)
-        np.savez(tmp / "samples.npz", **self.learner.sample_arrays(self.context_dim, self.exp_dim),
-                 generator=self._generator.get_state().numpy())
+        if self._learner is None:  # the learner process writes its files (after what it was sent before)
+            task_files = self._ask("save", str(tmp))[1]
+        else:
+            task_files = self._learner.save(tmp)
+            np.savez(tmp / "samples.npz", **self._learner.sample_arrays(self.context_dim, self.exp_dim),
+                     generator=self._generator.get_state().numpy())
         state = {
             "format": self.STATE_FORMAT, "version": self.STATE_VERSION,
             "config": self.config.to_dict(), "extractor_config": self.extractor_config.to_dict(),
             "key_dim": self.key_encoder.key_dim, "key_encoder": type(self.key_encoder).__name__,
             **self.schedule.state_dict(),  # guided_ratio, progress, rollouts
             "episodes_submitted": self.episodes_submitted, "episodes_processed": self.episodes_processed,
-            "entries_added": self.entries_added, "ssl_updates": self.learner.ssl_updates,
-            "extractor_version": self.learner.extractor_version, "task_extractors": task_files,
+            "entries_added": self.entries_added, "ssl_updates": self.ssl_updates,
+            "extractor_version": self.extractor_version, "task_extractors": task_files,
             "baseline": self.baseline.state_dict(),
             "bank_save_id": bank_save_id,  # a restore checks that the bank it read is this save's
             "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
@@ -563,7 +677,8 @@ class ExperienceManager:
             raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
                                 f"this manager's {self.extractor_config.to_dict()}")
         self._check_bank_dims(bank)
-        learner = self.learner.read_state(blobs, state, path)
+        # (in process mode the learner process parses its part, last, before anything here changes)
+        learner = None if self._learner is None else self._learner.read_state(blobs, state, path)
         # read and check everything before touching this manager: a bad file changes nothing
         try:
             if "samples.npz" not in blobs:
@@ -580,8 +695,14 @@ class ExperienceManager:
         except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
             raise ManagerFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
         self.flush()
+        if self._learner is None:  # raises (ManagerFileError) before the learner process changes anything
+            cols = bank.entries()
+            counts = {k: cols[k] for k in ("id", "n_trained", "last_trained")}
+            self._ask("restore", blobs, state, str(path), generator_state, counts)
+            self._processed_offset = scalars["episodes_processed"] - int(self._learner_stats["episodes_processed"])
         self.bank.replace_with(bank)
-        self.learner.adopt(learner)
+        if self._learner is not None:
+            self._learner.adopt(learner)
         self._generator.set_state(generator_state)
         for name, value in scalars.items():
             setattr(self, name, value)

@@ -1,0 +1,102 @@
+"""Distillation: an episode's segments and the extractor's proposed entries for them.
+
+One home for what turns a finished episode into candidate bank entries, shared by the
+manager's own thread (``sync`` / ``async`` modes) and the learner process (``process``
+mode, :mod:`experience_wrappers.manager.process`): keys of the segments' first states,
+segment contexts, action priors, and the extractor's sampled experience vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from ..bank import Provenance
+from ..extractor import ActionCoder, ExtractorTrainer, encode_segment
+from ..keys import KeyEncoder
+from ..keys.base import checked_keys
+from .config import ManagerConfig
+from .episode import Episode
+from .priors import segment_priors
+
+__all__ = ["Distiller", "Proposal"]
+
+
+@attrs.frozen
+class Proposal:
+    """The entries proposed for one episode: the kept rows of every array, and the contexts
+    of all its segments (for the self-supervised step)."""
+
+    keys: np.ndarray
+    values: np.ndarray
+    priors: np.ndarray
+    contexts: np.ndarray
+    logp: np.ndarray
+    all_contexts: np.ndarray
+    task_id: int
+    provenance: Provenance
+    step: int
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+    def add_kwargs(self) -> dict[str, Any]:
+        """The ``ExperienceBank.add`` keywords of these entries (all but utility and version)."""
+        return dict(task_ids=self.task_id, prior=self.priors, context=self.contexts, sample_logp=self.logp,
+                    provenance=self.provenance, step=self.step)
+
+
+class Distiller:
+    """Segments an episode and asks the extractor for its entries.
+
+    Args:
+        key_encoder: the frozen key encoder.
+        action_space: the env's action space.
+        config: the manager's config (``segment_every``, ``max_len``, ``prior_horizon``, ``skip_below``).
+        generator: the torch generator the extractor samples with (seeded by the manager).
+    """
+
+    def __init__(self, key_encoder: KeyEncoder, action_space: spaces.Space, config: ManagerConfig,
+                 generator: torch.Generator) -> None:
+        self.key_encoder = key_encoder
+        self.action_coder = ActionCoder(action_space)
+        self.is_box = isinstance(action_space, spaces.Box)
+        self.config = config
+        self.generator = generator
+
+    def segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Keys, contexts and priors of an episode's segments (one starting every ``every``
+        steps, default ``config.segment_every``), and their start steps."""
+        n = ep.length
+        keys = checked_keys(self.key_encoder, ep.observations, np.full(n, ep.task_id, dtype=np.int64))
+        acts = self.action_coder.encode(ep.actions)
+        every = self.config.segment_every if every is None else every
+        starts = np.arange(0, n, every) if every else np.zeros(1, dtype=np.int64)
+        rewards = np.asarray(ep.rewards, dtype=np.float64)
+        contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.config.max_len)
+                             for s in starts.tolist()])
+        priors = segment_priors(acts, starts, self.config.prior_horizon, self.is_box)
+        return keys[starts], contexts, priors, starts
+
+    def propose(self, ep: Episode, trainer: ExtractorTrainer, provenance: Provenance = Provenance.EXTRACTED,
+                every: int | None = None) -> Proposal | None:
+        """The entries ``trainer``'s extractor proposes for ``ep`` (None for an empty episode).
+
+        Segments whose predicted utility is below ``config.skip_below`` are left out
+        (never a demonstration's).
+        """
+        if ep.length == 0:
+            return None
+        keys, contexts, priors, _ = self.segments(ep, every)
+        z, logp, util = trainer.extractor.propose(contexts, self.generator)
+        keep = np.ones(len(z), dtype=bool)
+        if self.config.skip_below is not None and provenance != Provenance.DEMO:
+            keep = util >= self.config.skip_below
+        return Proposal(keys=keys[keep], values=z[keep], priors=priors[keep], contexts=contexts[keep],
+                        logp=logp[keep], all_contexts=contexts, task_id=int(ep.task_id), provenance=provenance,
+                        step=int(ep.env_steps))

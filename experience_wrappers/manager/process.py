@@ -1,0 +1,337 @@
+"""The learner process (``ManagerConfig(mode="process")``): distillation and extractor training
+in a process of their own, so that they never hold the actor's GIL.
+
+The actor's process keeps the bank (every query stays local and never waits on the learner)
+and the credit rule (a bank update and a few numbers per episode). The learner process
+(``spawn``) keeps the extractor, its trainers, the credited samples and the segments. The
+two talk through two ``multiprocessing`` queues, each with its own feeder thread, so a put
+never blocks on the other side:
+
+* actor -> learner: ``episode`` (a finished episode and the credits its attribution
+  produced, with the credited entries' fields as the bank holds them), ``ingest``
+  (a demonstration), ``forget`` (entries evicted), ``merged`` (entries merged away),
+  ``flush``, ``save``, ``restore``, ``stop``;
+* learner -> actor: ``add`` (the entries it proposes, which the actor writes into the
+  bank), ``trained`` (entries an extractor update used: ``bank.mark_trained``), ``stats``,
+  ``done``, ``saved``, ``error``.
+
+The learner cannot read the bank. What its training step reads there (whether an entry
+still exists, how often it was trained on) it keeps in a :class:`Ledger`: seeded from the
+fields the actor sends with each credit, updated by its own training passes, evictions
+and merges.
+
+Compared with ``sync`` mode, an episode's entries reach the bank a little later (when the
+actor next polls: at every retrieval, submission and episode start), and an eviction
+reaches the learner after its next training step: runs are not bit-identical to ``sync``
+ones. With a :meth:`~experience_wrappers.ExperienceManager.flush` after every submission
+and a bank that never evicts or merges, they are (``tests/test_manager_process.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import pickle
+import queue
+import threading
+import time
+import traceback
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from ..extractor import ExtractorConfig
+from ..keys import KeyEncoder
+from .config import ManagerConfig
+from .distil import Distiller
+from .learner import ExtractorLearner
+
+__all__ = ["LearnerProcess", "Ledger", "LearnerProcessError"]
+
+log = logging.getLogger(__name__)
+
+#: torch threads in the learner process (one: it shares the machine with the actor)
+LEARNER_TORCH_THREADS = 1
+
+
+class LearnerProcessError(RuntimeError):
+    """The learner process failed or died; its traceback is in the message."""
+
+
+class Ledger:
+    """What the learner process knows of the bank's entries it holds samples of.
+
+    It stands in for the bank in :class:`~experience_wrappers.manager.learner.ExtractorLearner`'s
+    training step: ``in`` (the entry still exists), :meth:`get` (``n_trained`` and
+    ``last_trained``) and :meth:`mark_trained` (counted here, and sent to the actor, which
+    applies it to the bank).
+    """
+
+    def __init__(self, send: Callable[[tuple[str, tuple[Any, ...]]], None]) -> None:
+        self.send = send
+        self.counts: dict[int, list[int]] = {}  # id -> [n_trained, last_trained]
+
+    def know(self, ids: np.ndarray, entries: Mapping[str, np.ndarray]) -> None:
+        """Learn the training counts of credited entries (the first time only: later, ours are newer)."""
+        for j, i in enumerate(np.asarray(ids).tolist()):
+            if i not in self.counts:
+                self.counts[i] = [int(entries["n_trained"][j]), int(entries["last_trained"][j])]
+
+    def forget(self, ids: Iterable[int]) -> None:
+        for i in np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids).tolist():
+            self.counts.pop(int(i), None)
+
+    def after_merge(self, merged: Mapping[int, list[int]]) -> None:
+        """Merged-away entries are gone; a survivor the ledger did not know takes their counts."""
+        for survivor, gone in merged.items():
+            known = [self.counts.pop(int(g)) for g in gone if int(g) in self.counts and int(g) != int(survivor)]
+            if int(survivor) not in self.counts and known:
+                self.counts[int(survivor)] = [sum(c[0] for c in known), max(c[1] for c in known)]
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.counts
+
+    def get(self, ids: np.ndarray) -> dict[str, np.ndarray]:
+        rows = [self.counts[int(i)] for i in np.asarray(ids).tolist()]
+        return {"n_trained": np.array([r[0] for r in rows], dtype=np.int64),
+                "last_trained": np.array([r[1] for r in rows], dtype=np.int64)}
+
+    def mark_trained(self, ids: np.ndarray, step: int) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        found = np.array([int(i) in self.counts for i in ids.tolist()], dtype=bool)
+        for i in ids[found].tolist():
+            c = self.counts[i]
+            c[0] += 1
+            c[1] = int(step)
+        if ids.size:
+            self.send(("trained", (ids, int(step))))
+        return found
+
+
+class LearnerProcess:
+    """The actor's handle on the learner process (started on construction, ``spawn``).
+
+    Args:
+        key_encoder: the frozen key encoder (pickled into the process).
+        action_space: the env's action space.
+        config: the manager's config.
+        extractor_config: the extractor's config.
+
+    Raises:
+        TypeError: the key encoder cannot be pickled (``mode="process"`` needs it to).
+    """
+
+    def __init__(self, key_encoder: KeyEncoder, action_space: spaces.Space, config: ManagerConfig,
+                 extractor_config: ExtractorConfig) -> None:
+        try:
+            pickle.dumps(key_encoder)
+        except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing
+            raise TypeError(f"mode='process' sends the key encoder to the learner process, but "
+                            f"{type(key_encoder).__name__} cannot be pickled ({exc!r}); use mode='async'") from exc
+        ctx = mp.get_context("spawn")
+        self.inbox: Any = ctx.Queue()  # to the learner
+        self.outbox: Any = ctx.Queue()  # from the learner
+        init = {"key_encoder": key_encoder, "action_space": action_space, "config": config,
+                "extractor_config": extractor_config}
+        self.process = ctx.Process(target=serve, args=(init, self.inbox, self.outbox), name="crl-learner",
+                                   daemon=True)
+        self.process.start()
+        # a manager dropped without close() still stops its process
+        self._finalizer = weakref.finalize(self, _shutdown, self.process, self.inbox, self.outbox, 5.0)
+        self._tokens = 0
+        self._lock = threading.Lock()  # one caller at a time drains the outbox
+
+    def send(self, kind: str, *payload: Any) -> None:
+        self.inbox.put((kind, payload))
+
+    def token(self) -> int:
+        self._tokens += 1
+        return self._tokens
+
+    def drain(self, handle: Callable[[str, tuple[Any, ...]], None]) -> None:
+        """Apply every message the learner has sent so far (never waits)."""
+        with self._lock:
+            while True:
+                try:
+                    kind, payload = self.outbox.get_nowait()
+                except queue.Empty:
+                    return
+                handle(kind, payload)
+
+    def wait_for(self, token: int, handle: Callable[[str, tuple[Any, ...]], None],
+                 timeout: float | None = None) -> tuple[Any, ...]:
+        """Apply messages until the answer ``token`` asked for comes; returns its payload.
+
+        Raises:
+            TimeoutError: no answer within ``timeout`` seconds.
+            LearnerProcessError: the learner process died.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while True:
+                wait = 0.5 if deadline is None else min(0.5, max(deadline - time.monotonic(), 0.0))
+                try:
+                    kind, payload = self.outbox.get(timeout=wait)
+                except queue.Empty:
+                    if not self.process.is_alive():
+                        raise LearnerProcessError(
+                            f"the learner process died (exit code {self.process.exitcode}); the bank is intact "
+                            "(it lives in this process): save it, and start a new manager to go on") from None
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(f"the learner process did not answer within {timeout} s") from None
+                    continue
+                if kind in ("done", "saved", "error") and payload[0] == token:
+                    if kind == "error":
+                        raise_learner_error(payload)
+                    return payload
+                handle(kind, payload)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the process to stop after its queue; kill it if it does not within ``timeout``."""
+        self._finalizer.detach()
+        _shutdown(self.process, self.inbox, self.outbox, timeout)
+
+
+def _shutdown(process: Any, inbox: Any, outbox: Any, timeout: float) -> None:
+    if process.is_alive():
+        inbox.put(("stop", ()))
+        process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for q in (inbox, outbox):
+        q.close()
+        q.cancel_join_thread()
+
+
+def raise_learner_error(payload: tuple[Any, ...]) -> None:
+    """Raise the error the learner sent (its own type where it could be pickled)."""
+    _, exc, text = payload
+    if isinstance(exc, BaseException):
+        raise exc from LearnerProcessError(f"raised in the learner process:\n{text}")
+    raise LearnerProcessError(f"the learner process failed:\n{text}")
+
+
+# ----------------------------------------------------------------- the learner process side
+class _Learner:
+    """The learner process's state: the extractor learner, the distiller and the ledger."""
+
+    def __init__(self, init: dict[str, Any], outbox: Any) -> None:
+        torch.set_num_threads(LEARNER_TORCH_THREADS)
+        self.outbox = outbox
+        self.config: ManagerConfig = init["config"]
+        self.ledger = Ledger(outbox.put)
+        self.lock = threading.Lock()
+        self.learner = ExtractorLearner(init["extractor_config"], self.config, self.ledger,  # type: ignore[arg-type]
+                                        self.lock)
+        self.generator = torch.Generator().manual_seed(self.config.seed)
+        self.distiller = Distiller(init["key_encoder"], init["action_space"], self.config, self.generator)
+        self.episodes = 0
+        self.busy = 0.0
+
+    def stats(self) -> dict[str, Any]:
+        return {"extractor_version": self.learner.extractor_version, "ssl_updates": self.learner.ssl_updates,
+                "last_losses": dict(self.learner.last_losses), "episodes_processed": self.episodes,
+                "busy_seconds": self.busy}
+
+    def distil(self, ep: Any, provenance: Any = None, every: int | None = None, utility: float | None = None,
+               token: int | None = None) -> int:
+        from ..bank import Provenance
+
+        p = self.distiller.propose(ep, self.learner.trainer_for(ep.task_id),
+                                   Provenance.EXTRACTED if provenance is None else provenance, every)
+        if p is None:
+            return 0
+        if p.size:
+            self.outbox.put(("add", (p, self.learner.extractor_version, utility, token)))
+        self.learner.add_segments(p.all_contexts, p.task_id)
+        return p.size
+
+    def handle(self, kind: str, payload: tuple[Any, ...]) -> bool:
+        """One message; False to stop."""
+        if kind == "episode":
+            ep, credits = payload
+            t0 = time.perf_counter()
+            for ids, entries, reward in credits:
+                self.ledger.know(ids, entries)
+                self.learner.add_credit(ids, entries, reward)
+            self.distil(ep)
+            self.learner.train_if_ready()
+            self.episodes += 1
+            self.busy += time.perf_counter() - t0
+            self.outbox.put(("stats", (self.stats(),)))
+        elif kind == "ingest":
+            ep, provenance, every, utility, token = payload
+            n = self.distil(ep, provenance, every, utility, token)
+            self.outbox.put(("done", (token, n, self.stats())))
+        elif kind == "forget":
+            (ids,) = payload
+            self.learner.forget(ids)
+            self.ledger.forget(ids)
+        elif kind == "merged":
+            (merged,) = payload
+            self.learner.after_merge(merged)
+            self.ledger.after_merge(merged)
+        elif kind == "flush":
+            (token,) = payload
+            self.outbox.put(("done", (token, self.stats())))
+        elif kind == "save":
+            folder, token = payload
+            self.outbox.put(("saved", (token, self.save(Path(folder)), self.stats())))
+        elif kind == "restore":
+            blobs, state, path, generator_state, counts, token = payload
+            parsed = self.learner.read_state(blobs, state, Path(path))  # raises before changing anything
+            self.learner.adopt(parsed)
+            self.generator.set_state(generator_state)
+            self.ledger.counts.clear()
+            held = np.isin(counts["id"], np.fromiter(self.learner.samples, dtype=np.int64))
+            self.ledger.know(counts["id"][held], {k: v[held] for k, v in counts.items()})
+            self.outbox.put(("done", (token, self.stats())))
+        elif kind == "stop":
+            return False
+        else:
+            raise ValueError(f"unknown message {kind!r}")
+        return True
+
+    def save(self, folder: Path) -> dict[str, str]:
+        """The learner's files of a manager folder (extractors, samples.npz); returns the task files."""
+        task_files = self.learner.save(folder)
+        cfg = self.learner.extractor_config
+        np.savez(folder / "samples.npz", **self.learner.sample_arrays(cfg.context_size, cfg.exp_dim),
+                 generator=self.generator.get_state().numpy())
+        return task_files
+
+
+def serve(init: dict[str, Any], inbox: Any, outbox: Any) -> None:
+    """The learner process's loop: one message at a time, until ``stop``."""
+    state = _Learner(init, outbox)
+    while True:
+        kind, payload = inbox.get()
+        try:
+            if not state.handle(kind, payload):
+                break
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the actor
+            text = traceback.format_exc()
+            log.error("the learner process failed on %r: %s", kind, text)
+            try:
+                pickle.dumps(exc)
+                sent: Any = exc
+            except Exception:  # noqa: BLE001
+                sent = None
+            token = payload[-1] if kind in ("ingest", "flush", "save", "restore") else None
+            outbox.put(("error", (token, sent, text)))
+    outbox.close()
+    outbox.join_thread()

@@ -1,0 +1,185 @@
+"""The learner process (``mode="process"``): the same learning as sync mode, in another process;
+its state saved and restored; its failures surfaced without harm to the bank."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from experience_wrappers import CallableKeyEncoder, Episode, ExperienceBank, ExperienceManager, ManagerConfig
+from experience_wrappers.extractor import ExtractorTrainer
+from experience_wrappers.manager.process import LearnerProcessError
+from integrations.sb3 import CRLCallback, ExperienceVecEnv
+
+OBS = spaces.Box(-1.0, 1.0, (4,), np.float32)
+ACT = spaces.Discrete(3)
+#: small batches so that a few dozen episodes train the extractor (outcome and self-supervised steps)
+SMALL = dict(segment_every=4, batch_size=8, ssl_batch_size=8)
+
+
+def make_manager(mode: str, bank: ExperienceBank | None = None, **config) -> ExperienceManager:
+    bank = bank if bank is not None else ExperienceBank(seed=0, dedup_threshold=0.0)
+    return ExperienceManager(bank, OBS, ACT, config=ManagerConfig(mode=mode, **{**SMALL, **config}))
+
+
+@pytest.fixture
+def managers():
+    made: list[ExperienceManager] = []
+
+    def make(mode: str, **kw) -> ExperienceManager:
+        made.append(make_manager(mode, **kw))
+        return made[-1]
+    yield make
+    for m in made:
+        m.close()
+
+
+def episodes(seed: int, n: int) -> list[Episode]:
+    """Guided and free episodes; guided ones show entries 0-11 (the demonstration's)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        length = int(rng.integers(4, 20))
+        guided = i % 2 == 1
+        out.append(Episode(observations=rng.uniform(-1, 1, (length, 4)).astype(np.float32),
+                           actions=rng.integers(0, 3, length), rewards=np.zeros(length),
+                           success=bool(rng.random() < 0.5), guided=guided,
+                           injected_ids=rng.choice(12, 4, replace=False) if guided else np.zeros(0, np.int64),
+                           env_steps=10 * i))
+    return out
+
+
+def run(mgr: ExperienceManager, eps: list[Episode], flush_each: bool) -> None:
+    rng = np.random.default_rng(99)
+    demo = Episode(observations=rng.uniform(-1, 1, (48, 4)).astype(np.float32), actions=rng.integers(0, 3, 48),
+                   rewards=np.zeros(48), success=True, guided=False)
+    assert mgr.ingest(demo) == 12
+    for ep in eps:
+        mgr.submit(ep)
+        if flush_each:
+            mgr.flush()
+    mgr.flush()
+
+
+def extractor_state(folder: Path) -> dict[str, torch.Tensor]:
+    return ExtractorTrainer.load(folder / "extractor.pt").extractor.state_dict()
+
+
+def test_the_learner_runs_in_a_process_of_its_own(managers):
+    mgr = managers("process")
+    assert mgr.learner_pid is not None and mgr.learner_pid != os.getpid()
+    assert managers("sync").learner_pid is None
+    with pytest.raises(RuntimeError, match="mode='process'"):
+        _ = mgr.extractor
+
+
+def test_process_mode_learns_as_sync_mode_does_when_flushed_after_each_episode(managers, tmp_path):
+    """Same episodes, same seeds, a bank that never evicts or merges: the same entries (every
+    column: values, utilities, training counts) and the same extractor weights."""
+    sync, proc = managers("sync"), managers("process")
+    eps = episodes(0, 40)
+    run(sync, eps, flush_each=True)
+    run(proc, eps, flush_each=True)
+    s, p = sync.stats(), proc.stats()
+    assert p["extractor_version"] == s["extractor_version"] > 0
+    assert p["ssl_updates"] == s["ssl_updates"] > 0
+    for key in ("episodes_processed", "entries_added"):
+        assert p[key] == s[key]
+    a, b = sync.bank.entries(), proc.bank.entries()
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert b["n_trained"].sum() > 0
+    sync.save(tmp_path / "sync")
+    proc.save(tmp_path / "proc")
+    ws, wp = extractor_state(tmp_path / "sync"), extractor_state(tmp_path / "proc")
+    for name in ws:
+        torch.testing.assert_close(ws[name], wp[name], rtol=0, atol=0, msg=name)
+
+
+def test_unflushed_process_mode_processes_every_episode(managers):
+    mgr = managers("process")
+    eps = episodes(1, 60)
+    run(mgr, eps, flush_each=False)
+    st = mgr.stats()
+    assert st["episodes_processed"] == st["episodes_submitted"] == 60
+    assert st["queue"] == 0 and st["extractor_version"] > 0
+    assert len(mgr.bank) == st["entries_added"]
+
+
+def test_save_and_restore_round_trip_in_process_mode(managers, tmp_path):
+    src = managers("process")
+    run(src, episodes(2, 40), flush_each=False)
+    src.save(tmp_path / "a")
+    dst = managers("process", bank=ExperienceBank(seed=5, dedup_threshold=0.0))
+    dst.restore(tmp_path / "a")
+    assert dst.stats()["extractor_version"] == src.stats()["extractor_version"]
+    assert dst.stats()["episodes_processed"] == src.stats()["episodes_processed"]
+    dst.save(tmp_path / "b")
+    a, b = (json.loads((tmp_path / f / "manager.json").read_text()) for f in ("a", "b"))
+    for key in ("extractor_version", "ssl_updates", "episodes_processed", "entries_added", "baseline"):
+        assert a[key] == b[key], key
+    for name, w in extractor_state(tmp_path / "a").items():
+        torch.testing.assert_close(w, extractor_state(tmp_path / "b")[name], rtol=0, atol=0)
+    with np.load(tmp_path / "a" / "samples.npz") as za, np.load(tmp_path / "b" / "samples.npz") as zb:
+        for name in za.files:
+            np.testing.assert_array_equal(za[name], zb[name], err_msg=name)
+    # the format is the manager's: a sync manager reads it too, and goes on learning
+    sync = managers("sync", bank=ExperienceBank(seed=6, dedup_threshold=0.0))
+    sync.restore(tmp_path / "a")
+    assert len(sync.bank) == len(src.bank)
+    run(dst, episodes(3, 10), flush_each=False)
+    assert dst.stats()["episodes_processed"] == src.stats()["episodes_processed"] + 10
+
+
+def test_a_killed_learner_process_leaves_the_bank_usable(managers, tmp_path):
+    mgr = managers("process")
+    run(mgr, episodes(4, 10), flush_each=False)
+    n = len(mgr.bank)
+    mgr._process.process.kill()
+    mgr._process.process.join()
+    mgr.submit(episodes(5, 1)[0])  # queued for a dead process: the flush says so
+    with pytest.raises(LearnerProcessError, match="died"):
+        mgr.flush(timeout=10)
+    assert len(mgr.bank) == n
+    assert mgr.bank.query(np.zeros((1, mgr.key_encoder.key_dim), np.float32), 2, mode="knn").ids.shape == (1, 2)
+    mgr.bank.save(tmp_path / "bank")
+    assert len(ExperienceBank.load(tmp_path / "bank")) == n
+
+
+def test_an_error_in_the_learner_process_surfaces_at_the_next_call(managers):
+    mgr = managers("process")
+    bad = Episode(observations=np.zeros((5, 7), np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),
+                  success=None, guided=False)  # 7 features where the key encoder reads 4
+    mgr.submit(bad)
+    with pytest.raises(RuntimeError, match="learner process"):
+        mgr.flush(timeout=30)
+    run(mgr, episodes(6, 4), flush_each=False)  # it goes on with the next episodes
+    assert mgr.stats()["episodes_processed"] == 4
+
+
+def test_process_mode_needs_a_picklable_key_encoder():
+    enc = CallableKeyEncoder(lambda obs: np.asarray(obs, np.float32), key_dim=4)
+    with pytest.raises(TypeError, match="pickled"):
+        ExperienceManager(ExperienceBank(), OBS, ACT, key_encoder=enc, config=ManagerConfig(mode="process"))
+
+
+def test_ppo_with_the_learner_in_its_own_process():
+    venv = ExperienceVecEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4), ExperienceBank(seed=0),
+                            manager_kwargs={"mode": "process", **SMALL})
+    model = PPO("MultiInputPolicy", venv, n_steps=128, batch_size=128, n_epochs=1, seed=0)
+    model.learn(1024, callback=CRLCallback())
+    st = venv.manager.stats()
+    assert st["episodes_processed"] == st["episodes_submitted"] > 0
+    assert len(venv.manager.bank) > 0 and st["ssl_updates"] > 0  # the learner process trained
+    venv.manager.close()
+    venv.close()
