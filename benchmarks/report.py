@@ -39,7 +39,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
 README = Path(__file__).resolve().parent.parent / "README.md"
-OVERHEAD = RESULTS / "overhead.json"
+OVERHEAD = RESULTS / "overhead-process.json"  # the latest side-by-side run (overhead.json: the first)
 HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->"
 #: Suites in the README headline, each with the success threshold whose steps it shows.
 HEADLINE_SUITES = {"keyroom-20-300k": "0.8", "keyroom-20": "0.8", "easy": "0.9", "easy-60k": "0.9", "medium": "0.8", "stretch": "0.5",

@@ -81,12 +81,17 @@ def test_steps_to_level_needs_a_full_window_of_episodes():
 
 def test_overhead_checks_read_the_result_file(tmp_path):
     path = tmp_path / "overhead.json"
-    path.write_text(json.dumps({"summary": {"E": {"ratio_to_ppo": {"ppo": 1.0, "crl": 0.95, "crl-same-net": 0.8},
-                                                  "async_vs_sync_wall": 0.6}}}))
-    checks = {c.target: c for c in check_overhead(path)}
-    assert checks["`crl` steps/s >= 0.9x PPO's"].met is True
-    assert checks["`crl-same-net` steps/s >= 0.9x PPO's"].met is False
-    assert checks["async wall-clock <= 0.7x sync"].met is True
+    path.write_text(json.dumps({"summary": {
+        "E": {"ratio_to_ppo": {"ppo": 1.0, "crl": 0.95, "crl-same-net": 0.8},
+              "async_vs_sync_wall": 0.6, "process_vs_sync_wall": 0.85, "sync_manager_share": 0.5},
+        "F": {"ratio_to_ppo": {"ppo": 1.0}, "process_vs_sync_wall": 0.5, "sync_manager_share": 0.1}}}))
+    checks = {(c.task, c.target): c for c in check_overhead(path)}
+    assert checks["E", "`crl` steps/s >= 0.9x its PPO's"].met is True
+    assert checks["E", "`crl-same-net` steps/s >= 0.9x its PPO's"].met is False
+    assert checks["E", "async (thread) wall-clock <= 0.8x sync (manager share of sync 50%)"].met is True
+    assert checks["E", "learner process wall-clock <= 0.8x sync (manager share of sync 50%)"].met is False
+    # below a 30 % share the ratio is reported, not judged
+    assert checks["F", "learner process wall-clock <= 0.8x sync (manager share of sync 10%)"].met is None
     assert check_overhead(tmp_path / "missing.json") == []
 
 
