@@ -1,15 +1,19 @@
-"""The advantage rule: guided and free advantages normalised separately (plain numpy, any engine).
+"""The advantage rules (plain numpy, any engine).
 
-Used by :class:`~integrations.sb3.CRLCallback` (re-exported as
-``integrations.sb3.regroup_advantages``) and by the RLlib adapter's Learner connector piece;
-a CleanRL-style loop calls it on its own advantage array.
+* :func:`regroup_advantages`: guided and free advantages normalised separately. Used by
+  :class:`~integrations.sb3.CRLCallback` (re-exported as ``integrations.sb3.regroup_advantages``)
+  and by the RLlib adapter's Learner connector piece; a CleanRL-style loop calls it on its own
+  advantage array.
+* :func:`drop_guide_steps`: guided roll-in's rule: steps a guide acted carry no policy gradient
+  (advantage 0), the policy's own are normalised over the rollout. Used by
+  :class:`~integrations.sb3.rollin.RollInCallback`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["regroup_advantages"]
+__all__ = ["drop_guide_steps", "regroup_advantages"]
 
 
 def regroup_advantages(advantages: np.ndarray, guided: np.ndarray, eps: float = 1e-8) -> np.ndarray:
@@ -40,4 +44,31 @@ def regroup_advantages(advantages: np.ndarray, guided: np.ndarray, eps: float = 
         vals = adv[sel]
         mean, std = (vals.mean(), vals.std()) if vals.size >= 2 else (all_mean, all_std)
         out[sel] = (vals - mean) / (std + eps) if std > eps else vals - mean
+    return out
+
+
+def drop_guide_steps(advantages: np.ndarray, guide_acted: np.ndarray, normalise: bool = True) -> np.ndarray:
+    """Advantages with the guide-acted steps at 0 and, with ``normalise``, the policy-acted ones
+    normalised over the rollout (mean 0, std 1; left as they are when fewer than two).
+
+    A guide's action is not the policy's, so its step must not move the policy (PPO's clipped
+    objective is flat at advantage 0). The normalisation happens here, before the zeros are
+    written, because PPO's own per-minibatch one would turn the zeros into ``-mean / std``.
+    Returns a new array; the values (critic) are untouched.
+
+    >>> drop_guide_steps(np.array([5.0, 1.0, 3.0]), np.array([True, False, False])).round(6).tolist()
+    [0.0, -1.0, 1.0]
+    >>> drop_guide_steps(np.array([5.0, 1.0, 3.0]), np.array([True, False, False]), normalise=False).tolist()
+    [0.0, 1.0, 3.0]
+    """
+    out = np.array(advantages, copy=True)
+    mask = np.asarray(guide_acted, dtype=bool)
+    if out.shape != mask.shape:
+        raise ValueError(f"guide_acted must have the shape of advantages {out.shape}, got {mask.shape}")
+    if normalise:
+        free = ~mask
+        if free.sum() > 1:
+            vals = out[free]
+            out[free] = (vals - vals.mean()) / (vals.std() + 1e-8)
+    out[mask] = 0.0
     return out

@@ -32,6 +32,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from experience_wrappers.advantages import drop_guide_steps
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum
 from experience_wrappers.validators import check_int, check_real
@@ -375,13 +376,7 @@ class RollInCallback(BaseCallback):
         assert self.env is not None
         buf = self.model.rollout_buffer
         mask = self._mask[: buf.buffer_size, : buf.n_envs]
-        adv = buf.advantages
-        if self._normalise:
-            free = ~mask
-            if free.sum() > 1:
-                vals = adv[free]
-                adv[free] = (vals - vals.mean()) / (vals.std() + 1e-8)
-        adv[mask] = 0.0
+        buf.advantages[:] = drop_guide_steps(buf.advantages, mask, self._normalise)
         finished = self.env.pop_finished()
         cur = self.env.curriculum
         for ep in finished:
