@@ -58,7 +58,7 @@ def fingerprint_run(env_id: str, arm_name: str, steps: int, seed: int = 0) -> di
     arm = ARMS[arm_name]
     arm = attrs.evolve(arm, manager={**(arm.manager or {}), "mode": "sync"}) if arm.crl else arm
     torch.manual_seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 - the global generator, which SB3 and the envs draw from, is what must be fixed
     with tempfile.TemporaryDirectory() as tmp:
         res = train_run(env_id, arm, seed, load_hyperparams(env_id), steps, eval_episodes=0, model_dir=tmp)
         with zipfile.ZipFile(f"{tmp}/model.zip") as z:
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         a, b = (json.load(open(f)) for f in args.compare)
         same = True
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             diff = [k for k in x if x[k] != y.get(k)]
             same &= not diff
             print(f"{x['env_id']:32s} {x['arm']:12s} {'identical' if not diff else 'DIFFERS: ' + ', '.join(diff)}")

@@ -6,7 +6,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from experience_wrappers import DemonstrationFileError, ExperienceBank, ExperienceWrapper, Provenance
+from experience_wrappers import (
+    DemonstrationFileError,
+    ExperienceBank,
+    ExperienceWrapper,
+    Provenance,
+)
 from integrations.demos import (
     Demonstration,
     ingest_demonstrations,

@@ -23,7 +23,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
-from experience_wrappers.errors import BankFileError, BankStateError, ManagerFileError
+from experience_wrappers.errors import BankStateError, ManagerFileError
 from experience_wrappers.manager import Episode
 from experience_wrappers.manager.attribution import FreeBaseline
 from integrations.sb3 import CRLCallback, ExperienceVecEnv, load_crl, save_crl
