@@ -26,6 +26,7 @@ from integrations.sb3 import (
     find_experience,
 )
 from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
+from integrations.sb3.neighbour_imitation import NeighbourImitationCallback
 from integrations.sb3.rollin import GuidedRollInVecEnv, RollInCallback, RollInView
 from integrations.sb3.self_imitation import SelfImitationCallback, add_demonstrations
 
@@ -155,6 +156,9 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if rollin_guide == "replay" and not (n_demos and arm.rollin.get("on_demonstrated", False)):  # type: ignore[union-attr]
         raise ValueError(f"arm {arm.name!r} replays demonstrations on their instances: it needs demonstrations > 0 "
                          f"and rollin on_demonstrated=True, got {n_demos} demonstrations and {arm.rollin}")
+    if arm.neighbour is not None and not (arm.crl and n_demos):
+        raise ValueError(f"arm {arm.name!r}: neighbour imitation follows the bank's demonstration entries; it needs "
+                         f"crl=True and demonstrations, got crl={arm.crl} and {n_demos} demonstrations")
     if arm.group_size is not None and (arm.rollin is not None or not arm.crl):
         raise ValueError(f"arm {arm.name!r} pairs credit by replayed instances (group_size={arm.group_size}): it "
                          "needs crl=True and no roll-in (roll-in resets envs onto its own instances)")
@@ -194,6 +198,12 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         sil_cb = SelfImitationCallback(replay, seed=seed, **arm.imitation)
         # the replay must hold the actions executed (the guide's on guide-acted steps)
         callbacks.append(sil_cb if rollin_env is None else RollInView(sil_cb))
+    nbr_cb = None
+    if arm.neighbour is not None:  # after the PPO update, as self-imitation
+        cfg = dict(arm.neighbour)
+        guide = BankGuide(find_experience(env)[0][0], **cfg.pop("guide", {}))
+        nbr_cb = NeighbourImitationCallback(guide, seed=seed, **cfg)
+        callbacks.append(nbr_cb)
     eval_cb = None
     if eval_every and eval_episodes:
         # evaluation envs never learn, so they are not paired (paired=False: no replayed instances)
@@ -221,7 +231,8 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
             "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
             "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation, "rollin": arm.rollin,
-            **({"group_size": arm.group_size} if arm.group_size is not None else {})},
+            **({"group_size": arm.group_size} if arm.group_size is not None else {}),
+            **({"neighbour": arm.neighbour} if arm.neighbour is not None else {})},
         "demonstrations_used": int(n_demos),
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
@@ -234,6 +245,11 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         result["demonstrations"] = demos_record
     if sil_cb is not None and replay is not None:
         result["imitation"] = {"replay": replay.counts(), "episodes": dict(replay.episodes), **sil_cb.stats}
+    if nbr_cb is not None:
+        labelled = [h["labelled"] for h in nbr_cb.history]
+        result["neighbour"] = {"updates": len(nbr_cb.history),
+                               "labelled_mean": float(np.mean(labelled)) if labelled else 0.0,
+                               "history": nbr_cb.history[:: max(1, len(nbr_cb.history) // 50)]}
     if rollin_env is not None and rollin_cb is not None:
         cur = rollin_env.curriculum
         result["rollin"] = {"h": int(cur.h), "shrinks": int(cur.shrinks), "history": rollin_cb.history,

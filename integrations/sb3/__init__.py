@@ -13,6 +13,7 @@ from .evaluation import (
     run_episodes,
 )
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
+from .neighbour_imitation import NeighbourImitationCallback
 from .persistence import load_crl, save_crl, save_experience
 from .policy import ActionPriorPolicy, prior_mixture
 from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
@@ -25,6 +26,7 @@ __all__ = [
     "ExperienceEvalCallback",
     "ExperienceVecEnv",
     "SelfImitationCallback",
+    "NeighbourImitationCallback",
     "GuidedRollInVecEnv",
     "RollInCallback",
     "RollInView",
