@@ -201,6 +201,10 @@ _ALL += [
                           "(batch 256, coefficient 1 -> 0 over training) of the policy's own logits on the last "
                           "rollout's states toward the action of the bank's nearest demonstration entry within "
                           "squared distance 0.5 (states with none get no label)"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-nbr-tight",
+                 neighbour={"coef": (1.0, 0.0), "n_batches": 4, "batch_size": 256, "guide": {"max_distance": 0.15}},
+                 question="crl-sil-obs-nbr with a tighter distance floor (0.15 instead of 0.5: fewer states labelled, "
+                          "by nearer, likelier right neighbours)"),
     Arm("crl-sil-plain-rollin", crl=False, demonstrations=20,
         imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
         rollin={**{k: v for k, v in _ROLLIN.rollin.items() if k != "guide"},  # type: ignore[union-attr]

@@ -67,7 +67,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           steps=72_000, thresholds=(0.7, 0.9), demonstrations=100),
     Suite("keyroom-5", ("MiniHack-KeyRoom-S5-v0",),
           ("ppo-kickstart", "crl-sil-plain", "crl-sil-obs", "crl-sil-obs-rollin", "crl-sil-obs-rollin-replay",
-           "crl-sil-plain-rollin", "crl-sil-obs-nbr"), (0, 1, 2),
+           "crl-sil-plain-rollin", "crl-sil-obs-nbr", "crl-sil-obs-nbr-tight"), (0, 1, 2),
           steps=72_000, thresholds=(0.3, 0.5), demonstrations=5),
     # own successes only; -plain and -random ask whether the bank earns its place
     Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"),
