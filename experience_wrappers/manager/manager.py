@@ -123,8 +123,8 @@ class ExperienceManager:
     In ``async`` mode all of that runs on a background thread: ``submit`` only enqueues.
     In ``process`` mode (1) runs in ``submit`` and (2)-(3) in a learner process of their own
     (:mod:`experience_wrappers.manager.process`: the bank stays here, so queries never wait;
-    the proposed entries are written into it when this side next polls, at each submission
-    and episode start). ``flush()`` waits until every submitted episode is processed.
+    the proposed entries are written into it when this side next polls: at each submission,
+    and in ``stats()`` and ``flush()``). ``flush()`` waits until every submitted episode is processed.
 
     Args:
         bank: the bank to write into.
@@ -162,6 +162,7 @@ class ExperienceManager:
         # process mode they live in the learner process, and this side keeps its latest figures
         self._learner: ExtractorLearner | None = None
         self._process: LearnerProcess | None = None
+        self.distiller: Distiller | None = None
         self._learner_stats: dict[str, Any] = {"extractor_version": 0, "ssl_updates": 0, "last_losses": {},
                                                "episodes_processed": 0, "busy_seconds": 0.0}
         self._credits: list[tuple[np.ndarray, dict[str, np.ndarray], Any]] = []  # process mode: to send
@@ -418,10 +419,7 @@ class ExperienceManager:
         self._raise_worker_error()
         token = self._process.token()
         self._process.send(kind, *payload, token)
-        try:
-            answer = self._process.wait_for(token, self._on_learner, timeout)
-        except (LearnerProcessError, TimeoutError):
-            raise
+        answer = self._process.wait_for(token, self._on_learner, timeout)  # LearnerProcessError, TimeoutError
         self._take_stats(answer[-1])
         self._raise_worker_error()
         return answer
@@ -537,6 +535,7 @@ class ExperienceManager:
 
     def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
                 utility: float | None = None) -> int:
+        assert self.distiller is not None  # sync and async modes
         p = self.distiller.propose(ep, self.trainer_for(ep.task_id), provenance, every)
         if p is None:
             return 0

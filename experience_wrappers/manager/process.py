@@ -21,7 +21,7 @@ fields the actor sends with each credit, updated by its own training passes, evi
 and merges.
 
 Compared with ``sync`` mode, an episode's entries reach the bank a little later (when the
-actor next polls: at every retrieval, submission and episode start), and an eviction
+actor next polls: at every submission, and in ``stats()`` and ``flush()``), and an eviction
 reaches the learner after its next training step: runs are not bit-identical to ``sync``
 ones. With a :meth:`~experience_wrappers.ExperienceManager.flush` after every submission
 and a bank that never evicts or merges, they are (``tests/test_manager_process.py``).
