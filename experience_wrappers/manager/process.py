@@ -83,8 +83,8 @@ class Ledger:
                 self.counts[i] = [int(entries["n_trained"][j]), int(entries["last_trained"][j])]
 
     def forget(self, ids: Iterable[int]) -> None:
-        for i in np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids).tolist():
-            self.counts.pop(int(i), None)
+        for i in np.asarray(list(ids), dtype=np.int64).reshape(-1).tolist():
+            self.counts.pop(i, None)
 
     def after_merge(self, merged: Mapping[int, list[int]]) -> None:
         """Merged-away entries are gone; a survivor the ledger did not know takes their counts."""
