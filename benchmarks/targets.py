@@ -226,9 +226,13 @@ def check_overhead(path: Path) -> list[Check]:
             if key in s:
                 a = float(s[key])
                 applies = share is None or float(share) >= ASYNC_SHARE
-                note = "" if share is None else f" (manager share of sync {float(share):.0%})"
-                out.append(Check("overhead", env_id, f"{what} wall-clock <= 0.8x sync{note}", f"{a:.2f}x",
-                                 bool(a <= 0.8) if applies else None))
+                if applies:
+                    note = "" if share is None else f" (manager share of sync {float(share):.0%})"
+                    target = f"{what} wall-clock <= 0.8x sync{note}"
+                else:  # the share bounds what any worker can save: reported, not judged
+                    target = (f"{what} wall-clock vs sync, reported (manager share of sync {float(share):.0%}, "
+                              f"below {ASYNC_SHARE:.0%})")
+                out.append(Check("overhead", env_id, target, f"{a:.2f}x", bool(a <= 0.8) if applies else None))
     return out
 
 
