@@ -5,7 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: install demo test lint clean
+RLLIB_VENV ?= .venv-rllib
+
+.PHONY: install demo test test-rllib lint clean
 
 install: $(VENV)/.installed
 
@@ -22,8 +24,21 @@ demo: install
 test: install
 	$(PY) -m pytest
 
+# The RLlib adapter in a virtual environment of its own: RLlib 2.60 pins gymnasium 1.2.2, NLE
+# (MiniHack) 1.2.0. Not part of `make test` (nor of CI): PPO on CartPole and a Meta-World task
+# with 2 EnvRunners on a local Ray.
+$(RLLIB_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(RLLIB_VENV)
+	$(RLLIB_VENV)/bin/python -m pip install --upgrade "pip>=24" "setuptools<81" wheel
+	$(RLLIB_VENV)/bin/python -m pip install torch==2.13.0
+	$(RLLIB_VENV)/bin/python -m pip install -e ".[rllib,metaworld,dev]"
+	touch $@
+
+test-rllib: $(RLLIB_VENV)/.installed
+	$(RLLIB_VENV)/bin/python -m pytest tests/test_ray_rllib.py
+
 lint: install
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(RLLIB_VENV) build *.egg-info
