@@ -149,7 +149,6 @@ class ExperienceManager:
         self.action_space = action_space
         self.key_encoder = key_encoder or RandomProjectionKeyEncoder(observation_space)
         self.action_coder = ActionCoder(action_space)
-        self.is_box = isinstance(action_space, spaces.Box)
         self.prior_dim = prior_dim(action_space, self.action_coder.dim)
         self.extractor_config = ExtractorConfig(
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
@@ -444,7 +443,7 @@ class ExperienceManager:
         elif kind in ("done", "saved"):
             self._take_stats(payload[-1])
 
-    def _write(self, p: Proposal, version: int, utility: float | None) -> int:
+    def _write(self, p: Proposal, version: int, utility: float | None) -> None:
         """Write proposed entries into the bank; evicted entries leave the learner's samples."""
         res = self.bank.add(p.keys, p.values, utility=utility, extractor_version=version, **p.add_kwargs())
         if self._learner is not None:
@@ -453,7 +452,6 @@ class ExperienceManager:
             self._process.send("forget", res.evicted)  # type: ignore[union-attr]
         with self._stats_lock:
             self.entries_added += int(res.added.sum())
-        return p.size
 
     def _attribute(self, ep: Episode) -> None:
         """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`).

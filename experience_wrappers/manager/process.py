@@ -45,6 +45,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from ..bank import Provenance
 from ..extractor import ExtractorConfig
 from ..keys import KeyEncoder
 from .config import ManagerConfig
@@ -247,12 +248,9 @@ class _Learner:
                 "last_losses": dict(self.learner.last_losses), "episodes_processed": self.episodes,
                 "busy_seconds": self.busy}
 
-    def distil(self, ep: Any, provenance: Any = None, every: int | None = None, utility: float | None = None,
-               token: int | None = None) -> int:
-        from ..bank import Provenance
-
-        p = self.distiller.propose(ep, self.learner.trainer_for(ep.task_id),
-                                   Provenance.EXTRACTED if provenance is None else provenance, every)
+    def distil(self, ep: Any, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
+               utility: float | None = None, token: int | None = None) -> int:
+        p = self.distiller.propose(ep, self.learner.trainer_for(ep.task_id), provenance, every)
         if p is None:
             return 0
         if p.size:
