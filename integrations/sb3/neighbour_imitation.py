@@ -86,7 +86,7 @@ class NeighbourImitationCallback(BaseCallback):
         self.stats = {"labelled": float(res.found.mean()) if n else 0.0, "states": float(res.found.sum())}
         if res.found.any():
             rows = np.flatnonzero(res.found)
-            replay = SuccessReplay(capacity=max(len(rows), 1))
+            replay = SuccessReplay(capacity=len(rows))
             replay.add_episode({k: v[rows] for k, v in base.items()}, res.actions[rows],
                                np.zeros(len(rows)), self.model.gamma, SOURCE_OWN)
             self._labelled = replay

@@ -63,8 +63,6 @@ class StartValues:
         observation the step's actions were taken from, which for an episode after its
         first step is its first observation.
         """
-        if not self.slots:
-            return 0
         wanted = self.wanted()
         if not wanted:
             return 0
