@@ -162,6 +162,11 @@ def test_paired_on_envs_that_cannot_replay_falls_back_to_the_value_baseline_and_
     # guided episodes want V(s0) after their first step; free ones never do
     wrapped.step(np.zeros(2, dtype=np.int64))
     assert wrapped.injector.wants_start_value().tolist() == np.flatnonzero(wrapped.injector.guided).tolist()
+    # forced episodes (an evaluation) pair nothing and fall back to nothing
+    wrapped.injector.force_guided = True
+    wrapped.reset()
+    wrapped.step(np.zeros(2, dtype=np.int64))
+    assert wrapped.injector.guided.all() and wrapped.injector.wants_start_value().size == 0
     wrapped.close()
 
 

@@ -129,7 +129,10 @@ class ExperienceInjector:
             self.guided[r] = guided[j]
             self._shown[r] = {}
             self.start_values[r] = np.nan
-            self._wants_value[r] = guided[j] and (self.value_baseline or (self.paired and self.instances[r] is None))
+            # the value baseline where asked for, or as paired credit's fallback on an env that cannot
+            # replay (not for forced episodes: an evaluation pairs nothing and falls back to nothing)
+            self._wants_value[r] = guided[j] and (self.value_baseline or (
+                self.paired and self.force_guided is None and self.instances[r] is None))
             self.steps[r] = 0
             # a task function reads the observation (a copy); a fixed task needs none
             self.task_ids[r] = (self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
