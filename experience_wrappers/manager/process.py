@@ -30,8 +30,8 @@ and a bank that never evicts or merges, they are (``tests/test_manager_process.p
 from __future__ import annotations
 
 import logging
-import os
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import threading
