@@ -141,6 +141,10 @@ _ALL += [
                  "plain buffer of the agent's own successful episodes (the same self-imitation)"),
     attrs.evolve(_OWN, name="crl-sil-own-random", wrapper={"query_mode": "random"},
                  question="ablation of crl-sil-own: random retrieval for the observation channel"),
+    attrs.evolve(_OWN, name="crl-sil-own-no-exp", callback={"guided_ratio": 0.0},
+                 question="control of crl-sil-own: its network, wrapper, callback and self-imitation, but no "
+                          "episode is ever shown experience (what the CRL side costs without the observation "
+                          "channel; crl-sil-own-plain drops the CRL side entirely)"),
     attrs.evolve(_METHOD, name="crl-sil-own-all", demonstrations=0,
                  imitation={"weight": "sil", "keep": "all", "pretrain_steps": PRETRAIN_STEPS},
                  question="the method on the agent's own episodes, all of them kept (SIL's own choice: the "

@@ -71,7 +71,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           steps=72_000, thresholds=(0.3, 0.5), demonstrations=5),
     # own successes only; -plain and -random ask whether the bank earns its place
     Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"),
-          ("ppo-sil", "crl-sil-own", "crl-sil-own-all", "crl-sil-own-plain", "crl-sil-own-random"),
+          ("ppo-sil", "crl-sil-own", "crl-sil-own-all", "crl-sil-own-plain", "crl-sil-own-random",
+           "crl-sil-own-no-exp"),
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
     # guided roll-in (issue 13, item 4): the method with and without it
     Suite("keyroom-rollin", ("MiniHack-KeyRoom-S5-v0",),
