@@ -25,8 +25,8 @@ test: install
 	$(PY) -m pytest
 
 # The RLlib adapter in a virtual environment of its own: RLlib 2.60 pins gymnasium 1.2.2, NLE
-# (MiniHack) 1.2.0. Not part of `make test` (nor of CI): PPO on CartPole and a Meta-World task
-# with 2 EnvRunners on a local Ray.
+# (MiniHack) 1.2.0. Not part of `make test`; CI (.ci/run) runs it after `make test`: PPO on
+# CartPole and a Meta-World task with 2 EnvRunners on a local Ray (num_cpus=2).
 $(RLLIB_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(RLLIB_VENV)
 	$(RLLIB_VENV)/bin/python -m pip install --upgrade "pip>=24" "setuptools<81" wheel
@@ -35,7 +35,7 @@ $(RLLIB_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-rllib: $(RLLIB_VENV)/.installed
-	$(RLLIB_VENV)/bin/python -m pytest tests/test_ray_rllib.py
+	CRL_REQUIRE_RLLIB=1 $(RLLIB_VENV)/bin/python -m pytest tests/test_ray_rllib.py
 
 lint: install
 	$(VENV)/bin/ruff check .
