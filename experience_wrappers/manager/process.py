@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import os
 import pickle
 import queue
 import threading
@@ -59,9 +58,6 @@ log = logging.getLogger(__name__)
 
 #: torch threads in the learner process (one: it shares the machine with the actor)
 LEARNER_TORCH_THREADS = 1
-#: the learner process's niceness increment: where the two compete for a core, the actor's steps
-#: go first (the learner's work tolerates lag: its entries reach the bank a little later)
-LEARNER_NICENESS = 10
 
 
 class LearnerProcessError(RuntimeError):
@@ -236,8 +232,6 @@ class _Learner:
 
     def __init__(self, init: dict[str, Any], outbox: Any) -> None:
         torch.set_num_threads(LEARNER_TORCH_THREADS)
-        if hasattr(os, "nice"):  # POSIX; a no-op elsewhere
-            os.nice(LEARNER_NICENESS)
         self.outbox = outbox
         self.config: ManagerConfig = init["config"]
         self.ledger = Ledger(outbox.put)
