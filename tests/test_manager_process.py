@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -189,3 +191,21 @@ def test_ppo_with_the_learner_in_its_own_process():
     assert len(venv.manager.bank) > 0 and st["ssl_updates"] > 0  # the learner process trained
     venv.manager.close()
     venv.close()
+
+
+def test_a_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_path):
+    """``spawn`` re-imports the main module: a script that builds a process-mode manager at
+    module level fails in the re-import; the error names the guard (or mode='async')."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from gymnasium import spaces\n"
+        "from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig\n"
+        "ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2),\n"
+        "                  config=ManagerConfig(mode='process')).close()\n")
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=tmp_path)
+    assert out.returncode != 0
+    assert 'if __name__ == "__main__":' in out.stderr, out.stderr[-2000:]

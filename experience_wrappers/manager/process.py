@@ -141,7 +141,15 @@ class LearnerProcess:
                 "extractor_config": extractor_config}
         self.process = ctx.Process(target=serve, args=(init, self.inbox, self.outbox), name="crl-learner",
                                    daemon=True)
-        self.process.start()
+        try:
+            self.process.start()
+        except RuntimeError as exc:
+            if "bootstrapping phase" not in str(exc):
+                raise
+            raise RuntimeError(
+                "mode='process' starts the learner with multiprocessing's 'spawn', which re-imports the "
+                "main module: in a script, build the env and the model under "
+                "`if __name__ == \"__main__\":` (or use mode='async')") from exc
         # a manager dropped without close() still stops its process
         self._finalizer = weakref.finalize(self, _shutdown, self.process, self.inbox, self.outbox, 5.0)
         self._tokens = 0
