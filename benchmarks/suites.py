@@ -69,7 +69,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           ("ppo-kickstart", "crl-sil-plain", "crl-sil-obs", "crl-sil-obs-rollin", "crl-sil-obs-rollin-replay",
            "crl-sil-plain-rollin", "crl-sil-obs-nbr", "crl-sil-obs-nbr-tight"), (0, 1, 2),
           steps=72_000, thresholds=(0.3, 0.5), demonstrations=5),
-    # own successes only; -plain and -random ask whether the bank earns its place
+    # own successes only; -plain and -random ask whether the bank earns its place, -no-exp never shows experience
     Suite("medium-sil", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"),
           ("ppo-sil", "crl-sil-own", "crl-sil-own-all", "crl-sil-own-plain", "crl-sil-own-random",
            "crl-sil-own-no-exp"),
