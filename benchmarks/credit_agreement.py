@@ -37,6 +37,7 @@ import attrs
 import numpy as np
 
 from experience_wrappers import Episode, ExperienceManager
+from experience_wrappers.credit import discounted_return
 
 from .arms import ARMS
 from .config import load_hyperparams
@@ -49,16 +50,6 @@ ARM = attrs.evolve(ARMS["crl-sil-obs-paired"], name="crl-sil-obs-paired-vb",
 WINDOW = 100
 
 
-def discounted_return(rewards: np.ndarray, gamma: float) -> float:
-    """``sum_t gamma**t r_t``.
-
-    >>> discounted_return(np.array([1.0, 1.0, 1.0]), 0.5)
-    1.75
-    """
-    r = np.asarray(rewards, dtype=np.float64)
-    return float(np.sum(r * gamma ** np.arange(len(r))))
-
-
 @contextmanager
 def recording(into: list[dict[str, Any]], gamma: float) -> Iterator[None]:
     """Record a summary of every episode any :class:`ExperienceManager` receives, in order."""
@@ -66,8 +57,7 @@ def recording(into: list[dict[str, Any]], gamma: float) -> Iterator[None]:
 
     def submit(self: ExperienceManager, episode: Episode) -> None:
         inst = episode.instance
-        into.append({"guided": bool(episode.guided), "outcome": float(episode.outcome),
-                     "ret": discounted_return(episode.rewards, gamma),
+        into.append({"guided": bool(episode.guided), "ret": discounted_return(episode.rewards, gamma),
                      "start_value": None if episode.start_value is None else float(episode.start_value),
                      "instance": None if inst is None else (int(inst.seed), int(inst.group), int(inst.index))})
         return real(self, episode)
@@ -129,6 +119,13 @@ def _fmt(x: float | None) -> str:
     return "  n/a" if x is None else f"{x:5.2f}"
 
 
+def _line(env_id: str, label: object, agr: dict[str, Any]) -> str:
+    """One row of the printed table (a seed's, or ``all`` for the pooled episodes)."""
+    v, u = agr["value"], agr["unpaired"]
+    return (f"{env_id:30} {label!s:>4} {agr['guided_episodes']:>5}  {_fmt(v['r'])} {_fmt(u['r'])}   "
+            f"{_fmt(v['rmse'])}    {_fmt(u['rmse'])}  {_fmt(v['delta_r'])} {_fmt(u['delta_r'])}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--envs", nargs="+", default=["MiniHack-Room-Monster-5x5-v0"])
@@ -153,15 +150,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             agr = agreement(b)
             result["runs"].append({"env_id": env_id, "seed": seed, "final_outcome": run["final_outcome"],
                                    "episodes": len(episodes), **agr})
-            print(f"{env_id:30} {seed:>4} {agr['guided_episodes']:>5}  {_fmt(agr['value']['r'])} "
-                  f"{_fmt(agr['unpaired']['r'])}   {_fmt(agr['value']['rmse'])}    {_fmt(agr['unpaired']['rmse'])}  "
-                  f"{_fmt(agr['value']['delta_r'])} {_fmt(agr['unpaired']['delta_r'])}")
+            print(_line(env_id, seed, agr))
         allb = {k: np.concatenate([b[k] for b in pooled]) for k in pooled[0]}
         agr = agreement(allb)
         result.setdefault("pooled", {})[env_id] = agr
-        print(f"{env_id:30} {'all':>4} {agr['guided_episodes']:>5}  {_fmt(agr['value']['r'])} "
-              f"{_fmt(agr['unpaired']['r'])}   {_fmt(agr['value']['rmse'])}    {_fmt(agr['unpaired']['rmse'])}  "
-              f"{_fmt(agr['value']['delta_r'])} {_fmt(agr['unpaired']['delta_r'])}")
+        print(_line(env_id, "all", agr))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
     print(f"wrote {args.out}")

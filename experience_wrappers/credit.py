@@ -36,7 +36,7 @@ from .validators import check_int
 log = logging.getLogger(__name__)
 
 __all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
-           "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
+           "discounted_return", "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
            "value_delta"]
 
 #: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
@@ -72,6 +72,16 @@ def outcome_delta(outcome: float, free_mean: float | None, *, free_spread: float
     return d
 
 
+def discounted_return(rewards: Sequence[float] | np.ndarray, gamma: float) -> float:
+    """An episode's discounted return ``sum_t gamma^t r_t`` (0 for an empty episode).
+
+    >>> discounted_return([1.0, 1.0, 1.0], 0.5), discounted_return([], 0.9)
+    (1.75, 0.0)
+    """
+    r = np.asarray(rewards, dtype=np.float64).reshape(-1)
+    return float(np.dot(r, gamma ** np.arange(r.size))) if r.size else 0.0
+
+
 def value_delta(rewards: Sequence[float] | np.ndarray, start_value: float, gamma: float, *,
                 free_spread: float | None = None) -> float:
     """A guided episode's discounted return minus the critic's value of its start state.
@@ -96,9 +106,7 @@ def value_delta(rewards: Sequence[float] | np.ndarray, start_value: float, gamma
     gamma = _finite("gamma", gamma)
     if not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
-    r = np.asarray(rewards, dtype=np.float64).reshape(-1)
-    ret = float(np.dot(r, gamma ** np.arange(r.size))) if r.size else 0.0
-    d = outcome_delta(ret, start_value, free_spread=free_spread)
+    d = outcome_delta(discounted_return(rewards, gamma), start_value, free_spread=free_spread)
     assert d is not None
     return d
 
