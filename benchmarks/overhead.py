@@ -18,7 +18,11 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
   ``crl-same-net-vec`` and ``crl-default-vec`` with the learner in a process of its own
   (``ManagerConfig(mode="process")``: distillation and extractor training leave the actor's
   process; the bank and the credit stay); ``crl-process`` against ``crl-sync`` gives the
-  process learner's wall-clock against sync mode;
+  process learner's wall-clock against sync mode; they hand episodes to the learner process
+  ``ManagerConfig.handover_every`` (16) at a time;
+* ``crl-same-net-vec-process-each``, ``crl-default-vec-process-each``: the same with
+  ``handover_every=1``: each episode sent, and its entries written, on its own (as before the
+  batched hand-over): what the batching saves, measured side by side;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
@@ -60,7 +64,8 @@ from .run import PPO_KEYS, versions
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parent / "results"
 ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec",
-        "crl-process", "crl-same-net-vec-process", "crl-default-vec-process")
+        "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-same-net-vec-process-each",
+        "crl-default-vec-process-each")
 #: the PPO arm each arm's steps/s are divided by
 BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}
@@ -72,9 +77,11 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     fam = family_of(env_id)
     crl = arm.startswith("crl")
     bank = ExperienceBank(seed=seed) if crl else None
-    mode = "sync" if arm == "crl-sync" else "process" if arm.endswith("-process") else None
-    env = build_env(env_id, int(hyper["n_envs"]), seed, bank,
-                    manager_kwargs=None if mode is None else {"mode": mode}, family=fam,
+    mode = "sync" if arm == "crl-sync" else "process" if "-process" in arm else None
+    manager_kwargs = None if mode is None else {"mode": mode}
+    if arm.endswith("-each"):
+        manager_kwargs = {"mode": "process", "handover_every": 1}
+    env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,
                     vec_wrapper="-vec" in arm)
     if "default" in arm:
         policy_kwargs: dict[str, Any] = {}  # SB3's defaults

@@ -65,6 +65,9 @@ def folder_files(path: Path) -> list[str]:
     (dict(step=2**63), "step"),
     (dict(step=1.5), "step"),
     (dict(extractor_version="3"), "extractor_version"),
+    (dict(step=np.array([1.5])), "step"),
+    (dict(extractor_version=np.array([1, 2])), "extractor_version"),  # two for one item
+    (dict(step=np.array([True])), "step"),
     (dict(task_ids=1e30), "task_ids"),
     (dict(task_ids=np.array([2**64 - 1], dtype=np.uint64)), "task_ids"),
     (dict(provenance=99), "provenance"),

@@ -56,7 +56,11 @@ class Model:
         return victims
 
     def add(self, keys, values, tasks, utility, logp, step, version) -> tuple[list[int], list[bool], list[int]]:
+        """``step`` and ``version``: one int for the batch or one per item (a new entry's step is
+        its own item's; its version, like its content, the last item folded into it)."""
         n = len(keys)
+        steps = [int(step)] * n if np.ndim(step) == 0 else [int(x) for x in step]
+        versions = [int(version)] * n if np.ndim(version) == 0 else [int(x) for x in version]
         target = [-1] * n  # existing id refreshed
         source = [-1] * n  # earlier batch item folded into
         existing = dict(self.entries)
@@ -79,7 +83,7 @@ class Model:
         for i in range(n):  # refreshes, in item order: a later item wins
             if target[i] >= 0:
                 e = self.entries[target[i]]
-                e.update(value=values[i].copy(), logp=float(logp[i]), version=version)
+                e.update(value=values[i].copy(), logp=float(logp[i]), version=versions[i])
         new_items = [i for i in range(n) if target[i] < 0 and source[i] < 0]
         final = {j: j for j in new_items}
         for i in range(n):
@@ -98,7 +102,7 @@ class Model:
             self.entries[eid] = dict(
                 key=keys[j].copy(), value=values[src].copy(), logp=float(logp[src]),
                 utility=float(utility[j]), task=int(tasks[j]), prov=int(Provenance.EXTRACTED),
-                created=step, version=version, n_retrieved=0, n_credited=0, n_trained=0,
+                created=steps[j], version=versions[src], n_retrieved=0, n_credited=0, n_trained=0,
                 last_retrieved=-1, last_trained=-1,
             )
         ids = []
@@ -225,9 +229,9 @@ class BankMachine(RuleBasedStateMachine):
 
     @rule(seed=SEEDS, n=st.integers(1, 6), near_bank=st.booleans(), near_batch=st.booleans(),
           default_utility=st.booleans(), jitter=st.sampled_from([0.01, 0.05, 0.1]),
-          step=st.integers(0, 100), near_victim=st.booleans())
+          step=st.integers(0, 100), near_victim=st.booleans(), per_item=st.booleans())
     def add(self, seed, n, near_bank, near_batch, default_utility, jitter, step,
-            near_victim=False) -> None:
+            near_victim=False, per_item=False) -> None:
         rng = np.random.default_rng(seed)
         keys = rng.random((n, DIM)).astype(np.float32)
         existing = self._existing_keys(worst_first=near_victim)
@@ -241,6 +245,8 @@ class BankMachine(RuleBasedStateMachine):
         utility = np.zeros(n) if default_utility else rng.normal(size=n)
         logp = rng.normal(size=n).astype(np.float32)
         version = int(rng.integers(0, 5))
+        if per_item:  # one step and version per item, as the learner process's batched writes give
+            step, version = step + rng.integers(0, 3, n), rng.integers(0, 5, n)
         res = self.bank.add(keys, values, task_ids=tasks, utility=None if default_utility else utility,
                             sample_logp=logp, step=step, extractor_version=version)
         ids, added, evicted = self.model.add(keys, values, tasks, utility,

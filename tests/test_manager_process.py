@@ -114,6 +114,67 @@ def test_process_mode_learns_as_sync_mode_does_when_flushed_after_each_episode(m
         torch.testing.assert_close(ws[name], wp[name], rtol=0, atol=0, msg=name)
 
 
+def sent_batches(mgr: ExperienceManager) -> list[int]:
+    """Record the size of every batch of episodes ``mgr`` sends its learner process from now on."""
+    sizes: list[int] = []
+    send = mgr._process.send
+
+    def recording(kind, *payload):
+        if kind == "episodes":
+            sizes.append(len(payload[0]))
+        send(kind, *payload)
+    mgr._process.send = recording
+    return sizes
+
+
+def test_episodes_go_over_in_batches_and_learn_as_in_sync_mode(managers, tmp_path):
+    """``handover_every=4``, flushed only at the end: one message per 4 episodes, each answered
+    with one bank write, and still the entries and extractor of sync mode flushed after each."""
+    sync, proc = managers("sync"), managers("process", handover_every=4)
+    sizes = sent_batches(proc)
+    writes: list[int] = []
+    add = proc.bank.add
+    proc.bank.add = lambda *a, **k: writes.append(len(a[0] if a else k["keys"])) or add(*a, **k)
+    eps = episodes(0, 38)
+    run(sync, eps, flush_each=True)
+    run(proc, eps, flush_each=False)
+    assert sizes == [4] * 9 + [2]  # the last two go with the final flush
+    assert len(writes) <= 1 + 10 and max(writes) > 12  # the demonstration's write, then at most one per batch
+    s, p = sync.stats(), proc.stats()
+    assert p["extractor_version"] == s["extractor_version"] > 0
+    a, b = sync.bank.entries(), proc.bank.entries()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    sync.save(tmp_path / "sync")
+    proc.save(tmp_path / "proc")
+    for name, w in extractor_state(tmp_path / "sync").items():
+        torch.testing.assert_close(w, extractor_state(tmp_path / "proc")[name], rtol=0, atol=0, msg=name)
+
+
+def test_stats_hands_the_waiting_episodes_over(managers):
+    mgr = managers("process", handover_every=100)
+    sizes = sent_batches(mgr)
+    for ep in episodes(7, 5):
+        mgr.submit(ep)
+    assert sizes == [] and mgr.pending == 5
+    mgr.stats()
+    assert sizes == [5]
+    mgr.flush()
+    assert mgr.pending == 0
+
+
+def test_a_bad_episode_costs_only_itself_in_its_batch(managers):
+    mgr = managers("process", handover_every=4)
+    good = episodes(8, 3)
+    bad = Episode(observations=np.zeros((5, 7), np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),
+                  success=None, guided=False)  # 7 features where the key encoder reads 4
+    for ep in (good[0], bad, good[1], good[2]):
+        mgr.submit(ep)
+    with pytest.raises(RuntimeError, match="learner process"):
+        mgr.flush(timeout=30)
+    assert mgr.stats()["episodes_processed"] == 3
+
+
 def test_unflushed_process_mode_processes_every_episode(managers):
     mgr = managers("process")
     eps = episodes(1, 60)

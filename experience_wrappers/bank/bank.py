@@ -47,6 +47,7 @@ from .validation import (
     as_real,
     check_bounded,
     check_int64,
+    check_int64s,
     check_non_negative_int,
     check_positive_int,
     check_unit,
@@ -160,6 +161,10 @@ class ExperienceBank:
         demonstrations last; a batch larger than the capacity keeps
         only its last ``capacity`` new entries.
 
+        ``step`` (the entries' ``created_step``) and ``extractor_version`` are one int for the
+        batch or one per item (entries of several episodes written at once); a refresh takes
+        the refreshing item's version with its content.
+
         Returns:
             :class:`AddResult` with, per item, the id it now lives in.
         """
@@ -208,8 +213,8 @@ class ExperienceBank:
     def _check_batch(self, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
                      sample_logp: Any, provenance: Provenance | int, step: int,
                      extractor_version: int) -> dict[str, Any]:
-        """The arguments of :meth:`add`, checked, as per-item fields (``provenance``, ``created_step``
-        and ``extractor_version`` are one value for the batch)."""
+        """The arguments of :meth:`add`, checked, as per-item fields (``provenance`` is one value for
+        the batch; ``created_step`` and ``extractor_version`` one value or one per item)."""
         keys_arr = as_matrix("keys", keys, None if self._store is None else self._store.dims["key_dim"])
         n = len(keys_arr)
         vals = as_matrix("values", values, None if self._store is None else self._store.dims["value_dim"])
@@ -229,7 +234,7 @@ class ExperienceBank:
             prov = Provenance(int(provenance))
         except (TypeError, ValueError) as exc:
             raise ValueError(f"provenance must be one of {[int(p) for p in Provenance]}, got {provenance!r}") from exc
-        step, extractor_version = check_int64("step", step), check_int64("extractor_version", extractor_version)
+        step, extractor_version = check_int64s("step", step, n), check_int64s("extractor_version", extractor_version, n)
         if self._store is None:
             for name, width in (("keys", keys_arr.shape[1]), ("values", vals.shape[1]),
                                 ("prior", pri.shape[1]), ("context", ctx.shape[1])):
@@ -268,8 +273,9 @@ class ExperienceBank:
         c["last_retrieved"][slots] = -1
         c["last_trained"][slots] = -1
         c["task_id"][slots] = items["task_id"][kept]
-        for name in ("provenance", "created_step", "extractor_version"):
-            c[name][slots] = items[name]
+        c["provenance"][slots] = items["provenance"]
+        for name, rows in (("created_step", kept), ("extractor_version", src)):  # the version goes with the content
+            c[name][slots] = items[name][rows] if isinstance(items[name], np.ndarray) else items[name]
         store.reindex(slots)
         self._task_counts.update(items["task_id"][kept].tolist())
         self._task_sets.clear()

@@ -10,7 +10,7 @@ import numpy as np
 from ..validators import integral
 
 __all__ = ["as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_non_negative_int",
-           "check_unit", "check_int64", "check_bounded", "as_real"]
+           "check_unit", "check_int64", "check_int64s", "check_bounded", "as_real"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -125,6 +125,28 @@ def check_int64(name: str, x: Any) -> int:
     if not _INT64_MIN <= int(x) <= _INT64_MAX:
         raise ValueError(f"{name} must be an int in [-2**63, 2**63 - 1], got {x!r}")
     return int(x)
+
+
+def check_int64s(name: str, x: Any, n: int) -> int | np.ndarray:
+    """One int for a batch of ``n`` items (as :func:`check_int64`), or an int64 vector of one per item.
+
+    A vector must hold integers (not bools or floats) and have shape ``(n,)``.
+
+    >>> check_int64s("step", 5, 2), check_int64s("step", np.array([1, 2]), 2).tolist()
+    (5, [1, 2])
+    >>> check_int64s("step", [1.0, 2.0], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: step must be an int or one int per item, got array of shape (2,) and dtype float64
+    """
+    if np.ndim(x) == 0:
+        return check_int64(name, x)
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iu" or (arr.dtype.kind == "u" and arr.size and int(arr.max()) > _INT64_MAX):
+        raise ValueError(f"{name} must be an int or one int per item, got {_describe(arr)}")
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be an int or have shape ({n},) (one per item), got {_describe(arr)}")
+    return arr.astype(np.int64)
 
 
 def check_bounded(name: str, arr: np.ndarray, bound: float) -> None:

@@ -57,6 +57,11 @@ class ManagerConfig:
         train_extractor: False freezes the extractor (the "static" ablation): entries are
             still distilled and credited, but the extractor never updates.
         seed: seed of the extractor's weights and sampling, in ``[0, 2**63 - 1]``.
+        handover_every: ``process`` mode: credited episodes go to the learner process this
+            many at a time (one message, and their entries come back as one bank write),
+            or earlier when the actor polls (``stats()``, ``flush()``, ``save()``, merges).
+            1: each episode at once. Batching saves the actor a message, a poll and a
+            bank write per episode.
 
     Every field is checked here: numbers must be numbers (``"3e-4"`` is refused, not
     converted), ints ints, sizes within sane bounds, so a bad value fails at construction
@@ -85,6 +90,7 @@ class ManagerConfig:
     extractor_per_task: bool = attrs.field(default=False, validator=is_bool)
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     seed: int = attrs.field(default=0, validator=[is_int, at_least(0), at_most(MAX_SEED)])
+    handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
 
     @skip_below.validator
     def _check_skip_below(self, attribute: attrs.Attribute, value: float | None) -> None:

@@ -8,6 +8,7 @@ segment contexts, action priors, and the extractor's sampled experience vectors.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -23,7 +24,7 @@ from .config import ManagerConfig
 from .episode import Episode
 from .priors import segment_priors
 
-__all__ = ["Distiller", "Proposal"]
+__all__ = ["Distiller", "Proposal", "add_arguments"]
 
 
 @attrs.frozen
@@ -49,6 +50,36 @@ class Proposal:
         """The ``ExperienceBank.add`` keywords of these entries (all but utility and version)."""
         return dict(task_ids=self.task_id, prior=self.priors, context=self.contexts, sample_logp=self.logp,
                     provenance=self.provenance, step=self.step)
+
+
+def add_arguments(proposals: Sequence[tuple[Proposal, int]]) -> dict[str, Any]:
+    """The ``ExperienceBank.add`` arguments (all but utility) that write several proposals at once,
+    each with the extractor version that made it: rows stacked in order, ``task_ids``, ``step`` and
+    ``extractor_version`` one per row.
+
+    Raises:
+        ValueError: no proposals, or proposals of different provenance (one ``add`` has one).
+    """
+    if not proposals:
+        raise ValueError("no proposals to write")
+    provenance = {p.provenance for p, _ in proposals}
+    if len(provenance) > 1:
+        raise ValueError(f"proposals of one write must share a provenance, got {sorted(provenance)}")
+    if len(proposals) == 1:
+        p, version = proposals[0]
+        return dict(keys=p.keys, values=p.values, extractor_version=version, **p.add_kwargs())
+    sizes = [p.size for p, _ in proposals]
+
+    def per_row(values: list[int]) -> np.ndarray:
+        return np.repeat(np.asarray(values, dtype=np.int64), sizes)
+    return dict(keys=np.concatenate([p.keys for p, _ in proposals]),
+                values=np.concatenate([p.values for p, _ in proposals]),
+                task_ids=per_row([p.task_id for p, _ in proposals]),
+                prior=np.concatenate([p.priors for p, _ in proposals]),
+                context=np.concatenate([p.contexts for p, _ in proposals]),
+                sample_logp=np.concatenate([p.logp for p, _ in proposals]),
+                provenance=provenance.pop(), step=per_row([p.step for p, _ in proposals]),
+                extractor_version=per_row([v for _, v in proposals]))
 
 
 class Distiller:

@@ -42,7 +42,7 @@ from ..keys.base import checked_keys
 from ..schedule import Schedule
 from ..validators import check_int, check_real
 from .config import ManagerConfig
-from .distil import Distiller, Proposal
+from .distil import Distiller, Proposal, add_arguments
 from .episode import Episode
 from .layout import same_layout
 from .learner import ExtractorLearner
@@ -122,9 +122,11 @@ class ExperienceManager:
 
     In ``async`` mode all of that runs on a background thread: ``submit`` only enqueues.
     In ``process`` mode (1) runs in ``submit`` and (2)-(3) in a learner process of their own
-    (:mod:`experience_wrappers.manager.process`: the bank stays here, so queries never wait;
-    the proposed entries are written into it when this side next polls: at each submission,
-    and in ``stats()`` and ``flush()``). ``flush()`` waits until every submitted episode is processed.
+    (:mod:`experience_wrappers.manager.process`: the bank stays here, so queries never wait).
+    Credited episodes go to it ``handover_every`` at a time, and in ``stats()`` (which the
+    callback calls at every rollout's end), ``flush()``, ``save()`` and merges; the entries it
+    proposes are written into the bank, in one ``bank.add`` per message, when this side next
+    polls (at those same points). ``flush()`` waits until every submitted episode is processed.
 
     Args:
         bank: the bank to write into.
@@ -165,6 +167,9 @@ class ExperienceManager:
         self._learner_stats: dict[str, Any] = {"extractor_version": 0, "ssl_updates": 0, "last_losses": {},
                                                "episodes_processed": 0, "busy_seconds": 0.0}
         self._credits: list[tuple[np.ndarray, dict[str, np.ndarray], Any]] = []  # process mode: to send
+        # process mode: credited episodes waiting to go to the learner process together (_poll)
+        self._waiting: list[tuple[Episode, list[tuple[np.ndarray, dict[str, np.ndarray], Any]]]] = []
+        self._waiting_lock = threading.Lock()
         self._processed_offset = 0  # process mode: episodes_processed minus the learner process's count
         if self.config.mode == "process":
             self._process = LearnerProcess(self.key_encoder, action_space, self.config, self.extractor_config)
@@ -397,18 +402,31 @@ class ExperienceManager:
 
     # ---------------------------------------------------- the learner process
     def _hand_over(self, ep: Episode) -> None:
-        """Process mode: credit here, then send the episode and its credits to the learner process."""
-        self._poll()
+        """Process mode: credit here; the episode and its credits wait for the next hand-over
+        (every ``handover_every`` episodes, or earlier: :meth:`_poll`)."""
         t0 = time.perf_counter()
         self._attribute(ep)  # the credits it gives are collected in self._credits
         credits, self._credits = self._credits, []
-        self._process.send("episode", ep, credits)  # type: ignore[union-attr]
+        with self._waiting_lock:
+            self._waiting.append((ep, credits))
+            full = len(self._waiting) >= self.config.handover_every
+        if full:
+            self._poll()
         with self._stats_lock:
             self.busy_seconds += time.perf_counter() - t0
 
     def _poll(self) -> None:
-        """Process mode: apply what the learner process has sent (never waits)."""
+        """Process mode: send the waiting episodes (one message), then apply what the learner
+        process has sent (never waits).
+
+        In that order: the waiting episodes' credits name entries that the messages applied
+        here may evict (the ``forget`` sent then must reach the learner after the credits).
+        """
         if self._process is not None:
+            with self._waiting_lock:
+                if self._waiting:
+                    self._process.send("episodes", self._waiting)
+                    self._waiting = []
             self._process.drain(self._on_learner)
             self._raise_worker_error()
 
@@ -416,6 +434,7 @@ class ExperienceManager:
         """Process mode: send a request and apply messages until its answer comes."""
         assert self._process is not None
         self._raise_worker_error()
+        self._poll()  # the waiting episodes go first: the request is answered after them
         token = self._process.token()
         self._process.send(kind, *payload, token)
         answer = self._process.wait_for(token, self._on_learner, timeout)  # LearnerProcessError, TimeoutError
@@ -430,9 +449,11 @@ class ExperienceManager:
 
     def _on_learner(self, kind: str, payload: tuple[Any, ...]) -> None:
         """One message of the learner process."""
-        if kind == "add":
+        if kind == "add":  # an ingested episode's entries
             proposal, version, utility, _ = payload
-            self._write(proposal, version, utility)
+            self._write([(proposal, version)], utility)
+        elif kind == "adds":  # the entries of a batch of episodes, one bank.add
+            self._write(payload[0], None)
         elif kind == "trained":
             ids, step = payload
             self.bank.mark_trained(ids, step)
@@ -443,9 +464,10 @@ class ExperienceManager:
         elif kind in ("done", "saved"):
             self._take_stats(payload[-1])
 
-    def _write(self, p: Proposal, version: int, utility: float | None) -> None:
-        """Write proposed entries into the bank; evicted entries leave the learner's samples."""
-        res = self.bank.add(p.keys, p.values, utility=utility, extractor_version=version, **p.add_kwargs())
+    def _write(self, proposals: list[tuple[Proposal, int]], utility: float | None) -> None:
+        """Write proposed entries (each proposal with its extractor version) into the bank in one
+        ``add``; evicted entries leave the learner's samples."""
+        res = self.bank.add(**add_arguments(proposals), utility=utility)
         if self._learner is not None:
             self._learner.forget(res.evicted)
         elif res.evicted.size:
@@ -538,11 +560,12 @@ class ExperienceManager:
         if p is None:
             return 0
         if p.size:
-            self._write(p, self.extractor_version, utility)
+            self._write([(p, self.extractor_version)], utility)
         self.learner.add_segments(p.all_contexts, ep.task_id)
         return p.size
 
     def _merge(self) -> None:
+        self._poll()  # process mode: the waiting episodes' credits reach the learner before the merge
         t0 = time.perf_counter()
         merged = self.bank.merge().merged
         if self._learner is not None:
@@ -576,7 +599,7 @@ class ExperienceManager:
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, float]:
         """Running figures for logging: outcomes of guided and free episodes, deltas, losses."""
-        self._poll()
+        self._poll()  # process mode: the waiting episodes go to the learner process
         with self._stats_lock:
             out: dict[str, float] = {
                 "episodes_submitted": float(self.episodes_submitted),

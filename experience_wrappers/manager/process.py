@@ -7,12 +7,13 @@ and the credit rule (a bank update and a few numbers per episode). The learner p
 two talk through two ``multiprocessing`` queues, each with its own feeder thread, so a put
 never blocks on the other side:
 
-* actor -> learner: ``episode`` (a finished episode and the credits its attribution
-  produced, with the credited entries' fields as the bank holds them), ``ingest``
+* actor -> learner: ``episodes`` (finished episodes, each with the credits its attribution
+  produced and the credited entries' fields as the bank holds them: ``handover_every`` at a
+  time, or fewer when the actor polls earlier), ``ingest``
   (a demonstration), ``forget`` (entries evicted), ``merged`` (entries merged away),
   ``flush``, ``save``, ``restore``, ``stop``;
-* learner -> actor: ``add`` (the entries it proposes, which the actor writes into the
-  bank), ``trained`` (entries an extractor update used: ``bank.mark_trained``), ``stats``,
+* learner -> actor: ``adds`` (the entries it proposes for a batch of episodes, which the
+  actor writes into the bank in one ``add``), ``add`` (an ingested episode's), ``trained`` (entries an extractor update used: ``bank.mark_trained``), ``stats``,
   ``done``, ``saved``, ``error``.
 
 The learner cannot read the bank. What its training step reads there (whether an entry
@@ -21,7 +22,8 @@ fields the actor sends with each credit, updated by its own training passes, evi
 and merges.
 
 Compared with ``sync`` mode, an episode's entries reach the bank a little later (when the
-actor next polls: at every submission, and in ``stats()`` and ``flush()``), and an eviction
+actor next polls: at every ``handover_every``-th submission, and in ``stats()``, ``flush()``
+and merges), and an eviction
 reaches the learner after its next training step: runs are not bit-identical to ``sync``
 ones. With a :meth:`~experience_wrappers.ExperienceManager.flush` after every submission
 and a bank that never evicts or merges, they are (``tests/test_manager_process.py``).
@@ -49,7 +51,7 @@ from ..bank import Provenance
 from ..extractor import ExtractorConfig
 from ..keys import KeyEncoder
 from .config import ManagerConfig
-from .distil import Distiller
+from .distil import Distiller, Proposal
 from .learner import ExtractorLearner
 
 __all__ = ["LearnerProcess", "Ledger", "LearnerProcessError"]
@@ -256,33 +258,44 @@ class _Learner:
                 "last_losses": dict(self.learner.last_losses), "episodes_processed": self.episodes,
                 "busy_seconds": self.busy}
 
-    def distil(self, ep: Any, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
-               utility: float | None = None, token: int | None = None) -> int:
+    def distil(self, ep: Any, provenance: Provenance = Provenance.EXTRACTED,
+               every: int | None = None) -> tuple[Proposal, int] | None:
+        """The episode's proposal with the extractor version that made it (None: nothing to
+        write); its segments join the self-supervised ones."""
         p = self.distiller.propose(ep, self.learner.trainer_for(ep.task_id), provenance, every)
         if p is None:
-            return 0
-        if p.size:
-            self.outbox.put(("add", (p, self.learner.extractor_version, utility, token)))
+            return None
         self.learner.add_segments(p.all_contexts, p.task_id)
-        return p.size
+        return (p, self.learner.extractor_version) if p.size else None
 
     def handle(self, kind: str, payload: tuple[Any, ...]) -> bool:
         """One message; False to stop."""
-        if kind == "episode":
-            ep, credits = payload
+        if kind == "episodes":
+            (batch,) = payload
             t0 = time.perf_counter()
-            for ids, entries, reward in credits:
-                self.ledger.know(ids, entries)
-                self.learner.add_credit(ids, entries, reward)
-            self.distil(ep)
-            self.learner.train_if_ready()
-            self.episodes += 1
+            proposals = []
+            for ep, credits in batch:  # in order, each as sync mode would: credit, distil, train
+                try:
+                    for ids, entries, reward in credits:
+                        self.ledger.know(ids, entries)
+                        self.learner.add_credit(ids, entries, reward)
+                    made = self.distil(ep)
+                    if made is not None:
+                        proposals.append(made)
+                    self.learner.train_if_ready()
+                    self.episodes += 1
+                except Exception as exc:  # noqa: BLE001 - one bad episode costs only itself
+                    report_error(self.outbox, kind, None, exc)
             self.busy += time.perf_counter() - t0
+            if proposals:
+                self.outbox.put(("adds", (proposals,)))
             self.outbox.put(("stats", (self.stats(),)))
         elif kind == "ingest":
             ep, provenance, every, utility, token = payload
-            n = self.distil(ep, provenance, every, utility, token)
-            self.outbox.put(("done", (token, n, self.stats())))
+            made = self.distil(ep, provenance, every)
+            if made is not None:
+                self.outbox.put(("add", (*made, utility, token)))
+            self.outbox.put(("done", (token, 0 if made is None else made[0].size, self.stats())))
         elif kind == "forget":
             (ids,) = payload
             self.learner.forget(ids)
@@ -330,14 +343,18 @@ def serve(init: dict[str, Any], inbox: Any, outbox: Any) -> None:
             if not state.handle(kind, payload):
                 break
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the actor
-            text = traceback.format_exc()
-            log.error("the learner process failed on %r: %s", kind, text)
-            try:
-                pickle.dumps(exc)
-                sent: Any = exc
-            except Exception:  # noqa: BLE001
-                sent = None
-            token = payload[-1] if kind in ("ingest", "flush", "save", "restore") else None
-            outbox.put(("error", (token, sent, text)))
+            report_error(outbox, kind, payload[-1] if kind in ("ingest", "flush", "save", "restore") else None, exc)
     outbox.close()
     outbox.join_thread()
+
+
+def report_error(outbox: Any, kind: str, token: int | None, exc: BaseException) -> None:
+    """Send the actor the failure of a ``kind`` message (raised again at its next call), logged here too."""
+    text = traceback.format_exc()
+    log.error("the learner process failed on %r: %s", kind, text)
+    try:
+        pickle.dumps(exc)
+        sent: Any = exc
+    except Exception:  # noqa: BLE001
+        sent = None
+    outbox.put(("error", (token, sent, text)))
