@@ -6,13 +6,16 @@ wrapped by a timer for the run; nothing in the library changes): the inner VecEn
 ``step_wait`` (the env itself), ``ExperienceVecEnv.step_wait`` as a whole, and the injector's
 ``record``, ``finish`` (the episode hand-over: credit, the send to the learner, and writing the
 learner's proposals into the bank), ``begin`` (episode starts) and ``retrieve`` (keys and a
-bank query). The network's share is what is left of ``learn()``. Timers add a little to CRL's
-wall-clock.
+bank query), and the callback (``CRLCallback``'s per-step and rollout-end work). The network's
+share is what is left of ``learn()``. Timers add a little to CRL's wall-clock. Each run also
+counts its episodes (an episode's reset is part of the env's time), and ``--mode`` puts the
+CRL arm's learner elsewhere (``sync``: in the actor's thread, no second process).
 
 Run::
 
     python -m benchmarks.actor_split                       # MiniHack-Room-5x5, default policy, 16k steps, 2 rounds
     python -m benchmarks.actor_split --policy same-net --rounds 1
+    python -m benchmarks.actor_split --mode sync --out benchmarks/results/actor_split-sync.json
 """
 
 from __future__ import annotations
@@ -67,28 +70,37 @@ def timed(targets: list[tuple[type, str, str]], into: dict[str, float]) -> Itera
             setattr(cls, method, f)
 
 
-def measure(env_id: str, crl: bool, steps: int, seed: int, policy: str) -> dict[str, Any]:
-    """One run: ``learn()``'s wall-clock and the timed parts (seconds)."""
+def measure(env_id: str, crl: bool, steps: int, seed: int, policy: str, mode: str = "process") -> dict[str, Any]:
+    """One run: ``learn()``'s wall-clock and the timed parts (seconds), and its episodes."""
     hyper = load_hyperparams(env_id)
     fam = family_of(env_id)
     env = build_env(env_id, int(hyper["n_envs"]), seed, ExperienceBank(seed=seed) if crl else None,
-                    manager_kwargs={"mode": "process"} if crl else None, family=fam, vec_wrapper=crl)
+                    manager_kwargs={"mode": mode} if crl else None, family=fam, vec_wrapper=crl)
     policy_kwargs = {} if policy == "default" else dict(fam.base_policy_kwargs)
     model = PPO("MultiInputPolicy", env, seed=seed, policy_kwargs=policy_kwargs,
                 **{k: hyper[k] for k in PPO_KEYS if k in hyper})
-    inner = type(env.venv) if crl else type(env)
+    inner_env = env.venv if crl else env
+    inner = type(inner_env)
     targets = [(inner, "step_wait", "env")]
     if crl:
         find_experience(env)[0][0].flush()  # the learner process is up before the clock starts
         targets += [(ExperienceVecEnv, "step_wait", "wrapper_total")]
         targets += [(ExperienceInjector, part, part) for part in PARTS]
+        targets += [(CRLCallback, method, "callback") for method in ("_on_step", "_on_rollout_end")]
     parts: dict[str, float] = {}
+    episodes = [0]
+
+    def counting() -> Any:
+        out = inner.step_wait(inner_env)  # looked up per call: the class's timed method
+        episodes[0] += int(out[2].sum())
+        return out
     with timed(targets, parts):
+        inner_env.step_wait = counting  # this instance's episodes (the class's step_wait is timed)
         t0 = time.perf_counter()
         model.learn(steps, callback=CRLCallback() if crl else None)
         wall = time.perf_counter() - t0
     out: dict[str, Any] = {"arm": "crl" if crl else "ppo", "seed": seed, "steps": int(model.num_timesteps),
-                           "wall_s": wall, **{f"{k}_s": v for k, v in parts.items()}}
+                           "episodes": episodes[0], "wall_s": wall, **{f"{k}_s": v for k, v in parts.items()}}
     if crl:
         out["wrapper_own_s"] = parts["wrapper_total"] - parts["env"]
         out["rest_s"] = wall - parts["wrapper_total"]  # the network, the callback, PPO's update
@@ -107,6 +119,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--steps", type=int, default=16_384)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--mode", choices=("process", "async", "sync"), default="process",
+                   help="the CRL arm's manager mode (where its learner runs)")
     p.add_argument("--out", type=Path, default=RESULTS / "actor_split.json")
     args = p.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
@@ -114,11 +128,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     runs = []
     for r in range(args.rounds):
         for crl in (False, True):
-            out = measure(args.env, crl, args.steps, r, args.policy)
+            out = measure(args.env, crl, args.steps, r, args.policy, args.mode)
             runs.append(out)
-            print(f"round {r} {out['arm']:4} " + "  ".join(f"{k} {v:.2f}" for k, v in out.items()
-                                                         if k.endswith("_s")))
-    result = {"env_id": args.env, "policy": args.policy, "steps": args.steps, "rounds": args.rounds,
+            print(f"round {r} {out['arm']:4} episodes {out['episodes']}  "
+                  + "  ".join(f"{k} {v:.2f}" for k, v in out.items() if k.endswith("_s")))
+    result = {"env_id": args.env, "policy": args.policy, "mode": args.mode, "steps": args.steps, "rounds": args.rounds,
               "torch_threads": args.torch_threads, "runs": runs, "versions": versions(),
               "command": " ".join(["python -m benchmarks.actor_split", *(sys.argv[1:] if argv is None else argv)])}
     args.out.parent.mkdir(parents=True, exist_ok=True)
