@@ -20,7 +20,7 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
   process; the bank and the credit stay); ``crl-process`` against ``crl-sync`` gives the
   process learner's wall-clock against sync mode; they hand episodes to the learner process
   ``ManagerConfig.handover_every`` (16) at a time;
-* ``crl-same-net-vec-process-each``, ``crl-default-vec-process-each``: the same with
+* ``crl-process-each``, ``crl-same-net-vec-process-each``, ``crl-default-vec-process-each``: the same with
   ``handover_every=1``: each episode sent, and its entries written, on its own (as before the
   batched hand-over): what the batching saves, measured side by side;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
@@ -64,8 +64,8 @@ from .run import PPO_KEYS, versions
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parent / "results"
 ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec",
-        "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-same-net-vec-process-each",
-        "crl-default-vec-process-each")
+        "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
+        "crl-same-net-vec-process-each", "crl-default-vec-process-each")
 #: the PPO arm each arm's steps/s are divided by
 BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}

@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
 README = Path(__file__).resolve().parent.parent / "README.md"
-OVERHEAD = RESULTS / "overhead-process.json"  # the latest side-by-side run (overhead.json: the first)
+#: the latest side-by-side overhead runs, one per env (16k steps: MiniHack with the batched hand-over; CartPole);
+#: overhead.json and overhead-process.json hold the earlier 8k- and 4k-step runs
+OVERHEAD = (RESULTS / "overhead-16k-handover.json", RESULTS / "overhead-16k-cartpole.json")
 HEADLINE_START, HEADLINE_END = "<!-- headline:start -->", "<!-- headline:end -->"
 #: Suites in the README headline, each with the success threshold whose steps it shows.
 HEADLINE_SUITES = {"keyroom-20-300k": "0.8", "keyroom-20": "0.8", "easy": "0.9", "easy-60k": "0.9", "medium": "0.8", "stretch": "0.5",
@@ -296,7 +299,7 @@ def with_reference(results: dict, suite: str, env_id: str) -> dict[str, list[dic
     return {**{f"{a} ({ref})": ref_arms[a] for a in ("ppo", "crl") if a in ref_arms}, **own}
 
 
-def render(results: dict, out_md: Path, fig_dir: Path, overhead: Path | None = None, targets: bool = True,
+def render(results: dict, out_md: Path, fig_dir: Path, overhead: Sequence[Path] = (), targets: bool = True,
            results_dir: str = "benchmarks/results/") -> str:
     """The report page (tables and figures); ``targets``: add the project's targets section."""
     lines = ["# Benchmarks", "",
@@ -378,7 +381,7 @@ def targets_line(checks: list) -> str:
     return line + "."
 
 
-def update_readme(readme: Path, results: dict, overhead: Path | None = None) -> None:
+def update_readme(readme: Path, results: dict, overhead: Sequence[Path] = ()) -> None:
     """Replace the block between the headline markers of the README (if both are there)."""
     text = readme.read_text()
     if HEADLINE_START not in text or HEADLINE_END not in text:
@@ -401,7 +404,8 @@ def main(argv: list[str] | None = None) -> str:
                         "when writing docs/benchmarks.md, else none)")
     p.add_argument("--targets", action="store_true",
                    help="add the benchmarks issue's targets (always on for docs/benchmarks.md)")
-    p.add_argument("--overhead", type=Path, default=OVERHEAD, help="overhead benchmark result file")
+    p.add_argument("--overhead", type=Path, nargs="*", default=list(OVERHEAD),
+                   help="overhead benchmark result files (default: the latest 16k-step runs)")
     p.add_argument("--readme", type=Path, nargs="?", const=README, default=None,
                    help="also refresh the headline block of this README (default path: the repository's)")
     args = p.parse_args(argv)

@@ -16,7 +16,7 @@ report renders as a table, met or missed, with the measured figures and seed cou
   >= 0.8 and >= 0.6 evaluated without experience (>= 3 seeds), above each simple peer
   (``ppo-bc``, ``ppo-kickstart``, ``ppo-sil``: the 95 % bootstrap CI of the difference above 0),
   and vanilla PPO stays near 0 (mean final success <= 0.05).
-* overhead (``benchmarks/results/overhead-process.json``, the latest side-by-side run):
+* overhead (the report's overhead result files: the latest side-by-side runs, one per env):
   PPO+CRL steps/s >= 0.9x PPO's; the learner off the actor's thread (a thread, or a process
   of its own) at <= 0.8x the sync wall-clock where the manager takes >= 30 % of it.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,9 +237,10 @@ def check_overhead(path: Path) -> list[Check]:
     return out
 
 
-def check_all(results: dict[str, dict[str, dict[str, list[dict]]]], overhead: Path | None = None) -> list[Check]:
+def check_all(results: dict[str, dict[str, dict[str, list[dict]]]],
+              overhead: Path | Sequence[Path] | None = None) -> list[Check]:
     """Every target whose suite has both a ``ppo`` and its method arm (:data:`METHOD_ARM`,
-    else ``crl``) in ``results``."""
+    else ``crl``) in ``results``; and the overhead targets of each ``overhead`` result file."""
     out: list[Check] = []
     for suite, checker in CHECKERS.items():
         method = METHOD_ARM.get(suite, "crl")
@@ -249,8 +251,8 @@ def check_all(results: dict[str, dict[str, dict[str, list[dict]]]], overhead: Pa
         for task, arms in sorted(results.get(suite, {}).items()):
             if _finals(arms.get(METHOD_ARM[suite], [])):
                 out += _check_peers(suite, task, arms)
-    if overhead is not None:
-        out += check_overhead(overhead)
+    for path in [overhead] if isinstance(overhead, Path) else overhead or ():
+        out += check_overhead(path)
     return out
 
 

@@ -147,3 +147,13 @@ def test_keyroom_peer_targets_need_a_lead_with_its_ci_above_zero():
     assert checks["vanilla PPO stays near 0 (mean final success <= 0.05)"].met is True
     few = by_target(check_all({"keyroom-20-300k": {"T": {**arms, "crl-sil-obs": method[:2]}}}))
     assert few["sustained success (last 100 episodes) >= 0.8"].met is False  # 2 seeds < 3
+
+
+def test_check_all_reads_every_overhead_file(tmp_path):
+    paths = []
+    for env, ratio in (("E", 0.95), ("F", 0.5)):
+        paths.append(tmp_path / f"{env}.json")
+        paths[-1].write_text(json.dumps({"summary": {env: {"ratio_to_ppo": {"ppo": 1.0, "crl": ratio}}}}))
+    checks = {c.task: c.met for c in check_all({}, paths)}
+    assert checks == {"E": True, "F": False}
+    assert [c.task for c in check_all({}, paths[0])] == ["E"]  # one path, as before
