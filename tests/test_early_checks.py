@@ -324,6 +324,7 @@ def test_a_restore_racing_saves_gets_one_whole_save(tmp_path):
     (dict(skip_below="x"), TypeError, "skip_below must be a number"),
     (dict(decay_end=1.5), ValueError, "decay_end must be <= 1"),
     (dict(train_extractor=1), TypeError, "train_extractor must be a bool"),
+    (dict(handover_every=0), ValueError, "handover_every must be > 0"),
 ])
 def test_manager_config_values_are_checked_at_construction(kwargs, exc, match):
     from experience_wrappers import ManagerConfig
