@@ -192,6 +192,15 @@ def test_a_change_interrupted_anywhere_leaves_the_bank_exactly_as_before(tmp_pat
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGINT"),
                     reason="Ctrl-C reaches the main thread only")
 def test_ctrl_c_during_add_never_breaks_the_bank(tmp_path):
+    # Python's own Ctrl-C handler, also where the process inherited SIGINT ignored (a shell's `cmd &`)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_adds(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_adds(tmp_path) -> None:
     bank = filled_bank(300, capacity=400)
     rng = np.random.default_rng(2)
     interrupted = 0

@@ -689,3 +689,20 @@ def test_busy_seconds_counts_processing_time(rng, mode):
     mgr.flush()
     assert mgr.stats()["busy_seconds"] > first
     mgr.close()
+
+
+def test_a_refused_proposal_in_a_batched_write_costs_only_itself(rng):
+    """Several episodes' proposals go into the bank in one add (process mode's batches); when the
+    bank refuses the batch, the others are still written, one by one, and the refusal raised."""
+    import attrs
+
+    mgr = make_manager(segment_every=4)
+    made = [mgr.distiller.propose(make_episode(rng, 12), mgr.trainer_for(0)) for _ in range(3)]
+    bad = attrs.evolve(made[1], values=np.full_like(made[1].values, np.nan))
+    with pytest.raises(ValueError, match="values contains NaN"):
+        mgr._write([(made[0], 1), (bad, 2), (made[2], 3)], None)
+    entries = mgr.bank.entries()
+    assert len(mgr.bank) == mgr.entries_added == made[0].size + made[2].size == 6
+    assert sorted(entries["extractor_version"].tolist()) == [1, 1, 1, 3, 3, 3]
+    mgr._write([(made[1], 4), (made[0], 5)], None)  # accepted: one add, one version per row
+    assert sorted(mgr.bank.entries()["extractor_version"].tolist()) == [1, 1, 1, 3, 3, 3, 4, 4, 4, 5, 5, 5]

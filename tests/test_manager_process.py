@@ -151,16 +151,17 @@ def test_episodes_go_over_in_batches_and_learn_as_in_sync_mode(managers, tmp_pat
         torch.testing.assert_close(w, extractor_state(tmp_path / "proc")[name], rtol=0, atol=0, msg=name)
 
 
-def test_stats_hands_the_waiting_episodes_over(managers):
+@pytest.mark.parametrize("call", ["poll", "stats"])
+def test_poll_and_stats_hand_the_waiting_episodes_over(managers, call):
     mgr = managers("process", handover_every=100)
     sizes = sent_batches(mgr)
     for ep in episodes(7, 5):
         mgr.submit(ep)
     assert sizes == [] and mgr.pending == 5
-    mgr.stats()
+    getattr(mgr, call)()
     assert sizes == [5]
     mgr.flush()
-    assert mgr.pending == 0
+    assert mgr.pending == 0 and len(mgr.bank) > 0
 
 
 def test_a_bad_episode_costs_only_itself_in_its_batch(managers):
@@ -172,7 +173,10 @@ def test_a_bad_episode_costs_only_itself_in_its_batch(managers):
         mgr.submit(ep)
     with pytest.raises(RuntimeError, match="learner process"):
         mgr.flush(timeout=30)
-    assert mgr.stats()["episodes_processed"] == 3
+    mgr.flush()
+    st = mgr.stats()
+    assert st["episodes_processed"] == 3 and st["queue"] == 0  # the failed one is not pending
+    assert st["entries_added"] == len(mgr.bank) == sum(len(range(0, len(ep.actions), 4)) for ep in good)
 
 
 def test_unflushed_process_mode_processes_every_episode(managers):

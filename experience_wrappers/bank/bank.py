@@ -148,8 +148,8 @@ class ExperienceBank:
     # --------------------------------------------------------------------- add
     def add(self, keys: Any, values: Any, *, task_ids: Any = 0, utility: Any = None,
             prior: Any = None, context: Any = None, sample_logp: Any = None,
-            provenance: Provenance | int = Provenance.EXTRACTED, step: int = 0,
-            extractor_version: int = 0) -> AddResult:
+            provenance: Provenance | int = Provenance.EXTRACTED, step: int | np.ndarray = 0,
+            extractor_version: int | np.ndarray = 0) -> AddResult:
         """Add a batch of entries, deduplicating against the bank and within the batch.
 
         An item closer than ``dedup_threshold`` to an entry of the same task (already in the
@@ -211,8 +211,8 @@ class ExperienceBank:
             return AddResult(ids=result_ids, added=added, evicted=evicted)
 
     def _check_batch(self, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
-                     sample_logp: Any, provenance: Provenance | int, step: int,
-                     extractor_version: int) -> dict[str, Any]:
+                     sample_logp: Any, provenance: Provenance | int, step: Any,
+                     extractor_version: Any) -> dict[str, Any]:
         """The arguments of :meth:`add`, checked, as per-item fields (``provenance`` is one value for
         the batch; ``created_step`` and ``extractor_version`` one value or one per item)."""
         keys_arr = as_matrix("keys", keys, None if self._store is None else self._store.dims["key_dim"])

@@ -59,9 +59,9 @@ class ManagerConfig:
         seed: seed of the extractor's weights and sampling, in ``[0, 2**63 - 1]``.
         handover_every: ``process`` mode: credited episodes go to the learner process this
             many at a time (one message, and their entries come back as one bank write),
-            or earlier when the actor polls (``stats()``, ``flush()``, ``save()``, merges).
-            1: each episode at once. Batching saves the actor a message, a poll and a
-            bank write per episode.
+            or earlier when the actor polls (``poll()``, which the callback calls at every
+            rollout's end; ``stats()``, ``flush()``, ``save()``, merges). 1: each episode at
+            once. Batching saves the actor a message, a poll and a bank write per episode.
 
     Every field is checked here: numbers must be numbers (``"3e-4"`` is refused, not
     converted), ints ints, sizes within sane bounds, so a bad value fails at construction

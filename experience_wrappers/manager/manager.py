@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from ..bank import ExperienceBank, Provenance
+from ..bank import AddResult, ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
 from ..bank.folder import READ_ATTEMPTS, read_consistent
 from ..bank.persistence import replaced_folder, sha256_file
@@ -123,10 +123,11 @@ class ExperienceManager:
     In ``async`` mode all of that runs on a background thread: ``submit`` only enqueues.
     In ``process`` mode (1) runs in ``submit`` and (2)-(3) in a learner process of their own
     (:mod:`experience_wrappers.manager.process`: the bank stays here, so queries never wait).
-    Credited episodes go to it ``handover_every`` at a time, and in ``stats()`` (which the
-    callback calls at every rollout's end), ``flush()``, ``save()`` and merges; the entries it
-    proposes are written into the bank, in one ``bank.add`` per message, when this side next
-    polls (at those same points). ``flush()`` waits until every submitted episode is processed.
+    Credited episodes go to it ``handover_every`` at a time, and earlier at :meth:`poll` (which
+    the callback calls at every rollout's end), ``stats()``, ``flush()``, ``save()`` and merges;
+    the entries it proposes are written into the bank, in one ``bank.add`` per message, when
+    this side next polls (at those same points). ``flush()`` waits until every submitted
+    episode is processed.
 
     Args:
         bank: the bank to write into.
@@ -169,7 +170,10 @@ class ExperienceManager:
         self._credits: list[tuple[np.ndarray, dict[str, np.ndarray], Any]] = []  # process mode: to send
         # process mode: credited episodes waiting to go to the learner process together (_poll)
         self._waiting: list[tuple[Episode, list[tuple[np.ndarray, dict[str, np.ndarray], Any]]]] = []
-        self._waiting_lock = threading.Lock()
+        # process mode: held from an episode's credit until it is sent, and over each poll, so that
+        # no eviction's "forget" overtakes a credit of the evicted entry, whichever thread polls
+        self._handover_lock = threading.RLock()
+        self._episodes_failed = 0  # process mode: episodes the learner process failed on (not pending)
         self._processed_offset = 0  # process mode: episodes_processed minus the learner process's count
         if self.config.mode == "process":
             self._process = LearnerProcess(self.key_encoder, action_space, self.config, self.extractor_config)
@@ -354,8 +358,8 @@ class ExperienceManager:
 
     @property
     def pending(self) -> int:
-        if self._process is not None:
-            return max(self.episodes_submitted - self.episodes_processed, 0)
+        if self._process is not None:  # an episode the learner failed on is not pending
+            return max(self.episodes_submitted - self.episodes_processed - self._episodes_failed, 0)
         return self._queue.qsize()
 
     def _ensure_worker(self) -> None:
@@ -405,29 +409,38 @@ class ExperienceManager:
         """Process mode: credit here; the episode and its credits wait for the next hand-over
         (every ``handover_every`` episodes, or earlier: :meth:`_poll`)."""
         t0 = time.perf_counter()
-        self._attribute(ep)  # the credits it gives are collected in self._credits
-        credits, self._credits = self._credits, []
-        with self._waiting_lock:
+        with self._handover_lock:
+            self._attribute(ep)  # the credits it gives are collected in self._credits
+            credits, self._credits = self._credits, []
             self._waiting.append((ep, credits))
-            full = len(self._waiting) >= self.config.handover_every
-        if full:
-            self._poll()
+            if len(self._waiting) >= self.config.handover_every:
+                self._poll()
         with self._stats_lock:
             self.busy_seconds += time.perf_counter() - t0
+
+    def poll(self) -> None:
+        """``process`` mode: hand the waiting episodes over to the learner process now, and write
+        the entries it has proposed so far into the bank (never waits). Other modes: nothing.
+
+        :class:`~integrations.sb3.CRLCallback` calls it at every rollout's end; ``stats()``,
+        ``flush()``, ``save()`` and merges do it too.
+        """
+        self._poll()
 
     def _poll(self) -> None:
         """Process mode: send the waiting episodes (one message), then apply what the learner
         process has sent (never waits).
 
-        In that order: the waiting episodes' credits name entries that the messages applied
-        here may evict (the ``forget`` sent then must reach the learner after the credits).
+        In that order, and under the hand-over lock: the waiting episodes' credits name entries
+        that the messages applied here may evict (the ``forget`` sent then must reach the
+        learner after the credits).
         """
         if self._process is not None:
-            with self._waiting_lock:
+            with self._handover_lock:
                 if self._waiting:
                     self._process.send("episodes", self._waiting)
                     self._waiting = []
-            self._process.drain(self._on_learner)
+                self._process.drain(self._on_learner)
             self._raise_worker_error()
 
     def _ask(self, kind: str, *payload: Any, timeout: float | None = None) -> tuple[Any, ...]:
@@ -446,6 +459,7 @@ class ExperienceManager:
         self._learner_stats = stats
         with self._stats_lock:
             self.episodes_processed = int(stats["episodes_processed"]) + self._processed_offset
+            self._episodes_failed = int(stats.get("episodes_failed", 0))
 
     def _on_learner(self, kind: str, payload: tuple[Any, ...]) -> None:
         """One message of the learner process."""
@@ -466,8 +480,34 @@ class ExperienceManager:
 
     def _write(self, proposals: list[tuple[Proposal, int]], utility: float | None) -> None:
         """Write proposed entries (each proposal with its extractor version) into the bank in one
-        ``add``; evicted entries leave the learner's samples."""
-        res = self.bank.add(**add_arguments(proposals), utility=utility)
+        ``add``; evicted entries leave the learner's samples.
+
+        One ``add`` for several episodes' proposals (process mode) differs from one per episode
+        only in a full bank: the batch's new entries do not evict each other, where writes one
+        by one could evict an earlier episode's fresh entries. If the bank refuses the batch,
+        each proposal is written on its own and the first refusal raised after the others.
+        """
+        if len(proposals) > 1:
+            try:
+                res = self.bank.add(**add_arguments(proposals), utility=utility)
+            except Exception:  # noqa: BLE001 - a refused add changes nothing: write them one by one
+                res = None
+            if res is not None:
+                self._record_write(res)
+                return
+        refused: Exception | None = None
+        for one in proposals:
+            try:
+                res = self.bank.add(**add_arguments([one]), utility=utility)
+            except Exception as exc:  # noqa: BLE001 - raised after the others are written
+                refused = refused or exc
+                continue
+            self._record_write(res)
+        if refused is not None:
+            raise refused
+
+    def _record_write(self, res: AddResult) -> None:
+        """After a write: evicted entries leave the learner's samples; the count of entries added."""
         if self._learner is not None:
             self._learner.forget(res.evicted)
         elif res.evicted.size:

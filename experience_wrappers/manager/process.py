@@ -22,11 +22,12 @@ fields the actor sends with each credit, updated by its own training passes, evi
 and merges.
 
 Compared with ``sync`` mode, an episode's entries reach the bank a little later (when the
-actor next polls: at every ``handover_every``-th submission, and in ``stats()``, ``flush()``
-and merges), and an eviction
-reaches the learner after its next training step: runs are not bit-identical to ``sync``
-ones. With a :meth:`~experience_wrappers.ExperienceManager.flush` after every submission
-and a bank that never evicts or merges, they are (``tests/test_manager_process.py``).
+actor next polls: at every ``handover_every``-th submission, at each rollout's end through
+the callback, and in ``stats()``, ``flush()`` and merges); the entries of a batch of
+episodes are written with one ``add`` (in a full bank they do not evict each other), and an
+eviction reaches the learner after the training steps of the batch it was written for: runs
+are not bit-identical to ``sync`` ones. In a bank that never evicts or merges, they are,
+batched or not (``tests/test_manager_process.py``).
 """
 
 from __future__ import annotations
@@ -251,11 +252,13 @@ class _Learner:
         self.generator = torch.Generator().manual_seed(self.config.seed)
         self.distiller = Distiller(init["key_encoder"], init["action_space"], self.config, self.generator)
         self.episodes = 0
+        self.failed = 0  # episodes whose processing raised (reported, and not pending)
         self.busy = 0.0
 
     def stats(self) -> dict[str, Any]:
         return {"extractor_version": self.learner.extractor_version, "ssl_updates": self.learner.ssl_updates,
                 "last_losses": dict(self.learner.last_losses), "episodes_processed": self.episodes,
+                "episodes_failed": self.failed,
                 "busy_seconds": self.busy}
 
     def distil(self, ep: Any, provenance: Provenance = Provenance.EXTRACTED,
@@ -273,23 +276,26 @@ class _Learner:
         if kind == "episodes":
             (batch,) = payload
             t0 = time.perf_counter()
-            proposals = []
-            for ep, credits in batch:  # in order, each as sync mode would: credit, distil, train
-                try:
-                    for ids, entries, reward in credits:
-                        self.ledger.know(ids, entries)
-                        self.learner.add_credit(ids, entries, reward)
-                    made = self.distil(ep)
-                    if made is not None:
-                        proposals.append(made)
-                    self.learner.train_if_ready()
-                    self.episodes += 1
-                except Exception as exc:  # noqa: BLE001 - one bad episode costs only itself
-                    report_error(self.outbox, kind, None, exc)
-            self.busy += time.perf_counter() - t0
-            if proposals:
-                self.outbox.put(("adds", (proposals,)))
-            self.outbox.put(("stats", (self.stats(),)))
+            proposals: list[tuple[Proposal, int]] = []
+            try:
+                for ep, credits in batch:  # in order, each as sync mode would: credit, distil, train
+                    try:
+                        for ids, entries, reward in credits:
+                            self.ledger.know(ids, entries)
+                            self.learner.add_credit(ids, entries, reward)
+                        made = self.distil(ep)
+                        if made is not None:
+                            proposals.append(made)
+                        self.learner.train_if_ready()
+                        self.episodes += 1
+                    except Exception as exc:  # noqa: BLE001 - one bad episode costs only itself
+                        self.failed += 1
+                        report_error(self.outbox, kind, None, exc)
+            finally:  # what was made reaches the actor, even when the loop is cut short
+                self.busy += time.perf_counter() - t0
+                if proposals:
+                    self.outbox.put(("adds", (proposals,)))
+                self.outbox.put(("stats", (self.stats(),)))
         elif kind == "ingest":
             ep, provenance, every, utility, token = payload
             made = self.distil(ep, provenance, every)

@@ -113,7 +113,7 @@ class RemoteManager:
     has waited ``submit_delay`` seconds, in one call that does not wait; errors surface at
     a later call or at :meth:`flush`, which sends what is left),
     ``guided_ratio`` and ``progress`` (kept here, forwarded to the service),
-    ``request_merge``, ``flush``, ``stats`` and ``free_baseline`` (cached for
+    ``poll``, ``request_merge``, ``flush``, ``stats`` and ``free_baseline`` (cached for
     ``baseline_ttl`` seconds, as the callback asks for it once per finished episode).
 
     Several learners may share one service; the schedules they forward overwrite each
@@ -243,6 +243,11 @@ class RemoteManager:
         if self._outbox:
             batch, self._outbox = self._outbox, []
             self._track(self.service.send("submit", batch))
+
+    def poll(self) -> None:
+        """Send the queued episodes now (:class:`~integrations.sb3.CRLCallback` calls it at
+        every rollout's end, as it does an in-process manager's ``poll``)."""
+        self._send_outbox()
 
     def request_merge(self) -> None:
         self._send_outbox()  # the merge comes after the episodes handed in before it

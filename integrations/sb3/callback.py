@@ -178,6 +178,7 @@ class CRLCallback(BaseCallback):
             self.logger.record("crl/distill_loss", distillation_step(self.model, positions, weights, coef))
             self.logger.record("crl/distill_samples", len(positions))
         for m in self.managers:
+            m.poll()  # process mode: the waiting episodes go to the learner, its entries into the bank
             rollouts = m.schedule.end_rollout()
             if self.merge_every and rollouts % self.merge_every == 0:
                 m.request_merge()
