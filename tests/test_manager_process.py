@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import attrs
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -274,3 +276,26 @@ def test_a_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_pa
                          cwd=tmp_path)
     assert out.returncode != 0
     assert 'if __name__ == "__main__":' in out.stderr, out.stderr[-2000:]
+
+
+def test_no_credit_overtakes_the_eviction_of_its_entry(managers, tmp_path):
+    """A small bank that evicts all the time, guided episodes crediting its newest entries,
+    batches of 4: after a flush the learner holds samples of live entries only (a credit sent
+    after the eviction of its entry would bring a dead entry back into its samples)."""
+    mgr = managers("process", handover_every=4, batch_size=100_000,  # no training: every sample stays
+                   bank=ExperienceBank(seed=0, dedup_threshold=0.0, capacity=24))
+    rng = np.random.default_rng(11)
+    run(mgr, [], flush_each=False)  # the demonstration's entries, and the learner process is up
+    for i, ep in enumerate(episodes(12, 80)):
+        live = np.sort(mgr.bank.entries()["id"])
+        if i % 2:
+            ep = attrs.evolve(ep, injected_ids=rng.choice(live[-8:], 4, replace=False))
+        mgr.submit(ep)
+        if i % 4 == 3:  # a batch went over: let the learner answer it before the next poll applies it
+            time.sleep(0.1)
+    mgr.flush()
+    mgr.save(tmp_path / "m")
+    with np.load(tmp_path / "m" / "samples.npz") as z:
+        held = z["ids"]
+    assert len(held) > 0 and len(mgr.bank) == 24
+    assert set(held.tolist()) <= set(mgr.bank.entries()["id"].tolist())
