@@ -174,6 +174,7 @@ class ExperienceManager:
         # no eviction's "forget" overtakes a credit of the evicted entry, whichever thread polls
         self._handover_lock = threading.RLock()
         self._episodes_failed = 0  # process mode: episodes the learner process failed on (not pending)
+        self._failed_offset = 0  # process mode: minus the learner process's failures before a restore
         self._processed_offset = 0  # process mode: episodes_processed minus the learner process's count
         if self.config.mode == "process":
             self._process = LearnerProcess(self.key_encoder, action_space, self.config, self.extractor_config)
@@ -459,7 +460,7 @@ class ExperienceManager:
         self._learner_stats = stats
         with self._stats_lock:
             self.episodes_processed = int(stats["episodes_processed"]) + self._processed_offset
-            self._episodes_failed = int(stats.get("episodes_failed", 0))
+            self._episodes_failed = int(stats.get("episodes_failed", 0)) + self._failed_offset
 
     def _on_learner(self, kind: str, payload: tuple[Any, ...]) -> None:
         """One message of the learner process."""
@@ -760,6 +761,8 @@ class ExperienceManager:
             counts = {k: cols[k] for k in ("id", "n_trained", "last_trained")}
             self._ask("restore", blobs, state, str(path), generator_state, counts)
             self._processed_offset = scalars["episodes_processed"] - int(self._learner_stats["episodes_processed"])
+            self._failed_offset = -int(self._learner_stats.get("episodes_failed", 0))  # the restored run's count: 0
+            self._episodes_failed = 0
         self.bank.replace_with(bank)
         if self._learner is not None:
             self._learner.adopt(learner)
