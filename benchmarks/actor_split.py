@@ -21,7 +21,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -39,6 +38,7 @@ from integrations.sb3 import CRLCallback, ExperienceVecEnv, find_experience
 
 from .config import load_hyperparams
 from .envs import build_env, family_of
+from .result_file import write_result
 from .run import PPO_KEYS, versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -135,9 +135,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {"env_id": args.env, "policy": args.policy, "mode": args.mode, "steps": args.steps, "rounds": args.rounds,
               "torch_threads": args.torch_threads, "runs": runs, "versions": versions(),
               "command": " ".join(["python -m benchmarks.actor_split", *(sys.argv[1:] if argv is None else argv)])}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return result
 
 

@@ -26,7 +26,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import platform  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -36,6 +35,8 @@ import hnswlib  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experience_wrappers.bank import BankConfig, ExperienceBank  # noqa: E402
+
+from .result_file import write_result  # noqa: E402
 
 F32 = np.float32
 
@@ -272,9 +273,7 @@ def main(argv: list[str] | None = None) -> dict:
         "targets": {"single_latency_ratio_max": 1.3, "recall_at_1e5_min": 0.95},
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
-    print(f"wrote {args.out}")
+    write_result(args.out, report)
     return report
 
 

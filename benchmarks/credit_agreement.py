@@ -25,7 +25,6 @@ Run (about 2 minutes per 60k-step run)::
 from __future__ import annotations
 
 import argparse
-import json
 import warnings
 from collections import deque
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from experience_wrappers.credit import discounted_return
 
 from .arms import ARMS
 from .config import load_hyperparams
+from .result_file import write_result
 from .run import train_run, versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -155,9 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         agr = agreement(allb)
         result.setdefault("pooled", {})[env_id] = agr
         print(_line(env_id, "all", agr))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return result
 
 

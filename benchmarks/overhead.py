@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import pstats
 import time
 import warnings
@@ -59,6 +58,7 @@ from integrations.sb3 import CRLCallback, crl_policy_kwargs, find_experience
 
 from .config import load_hyperparams
 from .envs import build_env, family_of
+from .result_file import write_result
 from .run import PPO_KEYS, versions
 
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
@@ -191,9 +191,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["profile_cartpole_crl"] = prof["profile_tottime"]
     result.update({"args": {k: str(v) for k, v in vars(args).items()}, "versions": versions(),
                    "command": "python -m benchmarks.overhead " + " ".join(argv or [])})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
-    print(f"\nwrote {args.out}")
+    print()
+    write_result(args.out, result)
     return result
 
 

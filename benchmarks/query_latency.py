@@ -34,7 +34,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import platform  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
@@ -44,6 +43,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from experience_wrappers.bank import BankConfig, ExperienceBank  # noqa: E402
+
+from .result_file import write_result  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: bank query p50 / raw hnswlib p50 at most this (issue 14)
@@ -181,9 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
         "results": results,
         "table": table,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1))
-    print(f"wrote {out}")
+    write_result(out, report)
     return report
 
 
