@@ -168,7 +168,7 @@ class ExperienceManager:
         self._learner_stats: dict[str, Any] = {"extractor_version": 0, "ssl_updates": 0, "last_losses": {},
                                                "episodes_processed": 0, "busy_seconds": 0.0}
         self._credits: list[tuple[np.ndarray, dict[str, np.ndarray], Any]] = []  # process mode: to send
-        # process mode: credited episodes waiting to go to the learner process together (_poll)
+        # process mode: credited episodes waiting to go to the learner process together (poll)
         self._waiting: list[tuple[Episode, list[tuple[np.ndarray, dict[str, np.ndarray], Any]]]] = []
         # process mode: held from an episode's credit until it is sent, and over each poll, so that
         # no eviction's "forget" overtakes a credit of the evicted entry, whichever thread polls
@@ -408,30 +408,24 @@ class ExperienceManager:
     # ---------------------------------------------------- the learner process
     def _hand_over(self, ep: Episode) -> None:
         """Process mode: credit here; the episode and its credits wait for the next hand-over
-        (every ``handover_every`` episodes, or earlier: :meth:`_poll`)."""
+        (every ``handover_every`` episodes, or earlier: :meth:`poll`)."""
         t0 = time.perf_counter()
         with self._handover_lock:
             self._attribute(ep)  # the credits it gives are collected in self._credits
             credits, self._credits = self._credits, []
             self._waiting.append((ep, credits))
             if len(self._waiting) >= self.config.handover_every:
-                self._poll()
+                self.poll()
         with self._stats_lock:
             self.busy_seconds += time.perf_counter() - t0
 
     def poll(self) -> None:
-        """``process`` mode: hand the waiting episodes over to the learner process now, and write
-        the entries it has proposed so far into the bank (never waits). Other modes: nothing.
+        """``process`` mode: hand the waiting episodes over to the learner process now (one
+        message), then write the entries it has proposed so far into the bank (never waits).
+        Other modes: nothing.
 
         :class:`~integrations.sb3.CRLCallback` calls it at every rollout's end; ``stats()``,
-        ``flush()``, ``save()`` and merges do it too.
-        """
-        self._poll()
-
-    def _poll(self) -> None:
-        """Process mode: send the waiting episodes (one message), then apply what the learner
-        process has sent (never waits).
-
+        ``flush()``, ``save()``, merges and every ``handover_every``-th submission do it too.
         In that order, and under the hand-over lock: the waiting episodes' credits name entries
         that the messages applied here may evict (the ``forget`` sent then must reach the
         learner after the credits).
@@ -448,7 +442,7 @@ class ExperienceManager:
         """Process mode: send a request and apply messages until its answer comes."""
         assert self._process is not None
         self._raise_worker_error()
-        self._poll()  # the waiting episodes go first: the request is answered after them
+        self.poll()  # the waiting episodes go first: the request is answered after them
         token = self._process.token()
         self._process.send(kind, *payload, token)
         answer = self._process.wait_for(token, self._on_learner, timeout)  # LearnerProcessError, TimeoutError
@@ -606,7 +600,7 @@ class ExperienceManager:
         return p.size
 
     def _merge(self) -> None:
-        self._poll()  # process mode: the waiting episodes' credits reach the learner before the merge
+        self.poll()  # process mode: the waiting episodes' credits reach the learner before the merge
         t0 = time.perf_counter()
         merged = self.bank.merge().merged
         if self._learner is not None:
@@ -633,14 +627,14 @@ class ExperienceManager:
         """
         check_ingest_args(segment_every, utility)
         if self._process is not None:
-            self._poll()
+            self.poll()
             return int(self._ask("ingest", episode, provenance, segment_every, utility)[1])
         return self._distil(episode, provenance, segment_every, utility)
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, float]:
         """Running figures for logging: outcomes of guided and free episodes, deltas, losses."""
-        self._poll()  # process mode: the waiting episodes go to the learner process
+        self.poll()  # process mode: the waiting episodes go to the learner process
         with self._stats_lock:
             out: dict[str, float] = {
                 "episodes_submitted": float(self.episodes_submitted),
