@@ -1,0 +1,296 @@
+"""The trials suites: experience the state lacks, on held-out instances with frozen weights.
+
+``python -m benchmarks.trials --family darkroom --arms crl-trials ppo --seeds 0 1 2 3 4``
+trains each (arm, seed) on the family's training instances, then evaluates the frozen
+policy on its held-out instances, ``K`` trials per run, and writes
+``benchmarks/results/trials-<family>/<arm>/seed<N>.json`` with, beside the training curve,
+``heldout``: ``{"instances", "trials", "with_experience", "without_experience",
+"with_demonstration"}`` (each ``{"success_by_trial", "cumulative_by_trial",
+"after_first_success", "runs"}``; what an arm cannot use is left out) and
+``demonstrations_used``. A result file holds the settings it was made with: a rerun with the
+same settings skips it (and says so), with other settings stops before training unless
+``--force``.
+
+Families (only ``darkroom`` so far): ``darkroom``, the hidden-goal room
+(:class:`integrations.minihack.hidden_goal.HiddenGoalRoom`; 10x10, position-only
+observation, a 25-step cap, 79 training goals and 20 held-out goals).
+
+Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.TrialsFeaturesExtractor`
+and a [64, 64] MLP; the same PPO hyperparameters):
+    ``crl-trials``: the method; guided trials read their run's earlier trials, failures
+    written, the extractor trained by paired credit.
+    ``crl-trials-successes``: failed trials not written. ``crl-trials-frozen``: the extractor
+    never trained. ``crl-trials-random``: a guided trial reads a finished run of another
+    instance. ``crl-trials-noz``: no extractor vector in the entries (decodable content only).
+    ``ppo``: the same network shown nothing (PPO, and the no-retrieval ablation).
+    ``recurrent-ppo-trials``: sb3-contrib's RecurrentPPO, its LSTM state carried across the
+    ``K`` trials of a run (RL^2), no bank.
+    ``retrieve-and-play``: no learning; the nearest shown success entry's action, else random.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.result_file import write_result
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+ARMS: dict[str, dict[str, Any]] = {
+    "crl-trials": {"kind": "crl"},
+    "crl-trials-successes": {"kind": "crl", "write_failures": False},
+    "crl-trials-frozen": {"kind": "crl", "train_extractor": False},
+    "crl-trials-random": {"kind": "crl", "scope": "other"},
+    "crl-trials-noz": {"kind": "crl", "exp_dim": 0},
+    "ppo": {"kind": "crl", "scope": "none"},
+    "recurrent-ppo-trials": {"kind": "recurrent"},
+    "retrieve-and-play": {"kind": "play"},
+}
+
+#: PPO's settings for every arm (RecurrentPPO takes the same)
+PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4, "learning_rate": 3e-4,
+                              "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2}
+N_ENVS = 8
+GROUP_SIZE = 4
+FREE_MEMBERS = 1
+K_ENTRIES = 8
+EXP_DIM = 8
+
+
+# ---------------------------------------------------------------------------- families
+def darkroom_family() -> dict[str, Any]:
+    from integrations.minihack.hidden_goal import (
+        MOVES,
+        HiddenGoalRoom,
+        shortest_path_actions,
+        split_goals,
+    )
+    train, held_out = split_goals(10, 20, seed=0)
+
+    def demonstration(goal: int) -> tuple[np.ndarray, np.ndarray]:
+        actions = shortest_path_actions(goal, 10)
+        pos = np.zeros(2, np.float32)
+        obs = []
+        for a in actions:
+            obs.append(pos.copy())
+            pos = pos + np.asarray(MOVES[a], np.float32)
+        return np.stack(obs), np.asarray(actions)
+
+    return {"task": "HiddenGoalRoom-10x10 (MiniHack level generator, position only, 25-step cap)",
+            "make": lambda: HiddenGoalRoom(10, 25), "train": train, "held_out": held_out, "horizon": 25,
+            "trials": 4, "demonstration": demonstration}
+
+
+FAMILIES: dict[str, Callable[[], dict[str, Any]]] = {"darkroom": darkroom_family}
+
+
+# ---------------------------------------------------------------------------- one run
+class TrialLog:
+    """SB3 callback: the training curve of trial successes, guided and free, by trial index."""
+
+    def __new__(cls, every: int, trials: int) -> Any:
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class _Log(BaseCallback):
+            def __init__(self) -> None:
+                super().__init__()
+                self.recent: dict[str, deque[float]] = {"guided": deque(maxlen=400), "free": deque(maxlen=400)}
+                self.by_trial: list[deque[float]] = [deque(maxlen=200) for _ in range(trials)]
+                self.curve: list[dict[str, Any]] = []
+                self.next = every
+
+            def _on_step(self) -> bool:
+                for info in self.locals["infos"]:
+                    if "trial_success" in info:
+                        t = info["trial"]
+                        self.recent["guided" if t.get("guided", True) else "free"].append(float(info["trial_success"]))
+                        if t.get("guided", True):
+                            self.by_trial[int(t["index"])].append(float(info["trial_success"]))
+                if self.num_timesteps >= self.next:
+                    self.next += every
+                    self.curve.append({"step": int(self.num_timesteps), **self.snapshot()})
+                    for key, value in self.curve[-1].items():
+                        if key != "step" and value is not None and not isinstance(value, list):
+                            self.logger.record(f"trials/{key}", value)
+                return True
+
+            def snapshot(self) -> dict[str, Any]:
+                def mean(xs: Any) -> float | None:
+                    return round(float(np.mean(xs)), 3) if len(xs) else None
+                return {"guided": mean(self.recent["guided"]), "free": mean(self.recent["free"]),
+                        "guided_by_trial": [mean(d) for d in self.by_trial]}
+
+        return _Log()
+
+
+def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
+    """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from experience_wrappers.trials import MetaEpisode, RetrieveAndPlay, TrialMemory, trials_env_fns
+    from integrations.sb3.trials_evaluation import run_trials, trial_metrics
+    from integrations.sb3.trials_features import TrialsFeaturesExtractor
+
+    torch.set_num_threads(1)
+    fam = FAMILIES[family]()
+    spec = dict(ARMS[arm])
+    kind = spec.pop("kind")
+    k_trials = fam["trials"]
+    proto = fam["make"]()
+    obs_space, act_space = proto.observation_space, proto.action_space
+    proto.close()
+    t0 = time.time()
+    out: dict[str, Any] = {"suite": f"trials-{family}", "task": fam["task"], "arm": arm, "seed": seed,
+                           "steps": steps, "trials": k_trials, "train_instances": len(fam["train"]),
+                           "heldout_instances": list(fam["held_out"])}
+    held = fam["held_out"]
+
+    def memory(**overrides: Any) -> TrialMemory:
+        kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, **spec, **overrides}
+        return TrialMemory(obs_space, act_space, horizon=fam["horizon"], **kw)
+
+    def eval_env(mem: TrialMemory, instance: int, guided: bool, demos: bool) -> Callable[[], Any]:
+        from experience_wrappers.trials import TrialsWrapper
+        return lambda: TrialsWrapper(fam["make"](), mem, instances=[instance], trials=k_trials, guided=guided,
+                                     learn=False, demonstrations=fam["demonstration"] if demos else None,
+                                     group_size=1, free_members=0, seed=seed)
+
+    def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], guided: bool, demos: bool) -> dict[str, Any]:
+        mem = mem_factory()
+        venv = DummyVecEnv([eval_env(mem, g, guided, demos) for g in held])
+        try:
+            return trial_metrics(run_trials(venv, predict, runs_per_env=repeats, trials=k_trials))
+        finally:
+            venv.close()
+
+    heldout: dict[str, Any] = {"instances": len(held), "trials": k_trials, "repeats": repeats}
+    if kind == "play":
+        player = RetrieveAndPlay(memory().layout, act_space, seed=seed)
+        heldout["with_experience"] = evaluate(player.predict, memory, True, False)
+        heldout["without_experience"] = evaluate(player.predict, memory, False, False)
+        heldout["with_demonstration"] = evaluate(player.predict, memory, True, True)
+        out["train"] = None
+    elif kind == "recurrent":
+        from sb3_contrib import RecurrentPPO
+        venv = DummyVecEnv([(lambda i=i: Monitor(MetaEpisode(fam["make"](), instances=fam["train"], trials=k_trials,
+                                                             seed=seed * 1000 + i))) for i in range(N_ENVS)])
+        log = TrialLog(8192, k_trials)
+        model = RecurrentPPO("MultiInputLstmPolicy", venv, seed=seed, verbose=0,
+                             policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64]}, **PPO_KWARGS)
+        model.learn(steps, callback=log)
+        venv.close()
+        out["train"] = {"curve": log.curve, "final": log.snapshot()}
+        ev = DummyVecEnv([(lambda g=g: MetaEpisode(fam["make"](), instances=[g], trials=k_trials, seed=seed))
+                          for g in held])
+        heldout["without_experience"] = trial_metrics(run_trials(ev, model.predict, runs_per_env=repeats,
+                                                                 trials=k_trials, recurrent=True))
+        heldout["note"] = "no bank: the LSTM state carried across the run's trials is its only memory"
+        ev.close()
+    else:
+        mem = memory()
+        fns = trials_env_fns(fam["make"], mem, N_ENVS, instances=fam["train"], trials=k_trials,
+                             group_size=GROUP_SIZE, free_members=FREE_MEMBERS, seed=seed, wrapper=Monitor)
+        venv = DummyVecEnv(fns)
+        log = TrialLog(8192, k_trials)
+        model = PPO("MultiInputPolicy", venv, seed=seed, verbose=0,
+                    policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64]},
+                    **PPO_KWARGS)
+        model.learn(steps, callback=log)
+        venv.close()
+        out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}
+
+        def frozen_memory() -> TrialMemory:
+            m = memory(train_extractor=False)
+            if mem.trainer is not None:
+                m.trainer.extractor.load_state_dict(mem.trainer.extractor.state_dict())
+            return m
+        heldout["without_experience"] = evaluate(model.predict, frozen_memory, False, False)
+        if spec.get("scope") != "none":
+            heldout["with_experience"] = evaluate(model.predict, frozen_memory, True, False)
+            heldout["with_demonstration"] = evaluate(model.predict, frozen_memory, True, True)
+    out["heldout"] = heldout
+    out["demonstrations_used"] = {"training": 0, "test_per_run": 1 if "with_demonstration" in heldout else 0}
+    out["wall_s"] = round(time.time() - t0, 1)
+    out["steps_per_s"] = round(steps / out["wall_s"], 1) if steps and kind != "play" else None
+    return out
+
+
+# ---------------------------------------------------------------------------- the suite
+def _settings(family: str, arm: str, steps: int, repeats: int) -> dict[str, Any]:
+    return {"family": family, "arm": arm, "arm_settings": ARMS[arm], "steps": steps if ARMS[arm]["kind"] != "play" else 0,
+            "repeats": repeats, "ppo": PPO_KWARGS, "n_envs": N_ENVS, "group_size": GROUP_SIZE,
+            "free_members": FREE_MEMBERS, "k": K_ENTRIES, "exp_dim": EXP_DIM}
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _job(family: str, arm: str, seed: int, steps: int, repeats: int, path: str) -> str:
+    result = run_one(family, arm, seed, steps, repeats)
+    result["settings"] = _settings(family, arm, steps, repeats)
+    result["commit"] = _commit()
+    write_result(Path(path), result)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--family", default="darkroom", choices=sorted(FAMILIES))
+    p.add_argument("--arms", nargs="+", default=["crl-trials", "ppo"], choices=sorted(ARMS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--steps", type=int, default=300_000)
+    p.add_argument("--repeats", type=int, default=5, help="runs per held-out instance in evaluation")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--out", type=Path, default=None, help="folder (default benchmarks/results/trials-<family>)")
+    p.add_argument("--force", action="store_true", help="rerun and overwrite results made with other settings")
+    args = p.parse_args(argv)
+    if args.steps <= 0 or args.repeats <= 0 or args.jobs <= 0:
+        p.error("--steps, --repeats and --jobs must be positive")
+    out = args.out or RESULTS / f"trials-{args.family}"
+    todo = []
+    for arm in args.arms:
+        for seed in args.seeds:
+            path = out / arm / f"seed{seed}.json"
+            if path.exists():
+                old = json.loads(path.read_text()).get("settings")
+                new = _settings(args.family, arm, args.steps, args.repeats)
+                if old == new:
+                    print(f"skip {path}: done with these settings")
+                    continue
+                if not args.force:
+                    diff = sorted(k for k in new if (old or {}).get(k) != new[k])
+                    print(f"stop: {path} was made with other settings (differ: {diff}); rerun with --force to "
+                          f"replace it, or --out for a folder of its own", file=sys.stderr)
+                    return 2
+            todo.append((arm, seed, path))
+    print(f"{len(todo)} runs to do, {args.jobs} at a time")
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(_job, args.family, arm, seed, args.steps, args.repeats, str(path))
+                   for arm, seed, path in todo]
+        for f in as_completed(futures):
+            f.result()
+    print(f"report: python -m benchmarks.trials_report --family {args.family}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,297 @@
+"""``TrialMemory``: the experience of trials of one instance, in the bank, scoped by run.
+
+A *run* is ``K`` consecutive trials of one instance by one env. Every run has a scope (a
+bank task id of its own): its finished trials are written there, one entry per step
+(see :mod:`.layout`), and its later trials read only there, so trial ``t`` sees exactly
+the run's trials ``1 .. t - 1`` (and a demonstration, if one was placed in the scope). A
+run's entries leave the bank when the run ends.
+
+The extractor writes each entry's vector ``z`` (for the rest of the trial from that step)
+and is trained by outcome: a guided trial's delta is its success minus the success of the
+free trial of the same instance and trial index in its group
+(:class:`~experience_wrappers.credit.PairedCredit`), and every entry it was shown earns
+that delta (:meth:`ExtractorTrainer.update <experience_wrappers.extractor.ExtractorTrainer.update>`:
+CISPO on the sampled ``z``, with the decoder and steps-to-go losses).
+
+Writes happen when a trial ends, in the stepping thread: the next trial of the run waits
+for its predecessor's entries (a DummyVecEnv steps its envs in one thread; every wrapper
+of a memory must live in the process that owns it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from ..bank import ExperienceBank, Provenance
+from ..credit import PairedCredit
+from ..extractor import (
+    ActionCoder,
+    ExperienceExtractor,
+    ExtractorConfig,
+    ExtractorTrainer,
+    encode_segment,
+)
+from ..keys import KeyEncoder, batch_flatten, flat_dim
+from ..keys.base import checked_keys
+from ..validators import check_int
+from .layout import EntryLayout
+
+__all__ = ["TrialMemory", "SCOPES"]
+
+logger = logging.getLogger(__name__)
+
+#: where a guided trial reads: ``"instance"``, its run's own earlier trials (the method);
+#: ``"other"``, the entries of a finished run of another instance (the random-retrieval
+#: ablation: real entries, the wrong instance); ``"none"``: nothing (the no-retrieval ablation)
+SCOPES = ("instance", "other", "none")
+
+#: finished runs kept as donors for ``scope="other"``
+DONORS = 32
+
+
+class TrialMemory:
+    """The bank, the extractor and the pairing table that the trial wrappers of one VecEnv share.
+
+    Args:
+        observation_space: the env's observation space (the states keyed).
+        action_space: the env's action space.
+        horizon: the trial's step cap (steps to go are divided by it).
+        k: entries read per step.
+        key_encoder: the frozen key encoder; None: the flattened observation
+            (:func:`~experience_wrappers.keys.batch_flatten`, Box bounds mapped to [-1, 1]), which
+            puts two visits of one state at distance 0.
+        exp_dim: width of the extractor's vector (0: no extractor; entries hold decodable content only).
+        scope: ``"instance"`` (default), ``"other"`` or ``"none"`` (see :data:`SCOPES`).
+        write_failures: write failed trials too (False: the successes-only ablation).
+        train_extractor: train the extractor by paired credit (False: the frozen-extractor ablation).
+        batch_size: credited entries per extractor update.
+        seed: seed of the extractor and of its sampling.
+
+    >>> mem = TrialMemory(spaces.Box(0, 9, (2,)), spaces.Discrete(8), horizon=25, k=2, exp_dim=4)
+    >>> s = mem.new_scope()
+    >>> ids = mem.write(s, np.array([[0, 0], [1, 1]]), np.array([3, 3]), [0.0, 1.0])
+    >>> rows, mask, shown = mem.read(np.array([s]), np.array([[1, 1]]), np.array([1.0]))
+    >>> mask.tolist(), rows[0, 0, :2].tolist()   # the nearest entry is the visit of (1, 1)
+    ([[True, True]], [0.0, 0.0])
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
+                 k: int = 8, key_encoder: KeyEncoder | None = None, exp_dim: int = 8, scope: str = "instance",
+                 write_failures: bool = True, train_extractor: bool = True, batch_size: int = 256,
+                 hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+        self.observation_space, self.action_space = observation_space, action_space
+        self.k = check_int("k", k, minimum=1, maximum=256)
+        self.scope = scope
+        self.write_failures = bool(write_failures)
+        self.train_extractor = bool(train_extractor)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        if key_encoder is None:
+            self.key_dim = flat_dim(observation_space)
+        else:
+            self.key_dim = int(key_encoder.key_dim)
+        self.key_encoder = key_encoder
+        self.action_coder = ActionCoder(action_space)
+        self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon)
+        self.bank = ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20)
+        self.exp_dim = int(exp_dim)
+        self.trainer: ExtractorTrainer | None = None
+        if self.exp_dim:
+            cfg = ExtractorConfig(state_dim=self.key_dim, action_dim=self.action_coder.dim, exp_dim=self.exp_dim,
+                                  hidden=hidden, max_len=max_len, lr=lr, seed=seed,
+                                  discrete_actions=isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete)))
+            torch.manual_seed(seed)
+            self.trainer = ExtractorTrainer(ExperienceExtractor(cfg))
+        self.generator = torch.Generator().manual_seed(seed)
+        self.max_len = int(max_len)
+        self.pairs = PairedCredit()
+        self._next_scope = 1
+        self._scope_ids: dict[int, list[np.ndarray]] = {}
+        self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
+        #: id -> (context, z, logp) of the live entries, for crediting what a guided trial was shown
+        self._samples: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+        self._credited: list[tuple[np.ndarray, np.ndarray, float, float]] = []
+        self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
+                                        "credited_entries": 0.0, "mean_delta": 0.0}
+
+    # ----------------------------------------------------------------- keys
+    def keys(self, obs: Any) -> np.ndarray:
+        """Keys ``(n, key_dim)`` of a batch of observations."""
+        if self.key_encoder is None:
+            return batch_flatten(self.observation_space, obs)
+        n = len(obs) if not isinstance(obs, dict) else len(next(iter(obs.values())))
+        return checked_keys(self.key_encoder, obs, np.zeros(n, np.int64))
+
+    # ---------------------------------------------------------------- scopes
+    def new_scope(self) -> int:
+        """A fresh scope (bank task id) for a new run."""
+        s = self._next_scope
+        self._next_scope += 1
+        self._scope_ids[s] = []
+        return s
+
+    def forget(self, scope: int) -> int:
+        """Remove a finished run's entries from the bank; returns how many."""
+        chunks = self._scope_ids.pop(scope, [])
+        if not chunks:
+            return 0
+        ids = np.concatenate(chunks)
+        for i in ids.tolist():
+            self._samples.pop(int(i), None)
+        return self.bank.remove(ids)
+
+    def retire(self, scope: int, instance: int) -> None:
+        """A run on ``instance`` ended: forget its entries, or keep them as a donor (``scope="other"``)."""
+        if self.scope != "other":
+            self.forget(scope)
+            return
+        self._donors.append((scope, int(instance)))
+        while len(self._donors) > DONORS:
+            self.forget(self._donors.popleft()[0])
+
+    def donor(self, instance: int, rng: np.random.Generator) -> int:
+        """A finished run of another instance than ``instance``, drawn at random (0: none yet)."""
+        others = [s for s, i in self._donors if i != int(instance)]
+        return int(others[int(rng.integers(len(others)))]) if others else 0
+
+    def size(self, scope: int) -> int:
+        """Entries held in ``scope``."""
+        return int(sum(len(c) for c in self._scope_ids.get(scope, [])))
+
+    # ---------------------------------------------------------------- writes
+    def write(self, scope: int, observations: Any, actions: Any, rewards: Any, *,
+              provenance: Provenance = Provenance.EXTRACTED) -> np.ndarray:
+        """Write one finished trial into ``scope``: one entry per step. Returns the new ids.
+
+        Args:
+            observations: the ``T`` observations the steps started from (a batch).
+            actions: the ``T`` actions taken.
+            rewards: the ``T`` rewards received.
+            provenance: ``DEMO`` for a demonstration (see :meth:`add_demonstration`).
+        """
+        if scope not in self._scope_ids:
+            raise KeyError(f"scope {scope} is not open (new_scope() makes one; forget() closed it)")
+        rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
+        t = len(rewards)
+        if t == 0:
+            return np.zeros(0, np.int64)
+        keys = self.keys(observations)
+        codes = self.action_coder.encode(np.asarray(actions))
+        if len(keys) != t or len(codes) != t:
+            raise ValueError(f"a trial needs one observation, action and reward per step, got {len(keys)}, "
+                             f"{len(codes)} and {t}")
+        trial_return = float(rewards.sum())
+        if self.trainer is not None:
+            contexts = np.stack([encode_segment(keys[s:], codes[s:], rewards[s:], self.max_len) for s in range(t)])
+            z, logp, _ = self.trainer.extractor.propose(contexts, self.generator)
+        else:
+            contexts, z, logp = np.zeros((t, 0), np.float32), np.zeros((t, 0), np.float32), np.zeros(t, np.float32)
+        values = self.layout.values(keys, codes, trial_return, z)
+        ids = np.asarray(self.bank.add(keys, values, task_ids=scope, provenance=provenance).ids, np.int64)
+        self._scope_ids[scope].append(ids)
+        if self.trainer is not None:
+            for j, i in enumerate(ids.tolist()):
+                self._samples[int(i)] = (contexts[j], z[j], float(logp[j]))
+        self.stats["trials_written"] += 1
+        self.stats["entries_written"] += t
+        return ids
+
+    def write_trial(self, scope: int, observations: Any, actions: Any, rewards: Any, success: bool) -> np.ndarray:
+        """:meth:`write` a finished trial of a run, unless it failed and failures are not written."""
+        if not success and not self.write_failures:
+            return np.zeros(0, np.int64)
+        return self.write(scope, observations, actions, rewards)
+
+    def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None
+                          ) -> np.ndarray:
+        """Place a demonstration of the scope's instance in the scope (no learning, no retraining).
+
+        ``rewards`` None: a successful demonstration, return 1 on its last step.
+        """
+        n = len(actions)
+        if rewards is None:
+            rewards = np.zeros(n)
+            if n:
+                rewards[-1] = 1.0
+        return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO)
+
+    # ----------------------------------------------------------------- reads
+    def read(self, scopes: np.ndarray, obs: Any, same: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows the policy reads for a batch: ``(rows (n, k, row_dim), mask (n, k), ids (n, k))``.
+
+        Args:
+            scopes: ``(n,)`` the scope each observation reads (0: none, nothing shown).
+            obs: the batch of observations.
+            same: ``(n,)`` 1 where the scope is the reader's own instance.
+        """
+        scopes = np.asarray(scopes, np.int64)
+        n = len(scopes)
+        keys = self.keys(obs)
+        live = np.array([self.size(int(s)) > 0 for s in scopes.tolist()], bool)
+        mask = np.zeros((n, self.k), bool)
+        ids = np.full((n, self.k), -1, np.int64)
+        values = np.zeros((n, self.k, self.layout.value_dim), np.float32)
+        dist = np.zeros((n, self.k), np.float32)
+        if live.any():
+            rows = np.flatnonzero(live)
+            res = self.bank.query(keys[rows], self.k, task_ids=scopes[rows], mode="knn", record=False)
+            mask[rows] = res.mask
+            ids[rows] = res.ids
+            if res.values.shape[-1] == self.layout.value_dim:
+                values[rows] = res.values
+            dist[rows] = np.where(res.mask, res.distances, 0.0)
+        return self.layout.rows(values, keys, dist, same, mask), mask, ids
+
+    # ---------------------------------------------------------------- credit
+    def finish_trial(self, key: Hashable, success: float, *, guided: bool, members: int, free: int,
+                     shown: set[int] | None = None) -> None:
+        """One finished trial of a group; credits the guided trials it resolves and trains the extractor.
+
+        ``key`` is the group's (run, trial index); ``shown``, the entries a guided trial read.
+        """
+        payload = None
+        if guided and shown and self.trainer is not None:
+            payload = [self._samples[i] for i in sorted(shown) if i in self._samples]
+        for result in self.pairs.add(key, float(success), guided=guided, members=members, free=free,
+                                     payload=payload):
+            if result.payload:
+                self._credited.extend((c, z, lp, result.delta) for c, z, lp in result.payload)
+                self.stats["credited_entries"] += len(result.payload)
+                self.stats["mean_delta"] += 0.05 * (result.delta - self.stats["mean_delta"])
+        if self.train_extractor and self.trainer is not None and len(self._credited) >= self.batch_size:
+            self._train()
+
+    def _train(self) -> None:
+        assert self.trainer is not None
+        batch, self._credited = self._credited[: self.batch_size], self._credited[self.batch_size:]
+        ctx = np.stack([b[0] for b in batch])
+        z = np.stack([b[1] for b in batch])
+        logp = np.array([b[2] for b in batch], np.float32)
+        rewards = np.array([b[3] for b in batch], np.float32)
+        n = len(batch)
+        self.trainer.update(ctx, z, logp, rewards, np.zeros(n), np.zeros(n, bool))
+        self.stats["extractor_updates"] += 1
+
+    # ----------------------------------------------------------- save / load
+    def save(self, folder: str | Path) -> Path:
+        """Save the extractor (the bank holds only live runs' entries and is not kept)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.trainer is not None:
+            self.trainer.save(folder / "extractor.pt")
+        return folder
+
+    def load(self, folder: str | Path) -> None:
+        """Load an extractor saved by :meth:`save` into this memory."""
+        if self.trainer is not None:
+            self.trainer = ExtractorTrainer.load(Path(folder) / "extractor.pt")

@@ -1,0 +1,238 @@
+"""``TrialsWrapper``: one env replays one instance for ``K`` trials and reads its earlier trials.
+
+The protocol of meta-RL benchmarks (Dark Room, Key-to-Door; Laskin et al. 2022, Lee et al.
+2023) in the paper's groups: the envs of a group replay one instance for ``K``
+consecutive trials (a *run*); ``free_members`` of them are experience-free (the baseline of
+paired credit), the others are guided. A guided trial is shown the ``k`` entries of its
+run's earlier trials nearest to its state (see :class:`~experience_wrappers.trials.TrialMemory`);
+trial 1 of a run is shown nothing, unless a demonstration of the instance was placed in
+the run's scope. Held-out instances, frozen weights: give ``instances`` the held-out
+seeds and ``learn=False``.
+
+The env must give the same instance for the same ``reset(seed=...)`` (the instance *is*
+the reset seed); instances are drawn per run, the same for every member of a group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..keys.base import add_batch_axis
+from ..manager import success_from_info
+from ..validators import check_int
+from .memory import TrialMemory
+
+__all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "trials_env_fns"]
+
+TRIAL_INFO_KEY = "trial"
+ENTRIES_KEY = "trial_entries"
+MASK_KEY = "trial_mask"
+
+#: ``demonstrations(instance)`` -> ``(observations, actions)`` of one demonstration of it, or None
+DemoSource = Callable[[int], tuple[Any, Any] | None]
+
+
+class TrialsWrapper(gym.Wrapper):
+    """Replay an instance for ``trials`` trials; guided trials read their run's earlier trials.
+
+    Args:
+        env: an env whose ``reset(seed=s)`` gives instance ``s`` every time.
+        memory: the :class:`TrialMemory` every wrapper of the VecEnv shares.
+        instances: the reset seeds to draw runs from (training or held-out instances).
+        trials: trials per run (``K``).
+        group, member, group_size: this env's group and place in it; members of a group run
+            the same instances in the same order.
+        free_members: experience-free members per group (the last ones).
+        guided: force every run guided (True) or free (False); None: by member.
+        learn: credit guided trials and train the extractor (False: evaluation; trials are
+            still written, so later trials of a run read the earlier ones).
+        demonstrations: ``fn(instance) -> (observations, actions)`` placed in a guided run's
+            scope before its first trial (None: no demonstrations).
+        seed: seed of the instance draws.
+
+    The observation is a Dict: the env's observation (its own keys if a Dict, else
+    ``"observation"``), ``trial_entries`` ``(k, row_dim)`` (see
+    :class:`~experience_wrappers.trials.EntryLayout`) and ``trial_mask`` ``(k,)``. ``info["trial"]``
+    carries ``instance``, ``index`` (0-based), ``run`` and ``guided``; at a trial's end
+    ``info["trial_success"]``.
+    """
+
+    def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
+                 group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
+                 guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
+                 seed: int = 0) -> None:
+        super().__init__(env)
+        if not isinstance(memory, TrialMemory):
+            raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
+        self.memory = memory
+        self.instances = [int(i) for i in instances]
+        if not self.instances:
+            raise ValueError("instances must hold at least one reset seed")
+        self.trials = check_int("trials", trials, minimum=1)
+        self.group_size = check_int("group_size", group_size, minimum=1)
+        self.member = check_int("member", member, minimum=0, maximum=self.group_size - 1)
+        self.free_members = check_int("free_members", free_members, minimum=0, maximum=self.group_size)
+        self.group = check_int("group", group, minimum=0)
+        self.guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
+        self.learn, self.demonstrations = bool(learn), demonstrations
+        self._rng = np.random.default_rng([int(seed), self.group])
+        base = env.observation_space
+        self._dict_obs = isinstance(base, spaces.Dict)
+        lay = memory.layout
+        self.observation_space = spaces.Dict({
+            **(dict(base.spaces) if isinstance(base, spaces.Dict) else {"observation": base}),
+            ENTRIES_KEY: spaces.Box(-np.inf, np.inf, (memory.k, lay.row_dim), np.float32),
+            MASK_KEY: spaces.Box(0.0, 1.0, (memory.k,), np.float32),
+        })
+        self.run = -1
+        self.trial = 0
+        self.instance = -1
+        self.scope = 0
+        self._donor = 0  # the finished run of another instance read with scope="other"
+        self._obs: list[Any] = []
+        self._actions: list[Any] = []
+        self._rewards: list[float] = []
+        self._shown: set[int] = set()
+        self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
+        self._mask = np.zeros(memory.k, np.float32)
+        self._run_open = False
+        self._in_trial = False
+
+    # --------------------------------------------------------------- runs
+    @property
+    def read_scope(self) -> int:
+        """The scope this trial reads (0: none)."""
+        if not self.guided or self.memory.scope == "none":
+            return 0
+        return self._donor if self.memory.scope == "other" else self.scope
+
+    def _start_run(self) -> None:
+        self.run += 1
+        self.trial = 0
+        self._run_open = True
+        self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
+        self.scope = self.memory.new_scope() if self.guided else 0
+        self._donor = self.memory.donor(self.instance, self._rng) if self.guided else 0
+        if self.guided and self.demonstrations is not None:
+            demo = self.demonstrations(self.instance)
+            if demo is not None:
+                self.memory.add_demonstration(self.scope, *demo)
+
+    def _end_run(self) -> None:
+        self._run_open = False
+        if self.guided:
+            self.memory.retire(self.scope, self.instance)
+        self.scope = self._donor = 0
+
+    def close(self) -> None:
+        if self.scope:
+            self.memory.forget(self.scope)
+        self.scope = self._donor = 0
+        super().close()
+
+    # --------------------------------------------------------- observation
+    def _read(self, obs: Any) -> None:
+        scope = self.read_scope
+        if scope == 0:
+            self._rows[:] = 0
+            self._mask[:] = 0
+            return
+        same = np.array([0.0 if self.memory.scope == "other" else 1.0])
+        rows, mask, ids = self.memory.read(np.array([scope]), add_batch_axis(obs), same)
+        self._rows[:] = rows[0]
+        self._mask[:] = mask[0]
+        self._shown.update(int(i) for i in ids[0][mask[0]].tolist())
+
+    def _wrap(self, obs: Any) -> dict[str, Any]:
+        out = dict(obs) if self._dict_obs else {"observation": obs}
+        out[ENTRIES_KEY] = self._rows.copy()
+        out[MASK_KEY] = self._mask.copy()
+        return out
+
+    def _info(self) -> dict[str, Any]:
+        return {TRIAL_INFO_KEY: {"instance": self.instance, "index": self.trial, "run": self.run,
+                                 "guided": self.guided}}
+
+    # ------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start the run's next trial (a new run after the last); a ``seed`` given here is ignored:
+        the instance decides the reset seed."""
+        if self._in_trial and self.trial >= self.trials - 1:  # the last trial was cut short: the run ends
+            self._end_run()
+        if self._run_open:
+            self.trial += 1
+        else:
+            self._start_run()
+        obs, info = self.env.reset(seed=self.instance, options=options)
+        self._obs, self._actions, self._rewards, self._shown = [obs], [], [], set()
+        self._in_trial = True
+        self._read(obs)
+        return self._wrap(obs), {**info, **self._info()}
+
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._actions.append(action)
+        self._rewards.append(float(reward))
+        info = {**info, **self._info()}
+        if terminated or truncated:
+            success = success_from_info(info)
+            won = bool(sum(self._rewards) > 0) if success is None else bool(success)
+            info["trial_success"] = won
+            self._in_trial = False
+            self._finish(won)
+        else:
+            self._obs.append(obs)
+            self._read(obs)
+        return self._wrap(obs), reward, terminated, truncated, info
+
+    def _finish(self, success: bool) -> None:
+        mem = self.memory
+        if self.guided and (self.trial < self.trials - 1 or mem.scope == "other"):  # a last trial is read by a donor's reader only
+            batch = _stack(self._obs[: len(self._actions)])
+            mem.write_trial(self.scope, batch, np.asarray(self._actions), self._rewards, success)
+        if self.learn and self.free_members and self.free_members < self.group_size:
+            mem.finish_trial((self.group, self.run, self.trial), float(success), guided=self.guided,
+                             members=self.group_size, free=self.free_members, shown=self._shown)
+        if self.trial >= self.trials - 1:
+            self._end_run()
+
+
+def _stack(observations: list[Any]) -> Any:
+    """A list of observations as one batch (Dict observations key by key)."""
+    if isinstance(observations[0], dict):
+        return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+    return np.stack([np.asarray(o) for o in observations])
+
+
+def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs: int, *,
+                   instances: Sequence[int], trials: int = 4, group_size: int = 4, free_members: int = 1,
+                   seed: int = 0, wrapper: Callable[[gym.Env], gym.Env] | None = None,
+                   **kwargs: Any) -> list[Callable[[], gym.Env]]:
+    """Constructors of ``n_envs`` trial envs in groups of ``group_size`` on one memory (for a DummyVecEnv).
+
+    ``wrapper`` (a ``Monitor``, say) goes above each :class:`TrialsWrapper`; ``kwargs`` are its
+    other arguments (``guided``, ``learn``, ``demonstrations``).
+
+    Raises:
+        ValueError: ``n_envs`` is not a multiple of ``group_size``.
+    """
+    n_envs = check_int("n_envs", n_envs, minimum=1)
+    group_size = check_int("group_size", group_size, minimum=1)
+    if n_envs % group_size:
+        raise ValueError(f"n_envs must be a multiple of group_size ({group_size}), got n_envs={n_envs}")
+
+    def fn(i: int) -> Callable[[], gym.Env]:
+        def make() -> gym.Env:
+            env: gym.Env = TrialsWrapper(make_env(), memory, instances=instances, trials=trials,
+                                         group=i // group_size, member=i % group_size, group_size=group_size,
+                                         free_members=free_members, seed=seed, **kwargs)
+            return wrapper(env) if wrapper is not None else env
+        return make
+
+    return [fn(i) for i in range(n_envs)]

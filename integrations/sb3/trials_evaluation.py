@@ -1,0 +1,90 @@
+"""Success by trial index on held-out instances, weights frozen: with and without experience, and with a demonstration."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from experience_wrappers.trials import TRIAL_INFO_KEY
+from experience_wrappers.validators import check_int
+
+__all__ = ["run_trials", "trial_metrics"]
+
+Predict = Callable[..., tuple[np.ndarray, Any]]
+
+
+def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int, recurrent: bool = False,
+               deterministic: bool = False, max_steps: int = 10_000_000) -> np.ndarray:
+    """Step ``venv`` until each env has finished ``runs_per_env`` runs; their successes ``(runs, trials)``.
+
+    Every env of ``venv`` must report ``info["trial"]["index"]`` and, at a trial's end,
+    ``info["trial_success"]`` (:class:`~experience_wrappers.trials.TrialsWrapper` and
+    :class:`~experience_wrappers.trials.MetaEpisode` do). ``predict`` is an SB3 model's
+    ``predict`` (or :class:`~experience_wrappers.trials.RetrieveAndPlay`'s); with ``recurrent``
+    its state is carried and reset at episode starts (a MetaEpisode's episode is a whole run).
+    Nothing is learned here: pass envs built with ``learn=False``.
+
+    Rows are ordered by env, then run.
+    """
+    runs_per_env = check_int("runs_per_env", runs_per_env, minimum=1)
+    trials = check_int("trials", trials, minimum=1)
+    n = venv.num_envs
+    done_runs: list[list[list[float]]] = [[] for _ in range(n)]
+    current: list[list[float]] = [[] for _ in range(n)]
+    obs = venv.reset()
+    state = None
+    starts = np.ones(n, dtype=bool)
+    steps = 0
+    while min(len(r) for r in done_runs) < runs_per_env:
+        if recurrent:
+            actions, state = predict(obs, state=state, episode_start=starts, deterministic=deterministic)
+        else:
+            actions, _ = predict(obs, deterministic=deterministic)
+        obs, _, dones, infos = venv.step(actions)
+        starts = np.asarray(dones, dtype=bool)
+        for i, info in enumerate(infos):
+            if "trial_success" not in info:
+                continue
+            index = int(info[TRIAL_INFO_KEY]["index"])
+            if index != len(current[i]):  # a run joined midway (cannot happen after a full reset)
+                current[i] = []
+                if index != 0:
+                    continue
+            current[i].append(float(info["trial_success"]))
+            if len(current[i]) == trials:
+                done_runs[i].append(current[i])
+                current[i] = []
+        steps += 1
+        if steps > max_steps:
+            raise RuntimeError(f"run_trials: fewer than {runs_per_env} runs per env after {max_steps} steps")
+    return np.array([run for per_env in done_runs for run in per_env[:runs_per_env]], dtype=np.float64)
+
+
+def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
+    """What the trials protocol reports of ``(runs, trials)`` successes.
+
+    ``success_by_trial``: the success rate at each trial index; ``cumulative_by_trial``: the
+    share of runs with a success by then; ``after_first_success``: the success rate on the
+    trials after a run's first success (None when no run succeeded before its last trial);
+    ``runs``.
+
+    >>> m = trial_metrics(np.array([[0, 1, 1, 1], [0, 0, 0, 0], [1, 1, 0, 1]]))
+    >>> m["success_by_trial"], m["cumulative_by_trial"], round(m["after_first_success"], 3)
+    ([0.333, 0.667, 0.333, 0.667], [0.333, 0.667, 0.667, 0.667], 0.833)
+    """
+    s = np.asarray(successes, dtype=np.float64)
+    if s.ndim != 2 or s.shape[0] == 0:
+        raise ValueError(f"successes must be (runs, trials) with at least one run, got shape {s.shape}")
+    cumulative = np.maximum.accumulate(s, axis=1)
+    after: list[float] = []
+    for run in s:
+        won = np.flatnonzero(run > 0)
+        if len(won) and won[0] < len(run) - 1:
+            after.extend(run[won[0] + 1:].tolist())
+    return {"success_by_trial": [round(float(x), 3) for x in s.mean(axis=0)],
+            "cumulative_by_trial": [round(float(x), 3) for x in cumulative.mean(axis=0)],
+            "after_first_success": float(np.mean(after)) if after else None,
+            "runs": int(s.shape[0])}

@@ -1,0 +1,53 @@
+"""Policy features extractor that reads a trial's ``k`` retrieved entries with attention."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import torch as th
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY
+
+__all__ = ["TrialsFeaturesExtractor"]
+
+
+class TrialsFeaturesExtractor(BaseFeaturesExtractor):
+    """An MLP of the env's observation, and the ``k`` entries pooled by attention and by max.
+
+    Each entry row (offset to the query, distance, same-instance flag, action, return,
+    steps to go, the extractor's vector; see :class:`~experience_wrappers.trials.EntryLayout`)
+    is encoded by a small MLP; the observation's features make the attention query;
+    padded slots (mask 0) are ignored. The output is ``[observation features, attention
+    pool, max pool, any-entry flag]``: with nothing retrieved the pools are zeros.
+
+    Args:
+        observation_space: the Dict observation of a :class:`~experience_wrappers.trials.TrialsWrapper`.
+        hidden: width of every layer.
+    """
+
+    def __init__(self, observation_space: gym.spaces.Dict, hidden: int = 64) -> None:
+        if not isinstance(observation_space, gym.spaces.Dict) or ENTRIES_KEY not in observation_space.spaces:
+            raise ValueError(f"TrialsFeaturesExtractor needs the Dict observation of a TrialsWrapper, got "
+                             f"{observation_space}")
+        self.base_keys = sorted(key for key in observation_space.spaces if key not in (ENTRIES_KEY, MASK_KEY))
+        base_dim = sum(gym.spaces.flatdim(observation_space[key]) for key in self.base_keys)
+        super().__init__(observation_space, features_dim=3 * hidden + 1)
+        row_dim = observation_space[ENTRIES_KEY].shape[-1]
+        self.base = nn.Sequential(nn.Linear(base_dim, hidden), nn.ReLU())
+        self.token = nn.Sequential(nn.Linear(row_dim, hidden), nn.ReLU(), nn.Linear(hidden, 2 * hidden), nn.ReLU())
+        self.query = nn.Linear(hidden, hidden)
+        self.hidden = hidden
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        base_in = th.cat([observations[key].float().flatten(1) for key in self.base_keys], dim=1)
+        base = self.base(base_in)
+        keys, values = self.token(observations[ENTRIES_KEY].float()).split(self.hidden, dim=-1)
+        mask = observations[MASK_KEY].float() > 0.5
+        scores = (keys * self.query(base).unsqueeze(1)).sum(-1) / self.hidden ** 0.5
+        scores = scores.masked_fill(~mask, -1e9)
+        weights = th.softmax(scores, dim=-1) * mask.float()
+        pooled = (weights.unsqueeze(-1) * values).sum(1)
+        maxed = values.masked_fill(~mask.unsqueeze(-1), 0.0).max(dim=1).values
+        any_entry = mask.any(dim=1, keepdim=True).float()
+        return th.cat([base, pooled, maxed, any_entry], dim=1)

@@ -1,0 +1,327 @@
+"""Trials of one instance: the memory's scopes, the wrapper's runs, the peers and the evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from experience_wrappers.trials import (
+    ENTRIES_KEY,
+    MASK_KEY,
+    EntryLayout,
+    MetaEpisode,
+    RetrieveAndPlay,
+    TrialMemory,
+    TrialsWrapper,
+    trials_env_fns,
+)
+from integrations.minihack.hidden_goal import (
+    MOVES,
+    HiddenGoalRoom,
+    shortest_path_actions,
+    split_goals,
+)
+from integrations.sb3.trials_evaluation import run_trials, trial_metrics
+from integrations.sb3.trials_features import TrialsFeaturesExtractor
+
+POS = spaces.Box(0.0, 9.0, (2,), np.float32)
+ACT = spaces.Discrete(8)
+
+
+def memory(**kw) -> TrialMemory:
+    return TrialMemory(POS, ACT, horizon=25, **{"k": 4, "exp_dim": 4, **kw})
+
+
+def demo(goal: int) -> tuple[np.ndarray, np.ndarray]:
+    actions = shortest_path_actions(goal)
+    pos, obs = np.zeros(2, np.float32), []
+    for a in actions:
+        obs.append(pos.copy())
+        pos = pos + np.asarray(MOVES[a], np.float32)
+    return np.stack(obs), np.asarray(actions)
+
+
+# ------------------------------------------------------------------------- layout
+def test_rows_decode_what_was_written() -> None:
+    lay = EntryLayout(key_dim=2, action_dim=8, exp_dim=3, horizon=10)
+    keys = np.array([[0.1, 0.2], [0.3, 0.4]], np.float32)
+    values = lay.values(keys, np.eye(8)[[5, 2]], 1.0, np.ones((2, 3)))
+    q = np.array([[0.3, 0.0]], np.float32)
+    rows = lay.rows(values[None], q, np.array([[0.5, 0.25]]), np.array([1.0]), np.array([[True, False]]))
+    assert np.allclose(rows[0, 0, :2], keys[0] - q[0])
+    assert rows[0, 0, lay.row_distance_col] == pytest.approx(0.5)
+    assert int(np.argmax(rows[0, 0, lay.row_action_slice()])) == 5
+    assert rows[0, 0, lay.row_return_col] == 1.0
+    assert rows[0, 0, lay.steps_to_go_col + 2] == pytest.approx(0.2)  # 2 steps of a 2-step trial, / 10
+    assert not rows[0, 1].any()  # a masked slot is zeros
+
+
+# ------------------------------------------------------------------------- memory
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=30),
+       st.integers(0, 2), st.integers(0, 9), st.integers(0, 9))
+def test_a_scope_reads_its_own_nearest_entries_only(writes, scope_pick, qx, qy) -> None:
+    mem = memory(exp_dim=0, k=3)
+    scopes = [mem.new_scope() for _ in range(3)]
+    model: dict[int, list[np.ndarray]] = {s: [] for s in scopes}
+    for s_idx, x, y in writes:
+        s = scopes[s_idx]
+        mem.write(s, np.array([[x, y]], np.float32), np.array([0]), [0.0])
+        model[s].append(np.array([x, y], np.float32))
+    s = scopes[scope_pick]
+    q = np.array([[qx, qy]], np.float32)
+    rows, mask, ids = mem.read(np.array([s]), q, np.array([1.0]))
+    held = model[s]
+    assert mask.sum() == min(3, len(held))
+    if held:
+        qk, hk = mem.keys(q), mem.keys(np.stack(held))
+        want = np.sort(((hk - qk) ** 2).sum(1))[: min(3, len(held))]
+        got = np.sort(rows[0, mask[0], mem.layout.row_distance_col])
+        assert np.allclose(got, want, atol=1e-5)
+        assert set(ids[0][mask[0]].tolist()) <= set(np.concatenate(mem._scope_ids[s]).tolist())
+
+
+def test_forget_removes_a_runs_entries() -> None:
+    mem = memory()
+    a, b = mem.new_scope(), mem.new_scope()
+    mem.write(a, np.zeros((3, 2), np.float32), np.zeros(3, int), [0, 0, 1])
+    mem.write(b, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 0])
+    assert len(mem.bank) == 5
+    assert mem.forget(a) == 3
+    assert len(mem.bank) == 2
+    _, mask, _ = mem.read(np.array([a]), np.zeros((1, 2), np.float32), np.array([1.0]))
+    assert not mask.any()
+    with pytest.raises(KeyError, match="not open"):
+        mem.write(a, np.zeros((1, 2), np.float32), np.zeros(1, int), [0])
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="scope"):
+        memory(scope="everything")
+    mem = memory()
+    s = mem.new_scope()
+    with pytest.raises(ValueError, match="one observation, action and reward per step"):
+        mem.write(s, np.zeros((3, 2), np.float32), np.zeros(2, int), [0, 0, 0])
+
+
+def test_successes_only_writes_no_failed_trial() -> None:
+    mem = memory(write_failures=False)
+    s = mem.new_scope()
+    assert len(mem.write_trial(s, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 0], False)) == 0
+    assert len(mem.write_trial(s, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 1], True)) == 2
+
+
+def test_paired_credit_trains_the_extractor_unless_frozen() -> None:
+    for train in (True, False):
+        mem = memory(batch_size=8, train_extractor=train)
+        before = [p.detach().clone() for p in mem.trainer.extractor.parameters()]
+        for run in range(4):
+            s = mem.new_scope()
+            ids = mem.write(s, np.arange(6, dtype=np.float32).reshape(3, 2), np.array([1, 2, 3]), [0, 0, 1])
+            # a guided trial shown the entries succeeds where the free trial of its instance failed
+            mem.finish_trial((0, run, 1), 1.0, guided=True, members=2, free=1, shown=set(ids.tolist()))
+            mem.finish_trial((0, run, 1), 0.0, guided=False, members=2, free=1)
+        assert mem.stats["credited_entries"] == 12
+        assert mem.stats["mean_delta"] > 0
+        changed = any(not torch.equal(a, b) for a, b in zip(before, mem.trainer.extractor.parameters(), strict=True))
+        assert changed == train
+        assert (mem.stats["extractor_updates"] > 0) == train
+
+
+# ------------------------------------------------------------------------- the env
+def test_the_goal_is_hidden_and_reset_replays_the_instance() -> None:
+    env = HiddenGoalRoom()
+    seen = []
+    for goal in (55, 99, 55):
+        obs, _ = env.reset(seed=goal)
+        path = [obs.tolist()]
+        for a in (1, 1, 5):  # the same moves from the start: the same observations, whatever the goal
+            obs, r, term, trunc, info = env.step(a)
+            path.append(obs.tolist())
+        seen.append(path)
+        assert r == 0.0 and not info["success"]
+    assert seen[0] == seen[1] == seen[2]
+    for goal in (1, 10, 99):
+        env.reset(seed=goal)
+        for a in shortest_path_actions(goal):
+            obs, r, term, trunc, info = env.step(a)
+        assert (r, term, info["success"]) == (1.0, True, True)
+        assert obs.tolist() == [goal % 10, goal // 10]
+    env.reset(seed=99)
+    for _t in range(25):
+        obs, r, term, trunc, _ = env.step(3)  # west into the wall: never the goal
+    assert trunc and not term
+    with pytest.raises(ValueError, match="seed"):
+        env.reset(seed=0)  # the start is not a goal
+    env.close()
+
+
+def test_split_goals_is_fixed_and_disjoint() -> None:
+    train, test = split_goals()
+    assert split_goals() == (train, test)
+    assert len(train) == 79 and len(test) == 20 and not set(train) & set(test) and 0 not in train + test
+
+
+# ------------------------------------------------------------------------- the wrapper
+def test_a_run_replays_one_instance_and_guided_trials_read_the_earlier_ones() -> None:
+    mem = memory()
+    venv = DummyVecEnv(trials_env_fns(HiddenGoalRoom, mem, 2, instances=[23, 57, 88], trials=3, group_size=2,
+                                      free_members=1, seed=1))
+    obs = venv.reset()
+    trial_infos = [[], []]
+    masks = [[], []]
+    for _ in range(200):
+        shown = obs[MASK_KEY].sum(axis=1)  # what the acting observation showed
+        obs, _, dones, infos = venv.step(np.array([4, 4]))  # north-east: never reaches these goals
+        for i, info in enumerate(infos):
+            masks[i].append((info["trial"]["run"], info["trial"]["index"], float(shown[i])))
+            if "trial_success" in info:
+                trial_infos[i].append(dict(info["trial"]))
+    # both members of the group run the same instances in the same order, K trials each
+    assert [t["instance"] for t in trial_infos[0]] == [t["instance"] for t in trial_infos[1]]
+    assert [t["index"] for t in trial_infos[0][:6]] == [0, 1, 2, 0, 1, 2]
+    assert len({t["instance"] for t in trial_infos[0][:3]}) == 1
+    assert {t["instance"] for t in trial_infos[0]} <= {23, 57, 88}
+    assert trial_infos[0][0]["guided"] and not trial_infos[1][0]["guided"]
+    # the guided member reads its run's earlier trials (none on trial 0), the free member nothing
+    g: dict[tuple[int, int], float] = {}
+    for run, idx, m in masks[0]:  # the most shown over a trial's steps
+        g[(run, idx)] = max(g.get((run, idx), 0.0), m)
+    assert g[(0, 0)] == 0 and g[(0, 1)] > 0 and g[(0, 2)] > 0
+    assert all(m == 0 for run, idx, m in masks[1])
+    assert len(mem.bank) <= 3 * 25  # finished runs leave the bank
+    venv.close()
+
+
+def test_a_demonstration_is_read_from_the_first_trial_and_retrieve_and_play_follows_it() -> None:
+    mem = memory()
+    env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[77], trials=2, guided=True, learn=False,
+                        demonstrations=demo, group_size=1, free_members=0)
+    player = RetrieveAndPlay(mem.layout, env.action_space)
+    for trial in range(2):
+        obs, info = env.reset()
+        assert info["trial"]["index"] == trial
+        assert obs[MASK_KEY].sum() > 0  # the demonstration is there from the first trial
+        while True:
+            batch = {k: v[None] for k, v in obs.items()}
+            obs, r, term, trunc, info = env.step(int(player.predict(batch)[0][0]))
+            if term or trunc:
+                break
+        assert info["trial_success"]
+    env.close()
+
+
+def test_random_retrieval_reads_another_instance() -> None:
+    mem = memory(scope="other")
+    envs = [TrialsWrapper(HiddenGoalRoom(max_steps=3), mem, instances=[g], trials=2, guided=True, learn=False,
+                          group_size=1, free_members=0) for g in (40, 60)]
+    for env in envs:  # one finished run of each instance
+        for _ in range(2):
+            env.reset()
+            while not any(env.step(0)[2:4]):
+                pass
+    obs, _ = envs[0].reset()  # a new run of 40 reads the run of 60
+    assert obs[MASK_KEY].sum() > 0
+    assert envs[0]._donor and envs[0].memory._donors
+    same_col = mem.layout.key_dim + 1
+    assert (obs[ENTRIES_KEY][obs[MASK_KEY] > 0, same_col] == 0).all()
+    for env in envs:
+        env.close()
+
+
+# ------------------------------------------------------------------------- peers and evaluation
+def test_meta_episode_runs_k_trials_as_one_episode() -> None:
+    env = MetaEpisode(HiddenGoalRoom(), instances=[9], trials=3)
+    obs, info = env.reset()
+    trial_ends, done, steps = [], False, 0
+    while not done:
+        obs, r, term, trunc, info = env.step(1)  # east: reaches cell 9 in 9 steps
+        steps += 1
+        if "trial_success" in info:
+            trial_ends.append((info["trial"]["index"], info["trial_success"], float(obs["trial_start"][0])))
+        done = term or trunc
+    assert trial_ends == [(0, True, 1.0), (1, True, 1.0), (2, True, 0.0)]
+    assert steps == 27 and obs["last_reward"][0] == 1.0
+    with pytest.raises(ValueError, match="Discrete"):
+        MetaEpisode(__import__("gymnasium").make("Pendulum-v1"), instances=[0])
+
+
+def test_evaluation_reports_success_by_trial() -> None:
+    mem = memory()
+    venv = DummyVecEnv([lambda g=g: TrialsWrapper(HiddenGoalRoom(), mem, instances=[g], trials=2, guided=True,
+                                                  learn=False, demonstrations=demo, group_size=1, free_members=0)
+                        for g in (15, 91)])
+    player = RetrieveAndPlay(mem.layout, ACT)
+    s = run_trials(venv, player.predict, runs_per_env=2, trials=2)
+    assert s.shape == (4, 2) and (s == 1).all()
+    m = trial_metrics(s)
+    assert m["success_by_trial"] == [1.0, 1.0] and m["after_first_success"] == 1.0
+    with pytest.raises(ValueError, match="runs, trials"):
+        trial_metrics(np.zeros(3))
+    venv.close()
+
+
+def test_the_policy_can_read_the_demonstrated_action_from_the_entries() -> None:
+    """A probe: demonstrations whose moves come in a random order (so that the position does
+    not say the action), the features extractor and a linear head trained for 300 steps to
+    output the demonstrated action: on held-out goals it is right far more often with the
+    entries than with them hidden."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    paths: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def shuffled_demo(goal: int) -> tuple[np.ndarray, np.ndarray]:
+        actions = rng.permutation(shortest_path_actions(goal))
+        pos, obs = np.zeros(2, np.float32), []
+        for a in actions:
+            obs.append(pos.copy())
+            pos = pos + np.asarray(MOVES[a], np.float32)
+        paths[goal] = (np.stack(obs), actions)
+        return paths[goal]
+
+    train, test = split_goals()
+    mem = memory(exp_dim=0, k=4)
+
+    def samples(goals: list[int], runs: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        env = TrialsWrapper(HiddenGoalRoom(), mem, instances=goals, trials=1, guided=True, learn=False,
+                            demonstrations=shuffled_demo, group_size=1, free_members=0)
+        obs_list, labels = [], []
+        for _ in range(runs):
+            obs, info = env.reset()
+            for a in paths[info["trial"]["instance"]][1].tolist():
+                obs_list.append(obs)
+                labels.append(a)
+                obs, *_ = env.step(a)
+        env.close()
+        self_space.append(env.observation_space)
+        return ({k: torch.as_tensor(np.stack([o[k] for o in obs_list])) for k in obs_list[0]},
+                torch.as_tensor(labels))
+
+    self_space: list = []
+    (x_train, y_train), (x_test, y_test) = samples(train, 150), samples(test, 40)
+    accuracy = {}
+    for hidden in (False, True):
+        feats = TrialsFeaturesExtractor(self_space[0], hidden=32)
+        head = torch.nn.Linear(feats.features_dim, 8)
+        opt = torch.optim.Adam([*feats.parameters(), *head.parameters()], lr=3e-3)
+        xs = []
+        for x in (x_train, x_test):
+            x = dict(x)
+            if hidden:
+                x[MASK_KEY] = torch.zeros_like(x[MASK_KEY])
+                x[ENTRIES_KEY] = torch.zeros_like(x[ENTRIES_KEY])
+            xs.append(x)
+        for _ in range(300):
+            loss = torch.nn.functional.cross_entropy(head(feats(xs[0])), y_train)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            accuracy[hidden] = float((head(feats(xs[1])).argmax(1) == y_test).float().mean())
+    assert accuracy[False] > 0.9, accuracy
+    assert accuracy[False] > accuracy[True] + 0.3, accuracy
