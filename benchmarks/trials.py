@@ -11,14 +11,19 @@ policy on its held-out instances, ``K`` trials per run, and writes
 same settings skips it (and says so), with other settings stops before training unless
 ``--force``.
 
-Families (only ``darkroom`` so far): ``darkroom``, the hidden-goal room
+Families: ``darkroom``, the hidden-goal room
 (:class:`integrations.minihack.hidden_goal.HiddenGoalRoom`; 10x10, position-only
-observation, a 25-step cap, 79 training goals and 20 held-out goals).
+observation, a 25-step cap, 79 training goals and 20 held-out goals); ``keydoor``, the
+hidden key-and-door room (:class:`integrations.minihack.hidden_key_door.HiddenKeyDoorRoom`;
+7x7, position and a has-key bit, a 30-step cap where a fixed sweep finds 0.29 of the pairs,
+80 training pairs and 20 held-out pairs).
 
 Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.TrialsFeaturesExtractor`
 and a [64, 64] MLP; the same PPO hyperparameters):
     ``crl-trials``: the method; guided trials read their run's earlier trials, failures
     written, the extractor trained by paired credit.
+    ``crl-trials-demos``: a quarter of the guided training runs start with a demonstration of
+    their (training) instance in their scope.
     ``crl-trials-successes``: failed trials not written. ``crl-trials-frozen``: the extractor
     never trained. ``crl-trials-random``: a guided trial reads a finished run of another
     instance. ``crl-trials-noz``: no extractor vector in the entries (decodable content only).
@@ -53,6 +58,10 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-frozen": {"kind": "crl", "train_extractor": False},
     "crl-trials-random": {"kind": "crl", "scope": "other"},
     "crl-trials-noz": {"kind": "crl", "exp_dim": 0},
+    "crl-trials-demos": {"kind": "crl", "train_demo_ratio": 0.25},
+    "crl-trials-sil": {"kind": "crl", "sil": True},
+    "crl-trials-sil-demos": {"kind": "crl", "sil": True, "train_demo_ratio": 0.25},
+    "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo": {"kind": "crl", "scope": "none"},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
@@ -92,7 +101,30 @@ def darkroom_family() -> dict[str, Any]:
             "trials": 4, "demonstration": demonstration}
 
 
-FAMILIES: dict[str, Callable[[], dict[str, Any]]] = {"darkroom": darkroom_family}
+def keydoor_family() -> dict[str, Any]:
+    from integrations.minihack.hidden_goal import MOVES
+    from integrations.minihack.hidden_key_door import HiddenKeyDoorRoom, key_door_actions, seed_pair, split_pairs
+    size, cap = 7, 30
+    train, held_out = split_pairs(size, 80, 20, seed=0)
+
+    def demonstration(seed: int) -> tuple[np.ndarray, np.ndarray]:
+        key, _ = seed_pair(seed, size)
+        actions = key_door_actions(seed, size)
+        x = y = has = 0
+        obs = []
+        for a in actions:
+            obs.append([x, y, has])
+            x, y = x + MOVES[a][0], y + MOVES[a][1]
+            has = has or int(y * size + x == key)
+        return np.asarray(obs, np.float32), np.asarray(actions)
+
+    return {"task": f"HiddenKeyDoorRoom-{size}x{size} (MiniHack level generator, position and has-key only, "
+                    f"{cap}-step cap)",
+            "make": lambda: HiddenKeyDoorRoom(size, cap), "train": train, "held_out": held_out, "horizon": cap,
+            "trials": 4, "demonstration": demonstration}
+
+
+FAMILIES: dict[str, Callable[[], dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family}
 
 
 # ---------------------------------------------------------------------------- one run
@@ -149,6 +181,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     fam = FAMILIES[family]()
     spec = dict(ARMS[arm])
     kind = spec.pop("kind")
+    demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
+    sil = bool(spec.pop("sil", False))
     k_trials = fam["trials"]
     proto = fam["make"]()
     obs_space, act_space = proto.observation_space, proto.action_space
@@ -203,13 +237,19 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     else:
         mem = memory()
         fns = trials_env_fns(fam["make"], mem, N_ENVS, instances=fam["train"], trials=k_trials,
-                             group_size=GROUP_SIZE, free_members=FREE_MEMBERS, seed=seed, wrapper=Monitor)
+                             group_size=GROUP_SIZE, free_members=FREE_MEMBERS, seed=seed, wrapper=Monitor,
+                             demonstrations=fam["demonstration"] if demo_ratio else None, demo_ratio=demo_ratio)
         venv = DummyVecEnv(fns)
         log = TrialLog(8192, k_trials)
         model = PPO("MultiInputPolicy", venv, seed=seed, verbose=0,
                     policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64]},
                     **PPO_KWARGS)
-        model.learn(steps, callback=log)
+        callbacks: list[Any] = [log]
+        if sil:  # self-imitation of successful trials as they were seen (their entries included)
+            from experience_wrappers.replay import SuccessReplay
+            from integrations.sb3.self_imitation import SelfImitationCallback
+            callbacks.append(SelfImitationCallback(SuccessReplay(50_000), keep="successful", seed=seed))
+        model.learn(steps, callback=callbacks)
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}
 
@@ -223,7 +263,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             heldout["with_experience"] = evaluate(model.predict, frozen_memory, True, False)
             heldout["with_demonstration"] = evaluate(model.predict, frozen_memory, True, True)
     out["heldout"] = heldout
-    out["demonstrations_used"] = {"training": 0, "test_per_run": 1 if "with_demonstration" in heldout else 0}
+    out["demonstrations_used"] = {"training_runs_share": demo_ratio,
+                                  "test_per_run": 1 if "with_demonstration" in heldout else 0}
     out["wall_s"] = round(time.time() - t0, 1)
     out["steps_per_s"] = round(steps / out["wall_s"], 1) if steps and kind != "play" else None
     return out

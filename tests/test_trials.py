@@ -62,28 +62,51 @@ def test_rows_decode_what_was_written() -> None:
 
 
 # ------------------------------------------------------------------------- memory
-@settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=30),
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=1,
+                                                      max_size=4)), min_size=1, max_size=12),
        st.integers(0, 2), st.integers(0, 9), st.integers(0, 9))
-def test_a_scope_reads_its_own_nearest_entries_only(writes, scope_pick, qx, qy) -> None:
-    mem = memory(exp_dim=0, k=3)
+def test_a_scope_reads_the_nearest_steps_of_its_newest_trials_only(trials, scope_pick, qx, qy) -> None:
+    mem = memory(exp_dim=0, k=4, per_trial=2)
     scopes = [mem.new_scope() for _ in range(3)]
-    model: dict[int, list[np.ndarray]] = {s: [] for s in scopes}
-    for s_idx, x, y in writes:
+    model: dict[int, list[np.ndarray]] = {s: [] for s in scopes}  # brute force: each scope's trials
+    for s_idx, steps in trials:
         s = scopes[s_idx]
-        mem.write(s, np.array([[x, y]], np.float32), np.array([0]), [0.0])
-        model[s].append(np.array([x, y], np.float32))
+        pos = np.array(steps, np.float32)
+        mem.write(s, pos, np.zeros(len(pos), int), np.zeros(len(pos)))
+        model[s].append(pos)
     s = scopes[scope_pick]
     q = np.array([[qx, qy]], np.float32)
     rows, mask, ids = mem.read(np.array([s]), q, np.array([1.0]))
-    held = model[s]
-    assert mask.sum() == min(3, len(held))
-    if held:
-        qk, hk = mem.keys(q), mem.keys(np.stack(held))
-        want = np.sort(((hk - qk) ** 2).sum(1))[: min(3, len(held))]
-        got = np.sort(rows[0, mask[0], mem.layout.row_distance_col])
-        assert np.allclose(got, want, atol=1e-5)
-        assert set(ids[0][mask[0]].tolist()) <= set(np.concatenate(mem._scope_ids[s]).tolist())
+    want = []
+    for pos in model[s][::-1][:2]:  # the two newest trials, two nearest steps of each
+        d = ((mem.keys(pos) - mem.keys(q)) ** 2).sum(1)
+        want += np.sort(d)[:2].tolist()
+    got = rows[0, mask[0], mem.layout.row_distance_col]
+    assert mask.sum() == len(want)
+    assert np.allclose(np.sort(got), np.sort(want), atol=1e-5)
+    own = {int(i) for _, chunk in mem._scope_ids[s] for i in chunk}
+    assert set(ids[0][mask[0]].tolist()) <= own
+
+
+def test_a_successful_trial_is_read_however_many_failed_visits_lie_nearer() -> None:
+    mem = memory(exp_dim=0, k=4, per_trial=2)
+    s = mem.new_scope()
+    mem.write(s, np.zeros((3, 2), np.float32), np.array([1, 2, 3]), [0, 0, 1])  # a success through (0, 0)
+    for _ in range(3):  # then three failed trials that stay on (0, 0)
+        mem.write(s, np.zeros((20, 2), np.float32), np.zeros(20, int), np.zeros(20))
+    rows, mask, _ = mem.read(np.array([s]), np.zeros((1, 2), np.float32), np.array([1.0]))
+    assert not (rows[0, mask[0], mem.layout.row_return_col] > 0).any()  # k // per_trial = 2 newest trials only
+    mem2 = memory(exp_dim=0, k=8, per_trial=2)
+    s2 = mem2.new_scope()
+    mem2.write(s2, np.zeros((3, 2), np.float32), np.array([1, 2, 3]), [0, 0, 1])
+    for _ in range(3):
+        mem2.write(s2, np.zeros((20, 2), np.float32), np.zeros(20, int), np.zeros(20))
+    rows, mask, _ = mem2.read(np.array([s2]), np.zeros((1, 2), np.float32), np.array([1.0]))
+    won = rows[0, mask[0] & (rows[0, :, mem2.layout.row_return_col] > 0)]
+    assert len(won) == 2
+    # among the success's equally near steps, those fewest steps from its end come first: the last action
+    assert int(np.argmax(won[0, mem2.layout.row_action_slice()])) == 3
 
 
 def test_forget_removes_a_runs_entries() -> None:
@@ -325,3 +348,32 @@ def test_the_policy_can_read_the_demonstrated_action_from_the_entries() -> None:
             accuracy[hidden] = float((head(feats(xs[1])).argmax(1) == y_test).float().mean())
     assert accuracy[False] > 0.9, accuracy
     assert accuracy[False] > accuracy[True] + 0.3, accuracy
+
+
+# ------------------------------------------------------------------------- the key-and-door room
+def test_the_key_door_room_needs_the_key_before_the_door() -> None:
+    from integrations.minihack.hidden_key_door import HiddenKeyDoorRoom, key_door_actions, pair_seed, split_pairs
+
+    env = HiddenKeyDoorRoom()
+    key, door = 20, 3   # key (6, 2), door (3, 0)
+    s = pair_seed(key, door, 7)
+    env.reset(seed=s)
+    for a in (1, 1, 1):  # east along the top row: over the door without the key
+        obs, r, term, trunc, info = env.step(a)
+    assert obs.tolist() == [3.0, 0.0, 0.0] and not term and r == 0.0
+    env.reset(seed=s)
+    for a in key_door_actions(s):
+        obs, r, term, trunc, info = env.step(a)
+    assert (r, term, info["success"], obs[2]) == (1.0, True, True, 1.0)
+    with pytest.raises(ValueError, match="pair"):
+        env.reset(seed=pair_seed(5, 5, 7))
+    train, test = split_pairs()
+    assert len(train) == 80 and len(test) == 20 and not set(train) & set(test)
+    env.close()
+
+
+def test_a_fixed_sweep_of_the_key_door_room_stays_low() -> None:
+    from integrations.minihack.hidden_key_door import sweep_success
+
+    assert sweep_success(7, 30)["best"] <= 0.35
+    assert sweep_success(6, 40)["best"] > 0.35  # a smaller room or a longer cap would not hide the pair

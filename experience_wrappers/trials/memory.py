@@ -1,10 +1,10 @@
 """``TrialMemory``: the experience of trials of one instance, in the bank, scoped by run.
 
-A *run* is ``K`` consecutive trials of one instance by one env. Every run has a scope (a
-bank task id of its own): its finished trials are written there, one entry per step
-(see :mod:`.layout`), and its later trials read only there, so trial ``t`` sees exactly
-the run's trials ``1 .. t - 1`` (and a demonstration, if one was placed in the scope). A
-run's entries leave the bank when the run ends.
+A *run* is ``K`` consecutive trials of one instance by one env. Every run has a scope:
+its finished trials are written there, one entry per step (see :mod:`.layout`), each
+trial under a bank task id of its own, and its later trials read only there, so trial
+``t`` sees exactly the run's trials ``1 .. t - 1`` (and a demonstration, if one was
+placed in the scope). A run's entries leave the bank when the run ends.
 
 The extractor writes each entry's vector ``z`` (for the rest of the trial from that step)
 and is trained by outcome: a guided trial's delta is its success minus the success of the
@@ -64,7 +64,8 @@ class TrialMemory:
         observation_space: the env's observation space (the states keyed).
         action_space: the env's action space.
         horizon: the trial's step cap (steps to go are divided by it).
-        k: entries read per step.
+        k: entries read per step (slots of the observation).
+        per_trial: entries read of each earlier trial (``k // per_trial`` trials are read, newest first).
         key_encoder: the frozen key encoder; None: the flattened observation
             (:func:`~experience_wrappers.keys.batch_flatten`, Box bounds mapped to [-1, 1]), which
             puts two visits of one state at distance 0.
@@ -84,13 +85,14 @@ class TrialMemory:
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
-                 k: int = 8, key_encoder: KeyEncoder | None = None, exp_dim: int = 8, scope: str = "instance",
+                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None, exp_dim: int = 8, scope: str = "instance",
                  write_failures: bool = True, train_extractor: bool = True, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
         self.observation_space, self.action_space = observation_space, action_space
         self.k = check_int("k", k, minimum=1, maximum=256)
+        self.per_trial = check_int("per_trial", per_trial, minimum=1, maximum=self.k)
         self.scope = scope
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
@@ -115,7 +117,9 @@ class TrialMemory:
         self.max_len = int(max_len)
         self.pairs = PairedCredit()
         self._next_scope = 1
-        self._scope_ids: dict[int, list[np.ndarray]] = {}
+        #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids)``, oldest first
+        self._scope_ids: dict[int, list[tuple[int, np.ndarray]]] = {}
+        self._next_task = 1
         self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
         #: id -> (context, z, logp) of the live entries, for crediting what a guided trial was shown
         self._samples: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
@@ -144,7 +148,7 @@ class TrialMemory:
         chunks = self._scope_ids.pop(scope, [])
         if not chunks:
             return 0
-        ids = np.concatenate(chunks)
+        ids = np.concatenate([c for _, c in chunks])
         for i in ids.tolist():
             self._samples.pop(int(i), None)
         return self.bank.remove(ids)
@@ -165,7 +169,7 @@ class TrialMemory:
 
     def size(self, scope: int) -> int:
         """Entries held in ``scope``."""
-        return int(sum(len(c) for c in self._scope_ids.get(scope, [])))
+        return int(sum(len(c) for _, c in self._scope_ids.get(scope, [])))
 
     # ---------------------------------------------------------------- writes
     def write(self, scope: int, observations: Any, actions: Any, rewards: Any, *,
@@ -196,8 +200,10 @@ class TrialMemory:
         else:
             contexts, z, logp = np.zeros((t, 0), np.float32), np.zeros((t, 0), np.float32), np.zeros(t, np.float32)
         values = self.layout.values(keys, codes, trial_return, z)
-        ids = np.asarray(self.bank.add(keys, values, task_ids=scope, provenance=provenance).ids, np.int64)
-        self._scope_ids[scope].append(ids)
+        task = self._next_task
+        self._next_task += 1
+        ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
+        self._scope_ids[scope].append((task, ids))
         if self.trainer is not None:
             for j, i in enumerate(ids.tolist()):
                 self._samples[int(i)] = (contexts[j], z[j], float(logp[j]))
@@ -229,27 +235,43 @@ class TrialMemory:
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows the policy reads for a batch: ``(rows (n, k, row_dim), mask (n, k), ids (n, k))``.
 
+        Each earlier trial of the run (and each demonstration) is searched on its own, newest
+        first: its ``per_trial`` nearest steps (of its ``4 * per_trial`` nearest, those fewest
+        steps from the trial's end first among equally near ones), so that a successful trial
+        is never crowded out by the many visits of failed ones; ``k // per_trial`` trials fill
+        the ``k`` slots.
+
         Args:
-            scopes: ``(n,)`` the scope each observation reads (0: none, nothing shown).
+            scopes: ``(n,)`` the scope (run) each observation reads (0: none, nothing shown).
             obs: the batch of observations.
             same: ``(n,)`` 1 where the scope is the reader's own instance.
         """
         scopes = np.asarray(scopes, np.int64)
-        n = len(scopes)
+        n, k, per = len(scopes), self.k, self.per_trial
         keys = self.keys(obs)
-        live = np.array([self.size(int(s)) > 0 for s in scopes.tolist()], bool)
-        mask = np.zeros((n, self.k), bool)
-        ids = np.full((n, self.k), -1, np.int64)
-        values = np.zeros((n, self.k, self.layout.value_dim), np.float32)
-        dist = np.zeros((n, self.k), np.float32)
-        if live.any():
-            rows = np.flatnonzero(live)
-            res = self.bank.query(keys[rows], self.k, task_ids=scopes[rows], mode="knn", record=False)
-            mask[rows] = res.mask
-            ids[rows] = res.ids
-            if res.values.shape[-1] == self.layout.value_dim:
-                values[rows] = res.values
-            dist[rows] = np.where(res.mask, res.distances, 0.0)
+        mask = np.zeros((n, k), bool)
+        ids = np.full((n, k), -1, np.int64)
+        values = np.zeros((n, k, self.layout.value_dim), np.float32)
+        dist = np.zeros((n, k), np.float32)
+        rows_of, tasks, slots = [], [], []
+        for i, s in enumerate(scopes.tolist()):
+            for j, (task, _) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // per):])):
+                rows_of.append(i)
+                tasks.append(task)
+                slots.append(j * per)
+        if rows_of:
+            m = 4 * per
+            res = self.bank.query(keys[rows_of], m, task_ids=np.asarray(tasks), mode="knn", record=False)
+            stg = res.values[..., self.layout.steps_to_go_col] if res.values.shape[-1] else np.zeros(res.mask.shape)
+            d = np.where(res.mask, res.distances, np.inf)
+            for q, (i, slot) in enumerate(zip(rows_of, slots, strict=True)):
+                order = np.lexsort((stg[q], np.round(d[q], 5)))[:per]
+                order = order[res.mask[q, order]]
+                span = slice(slot, slot + len(order))
+                mask[i, span] = True
+                ids[i, span] = res.ids[q, order]
+                values[i, span] = res.values[q, order]
+                dist[i, span] = res.distances[q, order]
         return self.layout.rows(values, keys, dist, same, mask), mask, ids
 
     # ---------------------------------------------------------------- credit

@@ -53,6 +53,7 @@ class TrialsWrapper(gym.Wrapper):
             still written, so later trials of a run read the earlier ones).
         demonstrations: ``fn(instance) -> (observations, actions)`` placed in a guided run's
             scope before its first trial (None: no demonstrations).
+        demo_ratio: the share of guided runs given a demonstration (drawn per run).
         seed: seed of the instance draws.
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
@@ -65,7 +66,7 @@ class TrialsWrapper(gym.Wrapper):
     def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
                  group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
-                 seed: int = 0) -> None:
+                 demo_ratio: float = 1.0, seed: int = 0) -> None:
         super().__init__(env)
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
@@ -80,6 +81,10 @@ class TrialsWrapper(gym.Wrapper):
         self.group = check_int("group", group, minimum=0)
         self.guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
         self.learn, self.demonstrations = bool(learn), demonstrations
+        if not 0.0 <= float(demo_ratio) <= 1.0:
+            raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
+        self.demo_ratio = float(demo_ratio)
+        self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
         self._rng = np.random.default_rng([int(seed), self.group])
         base = env.observation_space
         self._dict_obs = isinstance(base, spaces.Dict)
@@ -118,7 +123,7 @@ class TrialsWrapper(gym.Wrapper):
         self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
         self.scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._rng) if self.guided else 0
-        if self.guided and self.demonstrations is not None:
+        if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
             demo = self.demonstrations(self.instance)
             if demo is not None:
                 self.memory.add_demonstration(self.scope, *demo)

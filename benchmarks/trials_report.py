@@ -1,0 +1,149 @@
+"""Tables of the trials suites (held-out instances, frozen weights), from the files ``benchmarks.trials`` writes.
+
+``python -m benchmarks.trials_report`` prints the markdown; :func:`trials_section` is what
+``python -m benchmarks.report`` puts in ``docs/benchmarks.md``. Every figure is a mean over
+seeds with its 95 % bootstrap CI (each seed: 20 held-out instances x ``repeats`` runs of
+``K`` trials).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.stats import bootstrap_ci, difference_ci
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+ARM_ORDER = ["crl-trials", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-noz",
+             "ppo", "recurrent-ppo-trials", "retrieve-and-play"]
+
+#: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
+COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-frozen", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-random", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-noz", "with_experience", "with_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "after_first_success"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_experience", "with_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+]
+
+CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
+
+
+def load(family: str, root: Path = RESULTS) -> dict[str, list[dict[str, Any]]]:
+    """``{arm: [result, ...]}`` of one family, sorted by seed."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted((root / f"trials-{family}").glob("*/seed*.json")):
+        res = json.loads(path.read_text())
+        out[res["arm"]].append(res)
+    for runs in out.values():
+        runs.sort(key=lambda r: r["seed"])
+    return dict(sorted(out.items(), key=lambda kv: ARM_ORDER.index(kv[0]) if kv[0] in ARM_ORDER else 99))
+
+
+def metric(result: dict[str, Any], condition: str, name: str) -> float:
+    """One seed's figure: ``trial1``, ``cumulative@K``, ``after_first_success`` or ``mean`` (all trials); nan if absent."""
+    m = result.get("heldout", {}).get(condition)
+    if not m:
+        return math.nan
+    if name == "trial1":
+        return float(m["success_by_trial"][0])
+    if name == "cumulative@K":
+        return float(m["cumulative_by_trial"][-1])
+    if name == "mean":
+        return float(np.mean(m["success_by_trial"]))
+    value = m.get(name)
+    return math.nan if value is None else float(value)
+
+
+def cell(values: list[float]) -> str:
+    v = [x for x in values if math.isfinite(x)]
+    if not v:
+        return "n/a"
+    if len(v) == 1:
+        return f"{v[0]:.2f} (1 seed)"
+    lo, hi = bootstrap_ci(v)
+    return f"{np.mean(v):.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def by_trial_cell(runs: list[dict[str, Any]], condition: str) -> str:
+    rows = [r["heldout"][condition]["success_by_trial"] for r in runs if r.get("heldout", {}).get(condition)]
+    if not rows:
+        return "n/a"
+    return " / ".join(f"{x:.2f}" for x in np.mean(rows, axis=0))
+
+
+def table(arms: dict[str, list[dict[str, Any]]]) -> list[str]:
+    lines = ["| arm | seeds | steps | condition | success by trial (mean over seeds) | trial 1 | cumulative by trial K "
+             "| after the first success |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for arm, runs in arms.items():
+        for cond in CONDITIONS:
+            if not any(r.get("heldout", {}).get(cond) for r in runs):
+                continue
+            lines.append(f"| {arm} | {len(runs)} ({', '.join(str(r['seed']) for r in runs)}) | "
+                         f"{runs[0]['steps'] // 1000 if runs[0].get('train') else 0}k | {cond.replace('_', ' ')} | "
+                         f"{by_trial_cell(runs, cond)} | {cell([metric(r, cond, 'trial1') for r in runs])} | "
+                         f"{cell([metric(r, cond, 'cumulative@K') for r in runs])} | "
+                         f"{cell([metric(r, cond, 'after_first_success') for r in runs])} |")
+    return lines
+
+
+def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-trials") -> list[str]:
+    if method not in arms:
+        return []
+    lines = [f"| {method} minus | metric | difference [95 % CI] | apart |", "| --- | --- | --- | --- |"]
+    for other, cond_m, cond_o, name in COMPARISONS:
+        if other not in arms:
+            continue
+        a = [metric(r, cond_m, name) for r in arms[method]]
+        b = [metric(r, cond_o, name) for r in arms[other]]
+        d, lo, hi = difference_ci(a, b)
+        if not math.isfinite(d):
+            continue
+        apart = "above" if lo > 0 else "below" if hi < 0 else "overlap"
+        lines.append(f"| {other} ({cond_o.replace('_', ' ')}) | {name} ({cond_m.replace('_', ' ')}) | "
+                     f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] | {apart} |")
+    return lines
+
+
+def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor")) -> list[str]:
+    """The markdown of every trials family with results (empty when none)."""
+    out: list[str] = []
+    for family in families:
+        arms = load(family, root)
+        if not arms:
+            continue
+        first = next(iter(arms.values()))[0]
+        out += [f"### trials-{family}: {first['task']}", "",
+                f"{first['trials']} trials per run; trained on {first['train_instances']} instances, evaluated on "
+                f"{len(first['heldout_instances'])} held-out instances with frozen weights (stochastic policy). "
+                "Files: `benchmarks/results/trials-" + family + "/`; regenerate with `python -m benchmarks.trials "
+                f"--family {family} --arms ARM --seeds ...`.", ""]
+        out += table(arms) + [""]
+        comp = comparison_table(arms)
+        if comp:
+            out += comp + [""]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Print the trials suites' tables (markdown).")
+    p.add_argument("--family", nargs="+", default=["darkroom"])
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    print("\n".join(trials_section(args.results, tuple(args.family))) or "no trials results")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
