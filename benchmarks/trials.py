@@ -103,7 +103,12 @@ def darkroom_family() -> dict[str, Any]:
 
 def keydoor_family() -> dict[str, Any]:
     from integrations.minihack.hidden_goal import MOVES
-    from integrations.minihack.hidden_key_door import HiddenKeyDoorRoom, key_door_actions, seed_pair, split_pairs
+    from integrations.minihack.hidden_key_door import (
+        HiddenKeyDoorRoom,
+        key_door_actions,
+        seed_pair,
+        split_pairs,
+    )
     size, cap = 7, 30
     train, held_out = split_pairs(size, 80, 20, seed=0)
 

@@ -352,7 +352,12 @@ def test_the_policy_can_read_the_demonstrated_action_from_the_entries() -> None:
 
 # ------------------------------------------------------------------------- the key-and-door room
 def test_the_key_door_room_needs_the_key_before_the_door() -> None:
-    from integrations.minihack.hidden_key_door import HiddenKeyDoorRoom, key_door_actions, pair_seed, split_pairs
+    from integrations.minihack.hidden_key_door import (
+        HiddenKeyDoorRoom,
+        key_door_actions,
+        pair_seed,
+        split_pairs,
+    )
 
     env = HiddenKeyDoorRoom()
     key, door = 20, 3   # key (6, 2), door (3, 0)
