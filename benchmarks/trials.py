@@ -19,18 +19,23 @@ hidden key-and-door room (:class:`integrations.minihack.hidden_key_door.HiddenKe
 80 training pairs and 20 held-out pairs).
 
 Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.TrialsFeaturesExtractor`
-and a [64, 64] MLP; the same PPO hyperparameters):
-    ``crl-trials``: the method; guided trials read their run's earlier trials, failures
-    written, the extractor trained by paired credit.
-    ``crl-trials-demos``: a quarter of the guided training runs start with a demonstration of
-    their (training) instance in their scope.
-    ``crl-trials-successes``: failed trials not written. ``crl-trials-frozen``: the extractor
-    never trained. ``crl-trials-random``: a guided trial reads a finished run of another
-    instance. ``crl-trials-noz``: no extractor vector in the entries (decodable content only).
-    ``ppo``: the same network shown nothing (PPO, and the no-retrieval ablation).
-    ``recurrent-ppo-trials``: sb3-contrib's RecurrentPPO, its LSTM state carried across the
-    ``K`` trials of a run (RL^2), no bank.
-    ``retrieve-and-play``: no learning; the nearest shown success entry's action, else random.
+and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
+    ``crl-trials``: the method (:data:`METHOD`): guided trials read the nearest steps of
+    their run's earlier trials, failures written, the extractor trained by paired credit,
+    self-imitation of successful trials as they were seen (entries included), and a
+    quarter of the guided training runs start with a demonstration of their training
+    instance in their scope.
+    Ablations, each the method with one change: ``crl-trials-successes`` (failed trials not
+    written), ``crl-trials-frozen`` (the extractor never trained), ``crl-trials-random`` (a
+    guided trial reads a finished run of another instance), ``crl-trials-nodemos`` (no
+    demonstration in training), ``crl-trials-nosil`` (no self-imitation).
+    ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
+    the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
+    Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
+    ``ppo-sil`` (the same with self-imitation from a plain buffer of its successes);
+    ``recurrent-ppo-trials`` (sb3-contrib's RecurrentPPO, its LSTM state carried across the
+    ``K`` trials of a run: RL^2, no bank); ``retrieve-and-play`` (no learning: the nearest
+    shown success entry's action, else a random one).
 """
 
 from __future__ import annotations
@@ -52,23 +57,27 @@ from benchmarks.result_file import write_result
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
+#: the method: guided trials read their run's earlier trials (and a demonstration where one was
+#: placed), self-imitation of successful trials as they were seen, a quarter of the guided
+#: training runs given a demonstration of their training instance
+METHOD: dict[str, Any] = {"kind": "crl", "sil": True, "train_demo_ratio": 0.25}
+
 ARMS: dict[str, dict[str, Any]] = {
-    "crl-trials": {"kind": "crl"},
-    "crl-trials-successes": {"kind": "crl", "write_failures": False},
-    "crl-trials-frozen": {"kind": "crl", "train_extractor": False},
-    "crl-trials-random": {"kind": "crl", "scope": "other"},
-    "crl-trials-noz": {"kind": "crl", "exp_dim": 0},
-    "crl-trials-demos": {"kind": "crl", "train_demo_ratio": 0.25},
-    "crl-trials-sil": {"kind": "crl", "sil": True},
-    "crl-trials-sil-demos": {"kind": "crl", "sil": True, "train_demo_ratio": 0.25},
-    "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
+    "crl-trials": METHOD,
+    "crl-trials-successes": {**METHOD, "write_failures": False},
+    "crl-trials-frozen": {**METHOD, "train_extractor": False},
+    "crl-trials-random": {**METHOD, "scope": "other"},
+    "crl-trials-nodemos": {**METHOD, "train_demo_ratio": 0.0},
+    "crl-trials-nosil": {**METHOD, "sil": False},
+    "crl-trials-imitate": {"kind": "crl", "imitate": True},
     "ppo": {"kind": "crl", "scope": "none"},
+    "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
 
 #: PPO's settings for every arm (RecurrentPPO takes the same)
-PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 4, "learning_rate": 3e-4,
+PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "learning_rate": 3e-4,
                               "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2}
 N_ENVS = 8
 GROUP_SIZE = 4
@@ -188,6 +197,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     kind = spec.pop("kind")
     demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
     sil = bool(spec.pop("sil", False))
+    imitate = bool(spec.pop("imitate", False))
+    ppo_kwargs = {**PPO_KWARGS, **spec.pop("ppo", {})}
     k_trials = fam["trials"]
     proto = fam["make"]()
     obs_space, act_space = proto.observation_space, proto.action_space
@@ -229,7 +240,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                                                              seed=seed * 1000 + i))) for i in range(N_ENVS)])
         log = TrialLog(8192, k_trials)
         model = RecurrentPPO("MultiInputLstmPolicy", venv, seed=seed, verbose=0,
-                             policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64]}, **PPO_KWARGS)
+                             policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64]}, **ppo_kwargs)
         model.learn(steps, callback=log)
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot()}
@@ -248,12 +259,15 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         log = TrialLog(8192, k_trials)
         model = PPO("MultiInputPolicy", venv, seed=seed, verbose=0,
                     policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64]},
-                    **PPO_KWARGS)
+                    **ppo_kwargs)
         callbacks: list[Any] = [log]
         if sil:  # self-imitation of successful trials as they were seen (their entries included)
             from experience_wrappers.replay import SuccessReplay
             from integrations.sb3.self_imitation import SelfImitationCallback
             callbacks.append(SelfImitationCallback(SuccessReplay(50_000), keep="successful", seed=seed))
+        if imitate:  # the action of the shown success where the agent stands, with the entries in the input
+            from integrations.sb3.trials_imitation import EntryImitationCallback
+            callbacks.append(EntryImitationCallback(mem.layout, seed=seed))
         model.learn(steps, callback=callbacks)
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}

@@ -382,3 +382,43 @@ def test_a_fixed_sweep_of_the_key_door_room_stays_low() -> None:
 
     assert sweep_success(7, 30)["best"] <= 0.35
     assert sweep_success(6, 40)["best"] > 0.35  # a smaller room or a longer cap would not hide the pair
+
+
+def test_entry_imitation_raises_the_probability_of_the_shown_successful_action() -> None:
+    """Two PPO models from the same seed, one with the imitation callback: on states where a
+    demonstration's step is shown under the agent, the callback's model takes that step's
+    action far more often."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.utils import obs_as_tensor
+
+    from experience_wrappers.trials.play import success_actions
+    from integrations.sb3.trials_imitation import EntryImitationCallback
+
+    probs = {}
+    for imitate in (False, True):
+        mem = memory(exp_dim=0, k=4)
+        venv = DummyVecEnv(trials_env_fns(HiddenGoalRoom, mem, 2, instances=list(range(1, 100)), trials=2,
+                                          group_size=2, free_members=0, seed=0, demonstrations=demo))
+        model = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, learning_rate=1e-3, seed=0,
+                    policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [32]})
+        cb = EntryImitationCallback(mem.layout, n_batches=30, batch_size=64, seed=0) if imitate else None
+        model.learn(3 * 128, callback=cb)
+        venv.close()
+        # states along the demonstrations of 30 goals, the demonstration shown
+        env = TrialsWrapper(HiddenGoalRoom(), mem, instances=list(range(1, 100, 3)), trials=1, guided=True,
+                            learn=False, demonstrations=demo, group_size=1, free_members=0)
+        states, wanted = [], []
+        for _ in range(30):
+            o, info = env.reset()
+            for a in shortest_path_actions(info["trial"]["instance"]):
+                states.append(o)
+                wanted.append(a)
+                o, *_ = env.step(a)
+        env.close()
+        obs = {k: np.stack([s[k] for s in states]) for k in states[0]}
+        target, found = success_actions(obs[ENTRIES_KEY], obs[MASK_KEY], mem.layout, 1e-4)
+        assert found.all() and (target == np.asarray(wanted)).all()
+        with torch.no_grad():
+            dist = model.policy.get_distribution(obs_as_tensor(obs, "cpu"))
+            probs[imitate] = float(dist.distribution.probs[np.arange(len(target)), target].mean())
+    assert probs[True] > probs[False] + 0.2, probs

@@ -10,7 +10,27 @@ from gymnasium import spaces
 from .layout import EntryLayout
 from .wrapper import ENTRIES_KEY, MASK_KEY
 
-__all__ = ["RetrieveAndPlay"]
+__all__ = ["RetrieveAndPlay", "success_actions"]
+
+
+def success_actions(rows: np.ndarray, mask: np.ndarray, layout: EntryLayout,
+                    max_distance: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """The action of the nearest shown entry of a successful trial (or a demonstration), per row.
+
+    Among the entries whose trial return is positive and whose distance is at most
+    ``max_distance``, the nearest, then the one fewest steps from its trial's end.
+    Returns ``(actions (n,), found (n,) bool)``; ``actions`` is 0 where none was found.
+    """
+    rows = np.asarray(rows)
+    won = (np.asarray(mask) > 0.5) & (rows[..., layout.row_return_col] > 0)
+    won &= rows[..., layout.row_distance_col] <= max_distance
+    dist = np.where(won, rows[..., layout.row_distance_col], np.inf)
+    stg = np.where(won, rows[..., layout.steps_to_go_col + 2], np.inf)
+    nearest = dist == dist.min(axis=-1, keepdims=True)
+    best = np.argmin(np.where(nearest, stg, np.inf), axis=-1)
+    codes = np.take_along_axis(rows[..., layout.row_action_slice()], best[:, None, None], axis=1)[:, 0]
+    found = won.any(axis=-1)
+    return np.where(found, codes.argmax(-1), 0), found
 
 
 class RetrieveAndPlay:
@@ -44,14 +64,6 @@ class RetrieveAndPlay:
 
     def predict(self, observation: dict[str, np.ndarray], state: Any = None, episode_start: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, None]:
-        lay = self.layout
         rows = np.asarray(observation[ENTRIES_KEY])
-        mask = np.asarray(observation[MASK_KEY]) > 0.5
-        won = mask & (rows[..., lay.row_return_col] > 0)
-        dist = np.where(won, rows[..., lay.row_distance_col], np.inf)
-        stg = rows[..., lay.steps_to_go_col + 2]
-        actions = self.rng.integers(self.n, size=len(rows))
-        for i in np.flatnonzero(won.any(axis=1)).tolist():
-            best = np.lexsort((stg[i], dist[i]))[0]
-            actions[i] = int(np.argmax(rows[i, best, lay.row_action_slice()]))
-        return actions, None
+        played, found = success_actions(rows, observation[MASK_KEY], self.layout)
+        return np.where(found, played, self.rng.integers(self.n, size=len(rows))), None

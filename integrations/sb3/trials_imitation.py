@@ -1,0 +1,91 @@
+"""Imitation of the retrieved successful step: the action a successful trial took where the agent stands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import obs_as_tensor
+
+from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY, EntryLayout
+from experience_wrappers.trials.play import success_actions
+from experience_wrappers.validators import check_int
+
+__all__ = ["EntryImitationCallback"]
+
+
+class EntryImitationCallback(BaseCallback):
+    """After each PPO update, raise the probability of the action a shown successful entry took.
+
+    On the last rollout's states where a shown entry of a successful trial (or a
+    demonstration) lies within ``max_distance`` of the state, the loss is
+    ``-log pi(a_entry | s)`` with the entries in the input: the policy learns to *read* a
+    success of its instance (the learned form of retrieve-and-play,
+    :class:`~experience_wrappers.trials.RetrieveAndPlay`). It runs ``n_batches`` steps of
+    ``batch_size`` states with the policy's optimizer, as self-imitation does.
+
+    Args:
+        layout: the memory's :class:`~experience_wrappers.trials.EntryLayout`.
+        coef: the loss coefficient.
+        max_distance: the farthest an entry may lie (the bank's distance; the default takes
+            the agent's own state only, for position keys).
+        n_batches, batch_size: gradient steps and states per step.
+        seed: sampling seed.
+    """
+
+    def __init__(self, layout: EntryLayout, *, coef: float = 1.0, max_distance: float = 1e-4, n_batches: int = 4,
+                 batch_size: int = 256, seed: int | None = None, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        if not (np.isfinite(coef) and coef >= 0):
+            raise ValueError(f"coef must be finite and >= 0, got {coef!r}")
+        self.layout = layout
+        self.coef = float(coef)
+        self.max_distance = float(max_distance)
+        self.n_batches = check_int("n_batches", n_batches, minimum=0)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.rng = np.random.default_rng(seed)
+        self._states: dict[str, np.ndarray] | None = None
+        self._targets: np.ndarray | None = None
+        self.stats: dict[str, float] = {}
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        """Keep the rollout's states that stand on a shown success, with its action."""
+        buf = self.model.rollout_buffer
+        space = self.model.observation_space
+        obs = {k: np.asarray(v).reshape(-1, *space[k].shape) for k, v in buf.observations.items()}
+        actions, found = success_actions(obs[ENTRIES_KEY], obs[MASK_KEY], self.layout, self.max_distance)
+        idx = np.flatnonzero(found)
+        self._states = {k: v[idx].copy() for k, v in obs.items()} if len(idx) else None
+        self._targets = actions[idx] if len(idx) else None
+        self.logger.record("trials/imitation_states", float(len(idx)))
+
+    def _on_rollout_start(self) -> None:
+        """After the PPO update: the imitation steps on the states kept."""
+        if self._states is None or self._targets is None or self.coef == 0 or self.n_batches == 0:
+            return
+        policy = self.model.policy
+        policy.set_training_mode(True)
+        n = len(self._targets)
+        losses = []
+        for _ in range(self.n_batches):
+            idx = self.rng.choice(n, size=min(n, self.batch_size), replace=False)
+            obs = obs_as_tensor({k: v[idx] for k, v in self._states.items()}, self.model.device)
+            act = th.as_tensor(self._targets[idx], device=self.model.device).long()
+            _, log_prob, _ = policy.evaluate_actions(obs, act)
+            loss = -self.coef * log_prob.mean()
+            policy.optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(policy.parameters(), self.model.max_grad_norm)
+            policy.optimizer.step()
+            losses.append(float(loss.detach()))
+        self.stats = {"loss": float(np.mean(losses)), "states": float(n)}
+        self.logger.record("trials/imitation_loss", self.stats["loss"])
+        self._states = self._targets = None
+
+    def state(self) -> dict[str, Any]:
+        return dict(self.stats)
