@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.result_file import write_result
+from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -77,8 +78,7 @@ ARMS: dict[str, dict[str, Any]] = {
 }
 
 #: PPO's settings for every arm (RecurrentPPO takes the same)
-PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "learning_rate": 3e-4,
-                              "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2}
+PPO_KWARGS: dict[str, Any] = TRIALS_PPO_KWARGS
 N_ENVS = 8
 GROUP_SIZE = 4
 FREE_MEMBERS = 1
@@ -183,13 +183,12 @@ class TrialLog:
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
-    from stable_baselines3 import PPO
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from experience_wrappers.trials import MetaEpisode, RetrieveAndPlay, TrialMemory, trials_env_fns
-    from integrations.sb3.trials_evaluation import run_trials, trial_metrics
-    from integrations.sb3.trials_features import TrialsFeaturesExtractor
+    from experience_wrappers.trials import MetaEpisode, RetrieveAndPlay, TrialMemory
+    from integrations.sb3.trials_evaluation import evaluate_trials, run_trials, trial_metrics
+    from integrations.sb3.trials_method import build_trials_method
 
     torch.set_num_threads(1)
     fam = FAMILIES[family]()
@@ -213,26 +212,15 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, **spec, **overrides}
         return TrialMemory(obs_space, act_space, horizon=fam["horizon"], **kw)
 
-    def eval_env(mem: TrialMemory, instance: int, guided: bool, demos: bool) -> Callable[[], Any]:
-        from experience_wrappers.trials import TrialsWrapper
-        return lambda: TrialsWrapper(fam["make"](), mem, instances=[instance], trials=k_trials, guided=guided,
-                                     learn=False, demonstrations=fam["demonstration"] if demos else None,
-                                     group_size=1, free_members=0, seed=seed)
-
-    def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], guided: bool, demos: bool) -> dict[str, Any]:
-        mem = mem_factory()
-        venv = DummyVecEnv([eval_env(mem, g, guided, demos) for g in held])
-        try:
-            return trial_metrics(run_trials(venv, predict, runs_per_env=repeats, trials=k_trials))
-        finally:
-            venv.close()
+    def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
+        return evaluate_trials(predict, fam["make"], mem_factory, held, trials=k_trials, repeats=repeats,
+                               conditions=conditions, demonstrations=fam["demonstration"], seed=seed)
 
     heldout: dict[str, Any] = {"instances": len(held), "trials": k_trials, "repeats": repeats}
     if kind == "play":
         player = RetrieveAndPlay(memory().layout, act_space, seed=seed)
-        heldout["with_experience"] = evaluate(player.predict, memory, True, False)
-        heldout["without_experience"] = evaluate(player.predict, memory, False, False)
-        heldout["with_demonstration"] = evaluate(player.predict, memory, True, True)
+        heldout.update(evaluate(player.predict, memory, ("with_experience", "without_experience",
+                                                         "with_demonstration")))
         out["train"] = None
     elif kind == "recurrent":
         from sb3_contrib import RecurrentPPO
@@ -252,23 +240,13 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         ev.close()
     else:
         mem = memory()
-        fns = trials_env_fns(fam["make"], mem, N_ENVS, instances=fam["train"], trials=k_trials,
-                             group_size=GROUP_SIZE, free_members=FREE_MEMBERS, seed=seed, wrapper=Monitor,
-                             demonstrations=fam["demonstration"] if demo_ratio else None, demo_ratio=demo_ratio)
-        venv = DummyVecEnv(fns)
+        run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=GROUP_SIZE,
+                                  free_members=FREE_MEMBERS, trials=k_trials, sil=sil,
+                                  demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
+                                  ppo_kwargs=ppo_kwargs, seed=seed)
+        model, venv = run.model, run.model.get_env()
         log = TrialLog(8192, k_trials)
-        model = PPO("MultiInputPolicy", venv, seed=seed, verbose=0,
-                    policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64]},
-                    **ppo_kwargs)
-        callbacks: list[Any] = [log]
-        if sil:  # self-imitation of successful trials as they were seen (their entries included)
-            from experience_wrappers.replay import SuccessReplay
-            from integrations.sb3.self_imitation import SelfImitationCallback
-            callbacks.append(SelfImitationCallback(SuccessReplay(50_000), keep="successful", seed=seed))
-        if imitate:  # the action of the shown success where the agent stands, with the entries in the input
-            from integrations.sb3.trials_imitation import EntryImitationCallback
-            callbacks.append(EntryImitationCallback(mem.layout, seed=seed))
-        model.learn(steps, callback=callbacks)
+        model.learn(steps, callback=[log, *run.callbacks])
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}
 
@@ -277,10 +255,9 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             if mem.trainer is not None:
                 m.trainer.extractor.load_state_dict(mem.trainer.extractor.state_dict())
             return m
-        heldout["without_experience"] = evaluate(model.predict, frozen_memory, False, False)
-        if spec.get("scope") != "none":
-            heldout["with_experience"] = evaluate(model.predict, frozen_memory, True, False)
-            heldout["with_demonstration"] = evaluate(model.predict, frozen_memory, True, True)
+        conditions = ("without_experience",) if spec.get("scope") == "none" else (
+            "without_experience", "with_experience", "with_demonstration")
+        heldout.update(evaluate(model.predict, frozen_memory, conditions))
     out["heldout"] = heldout
     out["demonstrations_used"] = {"training_runs_share": demo_ratio,
                                   "test_per_run": 1 if "with_demonstration" in heldout else 0}

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from experience_wrappers.trials import TRIAL_INFO_KEY
+from experience_wrappers.trials import TRIAL_INFO_KEY, TrialMemory, TrialsWrapper
+from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int
 
-__all__ = ["run_trials", "trial_metrics"]
+__all__ = ["run_trials", "trial_metrics", "evaluate_trials", "CONDITIONS"]
+
+#: the conditions of :func:`evaluate_trials`
+CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
 
 Predict = Callable[..., tuple[np.ndarray, Any]]
 
@@ -88,3 +93,46 @@ def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
             "cumulative_by_trial": [round(float(x), 3) for x in cumulative.mean(axis=0)],
             "after_first_success": float(np.mean(after)) if after else None,
             "runs": int(s.shape[0])}
+
+
+def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: Callable[[], TrialMemory],
+                    instances: Sequence[int], *, trials: int = 4, repeats: int = 5,
+                    conditions: Sequence[str] = CONDITIONS, demonstrations: DemoSource | None = None,
+                    deterministic: bool = False, seed: int = 0) -> dict[str, Any]:
+    """Success by trial index of a frozen policy on ``instances``, in each of ``conditions``.
+
+    ``"with_experience"``: every run guided (it reads its own earlier trials);
+    ``"without_experience"``: every run free (shown nothing); ``"with_demonstration"``: guided,
+    and one demonstration of the instance (``demonstrations(instance)``) placed in the run's
+    scope before its first trial. Nothing is learned: the envs are built with ``learn=False``
+    and ``memory()`` (called once per condition) should not train its extractor. Each
+    instance gets ``repeats`` runs of ``trials`` trials, one env per instance.
+
+    Returns ``{"instances", "trials", "repeats", condition: trial_metrics(...)}``.
+
+    Raises:
+        ValueError: an unknown condition, or ``"with_demonstration"`` without ``demonstrations``.
+    """
+    unknown = sorted(set(conditions) - set(CONDITIONS))
+    if unknown:
+        raise ValueError(f"unknown conditions {unknown}; choose from {CONDITIONS}")
+    if "with_demonstration" in conditions and demonstrations is None:
+        raise ValueError("the with_demonstration condition needs demonstrations=fn(instance) -> (observations, actions)")
+    out: dict[str, Any] = {"instances": len(instances), "trials": trials, "repeats": repeats}
+    for cond in conditions:
+        mem = memory()
+        guided = cond != "without_experience"
+        demos = demonstrations if cond == "with_demonstration" else None
+
+        def env_fn(instance: int, mem: TrialMemory = mem, guided: bool = guided,
+                   demos: DemoSource | None = demos) -> Callable[[], gym.Env]:
+            return lambda: TrialsWrapper(make_env(), mem, instances=[instance], trials=trials, guided=guided,
+                                         learn=False, demonstrations=demos, group_size=1, free_members=0,
+                                         seed=seed)
+        venv = DummyVecEnv([env_fn(i) for i in instances])
+        try:
+            out[cond] = trial_metrics(run_trials(venv, predict, runs_per_env=repeats, trials=trials,
+                                                 deterministic=deterministic))
+        finally:
+            venv.close()
+    return out

@@ -1,0 +1,95 @@
+"""The trials method assembled in one call: memory, trial envs, PPO with the entry reader, and its callbacks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import gymnasium as gym
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from experience_wrappers.replay import SuccessReplay
+from experience_wrappers.trials import TrialMemory, trials_env_fns
+from experience_wrappers.trials.wrapper import DemoSource
+
+from .self_imitation import SelfImitationCallback
+from .trials_features import TrialsFeaturesExtractor
+from .trials_imitation import EntryImitationCallback
+
+__all__ = ["TrialsRun", "build_trials_method", "TRIALS_PPO_KWARGS"]
+
+#: PPO's settings of the trials benchmarks (every arm, the recurrent peer included)
+TRIALS_PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "learning_rate": 3e-4,
+                                     "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2}
+
+
+@attrs.define
+class TrialsRun:
+    """What :func:`build_trials_method` made: train with ``model.learn(steps, callback=run.callbacks)``.
+
+    Attributes:
+        model: the PPO model (its policy reads the entries with :class:`TrialsFeaturesExtractor`).
+        memory: the :class:`~experience_wrappers.trials.TrialMemory` every env shares.
+        callbacks: self-imitation and entry imitation, as asked for (in this order).
+    """
+
+    model: PPO
+    memory: TrialMemory
+    callbacks: list[BaseCallback]
+
+    def save(self, folder: str | Path) -> Path:
+        """Save the policy (``model.zip``) and the extractor (``memory/``); :meth:`load_policy` reads them."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save(folder / "model.zip")
+        self.memory.save(folder / "memory")
+        return folder
+
+    @staticmethod
+    def load_policy(folder: str | Path, memory: TrialMemory) -> PPO:
+        """The saved PPO model; the saved extractor goes into ``memory`` (a memory built with the same settings)."""
+        folder = Path(folder)
+        memory.load(folder / "memory")
+        return PPO.load(folder / "model.zip", device="cpu")
+
+
+def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int], *, memory: TrialMemory,
+                        n_envs: int = 8, group_size: int = 4, free_members: int = 1, trials: int = 4,
+                        sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = 0.25,
+                        imitate: bool = False, ppo_kwargs: dict[str, Any] | None = None, seed: int = 0,
+                        verbose: int = 0) -> TrialsRun:
+    """The method measured on the trials suites, on ``instances`` of ``make_env``.
+
+    ``n_envs`` envs in groups of ``group_size`` (``free_members`` of each free) run ``trials``
+    trials per instance, sharing ``memory``; PPO (:data:`TRIALS_PPO_KWARGS`, overridden by
+    ``ppo_kwargs``) with :class:`TrialsFeaturesExtractor`; self-imitation of successful trials
+    as they were seen (``sil``: their entries in the input, so the policy learns to read
+    them); ``demonstrations(instance)`` placed in ``demo_ratio`` of the guided runs;
+    ``imitate``: :class:`EntryImitationCallback`.
+
+    >>> from integrations.minihack.hidden_goal import HiddenGoalRoom
+    >>> proto = HiddenGoalRoom()
+    >>> mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
+    >>> run = build_trials_method(HiddenGoalRoom, [5, 6], memory=mem, n_envs=4)
+    >>> _ = run.model.learn(512, callback=run.callbacks)
+    >>> run.memory.stats["trials_written"] > 0
+    True
+    """
+    fns = trials_env_fns(make_env, memory, n_envs, instances=instances, trials=trials, group_size=group_size,
+                         free_members=free_members, seed=seed, wrapper=Monitor,
+                         demonstrations=demonstrations if demo_ratio else None, demo_ratio=demo_ratio)
+    venv = DummyVecEnv(fns)
+    model = PPO("MultiInputPolicy", venv, seed=seed, verbose=verbose,
+                policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64]},
+                **{**TRIALS_PPO_KWARGS, **(ppo_kwargs or {})})
+    callbacks: list[BaseCallback] = []
+    if sil:
+        callbacks.append(SelfImitationCallback(SuccessReplay(50_000), keep="successful", seed=seed))
+    if imitate:
+        callbacks.append(EntryImitationCallback(memory.layout, seed=seed))
+    return TrialsRun(model, memory, callbacks)
