@@ -12,7 +12,7 @@ import inspect
 import sys
 from pathlib import Path
 
-MODULES = ("experience_wrappers", "experience_wrappers.inspect", "integrations.sb3", "integrations.minihack",
+MODULES = ("experience_wrappers", "experience_wrappers.inspect", "experience_wrappers.trials", "integrations.sb3", "integrations.minihack",
            "integrations.metaworld", "integrations.demos")
 OUT = Path(__file__).resolve().parent / "api.md"
 

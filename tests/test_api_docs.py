@@ -11,7 +11,7 @@ import pytest
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-@pytest.mark.parametrize("module", ["experience_wrappers", "integrations.sb3"])
+@pytest.mark.parametrize("module", ["experience_wrappers", "experience_wrappers.trials", "integrations.sb3"])
 def test_every_public_class_and_function_is_in_the_page(module):
     import inspect
 

@@ -422,3 +422,34 @@ def test_entry_imitation_raises_the_probability_of_the_shown_successful_action()
             dist = model.policy.get_distribution(obs_as_tensor(obs, "cpu"))
             probs[imitate] = float(dist.distribution.probs[np.arange(len(target)), target].mean())
     assert probs[True] > probs[False] + 0.2, probs
+
+
+def test_evaluate_trials_conditions_and_errors() -> None:
+    from integrations.sb3.trials_evaluation import evaluate_trials
+
+    player = RetrieveAndPlay(memory().layout, ACT, seed=0)
+    res = evaluate_trials(player.predict, HiddenGoalRoom, memory, [33, 71], trials=2, repeats=2, demonstrations=demo)
+    assert res["with_demonstration"]["success_by_trial"] == [1.0, 1.0]
+    assert res["with_demonstration"]["runs"] == res["without_experience"]["runs"] == 4
+    # without experience retrieve-and-play has nothing to play back: random moves rarely find a hidden goal
+    assert res["without_experience"]["cumulative_by_trial"][-1] < 1.0
+    with pytest.raises(ValueError, match="unknown conditions"):
+        evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], conditions=("sometimes",))
+    with pytest.raises(ValueError, match="needs demonstrations"):
+        evaluate_trials(player.predict, HiddenGoalRoom, memory, [33])
+
+
+def test_a_trials_run_saves_and_loads_as_one(tmp_path) -> None:
+    from integrations.sb3.trials_method import TrialsRun, build_trials_method
+
+    mem = memory(batch_size=16)
+    run = build_trials_method(HiddenGoalRoom, [5, 6, 7], memory=mem, n_envs=4, demonstrations=demo, seed=0)
+    run.model.learn(512, callback=run.callbacks)
+    assert mem.stats["extractor_updates"] > 0
+    run.save(tmp_path / "run")
+    fresh = memory(train_extractor=False)
+    model = TrialsRun.load_policy(tmp_path / "run", fresh)
+    for a, b in zip(mem.trainer.extractor.parameters(), fresh.trainer.extractor.parameters(), strict=True):
+        assert torch.equal(a, b)
+    obs = run.model.get_env().reset()
+    assert np.array_equal(model.predict(obs, deterministic=True)[0], run.model.predict(obs, deterministic=True)[0])

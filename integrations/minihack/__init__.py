@@ -23,6 +23,8 @@ from .envs import (
     max_episode_steps,
 )
 from .features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
+from .hidden_goal import HiddenGoalRoom, shortest_path_actions, split_goals
+from .hidden_key_door import HiddenKeyDoorRoom, key_door_actions, split_pairs, sweep_success
 from .keys import DEFAULT_BLSTATS_KEY_FIELDS, DEFAULT_KEY_WEIGHTS, MiniHackKeyEncoder
 from .scripted import NAVIGATOR_KEYS, MapNavigator, StairsSeeker
 
@@ -36,6 +38,13 @@ __all__ = [
     "END_STATUS_SUCCESS",
     "LAST_ACTION_KEY",
     "GlyphCNNExtractor",
+    "HiddenGoalRoom",
+    "HiddenKeyDoorRoom",
+    "key_door_actions",
+    "shortest_path_actions",
+    "split_goals",
+    "split_pairs",
+    "sweep_success",
     "LastAction",
     "MapNavigator",
     "MiniHackCompat",

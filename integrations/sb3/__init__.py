@@ -18,6 +18,10 @@ from .persistence import load_crl, save_crl, save_experience
 from .policy import ActionPriorPolicy, prior_mixture
 from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
 from .self_imitation import SelfImitationCallback, demonstration_replay, self_imitation_step
+from .trials_evaluation import evaluate_trials, run_trials, trial_metrics
+from .trials_features import TrialsFeaturesExtractor
+from .trials_imitation import EntryImitationCallback
+from .trials_method import TrialsRun, build_trials_method
 from .vec_env import ExperienceVecEnv, norm_obs_keys
 
 __all__ = [
@@ -47,4 +51,11 @@ __all__ = [
     "save_crl",
     "load_crl",
     "prior_mixture",
+    "build_trials_method",
+    "TrialsRun",
+    "TrialsFeaturesExtractor",
+    "EntryImitationCallback",
+    "evaluate_trials",
+    "run_trials",
+    "trial_metrics",
 ]
