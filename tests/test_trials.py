@@ -453,3 +453,17 @@ def test_a_trials_run_saves_and_loads_as_one(tmp_path) -> None:
         assert torch.equal(a, b)
     obs = run.model.get_env().reset()
     assert np.array_equal(model.predict(obs, deterministic=True)[0], run.model.predict(obs, deterministic=True)[0])
+
+
+def test_self_imitation_keeps_the_trial_entries_it_was_shown() -> None:
+    """The replay of successful trials holds the entries as the policy saw them (how it learns to read them)."""
+    from integrations.sb3.trials_method import build_trials_method
+
+    mem = memory()
+    run = build_trials_method(HiddenGoalRoom, [2, 11], memory=mem, n_envs=4, demonstrations=demo, demo_ratio=1.0,
+                              seed=0)
+    run.model.learn(1024, callback=run.callbacks)
+    replay = run.callbacks[0].replay
+    assert replay.counts()["own"] > 0
+    obs, _, _ = replay.batch(replay.indices())
+    assert ENTRIES_KEY in obs and obs[MASK_KEY].sum() > 0

@@ -171,7 +171,10 @@ class SelfImitationCallback(BaseCallback):
     """Self-imitation (or behaviour cloning) from a :class:`SuccessReplay`, after each PPO update.
 
     It records the agent's own finished episodes into the replay (``keep``: the observations
-    the policy was given, so under ``VecNormalize`` the stored states are normalised ones while
+    the policy was given, the bank's experience keys left out (the free view, above) but a
+    :class:`~experience_wrappers.trials.TrialsWrapper`'s ``trial_entries`` and ``trial_mask``
+    kept: on trials of one instance the policy imitates a successful trial as it saw it,
+    reading its run's earlier trials, which is how it learns to follow them; so under ``VecNormalize`` the stored states are normalised ones while
     demonstrations are raw; add demonstrations in the same form the policy sees), optionally
     pre-trains on the demonstrations before the first rollout (``pretrain_steps``), and
     after every PPO update runs :func:`self_imitation_step`. Works on any SB3 on-policy
