@@ -35,7 +35,8 @@ from .compare import COMPARE_TO, comparison_lines
 from .stats import bootstrap_ci
 from .suites import SUITES
 from .targets import METHOD_ARM, check_all, render_checks
-from .trials_report import trials_section
+from .trials_report import headline as trials_headline
+from .trials_report import replace_block, trials_section
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -387,7 +388,11 @@ def targets_line(checks: list) -> str:
     return line + "."
 
 
-def update_readme(readme: Path, results: dict, overhead: Sequence[Path] = ()) -> None:
+TRIALS_START, TRIALS_END = "<!-- trials:start -->", "<!-- trials:end -->"
+TRIALS_PAGE = DOCS / "trials.md"
+
+
+def update_readme(readme: Path, results: dict, overhead: Sequence[Path] = (), trials_root: Path = RESULTS) -> None:
     """Replace the block between the headline markers of the README (if both are there)."""
     text = readme.read_text()
     if HEADLINE_START not in text or HEADLINE_END not in text:
@@ -395,7 +400,8 @@ def update_readme(readme: Path, results: dict, overhead: Sequence[Path] = ()) ->
     before, rest = text.split(HEADLINE_START, 1)
     _, after = rest.split(HEADLINE_END, 1)
     block = "\n".join(["", *headline(results), "", targets_line(check_all(results, overhead)), ""])
-    readme.write_text(before + HEADLINE_START + block + "\n" + HEADLINE_END + after)
+    text = before + HEADLINE_START + block + "\n" + HEADLINE_END + after
+    readme.write_text(replace_block(text, TRIALS_START, TRIALS_END, ["", *trials_headline(trials_root), ""]))
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -428,12 +434,15 @@ def main(argv: list[str] | None = None) -> str:
         text = head + "\n" + analysis.read_text().strip() + "\n\n## " + tables
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
+    if project and TRIALS_PAGE.exists():  # the trials page's results block, from the same files
+        TRIALS_PAGE.write_text(replace_block(TRIALS_PAGE.read_text(), "<!-- trials-results:start -->",
+                                             "<!-- trials-results:end -->", ["", *trials_section(args.results), ""]))
     print(f"wrote {args.out} and its figures in {args.out.parent / 'figures'} "
           f"({sum(len(a) for s in results.values() for a in s.values())} env x arm groups)")
     if args.readme is not None:
         if not args.readme.exists():
             p.error(f"no README at {args.readme}")
-        update_readme(args.readme, results, args.overhead)
+        update_readme(args.readme, results, args.overhead, args.results)
         print(f"refreshed the headline of {args.readme}")
     return text
 

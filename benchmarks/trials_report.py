@@ -136,6 +136,33 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
     return out
 
 
+def headline(root: Path = RESULTS, family: str = "darkroom") -> list[str]:
+    """The README's table of one trials family: per arm, held-out success on the first trial
+    without experience, after the first success with experience, cumulative by trial K, and on
+    the first trial with one demonstration (means over seeds, 95 % CIs)."""
+    arms = load(family, root)
+    if not arms:
+        return ["(no trials results yet)"]
+    lines = ["| arm | seeds | trial 1, no experience | after the first success | cumulative by trial 4 | "
+             "trial 1, one demonstration |", "| --- | --- | --- | --- | --- | --- |"]
+    for arm, runs in arms.items():
+        mem = "with_experience" if any(r["heldout"].get("with_experience") for r in runs) else "without_experience"
+        lines.append(f"| {arm} | {len(runs)} | {cell([metric(r, 'without_experience', 'trial1') for r in runs])} | "
+                     f"{cell([metric(r, mem, 'after_first_success') for r in runs])} | "
+                     f"{cell([metric(r, mem, 'cumulative@K') for r in runs])} | "
+                     f"{cell([metric(r, 'with_demonstration', 'trial1') for r in runs])} |")
+    return lines
+
+
+def replace_block(text: str, start: str, end: str, block: list[str]) -> str:
+    """``text`` with the lines between the markers ``start`` and ``end`` replaced (unchanged without them)."""
+    if start not in text or end not in text:
+        return text
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return before + start + "\n" + "\n".join(block) + "\n" + end + after
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Print the trials suites' tables (markdown).")
     p.add_argument("--family", nargs="+", default=["darkroom"])

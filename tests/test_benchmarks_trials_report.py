@@ -1,0 +1,44 @@
+"""The trials report: tables, comparisons and the README block, from result files written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.trials_report import comparison_table, headline, load, metric, replace_block, trials_section
+
+
+def write(root: Path, arm: str, seed: int, with_exp: list[float] | None, without: list[float]) -> None:
+    def cond(s: list[float]) -> dict:
+        cum = [max(s[: i + 1]) for i in range(len(s))]
+        return {"success_by_trial": s, "cumulative_by_trial": cum, "after_first_success": 1.0, "runs": 100}
+    heldout = {"instances": 20, "trials": 4, "without_experience": cond(without)}
+    if with_exp is not None:
+        heldout["with_experience"] = cond(with_exp)
+    res = {"suite": "trials-darkroom", "task": "T", "arm": arm, "seed": seed, "steps": 1000, "trials": 4,
+           "train_instances": 79, "heldout_instances": list(range(20)), "train": {}, "heldout": heldout}
+    path = root / "trials-darkroom" / arm / f"seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res))
+
+
+def test_tables_and_comparisons(tmp_path: Path) -> None:
+    for seed in range(3):
+        write(tmp_path, "crl-trials", seed, [0.2, 0.9, 0.9, 0.95 + 0.01 * seed], [0.2, 0.2, 0.2, 0.2])
+        write(tmp_path, "ppo", seed, None, [0.2, 0.2, 0.2, 0.2 + 0.01 * seed])
+    arms = load("darkroom", tmp_path)
+    assert list(arms) == ["crl-trials", "ppo"] and [r["seed"] for r in arms["ppo"]] == [0, 1, 2]
+    assert metric(arms["ppo"][0], "with_experience", "trial1") != metric(arms["ppo"][0], "with_experience", "trial1")
+    comp = comparison_table(arms)
+    ppo_row = next(line for line in comp if line.startswith("| ppo"))
+    assert "above" in ppo_row  # cumulative 0.96 against 0.21, every seed
+    text = "\n".join(trials_section(tmp_path))
+    assert "trials-darkroom" in text and "0.20 / 0.90 / 0.90 / 0.96" in text
+    head = headline(tmp_path)
+    assert head[2].startswith("| crl-trials | 3 |") and "n/a" in head[3]  # ppo has no demonstration condition
+
+
+def test_replace_block_keeps_what_is_outside() -> None:
+    text = "a\n<!-- s -->\nold\n<!-- e -->\nb"
+    assert replace_block(text, "<!-- s -->", "<!-- e -->", ["new"]) == "a\n<!-- s -->\nnew\n<!-- e -->\nb"
+    assert replace_block("no markers", "<!-- s -->", "<!-- e -->", ["new"]) == "no markers"
