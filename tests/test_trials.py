@@ -467,3 +467,21 @@ def test_self_imitation_keeps_the_trial_entries_it_was_shown() -> None:
     assert replay.counts()["own"] > 0
     obs, _, _ = replay.batch(replay.indices())
     assert ENTRIES_KEY in obs and obs[MASK_KEY].sum() > 0
+
+
+def test_members_of_a_group_run_the_same_instances_whatever_they_read() -> None:
+    """Random retrieval draws its donors apart from the group's instance draws: pairing holds."""
+    mem = memory(scope="other")
+    envs = [TrialsWrapper(HiddenGoalRoom(max_steps=2), mem, instances=list(range(1, 100)), trials=2, group=0,
+                          member=m, group_size=3, free_members=1, seed=4) for m in range(3)]
+    seen: list[list[int]] = [[], [], []]
+    for _ in range(12):  # 6 runs of 2 trials, each env on its own
+        for m, env in enumerate(envs):
+            _, info = env.reset()
+            seen[m].append(info["trial"]["instance"])
+            while not any(env.step(3)[2:4]):
+                pass
+    assert seen[0] == seen[1] == seen[2]
+    assert mem._donors  # guided members drew donors along the way
+    for env in envs:
+        env.close()

@@ -85,7 +85,8 @@ class TrialsWrapper(gym.Wrapper):
             raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
         self.demo_ratio = float(demo_ratio)
         self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
-        self._rng = np.random.default_rng([int(seed), self.group])
+        self._rng = np.random.default_rng([int(seed), self.group])  # the group's instances: one draw per run
+        self._donor_rng = np.random.default_rng([int(seed), self.group, self.member, 0xD0])
         base = env.observation_space
         self._dict_obs = isinstance(base, spaces.Dict)
         lay = memory.layout
@@ -122,7 +123,7 @@ class TrialsWrapper(gym.Wrapper):
         self._run_open = True
         self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
         self.scope = self.memory.new_scope() if self.guided else 0
-        self._donor = self.memory.donor(self.instance, self._rng) if self.guided else 0
+        self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
         if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
             demo = self.demonstrations(self.instance)
             if demo is not None:
