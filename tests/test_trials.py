@@ -485,3 +485,19 @@ def test_members_of_a_group_run_the_same_instances_whatever_they_read() -> None:
     assert mem._donors  # guided members drew donors along the way
     for env in envs:
         env.close()
+
+
+def test_trial_envs_in_another_process_are_refused(capfd) -> None:
+    """Under a SubprocVecEnv each worker would hold a copy of the memory: the worker stops with
+    a message that names the remedy (SB3's worker prints it; the parent sees the pipe close)."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    mem = memory()
+    venv = SubprocVecEnv(trials_env_fns(HiddenGoalRoom, mem, 2, instances=[5], group_size=2), start_method="fork")
+    with pytest.raises((EOFError, ConnectionError)):
+        venv.reset()
+    try:
+        venv.close()
+    except (EOFError, ConnectionError):
+        pass
+    assert "use a DummyVecEnv for the trial envs" in capfd.readouterr().err

@@ -21,6 +21,7 @@ of a memory must live in the process that owns it).
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
 from collections.abc import Hashable
 from pathlib import Path
@@ -116,6 +117,7 @@ class TrialMemory:
         self.generator = torch.Generator().manual_seed(seed)
         self.max_len = int(max_len)
         self.pairs = PairedCredit()
+        self._pid = os.getpid()
         self._next_scope = 1
         #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids)``, oldest first
         self._scope_ids: dict[int, list[tuple[int, np.ndarray]]] = {}
@@ -134,6 +136,13 @@ class TrialMemory:
             return batch_flatten(self.observation_space, obs)
         n = len(obs) if not isinstance(obs, dict) else len(next(iter(obs.values())))
         return checked_keys(self.key_encoder, obs, np.zeros(n, np.int64))
+
+    def check_process(self) -> None:
+        """Raise when used from another process than the one that made it (a copy shares nothing)."""
+        if os.getpid() != self._pid:
+            raise RuntimeError("a TrialMemory is shared by the trial envs of one process: this env runs in another "
+                               "process (SubprocVecEnv?), where it holds a copy that no other env sees; use a "
+                               "DummyVecEnv for the trial envs")
 
     # ---------------------------------------------------------------- scopes
     def new_scope(self) -> int:

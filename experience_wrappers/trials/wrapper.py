@@ -169,6 +169,7 @@ class TrialsWrapper(gym.Wrapper):
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start the run's next trial (a new run after the last); a ``seed`` given here is ignored:
         the instance decides the reset seed."""
+        self.memory.check_process()
         if self._in_trial and self.trial >= self.trials - 1:  # the last trial was cut short: the run ends
             self._end_run()
         if self._run_open:
