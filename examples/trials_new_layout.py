@@ -19,7 +19,12 @@ import argparse
 import numpy as np
 
 from experience_wrappers.trials import TrialMemory
-from integrations.minihack.hidden_goal import MOVES, HiddenGoalRoom, shortest_path_actions, split_goals
+from integrations.minihack.hidden_goal import (
+    MOVES,
+    HiddenGoalRoom,
+    shortest_path_actions,
+    split_goals,
+)
 from integrations.sb3.trials_evaluation import evaluate_trials
 from integrations.sb3.trials_method import TrialsRun, build_trials_method
 

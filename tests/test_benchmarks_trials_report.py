@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.trials_report import comparison_table, headline, load, metric, replace_block, trials_section
+from benchmarks.trials_report import (
+    comparison_table,
+    headline,
+    load,
+    metric,
+    replace_block,
+    trials_section,
+)
 
 
 def write(root: Path, arm: str, seed: int, with_exp: list[float] | None, without: list[float]) -> None:
