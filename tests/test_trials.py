@@ -501,3 +501,19 @@ def test_trial_envs_in_another_process_are_refused(capfd) -> None:
     except (EOFError, ConnectionError):
         pass
     assert "use a DummyVecEnv for the trial envs" in capfd.readouterr().err
+
+
+def test_the_entry_reader_takes_a_base_extractor_for_image_observations() -> None:
+    from stable_baselines3.common.torch_layers import CombinedExtractor
+
+    lay = memory().layout
+    space = spaces.Dict({"image": spaces.Box(0, 255, (3, 36, 36), np.uint8),
+                         ENTRIES_KEY: spaces.Box(-np.inf, np.inf, (4, lay.row_dim), np.float32),
+                         MASK_KEY: spaces.Box(0.0, 1.0, (4,), np.float32)})
+    feats = TrialsFeaturesExtractor(space, hidden=16, base_extractor_class=CombinedExtractor)
+    obs = {k: torch.as_tensor(np.stack([v.sample() for _ in range(2)])).float() for k, v in space.spaces.items()}
+    out = feats(obs)
+    assert out.shape == (2, feats.features_dim) == (2, 3 * 16 + 1)
+    assert any("cnn" in name for name, _ in feats.named_modules())  # SB3's NatureCNN on the image
+    with pytest.raises(ValueError, match="TrialsWrapper"):
+        TrialsFeaturesExtractor(spaces.Dict({"image": space["image"]}))
