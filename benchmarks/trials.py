@@ -138,7 +138,27 @@ def keydoor_family() -> dict[str, Any]:
             "trials": 4, "demonstration": demonstration}
 
 
-FAMILIES: dict[str, Callable[[], dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family}
+def maze_family() -> dict[str, Any]:
+    from itertools import count
+
+    from integrations.minihack import GlyphCNNExtractor
+    from integrations.minihack.incontext_maze import (
+        InContextMaze,
+        maze_demonstration,
+        position_key_encoder,
+        split_mazes,
+    )
+    train, held_out = split_mazes(200, 20)
+    seeds = count()
+    return {"task": "MiniHack-MazeWalk-9x9-v0, 3 random moves before each episode, cap 1.5x the shortest path",
+            "make": lambda: InContextMaze(seed=next(seeds)), "train": train, "held_out": held_out, "horizon": 40,
+            "trials": 1, "demonstration": maze_demonstration, "demo_ratio": 1.0,
+            "memory_kwargs": {"key_encoder": position_key_encoder()},
+            "features_kwargs": {"base_extractor_class": GlyphCNNExtractor}}
+
+
+FAMILIES: dict[str, Callable[[], dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
+                                                      "maze": maze_family}
 
 
 # ---------------------------------------------------------------------------- one run
@@ -195,6 +215,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     spec = dict(ARMS[arm])
     kind = spec.pop("kind")
     demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
+    if demo_ratio:  # a family may give its demonstrations to every guided run (the in-context mazes)
+        demo_ratio = float(fam.get("demo_ratio", demo_ratio))
     sil = bool(spec.pop("sil", False))
     imitate = bool(spec.pop("imitate", False))
     ppo_kwargs = {**PPO_KWARGS, **spec.pop("ppo", {})}
@@ -209,7 +231,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     held = fam["held_out"]
 
     def memory(**overrides: Any) -> TrialMemory:
-        kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, **spec, **overrides}
+        kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, **fam.get("memory_kwargs", {}), **spec, **overrides}
         return TrialMemory(obs_space, act_space, horizon=fam["horizon"], **kw)
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
@@ -243,7 +265,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=GROUP_SIZE,
                                   free_members=FREE_MEMBERS, trials=k_trials, sil=sil,
                                   demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
-                                  ppo_kwargs=ppo_kwargs, seed=seed)
+                                  ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"), seed=seed)
         model, venv = run.model, run.model.get_env()
         log = TrialLog(8192, k_trials)
         model.learn(steps, callback=[log, *run.callbacks])

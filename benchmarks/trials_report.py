@@ -116,7 +116,7 @@ def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-t
     return lines
 
 
-def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor")) -> list[str]:
+def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor", "maze")) -> list[str]:
     """The markdown of every trials family with results (empty when none)."""
     out: list[str] = []
     for family in families:

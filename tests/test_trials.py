@@ -517,3 +517,39 @@ def test_the_entry_reader_takes_a_base_extractor_for_image_observations() -> Non
     assert any("cnn" in name for name, _ in feats.named_modules())  # SB3's NatureCNN on the image
     with pytest.raises(ValueError, match="TrialsWrapper"):
         TrialsFeaturesExtractor(spaces.Dict({"image": space["image"]}))
+
+
+# ------------------------------------------------------------------------- in-context mazes
+def test_in_context_mazes_start_off_the_demonstration_and_cap_by_the_shortest_path() -> None:
+    from integrations.minihack.incontext_maze import (
+        InContextMaze,
+        maze_demonstration,
+        maze_distances,
+        split_mazes,
+    )
+
+    train, test = split_mazes(50, 5)
+    assert not set(train) & set(test)
+    for seed in (0, 3):
+        obs, actions = maze_demonstration(seed)
+        x, y = obs["blstats"][0][:2]
+        assert maze_distances(seed)[y, x] == len(actions)  # the demonstration is a shortest path
+    env = InContextMaze(random_steps=3, seed=1)
+    starts, replayed = set(), []
+    for episode in range(8):
+        o, info = env.reset(seed=3)
+        starts.add(tuple(o["blstats"][:2].tolist()))
+        x, y = o["blstats"][:2]
+        assert info["cap"] == max(1, int(np.ceil(1.5 * maze_distances(3)[y, x])))
+        steps = 0
+        for a in maze_demonstration(3)[1]:  # the demonstration's moves, open loop
+            o, r, term, trunc, info = env.step(a)
+            steps += 1
+            if term or trunc:
+                break
+        replayed.append(bool(info.get("success")))
+    assert len(starts) > 1  # the random moves start episodes in different places
+    assert not all(replayed)  # so the demonstration replayed open loop does not always solve it
+    with pytest.raises(ValueError, match="seed"):
+        env.reset()
+    env.close()

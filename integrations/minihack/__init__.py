@@ -25,6 +25,13 @@ from .envs import (
 from .features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
 from .hidden_goal import HiddenGoalRoom, shortest_path_actions, split_goals
 from .hidden_key_door import HiddenKeyDoorRoom, key_door_actions, split_pairs, sweep_success
+from .incontext_maze import (
+    InContextMaze,
+    maze_demonstration,
+    maze_distances,
+    position_key_encoder,
+    split_mazes,
+)
 from .keys import DEFAULT_BLSTATS_KEY_FIELDS, DEFAULT_KEY_WEIGHTS, MiniHackKeyEncoder
 from .scripted import NAVIGATOR_KEYS, MapNavigator, StairsSeeker
 
@@ -40,6 +47,11 @@ __all__ = [
     "GlyphCNNExtractor",
     "HiddenGoalRoom",
     "HiddenKeyDoorRoom",
+    "InContextMaze",
+    "maze_demonstration",
+    "maze_distances",
+    "position_key_encoder",
+    "split_mazes",
     "key_door_actions",
     "shortest_path_actions",
     "split_goals",

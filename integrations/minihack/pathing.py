@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["MOVE_DELTAS", "passable_mask", "door_mask", "unseen_mask", "first_step", "frontier"]
+__all__ = ["MOVE_DELTAS", "passable_mask", "door_mask", "unseen_mask", "first_step", "frontier", "step_distances"]
 
 # (dy, dx) of the eight compass moves, in the order N, E, S, W, NE, SE, SW, NW.
 MOVE_DELTAS: tuple[tuple[int, int], ...] = ((-1, 0), (0, 1), (1, 0), (0, -1), (-1, 1), (1, 1), (1, -1), (-1, -1))
@@ -92,3 +92,28 @@ def first_step(start: tuple[int, int], goals: Iterable[tuple[int, int]], passabl
                 return first[(ny, nx)]
             queue.append((ny, nx))
     return None
+
+
+def step_distances(goal: tuple[int, int], passable: np.ndarray, doors: np.ndarray) -> np.ndarray:
+    """Moves from every cell to ``goal`` (row, col) by a shortest path, under :func:`first_step`'s
+    rules (moves are symmetric, so a search from the goal gives them); -1 where unreachable.
+
+    >>> free = np.ones((3, 4), bool); free[1, 1:3] = False
+    >>> step_distances((1, 3), free, np.zeros_like(free)).tolist()
+    [[3, 2, 1, 1], [3, -1, -1, 0], [3, 2, 1, 1]]
+    """
+    h, w = passable.shape
+    dist = np.full((h, w), -1, dtype=np.int64)
+    dist[goal] = 0
+    queue = deque([goal])
+    while queue:
+        y, x = queue.popleft()
+        for dy, dx in MOVE_DELTAS:
+            ny, nx = y + dy, x + dx
+            if not (0 <= ny < h and 0 <= nx < w) or dist[ny, nx] >= 0 or not passable[ny, nx]:
+                continue
+            if dy and dx and (doors[y, x] or doors[ny, nx]):
+                continue
+            dist[ny, nx] = dist[y, x] + 1
+            queue.append((ny, nx))
+    return dist
