@@ -536,7 +536,7 @@ def test_in_context_mazes_start_off_the_demonstration_and_cap_by_the_shortest_pa
         assert maze_distances(seed)[y, x] == len(actions)  # the demonstration is a shortest path
     env = InContextMaze(random_steps=3, seed=1)
     starts, replayed = set(), []
-    for episode in range(8):
+    for _ in range(8):
         o, info = env.reset(seed=3)
         starts.add(tuple(o["blstats"][:2].tolist()))
         x, y = o["blstats"][:2]
