@@ -75,6 +75,8 @@ class TrialMemory:
         write_failures: write failed trials too (False: the successes-only ablation).
         train_extractor: train the extractor by paired credit (False: the frozen-extractor ablation).
         batch_size: credited entries per extractor update.
+        hidden, max_len, lr: the extractor's LSTM width, the most steps it reads of a trial's rest,
+            and its learning rate (see :class:`~experience_wrappers.extractor.ExtractorConfig`).
         seed: seed of the extractor and of its sampling.
 
     >>> mem = TrialMemory(spaces.Box(0, 9, (2,)), spaces.Discrete(8), horizon=25, k=2, exp_dim=4)
@@ -86,8 +88,8 @@ class TrialMemory:
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
-                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None, exp_dim: int = 8, scope: str = "instance",
-                 write_failures: bool = True, train_extractor: bool = True, batch_size: int = 256,
+                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None, exp_dim: int = 8,
+                 scope: str = "instance", write_failures: bool = True, train_extractor: bool = True, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -112,8 +114,7 @@ class TrialMemory:
             cfg = ExtractorConfig(state_dim=self.key_dim, action_dim=self.action_coder.dim, exp_dim=self.exp_dim,
                                   hidden=hidden, max_len=max_len, lr=lr, seed=seed,
                                   discrete_actions=isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete)))
-            torch.manual_seed(seed)
-            self.trainer = ExtractorTrainer(ExperienceExtractor(cfg))
+            self.trainer = ExtractorTrainer(ExperienceExtractor(cfg))  # seeded by cfg.seed, global RNG untouched
         self.generator = torch.Generator().manual_seed(seed)
         self.max_len = int(max_len)
         self.pairs = PairedCredit()

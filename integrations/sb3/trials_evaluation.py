@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers.trials import TRIAL_INFO_KEY, TrialMemory, TrialsWrapper
@@ -106,7 +107,8 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     and one demonstration of the instance (``demonstrations(instance)``) placed in the run's
     scope before its first trial. Nothing is learned: the envs are built with ``learn=False``
     and ``memory()`` (called once per condition) should not train its extractor. Each
-    instance gets ``repeats`` runs of ``trials`` trials, one env per instance.
+    instance gets ``repeats`` runs of ``trials`` trials, one env per instance. Each condition
+    seeds torch's global generator with ``seed`` first (an SB3 policy samples its actions from it).
 
     Returns ``{"instances", "trials", "repeats", condition: trial_metrics(...)}``.
 
@@ -121,6 +123,7 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     out: dict[str, Any] = {"instances": len(instances), "trials": trials, "repeats": repeats}
     for cond in conditions:
         mem = memory()
+        th.manual_seed(seed)  # each condition's sampled actions start from the same seed
         guided = cond != "without_experience"
         demos = demonstrations if cond == "with_demonstration" else None
 
