@@ -21,8 +21,8 @@ from benchmarks.stats import bootstrap_ci, difference_ci
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-ARM_ORDER = ["crl-trials", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-noz",
-             "ppo", "recurrent-ppo-trials", "retrieve-and-play"]
+ARM_ORDER = ["crl-trials", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
+             "crl-trials-nosil", "crl-trials-imitate", "ppo", "ppo-sil", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -151,7 +151,8 @@ def headline(root: Path = RESULTS, family: str = "darkroom") -> list[str]:
                      f"{cell([metric(r, mem, 'after_first_success') for r in runs])} | "
                      f"{cell([metric(r, mem, 'cumulative@K') for r in runs])} | "
                      f"{cell([metric(r, 'with_demonstration', 'trial1') for r in runs])} |")
-    return lines
+    return lines + ["", "Arms shown nothing (`ppo`, `ppo-sil`, `recurrent-ppo-trials`) report their runs as they are; "
+                    "the recurrent policy carries its LSTM state across a run's trials."]
 
 
 def replace_block(text: str, start: str, end: str, block: list[str]) -> str:
