@@ -88,26 +88,11 @@ EXP_DIM = 8
 
 # ---------------------------------------------------------------------------- families
 def darkroom_family() -> dict[str, Any]:
-    from integrations.minihack.hidden_goal import (
-        MOVES,
-        HiddenGoalRoom,
-        shortest_path_actions,
-        split_goals,
-    )
+    from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration, split_goals
     train, held_out = split_goals(10, 20, seed=0)
-
-    def demonstration(goal: int) -> tuple[np.ndarray, np.ndarray]:
-        actions = shortest_path_actions(goal, 10)
-        pos = np.zeros(2, np.float32)
-        obs = []
-        for a in actions:
-            obs.append(pos.copy())
-            pos = pos + np.asarray(MOVES[a], np.float32)
-        return np.stack(obs), np.asarray(actions)
-
     return {"task": "HiddenGoalRoom-10x10 (MiniHack level generator, position only, 25-step cap)",
             "make": lambda: HiddenGoalRoom(10, 25), "train": train, "held_out": held_out, "horizon": 25,
-            "trials": 4, "demonstration": demonstration}
+            "trials": 4, "demonstration": goal_demonstration}
 
 
 def keydoor_family() -> dict[str, Any]:

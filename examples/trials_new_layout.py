@@ -16,27 +16,11 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from experience_wrappers.trials import TrialMemory
-from integrations.minihack.hidden_goal import (
-    MOVES,
-    HiddenGoalRoom,
-    shortest_path_actions,
-    split_goals,
-)
+from integrations.minihack.hidden_goal import HiddenGoalRoom, split_goals
+from integrations.minihack.hidden_goal import goal_demonstration as demonstration
 from integrations.sb3.trials_evaluation import evaluate_trials
 from integrations.sb3.trials_method import TrialsRun, build_trials_method
-
-
-def demonstration(goal: int) -> tuple[np.ndarray, np.ndarray]:
-    """One scripted demonstration of a layout: the positions and moves of a shortest path."""
-    actions = shortest_path_actions(goal)
-    pos, obs = np.zeros(2, np.float32), []
-    for a in actions:
-        obs.append(pos.copy())
-        pos = pos + np.asarray(MOVES[a], np.float32)
-    return np.stack(obs), np.asarray(actions)
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from experience_wrappers.trials import (
 from integrations.minihack.hidden_goal import (
     MOVES,
     HiddenGoalRoom,
+    goal_demonstration,
     shortest_path_actions,
     split_goals,
 )
@@ -37,13 +38,7 @@ def memory(**kw) -> TrialMemory:
     return TrialMemory(POS, ACT, horizon=25, **{"k": 4, "exp_dim": 4, **kw})
 
 
-def demo(goal: int) -> tuple[np.ndarray, np.ndarray]:
-    actions = shortest_path_actions(goal)
-    pos, obs = np.zeros(2, np.float32), []
-    for a in actions:
-        obs.append(pos.copy())
-        pos = pos + np.asarray(MOVES[a], np.float32)
-    return np.stack(obs), np.asarray(actions)
+demo = goal_demonstration
 
 
 # ------------------------------------------------------------------------- layout

@@ -23,7 +23,7 @@ from gymnasium import spaces
 
 from experience_wrappers.validators import check_int
 
-__all__ = ["HiddenGoalRoom", "goal_cells", "split_goals", "shortest_path_actions", "MOVES"]
+__all__ = ["HiddenGoalRoom", "goal_cells", "split_goals", "shortest_path_actions", "goal_demonstration", "MOVES"]
 
 #: MiniHack navigation's actions (nethack.CompassDirection order) as (dx, dy), y pointing down
 MOVES: tuple[tuple[int, int], ...] = ((0, -1), (1, 0), (0, 1), (-1, 0), (1, -1), (1, 1), (-1, 1), (-1, -1))
@@ -56,6 +56,21 @@ def shortest_path_actions(goal: int, size: int = 10) -> list[int]:
     diag = min(gx, gy)
     straight = (1 if gx > gy else 2)  # east or south
     return [5] * diag + [straight] * (max(gx, gy) - diag)
+
+
+def goal_demonstration(goal: int, size: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """One scripted demonstration of a goal: the positions a shortest path starts its steps from, and its moves.
+
+    >>> obs, actions = goal_demonstration(23)
+    >>> obs.tolist(), actions.tolist()
+    ([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]], [5, 5, 1])
+    """
+    actions = shortest_path_actions(goal, size)
+    pos, obs = np.zeros(2, np.float32), []
+    for a in actions:
+        obs.append(pos.copy())
+        pos = pos + np.asarray(MOVES[a], np.float32)
+    return np.stack(obs), np.asarray(actions)
 
 
 class HiddenGoalRoom(gym.Env):
