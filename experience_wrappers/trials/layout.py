@@ -42,7 +42,7 @@ class EntryLayout:
     >>> lay.value_dim, lay.row_dim
     (16, 18)
     >>> v = lay.values(np.zeros((3, 2)), np.eye(8)[[1, 2, 3]], 1.0, np.zeros((3, 4)))
-    >>> v[:, lay.steps_to_go_col].round(2).tolist()  # 3, 2 and 1 steps left of 25
+    >>> [round(float(x), 2) for x in v[:, lay.steps_to_go_col]]  # 3, 2 and 1 steps left of 25
     [0.12, 0.08, 0.04]
     """
 

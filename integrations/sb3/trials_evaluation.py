@@ -79,7 +79,7 @@ def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
 
     >>> m = trial_metrics(np.array([[0, 1, 1, 1], [0, 0, 0, 0], [1, 1, 0, 1]]))
     >>> m["success_by_trial"], m["cumulative_by_trial"], round(m["after_first_success"], 3)
-    ([0.333, 0.667, 0.333, 0.667], [0.333, 0.667, 0.667, 0.667], 0.833)
+    ([0.333, 0.667, 0.333, 0.667], [0.333, 0.667, 0.667, 0.667], 0.8)
     """
     s = np.asarray(successes, dtype=np.float64)
     if s.ndim != 2 or s.shape[0] == 0:
