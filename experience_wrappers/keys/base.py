@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,13 @@ def add_batch_axis(obs: Any) -> Any:
     if isinstance(obs, tuple):
         return tuple(add_batch_axis(v) for v in obs)
     return np.asarray(obs)[None]
+
+
+def stack_observations(frames: Sequence[Any]) -> Any:
+    """Stack per-step observations (arrays or dicts of arrays) along a new time axis."""
+    if isinstance(frames[0], dict):
+        return {k: np.stack([f[k] for f in frames]) for k in frames[0]}
+    return np.stack([np.asarray(f) for f in frames])
 
 
 def checked_keys(encoder: KeyEncoder, observations: Any, task_ids: np.ndarray) -> np.ndarray:

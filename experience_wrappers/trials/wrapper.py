@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..keys.base import add_batch_axis
+from ..keys.base import add_batch_axis, stack_observations
 from ..manager import success_from_info
 from ..validators import check_int
 from .memory import TrialMemory
@@ -201,20 +201,13 @@ class TrialsWrapper(gym.Wrapper):
     def _finish(self, success: bool) -> None:
         mem = self.memory
         if self.guided and (self.trial < self.trials - 1 or mem.scope == "other"):  # a last trial is read by a donor's reader only
-            batch = _stack(self._obs[: len(self._actions)])
+            batch = stack_observations(self._obs[: len(self._actions)])
             mem.write_trial(self.scope, batch, np.asarray(self._actions), self._rewards, success)
         if self.learn and self.free_members and self.free_members < self.group_size:
             mem.finish_trial((self.group, self.run, self.trial), float(success), guided=self.guided,
                              members=self.group_size, free=self.free_members, shown=self._shown)
         if self.trial >= self.trials - 1:
             self._end_run()
-
-
-def _stack(observations: list[Any]) -> Any:
-    """A list of observations as one batch (Dict observations key by key)."""
-    if isinstance(observations[0], dict):
-        return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
-    return np.stack([np.asarray(o) for o in observations])
 
 
 def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs: int, *,

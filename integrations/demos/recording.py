@@ -12,9 +12,10 @@ import gymnasium as gym
 import numpy as np
 
 from experience_wrappers.errors import DemonstrationFileError
+from experience_wrappers.keys.base import stack_observations
 from experience_wrappers.manager import success_from_info
 
-from .trajectories import Demonstration, stack_observations
+from .trajectories import Demonstration
 
 __all__ = ["record_demonstrations", "save_demonstrations", "load_demonstrations"]
 

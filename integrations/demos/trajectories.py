@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -146,10 +146,3 @@ def as_demonstrations(items: Iterable[Any] | Any, task_id: int = 0) -> list[Demo
     if isinstance(items, (Demonstration, dict)) or hasattr(items, "acts"):
         items = [items]
     return [as_demonstration(it, task_id) for it in items]
-
-
-def stack_observations(frames: Sequence[Any]) -> Any:
-    """Stack per-step observations (arrays or dicts of arrays) along a new time axis."""
-    if isinstance(frames[0], dict):
-        return {k: np.stack([f[k] for f in frames]) for k in frames[0]}
-    return np.stack([np.asarray(f) for f in frames])
