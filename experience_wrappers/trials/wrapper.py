@@ -200,7 +200,10 @@ class TrialsWrapper(gym.Wrapper):
 
     def _finish(self, success: bool) -> None:
         mem = self.memory
-        if self.guided and (self.trial < self.trials - 1 or mem.scope == "other"):  # a last trial is read by a donor's reader only
+        # a trial is written where someone reads it: the run's later trials, or (scope "other") other runs;
+        # with scope "none" no one does
+        read_later = self.trial < self.trials - 1 or mem.scope == "other"
+        if self.guided and mem.scope != "none" and read_later:
             batch = stack_observations(self._obs[: len(self._actions)])
             mem.write_trial(self.scope, batch, np.asarray(self._actions), self._rewards, success)
         if self.learn and self.free_members and self.free_members < self.group_size:
