@@ -55,9 +55,9 @@ from stable_baselines3 import PPO
 
 from experience_wrappers import ExperienceBank
 from integrations.sb3 import CRLCallback, crl_policy_kwargs, find_experience
+from integrations.sb3.env_families import build_env, family_of
 
 from .config import load_hyperparams
-from .envs import build_env, family_of
 from .result_file import write_result
 from .run import PPO_KEYS, versions
 

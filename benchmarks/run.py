@@ -12,28 +12,18 @@ from typing import Any
 
 import numpy as np
 import torch
-from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.callbacks import BaseCallback
 
-from experience_wrappers import ExperienceBank
-from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, instance_seeds
-from integrations.demos import ingest_demonstrations
+from experience_wrappers.rollin import BankGuide
 from integrations.sb3 import (
-    ActionPriorPolicy,
-    CRLCallback,
+    ComplementaryRL,
     ExperienceEvalCallback,
-    crl_policy_kwargs,
-    find_experience,
 )
-from integrations.sb3.evaluation import evaluate_with_and_without_experience, run_episodes
-from integrations.sb3.neighbour_imitation import NeighbourImitationCallback
-from integrations.sb3.rollin import GuidedRollInVecEnv, RollInCallback, RollInView
-from integrations.sb3.self_imitation import SelfImitationCallback, add_demonstrations
+from integrations.sb3.env_families import build_env
 
 from .algos import check_algo_arm, resolve_algo
 from .arms import Arm
 from .bank_tracking import BankTracker
-from .envs import build_env, family_of
 from .tracking import CurveTracker
 
 __all__ = ["train_run", "versions"]
@@ -60,53 +50,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-#: demonstrations of a run with seed ``s`` are recorded from reset seed ``s + DEMO_SEED_OFFSET`` on
-DEMO_SEED_OFFSET = 20_000
-
-
-def _demonstrations(env: Any, env_id: str, arm: Arm, n: int, seed: int, fam: Any,
-                    replay: SuccessReplay | None, gamma: float) -> tuple[dict[str, Any], list[Any]]:
-    """Record ``n`` scripted demonstrations; distil them into the run's bank (CRL arms) and pin
-    them in its self-imitation replay (arms with imitation). Returns the record and the demonstrations."""
-    t0 = time.perf_counter()
-    demos = fam.demonstrator(env_id, n, seed + DEMO_SEED_OFFSET)
-    record: dict[str, Any] = {"episodes": len(demos), "mean_length": float(np.mean([len(d.actions) for d in demos]))}
-    if arm.crl:
-        manager = find_experience(env)[0][0]
-        record["segments"] = ingest_demonstrations(manager, demos, **arm.ingest)
-        record["bank_size"] = len(manager.bank)
-    if replay is not None:
-        record["replay_states"] = add_demonstrations(replay, demos, gamma)
-    record["seconds"] = round(time.perf_counter() - t0, 2)
-    return record, demos
-
-
-def _rollin_env(env: Any, env_id: str, arm: Arm, seed: int, fam: Any, demos: list[Any]) -> GuidedRollInVecEnv:
-    """Wrap the training env for guided roll-in (the arm's ``rollin``): ``h`` starts at the
-    longest demonstration; with ``on_demonstrated`` roll-in episodes start on the
-    demonstrations' instances (their reset seeds, recovered here). ``guide_type`` "bank" (the
-    default): the guide reads the run's bank (``guide``: its arguments); "replay": each
-    demonstration's recorded actions replayed on its own instance (no bank)."""
-    cfg = dict(arm.rollin or {})
-    kind = cfg.pop("guide_type", "bank")
-    guide_kwargs = cfg.pop("guide", {})
-    curriculum = RollInCurriculum.for_lengths([len(d.actions) for d in demos], **cfg.pop("curriculum", {}))
-    seeds = None
-    if cfg.pop("on_demonstrated", False):
-        probe = fam.make_vec(env_id, 1, seed)
-        try:
-            seeds = instance_seeds(probe.envs[0], demos, seed + DEMO_SEED_OFFSET)
-        finally:
-            probe.close()
-    guide: BankGuide | ReplayGuide
-    if kind == "bank":
-        guide = BankGuide(find_experience(env)[0][0], **guide_kwargs)
-    else:
-        assert seeds is not None, "checked in train_run: a replay guide rolls in on the demonstrated instances"
-        guide = ReplayGuide.from_demonstrations(demos, seeds)
-    return GuidedRollInVecEnv(env, guide, curriculum, instance_seeds=seeds, seed=seed, **cfg)
 
 
 class _StopAtDeadline(BaseCallback):
@@ -140,88 +83,54 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     torch.set_num_threads(torch_threads)
     steps = int(total_steps or hyper["n_timesteps"])
     n_envs = int(hyper.get("n_envs", 8))
-    fam = family_of(env_id)
     n_demos = arm.demonstrations if (demonstrations is None or not arm.demonstrations) else demonstrations
-    if n_demos and fam.demonstrator is None:
-        raise ValueError(f"arm {arm.name!r} starts from demonstrations, but {env_id!r} has no scripted "
-                         "demonstrator (MiniHack navigation tasks have one)")
-    if n_demos and not arm.crl and arm.imitation is None:
-        raise ValueError(f"arm {arm.name!r} starts from demonstrations but has neither a bank nor imitation")
-    rollin_guide = None if arm.rollin is None else arm.rollin.get("guide_type", "bank")
-    if rollin_guide not in (None, "bank", "replay"):
-        raise ValueError(f"arm {arm.name!r}: rollin guide_type must be 'bank' or 'replay', got {rollin_guide!r}")
-    if rollin_guide == "bank" and not (arm.crl and n_demos):
-        raise ValueError(f"arm {arm.name!r} rolls in with the bank's demonstrations: it needs crl=True and "
-                         f"demonstrations > 0, got crl={arm.crl} and {n_demos} demonstrations")
-    if rollin_guide == "replay" and not (n_demos and arm.rollin.get("on_demonstrated", False)):  # type: ignore[union-attr]
-        raise ValueError(f"arm {arm.name!r} replays demonstrations on their instances: it needs demonstrations > 0 "
-                         f"and rollin on_demonstrated=True, got {n_demos} demonstrations and {arm.rollin}")
-    if arm.neighbour is not None and not (arm.crl and n_demos):
-        raise ValueError(f"arm {arm.name!r}: neighbour imitation follows the bank's demonstration entries; it needs "
-                         f"crl=True and demonstrations, got crl={arm.crl} and {n_demos} demonstrations")
-    if arm.group_size is not None and (arm.rollin is not None or not arm.crl):
-        raise ValueError(f"arm {arm.name!r} pairs credit by replayed instances (group_size={arm.group_size}): it "
-                         "needs crl=True and no roll-in (roll-in resets envs onto its own instances)")
-    bank = ExperienceBank(seed=seed, **arm.bank) if arm.crl else None
-    env = build_env(env_id, n_envs, seed, bank, arm.wrapper, arm.manager, fam, group_size=arm.group_size)
-    replay = SuccessReplay() if arm.imitation is not None else None
-    gamma = float(hyper.get("gamma", 0.99))
-    demos_record, demos = (_demonstrations(env, env_id, arm, n_demos, seed, fam, replay, gamma) if n_demos
-                           else (None, []))
-    rollin_env = _rollin_env(env, env_id, arm, seed, fam, demos) if arm.rollin is not None else None
-    if rollin_env is not None:
-        env = rollin_env  # the model trains on it; evaluations switch it off
-    ppo_kwargs = {k: hyper[k] for k in PPO_KEYS if k in hyper}
-    if arm.crl:
-        base_cls, base_kwargs = fam.base_extractor or (None, None)
-        policy_kwargs = crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs)
-        policy: Any = ActionPriorPolicy if arm.prior_policy else "MultiInputPolicy"
-    else:
-        policy_kwargs = dict(fam.base_policy_kwargs)
-        policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
     check_algo_arm(algo, arm)  # --algo: PPO by default, or A2C, RecurrentPPO, MaskablePPO
-    algo_cls, policy, ppo_kwargs = resolve_algo(algo, policy, ppo_kwargs)
-    model = algo_cls(policy, env, seed=seed, policy_kwargs=policy_kwargs, verbose=0, tensorboard_log=tensorboard_log,
-                     **ppo_kwargs)
+    algo_cls, policy, ppo_kwargs = resolve_algo(algo, None, {k: hyper[k] for k in PPO_KEYS if k in hyper})
+    if arm.prior_policy:
+        from integrations.sb3.experimental import ActionPriorPolicy
+
+        policy = ActionPriorPolicy
+    # the arm is a set of the public object's arguments
+    method = ComplementaryRL(env_id, algorithm=algo_cls, policy=policy, n_envs=n_envs, seed=seed,
+                             experience=arm.crl, demonstrations=n_demos,
+                             self_imitation=False if arm.imitation is None else arm.imitation,
+                             rollin=False if arm.rollin is None else arm.rollin, group_size=arm.group_size,
+                             bank_kwargs=arm.bank, wrapper_kwargs=arm.wrapper, manager_kwargs=arm.manager,
+                             callback_kwargs=arm.callback, ingest_kwargs=arm.ingest,
+                             algorithm_kwargs=ppo_kwargs, tensorboard_log=tensorboard_log)
+    model, bank = method.model, method.bank
     tracker = CurveTracker()
-    # with roll-in the curve counts episodes from true starts only
-    callbacks: list[BaseCallback] = [tracker if rollin_env is None else
-                                     RollInView(tracker, executed_actions=False, true_starts_only=True)]
-    crl_cb = bank_cb = None
+    callbacks: list[BaseCallback] = [tracker]  # under roll-in: episodes from true starts only
+    bank_cb = None
     if arm.crl:
-        crl_cb = CRLCallback(**arm.callback)
         bank_cb = BankTracker(bank)
-        callbacks += [crl_cb, bank_cb]
-    sil_cb = None
-    if arm.imitation is not None:
-        assert replay is not None
-        sil_cb = SelfImitationCallback(replay, seed=seed, **arm.imitation)
-        # the replay must hold the actions executed (the guide's on guide-acted steps)
-        callbacks.append(sil_cb if rollin_env is None else RollInView(sil_cb))
+        callbacks.append(bank_cb)
     nbr_cb = None
-    if arm.neighbour is not None:  # after the PPO update, as self-imitation
+    if arm.neighbour is not None:
+        from integrations.sb3.experimental import NeighbourImitationCallback
+
         cfg = dict(arm.neighbour)
-        guide = BankGuide(find_experience(env)[0][0], **cfg.pop("guide", {}))
-        nbr_cb = NeighbourImitationCallback(guide, seed=seed, **cfg)
+        if method.manager is None or not n_demos:
+            raise ValueError(f"arm {arm.name!r}: neighbour imitation follows the bank's demonstration entries; it "
+                             f"needs crl=True and demonstrations, got crl={arm.crl} and {n_demos} demonstrations")
+        nbr_cb = NeighbourImitationCallback(BankGuide(method.manager, **cfg.pop("guide", {})), seed=seed, **cfg)
         callbacks.append(nbr_cb)
     eval_cb = None
     if eval_every and eval_episodes:
         # evaluation envs never learn, so they are not paired (paired=False: no replayed instances)
-        eval_wrapper = ({**arm.wrapper, "learn": False, "paired": False, "manager": find_experience(env)[0][0]}
+        eval_wrapper = ({**arm.wrapper, "learn": False, "paired": False, "manager": method.manager}
                         if arm.crl else None)
-        eval_env = build_env(env_id, eval_envs, seed + 10_000, bank, eval_wrapper, arm.manager, fam)
+        eval_env = build_env(env_id, eval_envs, seed + 10_000, bank, eval_wrapper, arm.manager, method.family)
         eval_cb = ExperienceEvalCallback(eval_env, eval_every, eval_episodes, deterministic=False)
         callbacks.append(eval_cb)
-    rollin_cb = None
-    if rollin_env is not None:  # after CRLCallback: its advantage normalisation would undo the zeros
-        rollin_cb = RollInCallback(rollin_env)
-        callbacks.append(rollin_cb)
     deadline_cb = None
     if os.environ.get("CRL_BENCH_DEADLINE"):
         deadline_cb = _StopAtDeadline(float(os.environ["CRL_BENCH_DEADLINE"]))
         callbacks.append(deadline_cb)
     t0 = time.perf_counter()
-    model.learn(steps, callback=CallbackList(callbacks))
+    method.learn(steps, callback=callbacks)
+    crl_cb, sil_cb, replay = method.crl_callback, method.sil_callback, method.replay
+    rollin_env, rollin_cb, demos_record = method.rollin_env, method.rollin_callback, method.demonstrations_record
     eval_s = eval_cb.seconds if eval_cb is not None else 0.0
     wall = time.perf_counter() - t0 - eval_s
     result: dict[str, Any] = {
@@ -263,24 +172,11 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         m = crl_cb.manager
         result["crl"] = {"bank": m.bank.stats(), "manager": m.stats()}
         result["bank_curve"] = bank_cb.history
-    if rollin_env is not None:
-        rollin_env.enabled = False  # evaluation (and everything after training) starts from true starts
-    if eval_episodes:
-        if arm.crl:
-            result["evaluation"] = evaluate_with_and_without_experience(model, env, eval_episodes,
-                                                                         deterministic=False)
-        else:
-            result["evaluation"] = {"without_experience": run_episodes(model, env, eval_episodes,
-                                                                       deterministic=False)}
-    if model_dir is not None:  # the runner's --save-model: model.zip (+ experience/ for CRL arms)
-        from integrations.sb3 import save_crl
-
-        result["model_dir"] = str(save_crl(model_dir, model) if arm.crl else model.save(f"{model_dir}/model.zip")
-                                  or model_dir)
-    if arm.crl:
-        for mgr in find_experience(env)[0]:
-            mgr.close()
-    env.close()
+    if eval_episodes:  # from true starts (roll-in off), with and without experience
+        result["evaluation"] = method.evaluate(eval_episodes, deterministic=False)
+    if model_dir is not None:  # the runner's --save-model: the whole run (ComplementaryRL.save)
+        result["model_dir"] = str(method.save(model_dir))
+    method.close()
     result["final_outcome_mean_last"] = float(np.mean([c["outcome"] for c in tracker.curve[-5:]
                                                        if c["outcome"] is not None] or [np.nan]))
     return result

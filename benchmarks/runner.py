@@ -62,7 +62,7 @@ REFUSED_KEYS = {
     "policy_kwargs": "each arm builds its network (the env family's encoder; the CRL extractor on top)",
     "normalize": "the runner does not add VecNormalize (see docs/quickstart.md for VecNormalize with CRL)",
     "frame_stack": "the runner does not stack frames",
-    "env_wrapper": "the runner builds its envs through the env family (benchmarks/envs.py)",
+    "env_wrapper": "the runner builds its envs through the env family (integrations/sb3/env_families.py)",
     "callback": "the runner chooses the callbacks per arm",
     "n_eval_envs": "use --eval-episodes / --eval-every",
 }

@@ -12,7 +12,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from experience_wrappers import Episode, ExperienceBank, Provenance
 from experience_wrappers.rollin import BankGuide
-from integrations.sb3 import ExperienceVecEnv, NeighbourImitationCallback
+from integrations.sb3 import ExperienceVecEnv
+from integrations.sb3.experimental import NeighbourImitationCallback
 from integrations.sb3.self_imitation import free_view
 
 

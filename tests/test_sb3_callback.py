@@ -8,8 +8,9 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
 from experience_wrappers.advantages import regroup_advantages as core_regroup
-from integrations.sb3 import ActionPriorPolicy, CRLCallback, find_experience, regroup_advantages
+from integrations.sb3 import CRLCallback, find_experience, regroup_advantages
 from integrations.sb3.advantages import regroup_advantages as sb3_regroup
+from integrations.sb3.experimental import ActionPriorPolicy
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",

@@ -10,7 +10,7 @@ from stable_baselines3 import PPO
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
-from integrations.sb3 import ActionPriorPolicy
+from integrations.sb3.experimental import ActionPriorPolicy
 from integrations.sb3.self_imitation import (
     SelfImitationCallback,
     free_view,

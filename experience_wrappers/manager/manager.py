@@ -39,6 +39,7 @@ from ..extractor import (
 )
 from ..keys import KeyEncoder, RandomProjectionKeyEncoder
 from ..keys.base import checked_keys
+from ..replay import SuccessReplay
 from ..schedule import Schedule
 from ..validators import check_int, check_real
 from .config import ManagerConfig
@@ -185,6 +186,9 @@ class ExperienceManager:
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
         self.schedule = Schedule()  # progress, guided ratio, rollouts: advanced by the callback
+        #: the successful states kept beside the bank for self-imitation (set by the SB3
+        #: integration's CRLCallback or ComplementaryRL; None: no self-imitation)
+        self.replay: SuccessReplay | None = None
         # statistics
         self.episodes_submitted = 0
         self.episodes_processed = 0

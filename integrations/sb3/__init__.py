@@ -1,10 +1,12 @@
-"""Stable-Baselines3 integration: callback, VecEnv wrapper, policy pieces, evaluation, persistence."""
+"""Stable-Baselines3 integration: the method in one object (:class:`ComplementaryRL`), the
+callback, VecEnv wrapper, policy pieces, evaluation, persistence. Parts measured to tie or
+hurt live in :mod:`integrations.sb3.experimental`."""
 
 from .advantages import regroup_advantages
 from .callback import CRLCallback
 from .checkpoint import CRLCheckpointCallback
 from .discovery import find_experience
-from .distillation import distillation_step
+from .env_families import Family, build_env, family_of
 from .eval_callback import ExperienceEvalCallback
 from .evaluation import (
     evaluate_policy,
@@ -13,9 +15,8 @@ from .evaluation import (
     run_episodes,
 )
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
-from .neighbour_imitation import NeighbourImitationCallback
+from .method import ComplementaryRL
 from .persistence import load_crl, save_crl, save_experience
-from .policy import ActionPriorPolicy, prior_mixture
 from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
 from .self_imitation import SelfImitationCallback, demonstration_replay, self_imitation_step
 from .trials_evaluation import evaluate_trials, run_trials, trial_metrics
@@ -25,22 +26,20 @@ from .trials_method import TrialsRun, build_trials_method
 from .vec_env import ExperienceVecEnv, norm_obs_keys
 
 __all__ = [
+    "ComplementaryRL",
     "CRLCallback",
     "CRLCheckpointCallback",
     "ExperienceEvalCallback",
     "ExperienceVecEnv",
     "SelfImitationCallback",
-    "NeighbourImitationCallback",
     "GuidedRollInVecEnv",
     "RollInCallback",
     "RollInView",
     "demonstration_replay",
     "self_imitation_step",
     "ExperienceFeaturesExtractor",
-    "ActionPriorPolicy",
     "crl_policy_kwargs",
     "regroup_advantages",
-    "distillation_step",
     "evaluate_with_and_without_experience",
     "run_episodes",
     "evaluate_policy",
@@ -50,7 +49,6 @@ __all__ = [
     "find_experience",
     "save_crl",
     "load_crl",
-    "prior_mixture",
     "build_trials_method",
     "TrialsRun",
     "TrialsFeaturesExtractor",
@@ -58,4 +56,7 @@ __all__ = [
     "evaluate_trials",
     "run_trials",
     "trial_metrics",
+    "Family",
+    "family_of",
+    "build_env",
 ]

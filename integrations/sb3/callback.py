@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers import ExperienceManager
 from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.credit import OutcomeTracker, distill_weight, outcome_delta
 from experience_wrappers.manager import success_from_info
+from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import ExperienceInjector
@@ -25,6 +29,7 @@ from .lifecycle import (
     start_training,
 )
 from .schedules import training_progress
+from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback
 from .value_baseline import StartValues
 
 __all__ = ["CRLCallback"]
@@ -49,7 +54,15 @@ class CRLCallback(BaseCallback):
       experience) for the episodes credited against it (the value baseline:
       ``value_baseline=True`` on the wrapper, or ``paired=True`` on envs that cannot replay
       an instance);
-    * logs ``bank/``, ``extractor/`` and ``crl/`` figures through SB3's logger.
+    * runs self-imitation after each PPO update (on by default, the measured method's part
+      that carries its gains: :data:`~integrations.sb3.self_imitation.SELF_IMITATION_DEFAULTS`):
+      the agent's successful episodes, and demonstrations pinned there, are kept in the
+      manager's :class:`~experience_wrappers.replay.SuccessReplay` (``manager.replay``,
+      created when missing, saved and loaded by :func:`~integrations.sb3.save_crl` /
+      :func:`~integrations.sb3.load_crl`), and the policy's own logits are trained toward
+      them (:class:`SelfImitationCallback`). On an algorithm other than PPO it stays off and
+      says so once in the log;
+    * logs ``bank/``, ``extractor/``, ``crl/`` and ``sil/`` figures through SB3's logger.
 
     Args:
         guided_ratio: a constant, or ``(start, end)`` linear over training.
@@ -59,6 +72,8 @@ class CRLCallback(BaseCallback):
         prior_weight: ``(start, end)`` schedule of an :class:`ActionPriorPolicy`'s weight
             (None: leave the policy's own value).
         flush_at_end: wait for the manager's queue when training ends.
+        self_imitation: True: self-imitation with the measured defaults; False: off; a
+            mapping: :class:`SelfImitationCallback` arguments over those defaults.
     """
 
     #: rollouts between TensorBoard histograms and figures of the bank (0: never)
@@ -67,9 +82,18 @@ class CRLCallback(BaseCallback):
     def __init__(self, guided_ratio: tuple[float, float] | float = (0.5, 0.8), merge_every: int = 5,
                  subgroup_advantages: bool = True, distill_coef: float = 0.0,
                  prior_weight: tuple[float, float] | float | None = None, flush_at_end: bool = True,
-                 verbose: int = 0) -> None:
+                 self_imitation: bool | Mapping[str, Any] = True, verbose: int = 0) -> None:
         super().__init__(verbose)
         check_int("merge_every", merge_every, minimum=0)
+        if not isinstance(self_imitation, (bool, Mapping)):
+            raise TypeError(f"self_imitation must be True, False or a mapping of SelfImitationCallback "
+                            f"arguments, got {self_imitation!r}")
+        self.self_imitation: dict[str, Any] | None = (
+            None if self_imitation is False else
+            {**SELF_IMITATION_DEFAULTS, **(self_imitation if isinstance(self_imitation, Mapping) else {})})
+        if self.self_imitation is not None:  # its arguments checked now, not at the first learn()
+            SelfImitationCallback(SuccessReplay(1), **self.self_imitation)
+        self.sil: SelfImitationCallback | None = None
         # the schedules, checked here; each manager's schedule is configured with them
         self._spec = Schedule(guided=guided_ratio, prior=prior_weight, distill=distill_coef)
         self.guided_ratio = guided_ratio
@@ -115,12 +139,34 @@ class CRLCallback(BaseCallback):
         self._ep_counter = np.arange(n_envs, dtype=np.int64)
         self._good: dict[int, float] = {}
         self.start_values = StartValues(self.injectors, n_envs)  # the value baseline's V(s0)
+        self.sil = self._self_imitation()
+
+    def _self_imitation(self) -> SelfImitationCallback | None:
+        """The self-imitation child on the first manager's replay (None: off)."""
+        if self.self_imitation is None:
+            return None
+        if not isinstance(self.model, PPO):
+            log.info("CRLCallback: self-imitation is off: it updates a PPO policy, and this model is a %s "
+                     "(CRLCallback(self_imitation=False) says so and silences this line)", type(self.model).__name__)
+            return None
+        manager = self.managers[0]
+        if manager.replay is None:
+            manager.replay = SuccessReplay()
+        sil = SelfImitationCallback(manager.replay, **{"seed": getattr(self.model, "seed", None), **self.self_imitation})
+        sil.init_callback(self.model)
+        return sil
+
+    def update_child_locals(self, locals_: dict[str, Any]) -> None:
+        if self.sil is not None:
+            self.sil.update_locals(locals_)
 
     def _progress(self) -> float:
         return training_progress(self.model, self.num_timesteps)
 
     def _on_training_start(self) -> None:
-        self._on_rollout_start()  # the schedule's values before any episode is drawn
+        if self.sil is not None:
+            self.sil.on_training_start(self.locals, self.globals)
+        self._advance_schedules()  # the schedule's values before any episode is drawn
         # SB3 resets the env before callbacks start, so the episodes now in flight were drawn
         # guided or free under the manager's previous ratio; while none has taken a step,
         # start them again so that the schedule holds from the very first episode
@@ -128,14 +174,21 @@ class CRLCallback(BaseCallback):
             self.model._last_obs = self.training_env.reset()
             self.model._last_episode_starts = np.ones((self.training_env.num_envs,), dtype=bool)
 
-    def _on_rollout_start(self) -> None:
+    def _advance_schedules(self) -> None:
         p = self._progress()
         for m in self.managers:
             m.schedule.advance(p)  # guided ratio, utility decay and prior weight follow
         self._good = {}
 
+    def _on_rollout_start(self) -> None:
+        self._advance_schedules()
+        if self.sil is not None:
+            self.sil.on_rollout_start()  # its update, after the PPO update that just ran
+
     # ------------------------------------------------------------------- steps
     def _on_step(self) -> bool:
+        if self.sil is not None:
+            self.sil.on_step()
         self.start_values.fill(self.model)
         infos = self.locals.get("infos", [])
         buf = getattr(self.model, "rollout_buffer", None)
@@ -209,6 +262,8 @@ class CRLCallback(BaseCallback):
                 rec(f"crl/{key}", means[name])
 
     def _on_training_end(self) -> None:
+        if self.sil is not None:
+            self.sil.on_training_end()
         restore_advantage_normalisation(self.model)
         if self.flush_at_end:
             for m in self.managers:

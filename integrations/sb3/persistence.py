@@ -48,8 +48,9 @@ def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None =
 def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
              replay: SuccessReplay | None = None) -> Path:
     """Write ``path/model.zip`` and ``path/experience/`` (bank, extractor, manager state), and
-    with ``replay`` the self-imitation replay beside them as ``path/replay.npz``
-    (``SuccessReplay.load(path / "replay.npz")`` reads it back).
+    the self-imitation replay beside them as ``path/replay.npz``: ``replay``, or else the
+    manager's own (``manager.replay``, which :class:`CRLCallback` keeps), if any.
+    :func:`load_crl` puts it back on the manager.
 
     The model is saved with its own ``normalize_advantage`` (which :class:`CRLCallback`
     turns off while it trains), so ``PPO.load`` alone gives a plain PPO agent.
@@ -57,6 +58,8 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     save_experience(path / "experience", model, env)
+    if replay is None:
+        replay = find_experience(env or model.get_env())[0][0].replay
     if replay is not None:
         replay.save(path / REPLAY_FILE)
     with advantage_normalisation_as_configured(model):
@@ -70,8 +73,9 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
     ``path`` is a folder written by :func:`save_crl`, or a checkpoint zip written by
     :class:`~integrations.sb3.CRLCheckpointCallback` (its experience folder beside it).
     ``env`` must be built as for training (same wrappers, same spaces); its manager takes
-    the saved bank, extractor and schedules, so ``model.learn(..., reset_num_timesteps=False,
-    callback=CRLCallback())`` resumes the run.
+    the saved bank, extractor and schedules (and the self-imitation replay, where the folder
+    holds one), so ``model.learn(..., reset_num_timesteps=False, callback=CRLCallback())``
+    resumes the run.
     """
     path = Path(path)
     if path.is_dir():
@@ -86,5 +90,10 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
     managers, _ = find_experience(env)
     if len(managers) != 1:
         raise ValueError(f"load_crl supports one manager per env, found {len(managers)}")
+    replay_file = model_zip.parent / REPLAY_FILE if path.is_dir() else None
+    replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
     managers[0].restore(experience)
-    return algorithm.load(model_zip, env=env, **kwargs)
+    model = algorithm.load(model_zip, env=env, **kwargs)
+    if replay is not None:
+        managers[0].replay = replay
+    return model

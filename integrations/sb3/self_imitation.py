@@ -36,12 +36,18 @@ from experience_wrappers.wrappers.recorder import EpisodeRecorder
 
 from .schedules import linear, training_progress
 
-__all__ = ["SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations"]
+__all__ = ["SELF_IMITATION_DEFAULTS", "SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations"]
 
 log = logging.getLogger(__name__)
 
 Weight = Literal["sil", "bc"]
 Keep = Literal["successful", "all", "none"]
+
+#: Self-imitation as the benchmarks measured it in the method (``crl-sil-obs``): the SIL weight,
+#: the agent's successful episodes kept, 200 behaviour-cloning steps on demonstrations (when
+#: the replay holds any) before training. :class:`~integrations.sb3.CRLCallback` and
+#: :class:`~integrations.sb3.ComplementaryRL` use these unless told otherwise.
+SELF_IMITATION_DEFAULTS: dict[str, Any] = {"weight": "sil", "keep": "successful", "pretrain_steps": 200}
 
 
 def sil_weights(returns: th.Tensor, values: th.Tensor, max_weight: float = 1.0) -> th.Tensor:

@@ -1,4 +1,4 @@
-"""Environment families for the benchmarks: how to build envs, encoders and policies for each."""
+"""Environment families: how to build the envs, key encoders and policy networks of each kind of env id."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from experience_wrappers import ExperienceBank, ExperienceWrapper, KeyEncoder
 from experience_wrappers.wrappers import paired_env_fns
 
-__all__ = ["Family", "family_of"]
+__all__ = ["Family", "family_of", "build_env"]
 
 
 @attrs.frozen
 class Family:
-    """What the benchmarks need to know about one kind of environment.
+    """What a run needs to know about one kind of environment.
 
     Attributes:
         name: ``"classic"``, ``"minihack"`` or ``"metaworld"``.
@@ -52,8 +52,8 @@ def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
                         wrapper_class=wrapper_class, wrapper_kwargs=wrapper_kwargs)
 
 
-def _classic_env(env_id: str) -> gym.Env:
-    return Monitor(gym.make(env_id))
+def _classic_env(env_id: str | Callable[[], gym.Env]) -> gym.Env:
+    return Monitor(gym.make(env_id) if isinstance(env_id, str) else env_id())
 
 
 def _minihack_family() -> Family:
@@ -89,16 +89,17 @@ def _metaworld_family() -> Family:
     return Family("metaworld", make_vec, task_id=lambda obs, info: task_id_from_obs(obs))
 
 
-def family_of(env_id: str) -> Family:
-    """The family of an env id (MiniHack ids, ``Meta-World/MT10``, else any gymnasium id)."""
-    if env_id.startswith("MiniHack-"):
+def family_of(env_id: str | Callable[[], gym.Env]) -> Family:
+    """The family of an env id (MiniHack ids, ``Meta-World/MT10``, else any gymnasium id) or of
+    an env factory (``() -> gym.Env``: the classic family, SB3's default networks)."""
+    if isinstance(env_id, str) and env_id.startswith("MiniHack-"):
         return _minihack_family()
-    if env_id.startswith("Meta-World/"):
+    if isinstance(env_id, str) and env_id.startswith("Meta-World/"):
         return _metaworld_family()
     return Family("classic", _classic_vec, make_env=_classic_env)
 
 
-def build_env(env_id: str, n_envs: int, seed: int, bank: ExperienceBank | None,
+def build_env(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, bank: ExperienceBank | None,
               wrapper_kwargs: dict[str, Any] | None = None, manager_kwargs: dict[str, Any] | None = None,
               family: Family | None = None, vec_wrapper: bool = False, group_size: int | None = None) -> VecEnv:
     """A VecEnv for one run; with a bank, each env is wrapped in an :class:`ExperienceWrapper`

@@ -1,0 +1,401 @@
+"""``ComplementaryRL``: the measured method in one object.
+
+It owns what a run of the method needs, in the order the measurements used it: the bank,
+the experience-wrapped vector env (the observation channel), the successful-state replay
+beside the bank, :class:`~integrations.sb3.CRLCallback` with self-imitation, optional
+demonstrations (distilled into the bank and pinned in the replay) and optional guided
+roll-in, and the SB3 on-policy model. It builds on SB3 without forking it: ``run.model``
+is a plain SB3 model, ``run.env`` a plain VecEnv.
+
+::
+
+    from integrations.sb3 import ComplementaryRL
+
+    run = ComplementaryRL("MiniHack-KeyRoom-S5-v0", demonstrations=20, seed=0)
+    run.learn(72_000)
+    print(run.evaluate(32))            # success with and without experience
+    run.save("runs/keyroom")           # ComplementaryRL.load("runs/keyroom")
+
+Its defaults are the ones the benchmarks measured as the method (``crl-sil-obs`` in
+``benchmarks/arms.py``; what each part earned is in ``docs/what_to_use.md``). The two-line
+form, ``ExperienceWrapper(env, bank)`` and ``model.learn(callback=CRLCallback())``, runs
+the same callback with the same self-imitation defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import VecEnv
+
+from experience_wrappers import ExperienceBank, ExperienceManager
+from experience_wrappers.replay import SuccessReplay
+from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, instance_seeds
+
+from .callback import CRLCallback
+from .discovery import find_experience
+from .env_families import Family, build_env, family_of
+from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .features import crl_policy_kwargs
+from .persistence import REPLAY_FILE, load_crl, save_crl
+from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
+from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
+
+__all__ = ["ComplementaryRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE"]
+
+log = logging.getLogger(__name__)
+
+#: demonstrations recorded by a run with seed ``s`` start from reset seed ``s + DEMO_SEED_OFFSET``
+#: (apart from the training envs' own draws)
+DEMO_SEED_OFFSET = 20_000
+
+#: guided roll-in as measured (``crl-sil-obs-rollin``): guided episodes start on a demonstrated
+#: instance, the bank's nearest demonstration entry acts for the first ``h`` steps (within
+#: squared distance 0.5), ``h`` from the longest demonstration down by 1 each time 8 roll-ins at
+#: ``h`` succeed >= 50 %
+ROLLIN_DEFAULTS: dict[str, Any] = {"on_demonstrated": True, "rollin_ratio": 1.0, "guide": {"max_distance": 0.5},
+                                   "curriculum": {"threshold": 0.5, "window": 8, "shrink_step": 1}}
+
+#: the settings file inside a :meth:`ComplementaryRL.save` folder
+METHOD_FILE = "method.json"
+
+
+def _options(value: bool | Mapping[str, Any] | None, defaults: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """``True`` -> the defaults; ``False``/None -> None; a mapping -> the defaults updated by it."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return dict(defaults)
+    if isinstance(value, Mapping):
+        return {**defaults, **value}
+    raise TypeError(f"{name} must be True, False or a mapping of its arguments, got {value!r}")
+
+
+class ComplementaryRL:
+    """The method, assembled: bank, wrapped env, replay, callbacks and an SB3 on-policy model.
+
+    Args:
+        env: a gymnasium env id (MiniHack ids get MiniHack's factory, glyph CNN and key
+            encoder; ``Meta-World/MT10`` the MT10 factory; any other id ``gym.make``) or a
+            factory ``() -> gym.Env``.
+        algorithm: an SB3 on-policy algorithm class (PPO by default; self-imitation needs PPO).
+        policy: the policy (default: ``"MultiInputPolicy"`` with the experience features
+            extractor, or SB3's default network for ``experience=False``).
+        n_envs: training envs (one :class:`~stable_baselines3.common.vec_env.DummyVecEnv`).
+        seed: seeds the envs, the bank, the manager, the demonstrations and the model.
+        experience: False: no bank, no wrapper, no :class:`CRLCallback`: plain PPO plus what
+            else is asked for (the benchmarks' peers, e.g. self-imitation from a plain buffer).
+        demonstrations: an int (that many scripted demonstrations, recorded from reset seeds
+            ``seed + DEMO_SEED_OFFSET`` on; MiniHack navigation tasks have a script) or a
+            sequence of :class:`~integrations.demos.Demonstration`. They are distilled into the
+            bank (one entry per state) and pinned in the replay.
+        self_imitation: True (default): :data:`SELF_IMITATION_DEFAULTS`; False: off; a mapping:
+            :class:`SelfImitationCallback` arguments over those defaults.
+        rollin: False (default); True: :data:`ROLLIN_DEFAULTS`; a mapping over them:
+            ``guide_type`` ("bank": the bank's nearest demonstration entry acts; "replay": each
+            demonstration's actions replayed on its own instance), ``guide``, ``curriculum``,
+            ``on_demonstrated``, ``instance_seeds`` (the demonstrations' reset seeds, for a
+            sequence of demonstrations with ``on_demonstrated``) and the other
+            :class:`GuidedRollInVecEnv` arguments. Needs demonstrations.
+        group_size: envs form groups of this size that replay one instance per episode index,
+            guided members credited against the free ones of their instance (paired credit).
+        bank: the bank to use (default: a new ``ExperienceBank(seed=seed, **bank_kwargs)``).
+        bank_kwargs, wrapper_kwargs, manager_kwargs, callback_kwargs, ingest_kwargs: extra
+            arguments of :class:`~experience_wrappers.ExperienceBank`,
+            :class:`~experience_wrappers.ExperienceWrapper`,
+            :class:`~experience_wrappers.ManagerConfig`, :class:`CRLCallback` and
+            :func:`~integrations.demos.ingest_demonstrations`.
+        policy_kwargs, algorithm_kwargs: the model's (``algorithm_kwargs``: PPO's
+            hyperparameters; SB3's defaults where not given).
+        tensorboard_log: SB3's TensorBoard folder.
+
+    Attributes:
+        model, env, bank, manager, replay, demonstrations, rollin_env, callbacks.
+    """
+
+    def __init__(self, env: str | Callable[[], gym.Env], *, algorithm: type[BaseAlgorithm] = PPO,
+                 policy: Any = None, n_envs: int = 8, seed: int = 0, experience: bool = True,
+                 demonstrations: int | Sequence[Any] = 0, self_imitation: bool | Mapping[str, Any] = True,
+                 rollin: bool | Mapping[str, Any] = False, group_size: int | None = None,
+                 bank: ExperienceBank | None = None, bank_kwargs: Mapping[str, Any] | None = None,
+                 wrapper_kwargs: Mapping[str, Any] | None = None, manager_kwargs: Mapping[str, Any] | None = None,
+                 callback_kwargs: Mapping[str, Any] | None = None, ingest_kwargs: Mapping[str, Any] | None = None,
+                 policy_kwargs: Mapping[str, Any] | None = None, algorithm_kwargs: Mapping[str, Any] | None = None,
+                 tensorboard_log: str | None = None, _loading: bool = False) -> None:
+        if not (isinstance(env, str) or callable(env)):
+            raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
+        if not isinstance(experience, bool):
+            raise TypeError(f"experience must be a bool, got {experience!r}")
+        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+            raise ValueError(f"n_envs must be an int >= 1, got {n_envs!r}")
+        if bank is not None and not experience:
+            raise ValueError("a bank was given with experience=False: the run would never use it")
+        self.env_id = env
+        self.seed = int(seed)
+        self.experience = experience
+        self.self_imitation = _options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
+        self.rollin = _options(rollin, ROLLIN_DEFAULTS, "rollin")
+        self.group_size = group_size
+        self._settings: dict[str, Any] = {
+            "env": env if isinstance(env, str) else None, "algorithm": algorithm.__name__, "n_envs": n_envs,
+            "seed": self.seed, "experience": experience, "self_imitation": self.self_imitation,
+            "rollin": self.rollin, "group_size": group_size,
+            "demonstrations": demonstrations if isinstance(demonstrations, int) else len(demonstrations),
+            "demonstrations_scripted": isinstance(demonstrations, int),
+            **{name: dict(v or {}) for name, v in (("bank_kwargs", bank_kwargs), ("wrapper_kwargs", wrapper_kwargs),
+                                                  ("manager_kwargs", manager_kwargs),
+                                                  ("callback_kwargs", callback_kwargs),
+                                                  ("ingest_kwargs", ingest_kwargs),
+                                                  ("algorithm_kwargs", algorithm_kwargs))}}
+        fam = family_of(env)
+        self.family: Family = fam
+        self._check(fam, demonstrations)
+        self.bank = (bank or ExperienceBank(seed=self.seed, **dict(bank_kwargs or {}))) if experience else None
+        self.env: VecEnv = build_env(env, n_envs, self.seed, self.bank, dict(wrapper_kwargs or {}),
+                                     dict(manager_kwargs or {}), fam, group_size=group_size)
+        self.manager: ExperienceManager | None = find_experience(self.env)[0][0] if experience else None
+        self.replay: SuccessReplay | None = SuccessReplay() if self.self_imitation is not None else None
+        if self.manager is not None:
+            self.manager.replay = self.replay  # saved with the run by save_crl
+        gamma = float(dict(algorithm_kwargs or {}).get("gamma", 0.99))
+        self.demonstrations, self.demonstrations_record = self._add_demonstrations(
+            demonstrations, dict(ingest_kwargs or {}), gamma, ingest=not _loading)
+        self.rollin_env = self._rollin_env() if self.rollin is not None else None
+        train_env = self.rollin_env if self.rollin_env is not None else self.env
+        if policy is None:
+            if experience:
+                base_cls, base_kwargs = fam.base_extractor or (None, None)
+                policy_kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls,
+                                                     base_extractor_kwargs=base_kwargs), **dict(policy_kwargs or {})}
+                policy = "MultiInputPolicy"
+            else:
+                policy_kwargs = {**fam.base_policy_kwargs, **dict(policy_kwargs or {})}
+                policy = "MultiInputPolicy" if isinstance(self.env.observation_space, gym.spaces.Dict) else "MlpPolicy"
+            aliases = getattr(algorithm, "policy_aliases", {})
+            if policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
+                policy = policy.replace("Policy", "LstmPolicy")
+        self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
+                                              tensorboard_log=tensorboard_log, verbose=0,
+                                              **dict(algorithm_kwargs or {}))
+        self.crl_callback: CRLCallback | None = None
+        self.sil_callback: SelfImitationCallback | None = None
+        self.rollin_callback: RollInCallback | None = None
+        self.callbacks: list[BaseCallback] = self._callbacks(dict(callback_kwargs or {}))
+
+    # ------------------------------------------------------------------ assembly
+    def _check(self, fam: Family, demonstrations: int | Sequence[Any]) -> None:
+        n = demonstrations if isinstance(demonstrations, int) else len(demonstrations)
+        if isinstance(demonstrations, bool) or (isinstance(demonstrations, int) and demonstrations < 0):
+            raise ValueError(f"demonstrations must be an int >= 0 or a sequence of demonstrations, got {demonstrations!r}")
+        if isinstance(demonstrations, int) and n and fam.demonstrator is None:
+            raise ValueError(f"demonstrations={n} asks for scripted demonstrations, but {self.env_id!r} has no "
+                             "scripted demonstrator (MiniHack navigation tasks have one); pass a list of "
+                             "Demonstration objects instead")
+        if n and not self.experience and self.self_imitation is None:
+            raise ValueError("demonstrations were given, but with experience=False and self_imitation off "
+                             "nothing would use them")
+        if self.rollin is not None:
+            kind = self.rollin.get("guide_type", "bank")
+            if kind not in ("bank", "replay"):
+                raise ValueError(f"rollin guide_type must be 'bank' or 'replay', got {kind!r}")
+            if not n:
+                raise ValueError("guided roll-in starts from demonstrations: give demonstrations")
+            if kind == "bank" and not self.experience:
+                raise ValueError("roll-in with the bank's guide needs experience=True (or guide_type='replay')")
+            if kind == "replay" and not self.rollin.get("on_demonstrated", False):
+                raise ValueError("a replay guide replays demonstrations on their instances: it needs "
+                                 "rollin on_demonstrated=True")
+            if self.group_size is not None:
+                raise ValueError("group_size (paired credit) and roll-in do not mix: roll-in resets envs onto "
+                                 "instances of its own")
+        if self.group_size is not None and not self.experience:
+            raise ValueError("group_size pairs guided and free episodes for credit: it needs experience=True")
+
+    def _add_demonstrations(self, demonstrations: int | Sequence[Any], ingest_kwargs: dict[str, Any], gamma: float,
+                            ingest: bool = True) -> tuple[list[Any], dict[str, Any] | None]:
+        """Record (an int) or take the demonstrations; distil them into the bank and pin them in
+        the replay (``ingest=False``: a loaded run, whose bank and replay hold them already)."""
+        if isinstance(demonstrations, int):
+            if not demonstrations:
+                return [], None
+            assert self.family.demonstrator is not None and isinstance(self.env_id, str)  # _check
+            t0 = time.perf_counter()
+            demos = list(self.family.demonstrator(self.env_id, demonstrations, self.seed + DEMO_SEED_OFFSET))
+        else:
+            t0 = time.perf_counter()
+            demos = list(demonstrations)
+        if not demos:
+            return [], None
+        record: dict[str, Any] = {"episodes": len(demos),
+                                  "mean_length": float(np.mean([len(d.actions) for d in demos]))}
+        if ingest and self.manager is not None:
+            from integrations.demos import ingest_demonstrations
+
+            record["segments"] = ingest_demonstrations(self.manager, demos, **{"segment_every": 1, **ingest_kwargs})
+            record["bank_size"] = len(self.manager.bank)
+        if ingest and self.replay is not None:
+            record["replay_states"] = add_demonstrations(self.replay, demos, gamma)
+        record["seconds"] = round(time.perf_counter() - t0, 2)
+        return demos, record
+
+    def _instance_seeds(self) -> list[int] | None:
+        assert self.rollin is not None
+        if not self.rollin.get("on_demonstrated", False):
+            return None
+        if self.rollin.get("instance_seeds") is not None:
+            return [int(x) for x in self.rollin["instance_seeds"]]
+        if not isinstance(self._settings["demonstrations"], int) or not isinstance(self.env_id, str):
+            raise ValueError("roll-in on the demonstrated instances needs their reset seeds: record the "
+                             "demonstrations here (demonstrations=N) or give rollin={'instance_seeds': [...]}")
+        probe = self.family.make_vec(self.env_id, 1, self.seed)
+        try:
+            return instance_seeds(probe.envs[0], self.demonstrations, self.seed + DEMO_SEED_OFFSET)
+        finally:
+            probe.close()
+
+    def _rollin_env(self) -> GuidedRollInVecEnv:
+        """The training env under guided roll-in (``h`` starts at the longest demonstration)."""
+        cfg = dict(self.rollin or {})
+        kind = cfg.pop("guide_type", "bank")
+        guide_kwargs = cfg.pop("guide", {})
+        curriculum = RollInCurriculum.for_lengths([len(d.actions) for d in self.demonstrations],
+                                                  **cfg.pop("curriculum", {}))
+        seeds = self._instance_seeds()
+        cfg.pop("on_demonstrated", None)
+        cfg.pop("instance_seeds", None)
+        self.rollin_seeds = seeds
+        guide: BankGuide | ReplayGuide
+        if kind == "bank":
+            assert self.manager is not None  # _check
+            guide = BankGuide(self.manager, **guide_kwargs)
+        else:
+            assert seeds is not None  # _check
+            guide = ReplayGuide.from_demonstrations(self.demonstrations, seeds)
+        if not self.experience:
+            cfg.setdefault("only_guided", False)  # without the wrapper no episode is drawn guided
+        return GuidedRollInVecEnv(self.env, guide, curriculum, instance_seeds=seeds, seed=self.seed, **cfg)
+
+    def _callbacks(self, callback_kwargs: dict[str, Any]) -> list[BaseCallback]:
+        """CRLCallback (with self-imitation unless roll-in needs it wrapped), self-imitation, roll-in last."""
+        out: list[BaseCallback] = []
+        sil_inside = self.rollin_env is None and self.experience
+        if self.experience:
+            # without roll-in, self-imitation is the callback's own (on the manager's replay, this
+            # run's): the code path of the two-line form
+            sil = {"seed": self.seed, **self.self_imitation} if sil_inside and self.self_imitation else False
+            self.crl_callback = CRLCallback(**{**callback_kwargs, "self_imitation": sil})
+            out.append(self.crl_callback)
+        elif callback_kwargs:
+            raise ValueError(f"callback_kwargs {sorted(callback_kwargs)} are CRLCallback's; experience=False has none")
+        if self.self_imitation is not None and not sil_inside:
+            assert self.replay is not None
+            self.sil_callback = SelfImitationCallback(self.replay, seed=self.seed, **self.self_imitation)
+            # under roll-in the replay must hold the actions executed (the guide's on guide-acted steps)
+            out.append(self.sil_callback if self.rollin_env is None else RollInView(self.sil_callback))
+        if self.rollin_env is not None:  # after CRLCallback: its advantage normalisation would undo the zeros
+            self.rollin_callback = RollInCallback(self.rollin_env)
+            out.append(self.rollin_callback)
+        return out
+
+    # ------------------------------------------------------------------ use
+    def learn(self, total_timesteps: int, callback: BaseCallback | Sequence[BaseCallback] | None = None,
+              **learn_kwargs: Any) -> ComplementaryRL:
+        """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours).
+
+        Under roll-in your callbacks see episodes from true starts only, with the actions the
+        policy chose (:class:`RollInView`)."""
+        user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
+        if self.rollin_env is not None:
+            user = [RollInView(cb, executed_actions=False, true_starts_only=True) for cb in user]
+        self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
+        if self.crl_callback is not None and self.crl_callback.sil is not None:
+            self.sil_callback = self.crl_callback.sil
+        return self
+
+    def evaluate(self, n_episodes: int = 32, deterministic: bool = False) -> dict[str, Any]:
+        """Success (or return) over ``n_episodes`` from true starts, every episode shown experience
+        and every one shown none (``experience=False``: without only). Nothing is learned."""
+        if self.rollin_env is not None:
+            self.rollin_env.enabled = False
+        try:
+            if self.experience:
+                return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic)
+            return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic)}
+        finally:
+            if self.rollin_env is not None:
+                self.rollin_env.enabled = True
+                self.model._last_obs = self.rollin_env.reset()
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``
+        and ``method.json`` (its settings; :meth:`load` rebuilds from them)."""
+        folder = Path(folder)
+        if self.experience:
+            save_crl(folder, self.model, self.env, self.replay)
+        else:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.model.save(folder / "model.zip")
+            if self.replay is not None:
+                self.replay.save(folder / REPLAY_FILE)
+        (folder / METHOD_FILE).write_text(json.dumps(self._settings, indent=1, default=str))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path, env: str | Callable[[], gym.Env] | None = None,
+             algorithm: type[BaseAlgorithm] | None = None, **overrides: Any) -> ComplementaryRL:
+        """Rebuild a saved run with its settings and restore its model, bank, extractor and replay.
+
+        ``env``: needed when the run was built from a factory (an id is saved). ``algorithm``:
+        needed when it was not PPO. Scripted demonstrations are recorded again for roll-in's
+        guide and curriculum, not added again."""
+        folder = Path(folder)
+        path = folder / METHOD_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by "
+                                    "ComplementaryRL.save")
+        settings = json.loads(path.read_text())
+        env = env if env is not None else settings.pop("env")
+        settings.pop("env", None)
+        if env is None:
+            raise ValueError("this run was built from an env factory: pass env=the same factory")
+        name = settings.pop("algorithm")
+        if algorithm is None:
+            if name != "PPO":
+                raise ValueError(f"this run trained {name}: pass algorithm={name}")
+            algorithm = PPO
+        elif algorithm.__name__ != name:
+            raise ValueError(f"this run trained {name}, not {algorithm.__name__}")
+        demos, scripted = settings.pop("demonstrations"), settings.pop("demonstrations_scripted")
+        if settings["rollin"] is None:
+            demos = 0  # the bank and the replay hold them; only roll-in needs them again
+        elif not scripted and "demonstrations" not in overrides:
+            raise ValueError("this run rolled in from demonstrations it was given: pass demonstrations=the same "
+                             "ones (they are not added to the bank or the replay again)")
+        run = cls(env, algorithm=algorithm, **{"demonstrations": demos, **settings, **overrides}, _loading=True)
+        if run.experience:
+            run.model = load_crl(folder, run.rollin_env or run.env, algorithm)
+            run.replay = run.manager.replay if run.manager is not None else None
+        else:
+            run.model = algorithm.load(folder / "model.zip", env=run.rollin_env or run.env)
+            if (folder / REPLAY_FILE).exists():
+                run.replay = SuccessReplay.load(folder / REPLAY_FILE)
+        if run.replay is not None and run.sil_callback is not None:
+            run.sil_callback.replay = run.replay
+        return run
+
+    def close(self) -> None:
+        """Stop the manager's worker and close the envs."""
+        if self.experience:
+            for m in find_experience(self.env)[0]:
+                m.close()
+        self.env.close()
