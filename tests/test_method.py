@@ -1,0 +1,155 @@
+"""The method in one object (integrations/sb3/method.py) and the two-line form's self-imitation."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import A2C, PPO
+
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.replay import SuccessReplay
+from integrations.sb3 import ComplementaryRL, CRLCallback, find_experience, load_crl, save_crl
+from integrations.sb3.self_imitation import SELF_IMITATION_DEFAULTS, free_view
+
+SMALL = {"n_steps": 64, "batch_size": 64, "n_epochs": 1}
+
+
+def _params(model) -> list[np.ndarray]:
+    return [p.detach().cpu().numpy().copy() for p in model.policy.parameters()]
+
+
+def test_the_two_line_form_runs_self_imitation_on_the_managers_replay_and_saves_it(tmp_path) -> None:
+    bank = ExperienceBank(seed=0)
+    env = ExperienceWrapper(gym.make("CartPole-v1"), bank, seed=0)
+    model = PPO("MultiInputPolicy", env, seed=0, **SMALL)
+    cb = CRLCallback()
+    model.learn(256, callback=cb)
+    manager = find_experience(model.get_env())[0][0]
+    assert cb.sil is not None and manager.replay is cb.sil.replay
+    # CartPole reports no success: an episode with a positive return counts, so states are kept
+    assert manager.replay.counts()["own"] > 0
+    n = len(manager.replay)
+    save_crl(tmp_path / "run", model)
+    env2 = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=1), seed=1)
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = DummyVecEnv([lambda: env2])
+    load_crl(tmp_path / "run", venv)
+    assert len(find_experience(venv)[0][0].replay) == n
+
+
+def test_crl_callback_self_imitation_can_be_turned_off_and_checks_its_arguments() -> None:
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), seed=0)
+    model = PPO("MultiInputPolicy", env, seed=0, **SMALL)
+    cb = CRLCallback(self_imitation=False)
+    model.learn(64, callback=cb)
+    assert cb.sil is None and find_experience(model.get_env())[0][0].replay is None
+    with pytest.raises(ValueError, match="keep must be"):
+        CRLCallback(self_imitation={"keep": "some"})
+    with pytest.raises(TypeError, match="self_imitation must be True, False or a mapping"):
+        CRLCallback(self_imitation="yes")  # type: ignore[arg-type]
+
+
+def test_crl_callback_leaves_self_imitation_off_on_another_algorithm(caplog) -> None:
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), seed=0)
+    model = A2C("MultiInputPolicy", env, seed=0, n_steps=8)
+    cb = CRLCallback()
+    with caplog.at_level("INFO", logger="integrations.sb3.callback"):
+        model.learn(32, callback=cb)
+    assert cb.sil is None
+    assert "self-imitation is off" in caplog.text and "A2C" in caplog.text
+
+
+def test_the_object_holds_the_measured_defaults_and_round_trips(tmp_path) -> None:
+    run = ComplementaryRL("CartPole-v1", n_envs=2, seed=3, algorithm_kwargs=SMALL)
+    assert run.self_imitation == SELF_IMITATION_DEFAULTS and run.rollin is None
+    assert run.manager is not None and run.manager.replay is run.replay
+    run.learn(256)
+    assert run.crl_callback is not None and run.sil_callback is run.crl_callback.sil
+    assert run.model.num_timesteps >= 256 and len(run.bank) > 0 and len(run.replay) > 0
+    ev = run.evaluate(2)
+    assert set(ev) == {"with_experience", "without_experience"}
+    run.save(tmp_path / "run")
+    back = ComplementaryRL.load(tmp_path / "run")
+    assert back.seed == 3 and back.model.n_envs == 2
+    assert len(back.bank) == len(run.bank) and len(back.replay) == len(run.replay)
+    for a, b in zip(_params(run.model), _params(back.model), strict=True):
+        np.testing.assert_array_equal(a, b)
+    back.learn(128, reset_num_timesteps=False)  # resumes
+    assert back.model.num_timesteps >= run.model.num_timesteps + 128
+    run.close()
+    back.close()
+
+
+def test_a_factory_env_and_the_plain_peer() -> None:
+    run = ComplementaryRL(lambda: gym.make("CartPole-v1"), experience=False, n_envs=2, algorithm_kwargs=SMALL)
+    assert run.bank is None and run.crl_callback is None and run.sil_callback is not None
+    assert not isinstance(run.env.observation_space, gym.spaces.Dict)  # SB3's own network, no experience keys
+    run.learn(128)
+    assert len(run.replay) > 0
+    run.close()
+
+
+def test_clear_errors_at_the_boundary(tmp_path) -> None:
+    with pytest.raises(ValueError, match="no scripted demonstrator"):
+        ComplementaryRL("CartPole-v1", demonstrations=3)
+    with pytest.raises(ValueError, match="roll-in starts from demonstrations"):
+        ComplementaryRL("CartPole-v1", rollin=True)
+    with pytest.raises(TypeError, match="env must be a gymnasium env id or a factory"):
+        ComplementaryRL(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n_envs must be an int >= 1"):
+        ComplementaryRL("CartPole-v1", n_envs=0)
+    with pytest.raises(ValueError, match="group_size .* needs experience=True"):
+        ComplementaryRL("CartPole-v1", experience=False, group_size=2)
+    with pytest.raises(ValueError, match="callback_kwargs"):
+        ComplementaryRL("CartPole-v1", experience=False, callback_kwargs={"merge_every": 2})
+    with pytest.raises(FileNotFoundError, match="ComplementaryRL.save"):
+        ComplementaryRL.load(tmp_path)
+
+
+def test_demonstrations_reach_the_bank_the_replay_and_the_policy_before_the_first_rollout() -> None:
+    """The effect: 200 cloning steps on 3 KeyRoom demonstrations raise the probability the
+    policy's own logits give the demonstrated actions, against the same run without them."""
+    env_id = "MiniHack-KeyRoom-S5-v0"
+    run = ComplementaryRL(env_id, demonstrations=3, n_envs=2, seed=0, algorithm_kwargs=SMALL)
+    rec = run.demonstrations_record
+    assert rec["episodes"] == 3 and rec["bank_size"] == rec["segments"] > 0
+    assert run.replay.counts()["demo"] == sum(len(d.actions) for d in run.demonstrations)
+    obs, actions, _ = run.replay.batch(run.replay.indices())
+
+    def prob(model) -> float:
+        with th.no_grad():
+            t, _ = model.policy.obs_to_tensor(free_view(obs, model.observation_space))
+            dist = model.policy.get_distribution(t).distribution
+            return float(dist.probs[np.arange(len(actions)), actions].mean())
+
+    before = prob(run.model)
+    run.learn(64)
+    after = prob(run.model)
+    assert after > before + 0.1, (before, after)
+    run.close()
+
+
+def test_rollin_and_a_loaded_run_record_the_demonstrations_again_without_adding_them(tmp_path) -> None:
+    run = ComplementaryRL("MiniHack-KeyRoom-S5-v0", demonstrations=2, rollin=True, n_envs=2, seed=0,
+                          algorithm_kwargs=SMALL)
+    assert run.rollin_env is not None and run.rollin_callback is run.callbacks[-1]
+    assert run.sil_callback is not None  # under roll-in, self-imitation sees the executed actions
+    run.learn(128)
+    bank_size, replay_size = len(run.bank), len(run.replay)
+    run.save(tmp_path / "r")
+    back = ComplementaryRL.load(tmp_path / "r")
+    assert len(back.bank) == bank_size and len(back.replay) == replay_size
+    assert back.rollin_env is not None and back.rollin_seeds == run.rollin_seeds
+    run.close()
+    back.close()
+
+
+def test_an_own_replay_passed_to_save_crl_still_wins(tmp_path) -> None:
+    run = ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs=SMALL)
+    other = SuccessReplay(8)
+    save_crl(tmp_path / "x", run.model, run.env, replay=other)
+    assert len(SuccessReplay.load(tmp_path / "x" / "replay.npz")) == 0
+    run.close()
