@@ -225,6 +225,8 @@ def plot_curves(env_id: str, arms: dict[str, list[dict]], path: Path) -> None:
     uses_success = next(iter(arms.values()))[0]["uses_success"]
     ax.set_xlabel("environment steps")
     ax.set_ylabel("success (last 100 episodes)" if uses_success else "return (last 100 episodes)")
+    if uses_success:
+        ax.set_ylim(0.0, 1.02)  # rates from zero: a narrow axis would make a tie look like a gap
     ax.set_title(env_id, fontsize=10)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)

@@ -53,3 +53,24 @@ def test_trials_new_layout(tmp_path):
     assert "with demonstration: success by trial" in out and (tmp_path / "run" / "model.zip").is_file()
     again = run("trials_new_layout.py", "--load", "run", "--goals", "2", "--repeats", "1", cwd=tmp_path)
     assert "loaded run" in again and "held-out goals 2, runs 2" in again
+
+
+@pytest.mark.slow
+def test_keyroom_from_demonstrations(tmp_path):
+    pytest.importorskip("minihack")
+    out = run("keyroom_from_demonstrations.py", "--demos", "2", "--steps", "1024", "--eval-episodes", "2",
+              cwd=tmp_path)
+    assert "2 demonstrations:" in out and "states pinned for self-imitation" in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("final success: ") and "(eval with experience " in last and ", without " in last
+
+
+@pytest.mark.slow
+def test_make_demo_prints_a_verdict_and_a_plot_from_zero(tmp_path, capsys):
+    pytest.importorskip("minihack")
+    from benchmarks import demo
+
+    results = demo.main(["--steps", "1024", "--demos", "2", "--eval-episodes", "2", "--out", str(tmp_path / "d.json")])
+    out = capsys.readouterr().out
+    assert set(results) == {"ppo", "crl-sil-obs"} and results["crl-sil-obs"]["demonstrations_used"] == 2
+    assert "verdict:" in out and (tmp_path / "d.png").is_file()
