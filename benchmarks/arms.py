@@ -66,7 +66,7 @@ class Arm:
 
 #: The action prior as these arms were recorded: the observation channel's entries' priors
 #: (utility sampling of 4 among 16 nearest, no distance floor), before the action path of its own.
-_SHOWN_PRIOR = {"action_prior": True, "prior_source": "shown"}
+_SHOWN_PRIOR = {"experimental": {"action_prior": True, "prior_source": "shown"}}
 
 _ALL = [
     Arm("ppo", crl=False, question="the baseline: same policy network, no experience"),
@@ -156,8 +156,8 @@ _ALL += [
                                         "entries' actions as a logit bias on guided episodes, retrieved every "
                                         "step, weight annealed 1 -> 0)"),
     attrs.evolve(_SIL_PRIOR, name="crl-sil-knn-prior",
-                 wrapper={"action_prior": True, "prior_source": "nearest", "prior_k": 1, "prior_max_distance": 0.5,
-                          "retrieve_every": 1},
+                 wrapper={"experimental": {"action_prior": True, "prior_source": "nearest", "prior_k": 1,
+                                           "prior_max_distance": 0.5}, "retrieve_every": 1},
                  question="crl-sil with the action path of its own (issue 13, item 6): the prior is the nearest "
                           "entry's (k = 1, no utility sampling, no diversity penalty), none beyond squared-l2 "
                           "distance 0.5 (the policy acts alone there), retrieved every step; the observation "

@@ -45,7 +45,7 @@ from .run import train_run, versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ARM = attrs.evolve(ARMS["crl-sil-obs-paired"], name="crl-sil-obs-paired-vb",
-                   wrapper={**ARMS["crl-sil-obs-paired"].wrapper, "value_baseline": True})
+                   wrapper={**ARMS["crl-sil-obs-paired"].wrapper, "experimental": {"value_baseline": True}})
 #: free episodes the unpaired rule averages (``ManagerConfig.baseline_window``'s default)
 WINDOW = 100
 

@@ -12,8 +12,9 @@ import inspect
 import sys
 from pathlib import Path
 
-MODULES = ("experience_wrappers", "experience_wrappers.inspect", "experience_wrappers.trials", "integrations.sb3", "integrations.minihack",
-           "integrations.metaworld", "integrations.demos")
+MODULES = ("experience_wrappers", "experience_wrappers.inspect", "experience_wrappers.trials", "integrations.sb3",
+           "integrations.minihack", "integrations.metaworld", "integrations.demos", "experience_wrappers.experimental",
+           "integrations.sb3.experimental")
 OUT = Path(__file__).resolve().parent / "api.md"
 
 

@@ -33,7 +33,7 @@ def test_tracker_records_every_few_rollouts_during_training():
     model.learn(64 * 4, callback=[CRLCallback(), tracker])
     assert [h["steps"] for h in tracker.history] == [128, 256]
     assert tracker.history[-1]["size"] == len(bank) > 0
-    env.experience_manager.close()
+    env.manager.close()
 
 
 def test_tracker_rejects_a_bad_period():

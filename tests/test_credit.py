@@ -105,9 +105,8 @@ def test_old_import_paths_still_work():
     from experience_wrappers.credit import FreeBaseline as core
     from experience_wrappers.manager import FreeBaseline as package
     from experience_wrappers.manager import utility_decay as decay
-    from experience_wrappers.manager.attribution import FreeBaseline as old
 
-    assert core is package is old and decay is utility_decay
+    assert core is package and decay is utility_decay
 
 
 def test_core_rules_import_no_sb3():

@@ -36,13 +36,13 @@ def _random_demos(env, n=3, seed=0):
 def test_ingestion_creates_retrievable_demo_entries(cartpole):
     env, bank = cartpole
     demos = _random_demos(env)
-    n = ingest_demonstrations(env.experience_manager, demos)
+    n = ingest_demonstrations(env.manager, demos)
     expected = sum(int(np.ceil(len(d.actions) / 4)) for d in demos)
     assert n == expected == len(bank)
     entries = bank.entries()
     assert set(entries["provenance"].tolist()) == {int(Provenance.DEMO)}
     # the key of the first segment is the key of the first demonstrated observation
-    key = env.experience_manager.key_encoder(demos[0].observations[0])
+    key = env.manager.key_encoder(demos[0].observations[0])
     hit = bank.query(key, k=1, mode="knn", record=False)
     assert hit.mask[0, 0] and hit.distances[0, 0] < 1e-6
     # priors are distributions over CartPole's two actions
@@ -57,7 +57,7 @@ def test_imitation_style_trajectories_are_accepted(cartpole):
     class Traj:
         obs, acts, rews, infos = obs_plus_final, d.actions, d.rewards, None
 
-    assert ingest_demonstrations(env.experience_manager, [Traj()]) > 0
+    assert ingest_demonstrations(env.manager, [Traj()]) > 0
     assert len(bank) > 0
 
 
@@ -71,10 +71,10 @@ def test_imitation_style_trajectories_are_accepted(cartpole):
 def test_malformed_demonstrations_change_nothing(cartpole, breakage, message):
     env, bank = cartpole
     good = _random_demos(env, 2)
-    ingest_demonstrations(env.experience_manager, good[:1])
+    ingest_demonstrations(env.manager, good[:1])
     before = bank.entries()
     with pytest.raises(ValueError, match=message):
-        ingest_demonstrations(env.experience_manager, [good[1], breakage(good[1])])
+        ingest_demonstrations(env.manager, [good[1], breakage(good[1])])
     after = bank.entries()
     assert before.keys() == after.keys()
     for k in before:
@@ -105,7 +105,7 @@ def test_only_successful_skips_failures(cartpole):
     env, bank = cartpole
     d = _random_demos(env, 1)[0]
     failed = Demonstration(observations=d.observations, actions=d.actions, rewards=d.rewards, success=False)
-    assert ingest_demonstrations(env.experience_manager, [failed], only_successful=True) == 0
+    assert ingest_demonstrations(env.manager, [failed], only_successful=True) == 0
     assert len(bank) == 0
 
 
@@ -154,7 +154,7 @@ def test_a_policy_with_reset_is_reset_before_each_episode(cartpole):
 def test_dense_segments_and_initial_utility_of_demonstrations(cartpole):
     env, bank = cartpole
     demos = _random_demos(env, 2)
-    n = ingest_demonstrations(env.experience_manager, demos, segment_every=1, utility=0.25)
+    n = ingest_demonstrations(env.manager, demos, segment_every=1, utility=0.25)
     assert n == sum(len(d.actions) for d in demos) == len(bank)
     entries = bank.entries()
     assert np.allclose(entries["utility"], 0.25)
@@ -170,5 +170,5 @@ def test_dense_segments_and_initial_utility_of_demonstrations(cartpole):
 def test_bad_ingest_arguments_change_nothing(cartpole, kwargs, message):
     env, bank = cartpole
     with pytest.raises(ValueError, match=message):
-        ingest_demonstrations(env.experience_manager, _random_demos(env, 2), **kwargs)
+        ingest_demonstrations(env.manager, _random_demos(env, 2), **kwargs)
     assert len(bank) == 0

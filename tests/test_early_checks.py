@@ -23,9 +23,9 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
+from experience_wrappers.credit import FreeBaseline
 from experience_wrappers.errors import BankStateError, ManagerFileError
 from experience_wrappers.manager import Episode
-from experience_wrappers.manager.attribution import FreeBaseline
 from integrations.sb3 import CRLCallback, ExperienceVecEnv, load_crl, save_crl
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
@@ -124,12 +124,12 @@ def test_a_nan_reward_is_refused_at_its_step_and_never_reaches_the_baseline():
     env.step(0)
     with pytest.raises(ValueError, match=r"reward nan \(env 0, step 2 of its episode\)"):
         env.step(0)
-    assert env.experience_manager.free_baseline(0) is None
+    assert env.manager.free_baseline(0) is None
 
 
 def test_the_manager_and_the_baseline_refuse_non_finite_outcomes(caplog):
     env = wrap(gym.make("CartPole-v1"))
-    mgr = env.experience_manager
+    mgr = env.manager
     ep = Episode(observations=np.zeros((3, 4), np.float32), actions=np.zeros(3, np.int64),
                  rewards=np.array([1.0, np.inf, 1.0]), success=None, guided=False)
     with pytest.raises(ValueError, match=r"reward inf at step 1: rewards must be finite"):
@@ -148,7 +148,7 @@ def test_the_manager_and_the_baseline_refuse_non_finite_outcomes(caplog):
 
 def test_a_saved_poisoned_baseline_is_cleaned_at_restore(tmp_path):
     env = wrap(gym.make("CartPole-v1"))
-    mgr = env.experience_manager
+    mgr = env.manager
     env.reset(seed=0)
     path = mgr.save(tmp_path / "run")
     state = json.loads((path / "manager.json").read_text())
@@ -167,7 +167,7 @@ def test_a_saved_poisoned_baseline_is_cleaned_at_restore(tmp_path):
 def test_banks_and_managers_refuse_to_be_copied_and_say_what_to_do():
     bank = ExperienceBank()
     env = wrap(gym.make("CartPole-v1"), bank)
-    for obj in (bank, env.experience_manager, env):
+    for obj in (bank, env.manager, env):
         with pytest.raises(TypeError, match="cannot be pickled or copied.*ExperienceVecEnv"):
             pickle.dumps(obj)
     with pytest.raises(TypeError, match="cannot be pickled"):
@@ -215,7 +215,7 @@ def _used_manager(bank: ExperienceBank | None = None) -> ExperienceManager:
                 break
             env.reset()
     assert len(env.bank) > 0
-    return env.experience_manager
+    return env.manager
 
 
 def test_restore_loads_into_the_users_bank_object(tmp_path):
@@ -346,7 +346,7 @@ def test_strings_are_not_numbers_anywhere_in_the_bank_api():
     with pytest.raises(ValueError, match=r"k must be an int in \[1, 65536\], got 1000000000"):
         wrap(gym.make("CartPole-v1"), k=10**9)
     with pytest.raises(ValueError, match="action_prior must be a bool, got 'yes'"):
-        wrap(gym.make("CartPole-v1"), action_prior="yes")
+        wrap(gym.make("CartPole-v1"), experimental={"action_prior": "yes"})
     with pytest.raises(TypeError, match="rng must be a numpy Generator or None, got int"):
         bank.query(np.eye(3)[0], k=1, rng=3)
     with pytest.raises(TypeError, match="record must be a bool"):

@@ -40,13 +40,6 @@ def test_resume_from_checkpoint(tmp_path):
 
 
 @pytest.mark.slow
-def test_minihack_demonstrations(tmp_path):
-    pytest.importorskip("minihack")
-    out = run("minihack_demonstrations.py", "--demos", "2", "--steps", "512", "--eval-episodes", "2", cwd=tmp_path)
-    assert "2 demonstrations ->" in out and "with_experience: success" in out
-
-
-@pytest.mark.slow
 def test_trials_new_layout(tmp_path):
     pytest.importorskip("minihack")
     out = run("trials_new_layout.py", "--steps", "1024", "--goals", "2", "--repeats", "1", "--out", "run", cwd=tmp_path)

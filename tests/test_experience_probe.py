@@ -46,7 +46,7 @@ def test_a_linear_probe_reads_the_next_action_from_the_experience_vector() -> No
     env = minihack.make_minihack_env(env_id, seed=0)
     wrapper = ExperienceWrapper(env, ExperienceBank(seed=0), key_encoder=minihack.MiniHackKeyEncoder(env.observation_space),
                                 manager_kwargs={"mode": "sync", "seed": 0})
-    manager = wrapper.experience_manager
+    manager = wrapper.manager
     ingest_demonstrations(manager, demos, segment_every=1)
     states = {k: np.concatenate([d.observations[k] for d in demos]) for k in demos[0].observations}
     actions = np.concatenate([d.actions for d in demos]).astype(np.int64)

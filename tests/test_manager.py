@@ -74,7 +74,7 @@ def assert_entries_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> 
 def test_guided_episode_credits_exactly_the_injected_ids_with_the_delta(rng, progress):
     mgr = make_manager(segment_every=4)
     ids = seeded_bank(mgr, rng, 4)
-    mgr.progress = progress
+    mgr.schedule.advance(progress)
     injected, others = ids[[0, 2]], ids[[1, 3]]
     before = mgr.bank.entries()
     mgr.submit(make_episode(rng, guided=False, success=False))  # free: outcome 0
@@ -137,7 +137,7 @@ def test_baseline_is_per_task(rng):
 def test_return_deltas_are_scaled_by_the_spread_of_free_returns(rng):
     mgr = make_manager(segment_every=4)
     ids = seeded_bank(mgr, rng, 2)
-    mgr.progress = 0.5
+    mgr.schedule.advance(0.5)
     u0 = mgr.bank.get(ids)["utility"]
     for total in (0.0, 10.0):  # mean 5, std 5
         mgr.submit(make_episode(rng, total=total))

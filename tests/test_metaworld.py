@@ -317,7 +317,7 @@ def test_one_bank_serves_all_ten_tasks_despite_their_different_goal_bounds():
                                              "manager_kwargs": {"mode": "sync"}})
     inner = [venv.envs[i].env.observation_space for i in range(N_TASKS)]
     assert any(not np.array_equal(inner[0].high, s.high) for s in inner[1:])  # the bounds do differ
-    managers = {id(venv.envs[i].experience_manager) for i in range(N_TASKS)}
+    managers = {id(venv.envs[i].manager) for i in range(N_TASKS)}
     assert len(managers) == 1
     venv.reset()
     for _ in range(10):

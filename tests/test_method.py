@@ -24,7 +24,7 @@ def test_the_two_line_form_runs_self_imitation_on_the_managers_replay_and_saves_
     bank = ExperienceBank(seed=0)
     env = ExperienceWrapper(gym.make("CartPole-v1"), bank, seed=0)
     model = PPO("MultiInputPolicy", env, seed=0, **SMALL)
-    cb = CRLCallback()
+    cb = CRLCallback(self_imitation={"only_with_success": False})  # CartPole reports no success
     model.learn(256, callback=cb)
     manager = find_experience(model.get_env())[0][0]
     assert cb.sil is not None and manager.replay is cb.sil.replay
@@ -38,6 +38,16 @@ def test_the_two_line_form_runs_self_imitation_on_the_managers_replay_and_saves_
     venv = DummyVecEnv([lambda: env2])
     load_crl(tmp_path / "run", venv)
     assert len(find_experience(venv)[0][0].replay) == n
+
+
+def test_by_default_self_imitation_stops_on_an_env_that_reports_no_success(caplog) -> None:
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), seed=0)
+    model = PPO("MultiInputPolicy", env, seed=0, **SMALL)
+    cb = CRLCallback()
+    with caplog.at_level("INFO", logger="integrations.sb3.self_imitation"):
+        model.learn(256, callback=cb)
+    assert cb.sil is not None and not cb.sil.active and len(cb.sil.replay) == 0
+    assert "self-imitation is off: this env reports no success" in caplog.text
 
 
 def test_crl_callback_self_imitation_can_be_turned_off_and_checks_its_arguments() -> None:
@@ -63,8 +73,10 @@ def test_crl_callback_leaves_self_imitation_off_on_another_algorithm(caplog) -> 
 
 
 def test_the_object_holds_the_measured_defaults_and_round_trips(tmp_path) -> None:
-    run = ComplementaryRL("CartPole-v1", n_envs=2, seed=3, algorithm_kwargs=SMALL)
-    assert run.self_imitation == SELF_IMITATION_DEFAULTS and run.rollin is None
+    assert ComplementaryRL("CartPole-v1", n_envs=1).self_imitation == SELF_IMITATION_DEFAULTS
+    run = ComplementaryRL("CartPole-v1", n_envs=2, seed=3, algorithm_kwargs=SMALL,
+                          self_imitation={"only_with_success": False})  # CartPole reports no success
+    assert run.rollin is None
     assert run.manager is not None and run.manager.replay is run.replay
     run.learn(256)
     assert run.crl_callback is not None and run.sil_callback is run.crl_callback.sil
@@ -84,11 +96,12 @@ def test_the_object_holds_the_measured_defaults_and_round_trips(tmp_path) -> Non
 
 
 def test_a_factory_env_and_the_plain_peer() -> None:
-    run = ComplementaryRL(lambda: gym.make("CartPole-v1"), experience=False, n_envs=2, algorithm_kwargs=SMALL)
+    run = ComplementaryRL(lambda: gym.make("CartPole-v1"), experience=False, n_envs=2, algorithm_kwargs=SMALL,
+                          self_imitation={"only_with_success": False})
     assert run.bank is None and run.crl_callback is None and run.sil_callback is not None
     assert not isinstance(run.env.observation_space, gym.spaces.Dict)  # SB3's own network, no experience keys
     run.learn(128)
-    assert len(run.replay) > 0
+    assert run.sil_callback.active and len(run.replay) > 0
     run.close()
 
 

@@ -95,7 +95,7 @@ def test_scripted_demonstrations_keep_the_training_keys_and_ingest():
 
     venv = make_minihack_vec_env("MiniHack-KeyRoom-S5-v0", n_envs=1, seed=0, wrapper_class=ExperienceWrapper,
                                  wrapper_kwargs={"bank": ExperienceBank(), "manager_kwargs": {"mode": "sync"}})
-    manager = venv.envs[0].experience_manager
+    manager = venv.envs[0].manager
     assert ingest_demonstrations(manager, demos) > 0 and len(manager.bank) > 0
     venv.close()
 

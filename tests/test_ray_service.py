@@ -329,7 +329,7 @@ def test_learner_attach_checks_spaces_and_shares_one_stand_in():
     env = gym.make("CartPole-v1")
     first = service.manager(env.observation_space, env.action_space, segment_every=4)
     assert service.manager(env.observation_space, env.action_space) is first
-    assert service.wrap(gym.make("CartPole-v1")).experience_manager is first
+    assert service.wrap(gym.make("CartPole-v1")).manager is first
     with pytest.raises(ValueError, match="layout"):
         service.manager(spaces.Box(-1.0, 1.0, (7,)), env.action_space)
     with pytest.raises(ValueError, match="another config"):

@@ -61,7 +61,7 @@ def test_one_env_alone_is_its_row_of_the_batch_without_the_batch_axis():
     env = _filled()
     mgr = env.manager
     obs = _observations(3)
-    retriever = Retriever.for_manager(mgr, 3, ExperienceOptions(k=2, query_mode="knn", action_prior=True,
+    retriever = Retriever.for_manager(mgr, 3, ExperienceOptions(k=2, query_mode="knn", experimental={"action_prior": True},
                                                                  retrieve_every=4))
     retriever.retrieve(np.arange(3), obs, np.zeros(3, np.int64), record=False)
     batch = retriever.observation(obs)
@@ -119,17 +119,9 @@ def test_options_are_checked_once_with_the_value_in_the_message():
         ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), options={"k": 3})
 
 
-def test_experience_manager_is_the_old_read_only_name_of_manager():
-    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs=SYNC)
-    assert env.experience_manager is env.manager
-    assert env.get_wrapper_attr("experience_manager") is env.manager
-    with pytest.raises(AttributeError):
-        env.experience_manager = None  # type: ignore[misc]
-
-
 # ------------------------------------------------------------------ the action path
-def _prior_retriever(env: ExperienceWrapper, n: int, **options) -> Retriever:
-    opts = ExperienceOptions(action_prior=True, retrieve_every=4, **options)
+def _prior_retriever(env: ExperienceWrapper, n: int, experimental: dict | None = None, **options) -> Retriever:
+    opts = ExperienceOptions(experimental={"action_prior": True, **(experimental or {})}, retrieve_every=4, **options)
     return Retriever.for_manager(env.manager, n, opts)
 
 
@@ -156,7 +148,7 @@ def test_the_prior_comes_from_the_nearest_entry_where_utility_sampling_shows_ano
     ids = bank.entries()["id"]
     # the nearest entries worthless, every other one worth much: utility sampling passes them by
     bank.update(ids, np.where(np.isin(ids, near[:, 0]), -50.0, 50.0), decay=0.0)
-    r = _prior_retriever(env, 4, k=1, query_mode="utility", prior_max_distance=4.0)
+    r = _prior_retriever(env, 4, k=1, query_mode="utility", experimental={"prior_max_distance": 4.0})
     n_retrieved = bank.entries()["n_retrieved"].copy()
     res = r.retrieve(np.arange(4), obs, np.zeros(4, np.int64), record=False, rng=np.random.default_rng(0))
     assert not np.isin(res.ids[:, 0], near[:, 0]).any()  # the observation channel shows others
@@ -176,7 +168,7 @@ def test_an_entry_beyond_the_floor_gives_no_prior_and_the_policy_acts_alone():
     obs = _observations(3)
     _, dist = _nearest(env, obs, 1)
     floor = float(np.median(dist[:, 0]))
-    r = _prior_retriever(env, 3, prior_max_distance=floor)
+    r = _prior_retriever(env, 3, experimental={"prior_max_distance": floor})
     res = r.retrieve(np.arange(3), obs, np.zeros(3, np.int64), record=False)
     assert res.mask.all()  # the observation channel shows its entries either way
     beyond = dist[:, 0] > floor
@@ -193,7 +185,7 @@ def test_prior_k_2_mixes_the_two_nearest_with_equal_weights():
     env = _filled()
     obs = _observations(3)
     near, _ = _nearest(env, obs, 2)
-    r = _prior_retriever(env, 3, k=3, prior_k=2, prior_max_distance=4.0)
+    r = _prior_retriever(env, 3, k=3, experimental={"prior_k": 2, "prior_max_distance": 4.0})
     r.retrieve(np.arange(3), obs, np.zeros(3, np.int64), record=False)
     np.testing.assert_array_equal(r.prior_ids, near)
     priors = env.bank.get(near.ravel())["prior"].reshape(3, 2, -1)
@@ -206,7 +198,7 @@ def test_prior_k_2_mixes_the_two_nearest_with_equal_weights():
 def test_the_shown_source_keeps_the_observation_entries_priors():
     env = _filled()
     obs = _observations(3)
-    r = _prior_retriever(env, 3, k=2, query_mode="knn", prior_source="shown")
+    r = _prior_retriever(env, 3, k=2, query_mode="knn", experimental={"prior_source": "shown"})
     res = r.retrieve(np.arange(3), obs, np.zeros(3, np.int64), record=False)
     np.testing.assert_array_equal(r.observation(obs)["experience_action_prior"], res.prior)
     assert (r.prior_ids == -1).all()
@@ -214,15 +206,15 @@ def test_the_shown_source_keeps_the_observation_entries_priors():
 
 def test_the_action_path_options_are_checked():
     with pytest.raises(ValueError, match=r"prior_k must be an int in \[1, 2\], got 0"):
-        ExperienceOptions(prior_k=0)
+        ExperienceOptions(experimental={"prior_k": 0})
     with pytest.raises(ValueError, match=r"prior_k must be an int in \[1, 2\], got 3"):
-        ExperienceOptions(prior_k=3)
+        ExperienceOptions(experimental={"prior_k": 3})
     with pytest.raises(ValueError, match="prior_max_distance must be a finite number >= 0, got -0.1"):
-        ExperienceOptions(prior_max_distance=-0.1)
+        ExperienceOptions(experimental={"prior_max_distance": -0.1})
     with pytest.raises(ValueError, match="prior_max_distance must be a finite number >= 0, got nan"):
-        ExperienceOptions(prior_max_distance=float("nan"))
+        ExperienceOptions(experimental={"prior_max_distance": float("nan")})
     with pytest.raises(ValueError, match="prior_source must be 'nearest' or 'shown', got 'utility'"):
-        ExperienceOptions(prior_source="utility")
+        ExperienceOptions(experimental={"prior_source": "utility"})
     env = _filled()
     mgr = env.manager
     with pytest.raises(ValueError, match="prior_k must be"):
@@ -233,12 +225,12 @@ def test_the_action_path_options_are_checked():
 def test_a_prior_shown_longer_than_it_describes_warns():
     env = _filled()
     with pytest.warns(UserWarning, match="retrieve_every=8: a prior describes the manager's prior_horizon=4"):
-        Retriever.for_manager(env.manager, 1, ExperienceOptions(action_prior=True))
+        Retriever.for_manager(env.manager, 1, ExperienceOptions(experimental={"action_prior": True}))
     with pytest.warns(UserWarning, match="shown for a whole episode"):
-        Retriever.for_manager(env.manager, 1, ExperienceOptions(action_prior=True, retrieve_every=0))
+        Retriever.for_manager(env.manager, 1, ExperienceOptions(experimental={"action_prior": True}, retrieve_every=0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Retriever.for_manager(env.manager, 1, ExperienceOptions(action_prior=True, retrieve_every=4))
+        Retriever.for_manager(env.manager, 1, ExperienceOptions(experimental={"action_prior": True}, retrieve_every=4))
         Retriever.for_manager(env.manager, 1, ExperienceOptions(retrieve_every=8))  # no prior: no warning
 
 
@@ -261,8 +253,9 @@ def test_the_nearest_prior_agrees_with_the_demonstrator_more_often_than_the_show
     actions = np.concatenate([d.actions for d in held]).astype(np.int64)
     n = len(actions)
 
-    def agreement(**options) -> float:
-        r = Retriever.for_manager(manager, n, ExperienceOptions(action_prior=True, retrieve_every=4, **options))
+    def agreement(**experimental) -> float:
+        r = Retriever.for_manager(manager, n, ExperienceOptions(experimental={"action_prior": True, **experimental},
+                                                                retrieve_every=4))
         r.retrieve(np.arange(n), states, np.zeros(n, np.int64), record=True, rng=np.random.default_rng(0))
         mix, has = _mixture(r.observation(states))
         return float(np.mean(has & (mix.argmax(-1) == actions)))

@@ -367,5 +367,5 @@ def test_guide_needs_a_discrete_action_space():
     env = ExperienceWrapper(gym.make("Pendulum-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
     assert isinstance(env.action_space, spaces.Box)
     with pytest.raises(TypeError, match="BankGuide needs a Discrete action space"):
-        BankGuide(env.experience_manager if hasattr(env, "experience_manager") else env.injector.manager)
+        BankGuide(env.manager if isinstance(env, ExperienceWrapper) else env.injector.manager)
     env.close()

@@ -14,7 +14,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceOptions, ExperienceWrapper
 from integrations.sb3 import (
-    ActionPriorPolicy,
     CRLCallback,
     ExperienceFeaturesExtractor,
     ExperienceVecEnv,
@@ -25,6 +24,7 @@ from integrations.sb3 import (
     regroup_advantages,
     save_crl,
 )
+from integrations.sb3.experimental import ActionPriorPolicy
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
@@ -179,7 +179,7 @@ def test_end_to_end_dummy_vec_env_cartpole():
 def test_default_async_flow_fills_the_bank_by_the_end_of_training():
     bank = ExperienceBank()
     env = ExperienceWrapper(gym.make("CartPole-v1"), bank)
-    assert env.experience_manager.config.mode == "async"
+    assert env.manager.config.mode == "async"
     model = PPO("MultiInputPolicy", env, **PPO_KW)
     cb = CRLCallback()
     model.learn(512, callback=cb)
@@ -232,7 +232,7 @@ def test_callback_on_an_unwrapped_env_raises_a_clear_error():
 
 def test_distillation_needs_the_action_prior():
     model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
-    with pytest.raises(ValueError, match="action_prior=True"):
+    with pytest.raises(ValueError, match="experimental=.*action_prior"):
         model.learn(64, callback=CRLCallback(distill_coef=0.5))
 
 
@@ -244,7 +244,7 @@ def test_callback_argument_checks(kwargs):
 
 
 def test_distillation_runs_with_the_action_prior():
-    venv = wrapped_vec(4, action_prior=True)
+    venv = wrapped_vec(4, experimental={"action_prior": True})
     model = PPO(ActionPriorPolicy, venv, **{**PPO_KW, "n_steps": 128})
     logs = RecordLogs()
     model.learn(128 * 4 * 3, callback=CallbackList([CRLCallback(distill_coef=1.0, prior_weight=(1.0, 0.0)),
@@ -314,7 +314,8 @@ def _prefilled_bank_copies(tmp_path, n: int) -> list[ExperienceBank]:
 def test_experience_vec_env_matches_per_env_wrappers(tmp_path, action_prior, as_options):
     bank_a, bank_b = _prefilled_bank_copies(tmp_path, 2)
     assert len(bank_a) > 8
-    kw = {"k": 3, "retrieve_every": 4, "query_mode": "knn", "learn": False, "action_prior": action_prior}
+    kw = {"k": 3, "retrieve_every": 4, "query_mode": "knn", "learn": False,
+          "experimental": {"action_prior": action_prior}}
     if as_options:  # one options object serves both wrappers
         kw = {"options": ExperienceOptions(**kw)}
     per_env = DummyVecEnv([lambda: ExperienceWrapper(gym.make("CartPole-v1"), bank_a, **kw)] * 3)
@@ -382,7 +383,7 @@ def _policy_obs(model, mask: float, prior_row: list[float], n: int = 2) -> dict[
 
 
 def test_action_prior_policy_leans_toward_the_prior_only_with_experience():
-    env = wrapped_vec(1, action_prior=True)
+    env = wrapped_vec(1, experimental={"action_prior": True})
     model = PPO(ActionPriorPolicy, env, **PPO_KW)
     policy = model.policy
     with_exp = _policy_obs(model, 1.0, [0.05, 0.95])
@@ -410,7 +411,7 @@ def test_action_prior_policy_leans_toward_the_prior_only_with_experience():
 
 def test_action_prior_policy_box_actions_move_the_mean():
     env = make_vec_env("Pendulum-v1", n_envs=1, seed=0, wrapper_class=ExperienceWrapper,
-                       wrapper_kwargs={"bank": ExperienceBank(), "action_prior": True,
+                       wrapper_kwargs={"bank": ExperienceBank(), "experimental": {"action_prior": True},
                                        "manager_kwargs": {"mode": "sync"}})
     model = PPO(ActionPriorPolicy, env, **PPO_KW)
     policy = model.policy
@@ -445,7 +446,7 @@ def test_action_prior_policy_needs_the_prior_in_the_observation():
 
 
 def test_features_extractor_shape_and_masking():
-    venv = wrapped_vec(1, k=3, action_prior=True)
+    venv = wrapped_vec(1, k=3, experimental={"action_prior": True})
     model = PPO("MultiInputPolicy", venv, **{**PPO_KW, "policy_kwargs": crl_policy_kwargs(attn_dim=16)})
     fx = model.policy.features_extractor
     assert isinstance(fx, ExperienceFeaturesExtractor)
@@ -554,7 +555,7 @@ class RecordGuided(BaseCallback):
 def test_the_guided_ratio_holds_from_the_first_episode(ratio):
     # SB3 resets the env before callbacks start; the callback redraws those first episodes
     venv = wrapped_vec(4)
-    find_experience(venv)[0][0].guided_ratio = 1.0 - ratio  # the opposite of the schedule
+    find_experience(venv)[0][0].schedule.configure(guided=1.0 - ratio)  # the opposite of the schedule
     rec = RecordGuided()
     PPO("MultiInputPolicy", venv, **PPO_KW).learn(256, callback=CallbackList([CRLCallback(guided_ratio=ratio), rec]))
     assert len(rec.flags) == 256 and set(rec.flags) == {bool(ratio)}

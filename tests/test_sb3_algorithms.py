@@ -66,10 +66,10 @@ def test_recurrent_ppo(tmp_path):
 def test_maskable_ppo_and_the_prior_never_advises_a_masked_action(tmp_path, vec):
     if vec:
         bank = ExperienceBank()
-        venv = ExperienceVecEnv(make_vec_env(masked_env, n_envs=2, seed=0), bank, action_prior=True,
+        venv = ExperienceVecEnv(make_vec_env(masked_env, n_envs=2, seed=0), bank, experimental={"action_prior": True},
                                 manager_kwargs=FAST)
     else:
-        venv = wrapped(masked_env, action_prior=True)
+        venv = wrapped(masked_env, experimental={"action_prior": True})
     log = train_and_read_log(MaskablePPO, "MultiInputPolicy", venv, tmp_path, batch_size=64, n_epochs=1,
                              policy_kwargs={"net_arch": [16]})
     check_crl_metrics(log, venv)

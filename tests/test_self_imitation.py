@@ -20,7 +20,7 @@ from integrations.sb3.self_imitation import (
 
 
 def _prior_model(seed: int = 0) -> PPO:
-    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=seed), action_prior=True, seed=seed)
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=seed), experimental={"action_prior": True}, seed=seed)
     return PPO(ActionPriorPolicy, env, n_steps=64, batch_size=64, seed=seed,
                policy_kwargs={"net_arch": [16]}, learning_rate=1e-2)
 

@@ -70,7 +70,7 @@ def test_crl_callback_fills_in_v_of_the_first_observation_seen_without_experienc
     """With learning rate 0 the critic never changes, so each guided episode's start value must be
     the critic's value of its first observation with the experience keys zeroed."""
     venv = ExperienceVecEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4), ExperienceBank(seed=0),
-                            value_baseline=True, manager_kwargs={"mode": "sync"})
+                            experimental={"value_baseline": True}, manager_kwargs={"mode": "sync"})
     episodes: list[Episode] = []
     submit = venv.manager.submit
 

@@ -114,7 +114,7 @@ ENV_NAMES = ["CartPole-v1", "dict", "FrozenLake-v1", "Taxi-v3"]
 @pytest.mark.parametrize("name", ENV_NAMES)
 @pytest.mark.parametrize("action_prior", [False, True])
 def test_env_checkers_pass_on_a_fresh_bank(name, action_prior):
-    env = ExperienceWrapper(make_env(name), ExperienceBank(), action_prior=action_prior, manager_kwargs=SYNC)
+    env = ExperienceWrapper(make_env(name), ExperienceBank(), experimental={"action_prior": action_prior}, manager_kwargs=SYNC)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gym_check_env(env, skip_render_check=True)
@@ -136,7 +136,7 @@ def test_env_checkers_pass_on_guided_episodes_with_knn_retrieval(name):
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_every_observation_lies_in_the_space(name):
-    env = ExperienceWrapper(make_env(name), ExperienceBank(), action_prior=True, retrieve_every=2,
+    env = ExperienceWrapper(make_env(name), ExperienceBank(), experimental={"action_prior": True}, retrieve_every=2,
                             manager_kwargs=SYNC, seed=0)
     env.action_space.seed(0)
     for i in range(6):
@@ -149,13 +149,13 @@ def test_every_observation_lies_in_the_space(name):
 def test_box_observation_goes_under_observation(cartpole_env):
     obs, _ = cartpole_env.reset(seed=0)
     assert set(obs) == {"observation", "experience", "experience_utility", "experience_mask"}
-    assert obs["experience"].shape == (4, cartpole_env.experience_manager.exp_dim)
+    assert obs["experience"].shape == (4, cartpole_env.manager.exp_dim)
     raw, _ = gym.make("CartPole-v1").reset(seed=0)
     np.testing.assert_array_equal(obs["observation"], raw)
 
 
 def test_dict_keys_stay_at_the_top_level():
-    env = ExperienceWrapper(DictEnv(), ExperienceBank(), k=3, action_prior=True, manager_kwargs=SYNC)
+    env = ExperienceWrapper(DictEnv(), ExperienceBank(), k=3, experimental={"action_prior": True}, manager_kwargs=SYNC)
     assert set(env.observation_space.spaces) == {"pos", "room", *EXPERIENCE_KEYS}
     assert env.observation_space["room"] == spaces.Discrete(3)
     obs, _ = env.reset(seed=1)
@@ -220,11 +220,11 @@ def test_guided_episodes_show_the_retrieved_entries(cartpole_env):
 
 def test_guided_ratio_sets_the_share_of_guided_episodes(cartpole_env):
     env = cartpole_env
-    env.experience_manager.guided_ratio = 0.0
+    env.manager.schedule.configure(guided=0.0)
     assert not any(run_episode(env, seed=i)[0][1]["experience_guided"] for i in range(5))
-    env.experience_manager.guided_ratio = 1.0
+    env.manager.schedule.configure(guided=1.0)
     assert all(run_episode(env, seed=i)[0][1]["experience_guided"] for i in range(5))
-    env.experience_manager.guided_ratio = 0.0
+    env.manager.schedule.configure(guided=0.0)
     env.set_force_guided(True)
     assert run_episode(env, seed=0)[0][1]["experience_guided"]
     env.set_force_guided(None)
@@ -252,7 +252,7 @@ def test_info_carries_guided_ids_and_outcome_at_the_end():
 
 
 def test_finished_episodes_reach_the_manager(cartpole_env):
-    mgr = cartpole_env.experience_manager
+    mgr = cartpole_env.manager
     for i in range(3):
         run_episode(cartpole_env, seed=i)
     assert mgr.episodes_processed == 3
@@ -269,7 +269,7 @@ def test_learn_false_hands_nothing_over_and_leaves_counters_alone():
     queries = bank.stats()["queries"]
     seen = run_episode(evaluator, seed=5)
     assert seen[0][0]["experience_mask"].sum() > 0
-    assert teacher.experience_manager.episodes_submitted == 3
+    assert teacher.manager.episodes_submitted == 3
     np.testing.assert_array_equal(bank.entries()["n_retrieved"], before["n_retrieved"])
     assert bank.stats()["queries"] == queries
 
@@ -382,18 +382,18 @@ def test_wrappers_on_one_bank_share_one_manager():
     a = ExperienceWrapper(gym.make("CartPole-v1"), bank, manager_kwargs=SYNC)
     b = ExperienceWrapper(gym.make("CartPole-v1"), bank)
     c = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs=SYNC)
-    assert a.experience_manager is b.experience_manager
-    assert c.experience_manager is not a.experience_manager
+    assert a.manager is b.manager
+    assert c.manager is not a.manager
     run_episode(a, seed=0)
     run_episode(b, seed=1)
-    assert a.experience_manager.episodes_processed == 2
+    assert a.manager.episodes_processed == 2
     assert a.bank is b.bank is bank
     with pytest.raises(ValueError, match="another config"):
         ExperienceWrapper(gym.make("CartPole-v1"), bank, manager_kwargs={"mode": "async"})
     with pytest.raises(ValueError, match="another layout"):
         ExperienceWrapper(gym.make("MountainCar-v0"), bank)
     with pytest.raises(ValueError, match="another bank"):
-        ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager=a.experience_manager)
+        ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager=a.manager)
 
 
 def test_constructor_arguments_are_recorded_without_copying_the_bank():

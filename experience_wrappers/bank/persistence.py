@@ -61,8 +61,6 @@ if TYPE_CHECKING:
 
 __all__ = ["save_bank", "load_bank", "sha256_file", "atomic_folder", "replaced_folder", "bytes_as_file"]
 
-ENTRIES, INDEX = V1_FILES  # the fixed names of format version 1
-
 
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()

@@ -250,7 +250,7 @@ def decoder_loss(decoded: torch.Tensor, inputs: torch.Tensor, lengths: torch.Ten
     the first action (cross-entropy against the first row's one-hot when ``discrete``,
     else MSE), ``log1p(length)`` and ``symlog`` of the first row's return-to-go (MSE each).
     Training it makes the vector that the actor sees carry what the segment did and how
-    it ended (DESIGN.md, "What an entry is").
+    it ended (docs/concepts.md, "What an entry is").
 
     Args:
         decoded: ``(B, action_dim + 2)`` decoder output.

@@ -1,6 +1,6 @@
 """The experience manager: attribution, distillation, extractor training, merges."""
 
-from .attribution import FreeBaseline, utility_decay
+from ..credit import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode, Instance, outcome_of, success_from_info
 from .manager import ExperienceManager, manager_for_bank, resolve_manager

@@ -206,25 +206,16 @@ class ExperienceManager:
         raise TypeError(NOT_PICKLABLE.format(what="an ExperienceManager"))
 
     # -------------------------------------------------------------- schedule
-    # Views of ``self.schedule`` (what wrappers read). The guided_ratio and progress setters are
-    # kept for code written against the old attributes; they forward to the schedule.
+    # Views of ``self.schedule`` (what wrappers read); set them through the schedule.
     @property
     def guided_ratio(self) -> float:
         """Share of episodes drawn guided now (``schedule.guided_ratio``)."""
         return self.schedule.guided_ratio
 
-    @guided_ratio.setter
-    def guided_ratio(self, value: float) -> None:
-        self.schedule.configure(guided=float(value))
-
     @property
     def progress(self) -> float:
         """Fraction of training done (``schedule.progress``): sets the utility decay."""
         return self.schedule.progress
-
-    @progress.setter
-    def progress(self, value: float) -> None:
-        self.schedule.advance(value)
 
     @property
     def rollouts(self) -> int:
@@ -588,9 +579,6 @@ class ExperienceManager:
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
         return checked_keys(self.key_encoder, observations, task_ids)
-
-    def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
-        return self.encode_keys(observations, np.full(n, task_id, dtype=np.int64))
 
     def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
                 utility: float | None = None) -> int:

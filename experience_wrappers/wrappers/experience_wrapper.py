@@ -11,7 +11,7 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
-from ..manager import ExperienceManager, success_from_info
+from ..manager import success_from_info
 from .checks import check_finite_observation
 from .injector import ExperienceInjector
 from .masks import find_action_masks, mask_priors
@@ -29,7 +29,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     ``retrieve_every`` steps; free ones show zeros with mask 0. The observation becomes a
     Dict: the original observation (its own keys if it was a Dict, else under
     ``"observation"``) plus ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``,
-    ``experience_mask`` ``(k,)`` and, with ``action_prior=True``,
+    ``experience_mask`` ``(k,)`` and, with ``experimental={"action_prior": True}``,
     ``experience_action_prior``. ``info`` carries ``experience_guided``,
     ``experience_ids`` (the entries shown in the observation the action was taken
     from; after a re-retrieval the returned observation may show others) and, at an
@@ -47,10 +47,11 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         options: the settings, an :class:`~experience_wrappers.wrappers.ExperienceOptions`
             (shareable with :class:`~integrations.sb3.ExperienceVecEnv`).
         **kwargs: its fields, over ``options``: ``k`` (4), ``retrieve_every`` (8),
-            ``key_encoder``, ``task_id`` (0), ``action_prior`` (False), ``query_mode``
+            ``key_encoder``, ``task_id`` (0), ``query_mode``
             (``"utility"``), ``filter_by_task`` (True), ``learn`` (None), ``manager``,
             ``manager_kwargs``, ``seed``, ``paired`` (False: see :class:`~experience_wrappers.wrappers.ReplayInstances`
-            for what True needs), ``value_baseline`` (False); see
+            for what True needs), ``experimental`` (the action prior and the value
+            baseline, measured to tie or hurt: :class:`~experience_wrappers.experimental.ExperimentalOptions`); see
             :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 
     >>> env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
@@ -74,11 +75,6 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self._ended = True
         # an env with action_masks() (MaskablePPO's convention): the prior never advises a masked action
         self._action_masks = find_action_masks(env) if opts.action_prior else None
-
-    @property
-    def experience_manager(self) -> ExperienceManager:
-        """The old name of :attr:`manager` (read-only), kept so that code using it still works."""
-        return self.manager
 
     @property
     def bank(self) -> ExperienceBank:

@@ -217,7 +217,7 @@ class ExperienceInjector:
 
     def wants_start_value(self) -> np.ndarray:
         """Envs whose episode is credited against ``V(s0)`` and has none yet (the value
-        baseline: ``value_baseline=True``, or ``paired=True`` on an env that does not replay
+        baseline: ``experimental={"value_baseline": True}``, or ``paired=True`` on an env that does not replay
         instances), after its first step: :class:`~integrations.sb3.CRLCallback` fills them
         in with :meth:`set_start_values`."""
         return np.flatnonzero(self._wants_value & np.isnan(self.start_values) & (self.steps == 1))

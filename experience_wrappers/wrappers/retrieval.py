@@ -28,7 +28,7 @@ from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceManager
-from .options import ExperienceOptions
+from .options import ExperienceOptions, ExperimentalOptions
 from .spaces import BASE_KEY, experience_space
 
 __all__ = ["Retriever"]
@@ -70,7 +70,7 @@ class Retriever:
                  action_prior: bool = False, prior_source: str = "nearest", prior_k: int = 1,
                  prior_max_distance: float = 0.5) -> None:
         # the same checks as ExperienceOptions' (one message for one mistake)
-        ExperienceOptions(prior_source=prior_source, prior_k=prior_k, prior_max_distance=prior_max_distance)
+        ExperimentalOptions(prior_source=prior_source, prior_k=prior_k, prior_max_distance=prior_max_distance)
         self.key_encoder, self.bank = key_encoder, bank
         self.k, self.query_mode, self.filter_by_task = k, query_mode, filter_by_task
         self.exp_dim, self.prior_dim, self.action_prior = exp_dim, prior_dim, action_prior
@@ -138,18 +138,6 @@ class Retriever:
                     rng: np.random.Generator | None) -> QueryResult:
         return self.bank.query(keys, self.k, task_ids=task_ids if self.filter_by_task else None,
                                mode=self.query_mode, record=record, rng=rng)
-
-    def prior_query(self, obs: Any, task_ids: np.ndarray) -> tuple[QueryResult, np.ndarray]:
-        """The action path's bank query for a batch of observations, and which of its entries
-        lie within the floor: ``(result, within)``, ``within`` ``(n, prior_k)`` bool.
-
-        The ``prior_k`` nearest entries (mode ``"knn"``: nearest first, no utility sampling,
-        no diversity penalty; ``record=False``: the action path's look-ups are not counted as
-        retrievals, so they move neither the observation channel's retrieval-count penalty nor
-        eviction), of each observation's task when ``filter_by_task``.
-        """
-        task_ids = np.asarray(task_ids, dtype=np.int64)
-        return self._prior_query_keys(self.keys(obs, task_ids), task_ids)
 
     def _prior_query_keys(self, keys: np.ndarray, task_ids: np.ndarray) -> tuple[QueryResult, np.ndarray]:
         res = self.bank.query(keys, self.prior_k, task_ids=task_ids if self.filter_by_task else None,

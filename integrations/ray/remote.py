@@ -214,9 +214,6 @@ class RemoteManager:
         self._send_due()
         return keys
 
-    def keys_of(self, observations: Any, task_id: int, n: int) -> np.ndarray:
-        return self.encode_keys(observations, np.full(n, task_id, dtype=np.int64))
-
     # ------------------------------------------------------------ episodes
     def submit(self, episode: Episode) -> None:
         """Queue a finished episode for the service's learner (sent in batches; never waits for it)."""
@@ -227,12 +224,6 @@ class RemoteManager:
         if len(self._outbox) >= self.submit_batch:
             self._send_outbox()
         self._send_due()
-
-    def submit_many(self, episodes: list[Episode]) -> None:
-        """Send several finished episodes (and any queued ones) now, in one call that does not wait."""
-        self._outbox.extend(episodes)
-        self.episodes_sent += len(episodes)
-        self._send_outbox()
 
     def _send_due(self) -> None:
         """Send the queued episodes if the oldest has waited ``submit_delay`` (cheap when not)."""

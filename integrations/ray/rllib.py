@@ -79,7 +79,7 @@ def _make_env(env_creator: Callable[[dict], Any], service: ExperienceService, fl
     from gymnasium.wrappers import FlattenObservation
 
     env = service.wrap(env_creator(env_config), manager_kwargs=manager_kwargs, **wrapper_kwargs)
-    env.experience_manager.follow_schedule = True  # the ratio comes from the driver's callback
+    env.manager.follow_schedule = True  # the ratio comes from the driver's callback
     return FlattenObservation(env) if flatten else env
 
 

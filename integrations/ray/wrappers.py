@@ -19,7 +19,7 @@ class ServiceExperienceWrapper(ExperienceWrapper):
     """
 
     def close(self) -> None:
-        manager = self.experience_manager
+        manager = self.manager
         try:
             if isinstance(manager, RemoteManager):
                 manager.flush()

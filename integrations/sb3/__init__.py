@@ -2,7 +2,8 @@
 callback, VecEnv wrapper, policy pieces, evaluation, persistence. Parts measured to tie or
 hurt live in :mod:`integrations.sb3.experimental`."""
 
-from .advantages import regroup_advantages
+from experience_wrappers.advantages import regroup_advantages
+
 from .callback import CRLCallback
 from .checkpoint import CRLCheckpointCallback
 from .discovery import find_experience

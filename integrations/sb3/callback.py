@@ -52,10 +52,11 @@ class CRLCallback(BaseCallback):
     * asks the manager to merge near duplicates every ``merge_every`` rollouts;
     * fills in ``V(s0)`` (the critic's value of an episode's first observation, seen without
       experience) for the episodes credited against it (the value baseline:
-      ``value_baseline=True`` on the wrapper, or ``paired=True`` on envs that cannot replay
+      ``experimental={"value_baseline": True}`` on the wrapper, or ``paired=True`` on envs that cannot replay
       an instance);
     * runs self-imitation after each PPO update (on by default, the measured method's part
-      that carries its gains: :data:`~integrations.sb3.self_imitation.SELF_IMITATION_DEFAULTS`):
+      that carries its gains: :data:`~integrations.sb3.self_imitation.SELF_IMITATION_DEFAULTS`;
+      off, said once in the log, on an env that reports no success, where it was measured to hurt):
       the agent's successful episodes, and demonstrations pinned there, are kept in the
       manager's :class:`~experience_wrappers.replay.SuccessReplay` (``manager.replay``,
       created when missing, saved and loaded by :func:`~integrations.sb3.save_crl` /
@@ -132,7 +133,7 @@ class CRLCallback(BaseCallback):
             if self.verbose:
                 print(msg)
         if self.distill_coef > 0 and "experience_action_prior" not in self.model.observation_space.spaces:
-            raise ValueError("distill_coef > 0 needs ExperienceWrapper(..., action_prior=True)")
+            raise ValueError("distill_coef > 0 needs ExperienceWrapper(..., experimental={'action_prior': True})")
         n_envs, n_steps = self.training_env.num_envs, getattr(self.model, "n_steps", 1)
         self._guided = np.zeros((n_steps, n_envs), dtype=bool)
         self._episode = np.zeros((n_steps, n_envs), dtype=np.int64)

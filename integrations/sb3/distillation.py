@@ -34,7 +34,7 @@ def distillation_step(model: OnPolicyAlgorithm, positions: np.ndarray, weights: 
     buf = model.rollout_buffer
     obs_all = buf.observations
     if "experience_action_prior" not in obs_all:
-        raise ValueError("distillation needs ExperienceWrapper(..., action_prior=True)")
+        raise ValueError("distillation needs ExperienceWrapper(..., experimental={'action_prior': True})")
     policy = model.policy
     space = model.action_space
     losses = []

@@ -5,9 +5,10 @@ task of their own; none is part of :class:`~integrations.sb3.ComplementaryRL` or
 main ``__all__``. What was measured (``docs/benchmarks.md``, ``docs/what_to_use.md``):
 
 * :class:`ActionPriorPolicy` and :func:`prior_mixture`: the retrieved entries' actions as a
-  bias on the policy's logits. Measured to hurt on KeyRoom-S5 from 20 demonstrations
-  (``keyroom-20``, 5 seeds): sampled prior (``crl-sil``) 0.74 and nearest-neighbour prior
-  (``crl-sil-knn-prior``) 0.46, against the method's 0.92.
+  bias on the policy's logits. Measured to hurt on KeyRoom-S5 from 20 demonstrations at 72k
+  steps: the sampled prior (``crl-sil``, ``keyroom-20``, 5 seeds) 0.74 against the method's
+  0.92, the nearest-neighbour prior (``crl-sil-knn-prior``, ``keyroom-rollin``, seeds 0-2)
+  0.46, 0.46 below the method (CI [+0.32, +0.57]).
 * :func:`distillation_step` (``CRLCallback(distill_coef=...)``): distillation toward the
   retrieved actions on guided episodes that beat free ones. Measured no better than the
   observation channel (``ways``, Room-Monster-5x5, 2 seeds) and unable to make KeyRoom's
@@ -15,7 +16,7 @@ main ``__all__``. What was measured (``docs/benchmarks.md``, ``docs/what_to_use.
 * :class:`NeighbourImitationCallback`: cloning the nearest demonstration entry's action on
   the agent's own states. Measured to hurt on KeyRoom-S5 from 5 demonstrations
   (``keyroom-5``, 5 seeds: 0.34 against the method's 0.46, CI of the difference above zero).
-* The value-baseline fallback (``ExperienceWrapper(..., value_baseline=True)``: the critic's
+* The value-baseline fallback (``ExperienceWrapper(..., experimental={"value_baseline": True})``: the critic's
   ``V(s0)`` as the free baseline): no closer to the paired baseline than the task's last
   100 free episodes (``credit_agreement.json``: r 0.35 against 0.46 on Room-Monster, 0.27
   against 0.28 on Room-Ultimate).

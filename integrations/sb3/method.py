@@ -99,7 +99,8 @@ class ComplementaryRL:
             ``seed + DEMO_SEED_OFFSET`` on; MiniHack navigation tasks have a script) or a
             sequence of :class:`~integrations.demos.Demonstration`. They are distilled into the
             bank (one entry per state) and pinned in the replay.
-        self_imitation: True (default): :data:`SELF_IMITATION_DEFAULTS`; False: off; a mapping:
+        self_imitation: True (default): :data:`SELF_IMITATION_DEFAULTS` (off, said once in the
+            log, on an env that reports no success); False: off; a mapping:
             :class:`SelfImitationCallback` arguments over those defaults.
         rollin: False (default); True: :data:`ROLLIN_DEFAULTS`; a mapping over them:
             ``guide_type`` ("bank": the bank's nearest demonstration entry acts; "replay": each
@@ -118,6 +119,9 @@ class ComplementaryRL:
         policy_kwargs, algorithm_kwargs: the model's (``algorithm_kwargs``: PPO's
             hyperparameters; SB3's defaults where not given).
         tensorboard_log: SB3's TensorBoard folder.
+        add_demonstrations: False: the demonstrations serve roll-in only; they are not distilled
+            into the bank nor pinned in the replay (what :meth:`load` does: the saved bank and
+            replay hold them already).
 
     Attributes:
         model, env, bank, manager, replay, demonstrations, rollin_env, callbacks.
@@ -131,7 +135,7 @@ class ComplementaryRL:
                  wrapper_kwargs: Mapping[str, Any] | None = None, manager_kwargs: Mapping[str, Any] | None = None,
                  callback_kwargs: Mapping[str, Any] | None = None, ingest_kwargs: Mapping[str, Any] | None = None,
                  policy_kwargs: Mapping[str, Any] | None = None, algorithm_kwargs: Mapping[str, Any] | None = None,
-                 tensorboard_log: str | None = None, _loading: bool = False) -> None:
+                 tensorboard_log: str | None = None, add_demonstrations: bool = True) -> None:
         if not (isinstance(env, str) or callable(env)):
             raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
         if not isinstance(experience, bool):
@@ -169,7 +173,7 @@ class ComplementaryRL:
             self.manager.replay = self.replay  # saved with the run by save_crl
         gamma = float(dict(algorithm_kwargs or {}).get("gamma", 0.99))
         self.demonstrations, self.demonstrations_record = self._add_demonstrations(
-            demonstrations, dict(ingest_kwargs or {}), gamma, ingest=not _loading)
+            demonstrations, dict(ingest_kwargs or {}), gamma, ingest=add_demonstrations)
         self.rollin_env = self._rollin_env() if self.rollin is not None else None
         train_env = self.rollin_env if self.rollin_env is not None else self.env
         if policy is None:
@@ -381,7 +385,7 @@ class ComplementaryRL:
         elif not scripted and "demonstrations" not in overrides:
             raise ValueError("this run rolled in from demonstrations it was given: pass demonstrations=the same "
                              "ones (they are not added to the bank or the replay again)")
-        run = cls(env, algorithm=algorithm, **{"demonstrations": demos, **settings, **overrides}, _loading=True)
+        run = cls(env, algorithm=algorithm, **{"demonstrations": demos, **settings, **overrides}, add_demonstrations=False)
         if run.experience:
             run.model = load_crl(folder, run.rollin_env or run.env, algorithm)
             run.replay = run.manager.replay if run.manager is not None else None

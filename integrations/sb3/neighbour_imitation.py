@@ -25,10 +25,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers.replay import SOURCE_OWN, SuccessReplay
 from experience_wrappers.rollin import BankGuide
+from experience_wrappers.schedule import linear
 from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 
-from .schedules import linear, training_progress
+from .schedules import training_progress
 from .self_imitation import self_imitation_step
 
 __all__ = ["NeighbourImitationCallback"]

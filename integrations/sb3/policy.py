@@ -50,7 +50,7 @@ class ActionPriorPolicy(MultiInputActorCriticPolicy):
     follows a :class:`~experience_wrappers.schedule.Schedule` (:meth:`follow_schedule`, which
     :class:`~integrations.sb3.CRLCallback` calls when given ``prior_weight``), the schedule's.
     It is used with ``PPO(ActionPriorPolicy, env)`` and an ``ExperienceWrapper(...,
-    action_prior=True)``; PPO itself is not changed.
+    experimental={"action_prior": True})``; PPO itself is not changed.
 
     Args:
         prior_weight: strength of the bias.
@@ -62,7 +62,7 @@ class ActionPriorPolicy(MultiInputActorCriticPolicy):
         obs_space = self.observation_space
         if not isinstance(obs_space, spaces.Dict) or "experience_action_prior" not in obs_space.spaces:
             raise ValueError("ActionPriorPolicy needs observations with 'experience_action_prior': "
-                             "wrap the env with ExperienceWrapper(..., action_prior=True)")
+                             "wrap the env with ExperienceWrapper(..., experimental={'action_prior': True})")
         if not isinstance(self.action_space, (spaces.Discrete, spaces.Box)):
             raise ValueError(f"the action prior supports Discrete and Box actions, got {self.action_space}")
         if not np.isfinite(prior_weight) or prior_weight < 0:

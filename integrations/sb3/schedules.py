@@ -1,15 +1,10 @@
-"""Schedules over training: SB3's training progress; ``linear`` lives in the core schedule module.
-
-:func:`linear` is :func:`experience_wrappers.schedule.linear`, re-exported here.
-"""
+"""SB3's training progress, which the schedules (:mod:`experience_wrappers.schedule`) follow."""
 
 from __future__ import annotations
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from experience_wrappers.schedule import linear
-
-__all__ = ["linear", "training_progress"]
+__all__ = ["training_progress"]
 
 
 def training_progress(model: BaseAlgorithm, num_timesteps: int) -> float:

@@ -1,7 +1,7 @@
 """Self-imitation into the policy's own logits: the SIL rule, episode recording, the update.
 
-This is how stored experience reaches the actor's weights (DESIGN.md, "Four ways to the
-actor", way 3). The loss is self-imitation learning's (Oh et al., 2018)::
+This is how stored experience reaches the actor's weights (docs/concepts.md, "Four ways for
+experience to reach the actor", way 3). The loss is self-imitation learning's (Oh et al., 2018)::
 
     L = -log pi(a | s) * w  +  value_coef * 0.5 * w^2,   w = clip(R - V(s), 0, max_weight)
 
@@ -30,11 +30,12 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
+from experience_wrappers.schedule import linear
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 from experience_wrappers.wrappers.recorder import EpisodeRecorder
 
-from .schedules import linear, training_progress
+from .schedules import training_progress
 
 __all__ = ["SELF_IMITATION_DEFAULTS", "SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations"]
 
@@ -45,9 +46,13 @@ Keep = Literal["successful", "all", "none"]
 
 #: Self-imitation as the benchmarks measured it in the method (``crl-sil-obs``): the SIL weight,
 #: the agent's successful episodes kept, 200 behaviour-cloning steps on demonstrations (when
-#: the replay holds any) before training. :class:`~integrations.sb3.CRLCallback` and
+#: the replay holds any) before training; and off, said once in the log, on an env that
+#: reports no success (``only_with_success``): on CartPole, where every episode has a positive
+#: return and so counts as successful, it cost about a third of the return at 50k steps
+#: (``defaults-cartpole``, 3 seeds). :class:`~integrations.sb3.CRLCallback` and
 #: :class:`~integrations.sb3.ComplementaryRL` use these unless told otherwise.
-SELF_IMITATION_DEFAULTS: dict[str, Any] = {"weight": "sil", "keep": "successful", "pretrain_steps": 200}
+SELF_IMITATION_DEFAULTS: dict[str, Any] = {"weight": "sil", "keep": "successful", "pretrain_steps": 200,
+                                           "only_with_success": True}
 
 
 def sil_weights(returns: th.Tensor, values: th.Tensor, max_weight: float = 1.0) -> th.Tensor:
@@ -197,6 +202,10 @@ class SelfImitationCallback(BaseCallback):
         sources: provenances to train on (None: all).
         n_batches, batch_size, value_coef, max_weight: see :func:`self_imitation_step`.
         pretrain_steps: behaviour-cloning steps on the demonstrations before training.
+        only_with_success: stop (no more recording, no more updates; said once in the log)
+            when the first finished episode's info reports no success (``info["is_success"]``
+            or ``info["success"]``): where ``keep="successful"`` would fall back to a positive
+            return, which on a dense-reward task keeps every episode.
         seed: sampling seed.
 
     >>> SelfImitationCallback(SuccessReplay(100), keep="some")
@@ -208,7 +217,8 @@ class SelfImitationCallback(BaseCallback):
     def __init__(self, replay: SuccessReplay, *, coef: float | tuple[float, float] = 1.0, weight: Weight = "sil",
                  keep: Keep = "successful", sources: tuple[int, ...] | None = None, n_batches: int = 4,
                  batch_size: int = 256, value_coef: float = 0.01, max_weight: float = 1.0,
-                 pretrain_steps: int = 0, seed: int | None = None, verbose: int = 0) -> None:
+                 pretrain_steps: int = 0, only_with_success: bool = False, seed: int | None = None,
+                 verbose: int = 0) -> None:
         super().__init__(verbose)
         if weight not in ("sil", "bc"):
             raise ValueError(f"weight must be 'sil' or 'bc', got {weight!r}")
@@ -231,6 +241,11 @@ class SelfImitationCallback(BaseCallback):
         self.pretrain_steps = pretrain_steps
         self.rng = np.random.default_rng(seed)
         self._recorder = EpisodeRecorder(0)  # each env's episode in flight (sized in _init_callback)
+        if not isinstance(only_with_success, bool):
+            raise ValueError(f"only_with_success must be a bool, got {only_with_success!r}")
+        self.only_with_success = only_with_success
+        #: False once ``only_with_success`` found an env that reports no success
+        self.active = True
         self._updated = False
         self.stats: dict[str, float] = {}
 
@@ -251,7 +266,7 @@ class SelfImitationCallback(BaseCallback):
 
     # ---------------------------------------------------------------- record
     def _on_step(self) -> bool:
-        if self.keep == "none":
+        if self.keep == "none" or not self.active:
             return True
         obs = _base_keys(self.model._last_obs)  # the observations the actions were taken from
         self._recorder.append(obs, np.asarray(self.locals["actions"]),
@@ -264,6 +279,12 @@ class SelfImitationCallback(BaseCallback):
     def _finish(self, e: int, info: dict[str, Any]) -> None:
         obs, actions, rewards = self._recorder.take(e)
         success = success_from_info(info)
+        if success is None and self.only_with_success:
+            self.active = False
+            log.info("self-imitation is off: this env reports no success (info['is_success'] or info['success']), "
+                     "and on such envs it was measured to hurt (CartPole: docs/what_to_use.md); "
+                     "self_imitation={'only_with_success': False} keeps it on")
+            return
         if success is None:
             success = sum(rewards.tolist()) > 0  # summed in step order
         if self.keep == "successful" and not success:
@@ -272,6 +293,8 @@ class SelfImitationCallback(BaseCallback):
 
     # ---------------------------------------------------------------- update
     def _on_rollout_start(self) -> None:
+        if not self.active:
+            return
         if not self._updated:  # no PPO update yet
             self._updated = True
             return
