@@ -377,6 +377,32 @@ def headline(results: dict) -> list[str]:
     return lines if len(lines) > 2 else ["(no headline results yet)"]
 
 
+#: the suites that check the public object's defaults on tasks no other suite contains
+DEFAULTS_SUITES = ("defaults-cartpole", "defaults-room15")
+#: the page whose ``defaults`` block :func:`defaults_table` fills
+WHAT_TO_USE = DOCS / "what_to_use.md"
+DEFAULTS_START, DEFAULTS_END = "<!-- defaults:start -->", "<!-- defaults:end -->"
+#: what each arm of the defaults suites is, for the table
+DEFAULTS_ARMS = {"ppo": "PPO", "crl": "the observation channel, no self-imitation",
+                 "crl-sil-own": "the channel + self-imitation of own successes (the defaults on a task that reports success)",
+                 "ppo-sil": "self-imitation from a plain buffer, no bank"}
+
+
+def defaults_table(results: dict) -> list[str]:
+    """The defaults suites' table: final success (or return) and evaluation, mean ± std over seeds."""
+    lines = ["| suite | task | arm | what | seeds | steps | final | eval with / without exp. |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for suite in DEFAULTS_SUITES:
+        for env_id, arms in sorted(results.get(suite, {}).items()):
+            for arm in sorted(arms, key=arm_order):
+                r = arm_row(arms[arm], [])
+                unit = "" if arms[arm][0]["uses_success"] else " (return)"
+                lines.append(f"| {suite} | {env_id} | `{arm}` | {DEFAULTS_ARMS.get(arm, '')} | "
+                             f"{', '.join(map(str, r['seeds']))} | {r['steps'] // 1000}k | {_mean_std(r['final'])}{unit} | "
+                             f"{_mean_std(r['with_experience'])} / {_mean_std(r['without_experience'])} |")
+    return lines if len(lines) > 2 else ["(no defaults results yet)"]
+
+
 def targets_line(checks: list) -> str:
     """One sentence: how many of the issue's targets the results meet, and which are missed."""
     if not checks:
@@ -436,6 +462,9 @@ def main(argv: list[str] | None = None) -> str:
         text = head + "\n" + analysis.read_text().strip() + "\n\n## " + tables
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
+    if project and WHAT_TO_USE.exists():  # the defaults block of the what-to-use page
+        WHAT_TO_USE.write_text(replace_block(WHAT_TO_USE.read_text(), DEFAULTS_START, DEFAULTS_END,
+                                             ["", *defaults_table(results), ""]))
     if project and TRIALS_PAGE.exists():  # the trials page's results block, from the same files
         TRIALS_PAGE.write_text(replace_block(TRIALS_PAGE.read_text(), "<!-- trials-results:start -->",
                                              "<!-- trials-results:end -->", ["", *trials_section(args.results), ""]))
