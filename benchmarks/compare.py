@@ -7,6 +7,7 @@ confidence interval over seeds (:func:`~benchmarks.stats.difference_ci`), and wh
 interval excludes zero.
 
     python -m benchmarks.compare --suite keyroom-20          # print the table
+    python -m benchmarks.compare --suite trials-darkroom     # a trials suite: held-out metrics by condition
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--method", help="the reference arm (default: the suite's in COMPARE_TO)")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
+    from .trials_report import SUITES, comparison_table, load
+
+    family = {suite: fam for fam, suite in SUITES.items()}.get(args.suite)
+    if family is not None:  # a trials suite: held-out success by condition, the method against its peers
+        arms = load(family, args.results)
+        if not arms:
+            p.error(f"no results for suite {args.suite!r} in {args.results}")
+        print("\n".join(comparison_table(arms)) or "no arm to compare the method with")
+        return 0
     method = args.method or COMPARE_TO.get(args.suite)
     if method is None:
         p.error(f"no reference arm for suite {args.suite!r}: give --method")

@@ -3,7 +3,7 @@
 ``python -m benchmarks.trials --family darkroom --arms crl-trials ppo --seeds 0 1 2 3 4``
 trains each (arm, seed) on the family's training instances, then evaluates the frozen
 policy on its held-out instances, ``K`` trials per run, and writes
-``benchmarks/results/trials-<family>/<arm>/seed<N>.json`` with, beside the training curve,
+``benchmarks/results/<suite>/<arm>/seed<N>.json`` (``trials-darkroom``, ``trials-keydoor``, ``incontext-maze``) with, beside the training curve,
 ``heldout``: ``{"instances", "trials", "with_experience", "without_experience",
 "with_demonstration"}`` (each ``{"success_by_trial", "cumulative_by_trial",
 "after_first_success", "runs"}``; what an arm cannot use is left out) and
@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.result_file import write_result
+from benchmarks.trials_report import SUITES
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -210,7 +211,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     obs_space, act_space = proto.observation_space, proto.action_space
     proto.close()
     t0 = time.time()
-    out: dict[str, Any] = {"suite": f"trials-{family}", "task": fam["task"], "arm": arm, "seed": seed,
+    out: dict[str, Any] = {"suite": SUITES[family], "task": fam["task"], "arm": arm, "seed": seed,
                            "steps": steps, "trials": k_trials, "train_instances": len(fam["train"]),
                            "heldout_instances": list(fam["held_out"])}
     held = fam["held_out"]
@@ -304,12 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=300_000)
     p.add_argument("--repeats", type=int, default=5, help="runs per held-out instance in evaluation")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--out", type=Path, default=None, help="folder (default benchmarks/results/trials-<family>)")
+    p.add_argument("--out", type=Path, default=None, help="folder (default benchmarks/results/<suite>: trials-darkroom, trials-keydoor, incontext-maze)")
     p.add_argument("--force", action="store_true", help="rerun and overwrite results made with other settings")
     args = p.parse_args(argv)
     if args.steps <= 0 or args.repeats <= 0 or args.jobs <= 0:
         p.error("--steps, --repeats and --jobs must be positive")
-    out = args.out or RESULTS / f"trials-{args.family}"
+    out = args.out or RESULTS / SUITES[args.family]
     todo = []
     for arm in args.arms:
         for seed in args.seeds:

@@ -19,6 +19,9 @@ import numpy as np
 
 from benchmarks.stats import bootstrap_ci, difference_ci
 
+#: each family's suite: the folder under benchmarks/results and the ``suite`` of its result files
+SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "incontext-maze"}
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 ARM_ORDER = ["crl-trials", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
@@ -43,7 +46,7 @@ CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
 def load(family: str, root: Path = RESULTS) -> dict[str, list[dict[str, Any]]]:
     """``{arm: [result, ...]}`` of one family, sorted by seed."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for path in sorted((root / f"trials-{family}").glob("*/seed*.json")):
+    for path in sorted((root / SUITES[family]).glob("*/seed*.json")):
         res = json.loads(path.read_text())
         out[res["arm"]].append(res)
     for runs in out.values():
@@ -124,10 +127,10 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
         if not arms:
             continue
         first = next(iter(arms.values()))[0]
-        out += [f"### trials-{family}: {first['task']}", "",
+        out += [f"### {SUITES[family]}: {first['task']}", "",
                 f"{first['trials']} trials per run; trained on {first['train_instances']} instances, evaluated on "
                 f"{len(first['heldout_instances'])} held-out instances with frozen weights (stochastic policy). "
-                "Files: `benchmarks/results/trials-" + family + "/`; regenerate with `python -m benchmarks.trials "
+                f"Files: `benchmarks/results/{SUITES[family]}/`; regenerate with `python -m benchmarks.trials "
                 f"--family {family} --arms ARM --seeds ...`.", ""]
         out += table(arms) + [""]
         comp = comparison_table(arms)
