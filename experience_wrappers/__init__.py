@@ -14,6 +14,7 @@ from .errors import (
 )
 from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
 from .manager import Episode, ExperienceManager, ManagerConfig
+from .replay import SuccessReplay
 from .rollin import BankGuide, RollInCurriculum
 from .schedule import Schedule
 from .wrappers import ExperienceOptions, ExperienceWrapper
@@ -24,6 +25,7 @@ __all__ = [
     "ExperienceBank",
     "BankConfig",
     "Provenance",
+    "SuccessReplay",
     "ExperienceWrapper",
     "ExperienceOptions",
     "ExperienceManager",

@@ -19,7 +19,13 @@ from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .method import ComplementaryRL
 from .persistence import load_crl, save_crl, save_experience
 from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
-from .self_imitation import SelfImitationCallback, demonstration_replay, self_imitation_step
+from .self_imitation import (
+    SELF_IMITATION_DEFAULTS,
+    SelfImitationCallback,
+    add_demonstrations,
+    demonstration_replay,
+    self_imitation_step,
+)
 from .trials_evaluation import evaluate_trials, run_trials, trial_metrics
 from .trials_features import TrialsFeaturesExtractor
 from .trials_imitation import EntryImitationCallback
@@ -37,6 +43,8 @@ __all__ = [
     "RollInCallback",
     "RollInView",
     "demonstration_replay",
+    "add_demonstrations",
+    "SELF_IMITATION_DEFAULTS",
     "self_imitation_step",
     "ExperienceFeaturesExtractor",
     "crl_policy_kwargs",
