@@ -49,3 +49,27 @@ def test_replace_block_keeps_what_is_outside() -> None:
     text = "a\n<!-- s -->\nold\n<!-- e -->\nb"
     assert replace_block(text, "<!-- s -->", "<!-- e -->", ["new"]) == "a\n<!-- s -->\nnew\n<!-- e -->\nb"
     assert replace_block("no markers", "<!-- s -->", "<!-- e -->", ["new"]) == "no markers"
+
+
+def test_the_goal_plan_is_four_legal_trials_that_cover_every_goal_cell():
+    from benchmarks.trials_bounds import GOAL_PLAN
+    from integrations.minihack.hidden_goal import MOVES
+
+    seen: set[tuple[int, int]] = set()
+    for path in GOAL_PLAN:
+        assert len(path) <= 25
+        pos = (0, 0)
+        for cell in path:
+            assert (cell[0] - pos[0], cell[1] - pos[1]) in MOVES and 0 <= min(cell) and max(cell) < 10
+            pos = cell
+        seen |= set(path)
+    assert seen - {(0, 0)} == {(x, y) for x in range(10) for y in range(10)} - {(0, 0)}
+
+
+def test_the_greedy_key_door_explorer_uses_its_memory():
+    from benchmarks.trials_bounds import key_door_greedy
+
+    # the key and the door at the far corners: not within one 30-step trial from scratch, but once
+    # the key is known the next trial walks straight to it
+    assert key_door_greedy((6, 6), (6, 0)) <= 4
+    assert key_door_greedy((1, 0), (2, 0)) == 1
