@@ -82,9 +82,6 @@ def test_state_round_trip():
         Schedule.parse_state({"progress": 0.0, "rollouts": 0})
 
 
-def test_linear_and_old_import_path():
-    from integrations.sb3.schedules import linear as old
-
-    assert old is linear
+def test_linear():
     assert linear((1.0, 0.0), -1.0) == 1.0 and linear(2, 0.5) == 2.0
     check_fraction_schedule("x", (0.0, 1.0))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experience_wrappers import BankConfig, Episode, ExperienceBank
+from experience_wrappers import BankConfig, Episode, ExperienceBank, SuccessReplay
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.keys.base import checked_keys
 from experience_wrappers.schedule import Schedule
@@ -157,6 +157,9 @@ class RemoteManager:
         self._schedule_read = -np.inf
         # advanced by CRLCallback; each advance forwards the guided ratio and progress (setters below)
         self.schedule = Schedule(on_change=self._forward_schedule)
+        #: this worker's successful-state replay for self-imitation (kept here, not in the service;
+        #: set by CRLCallback)
+        self.replay: SuccessReplay | None = None
         self.episodes_sent = 0
         self._guided_ratio = 0.5
         self._progress = 0.0
