@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import numpy as np
 from tqdm import tqdm
 
 from .algos import ALGOS, algorithm_class, check_algo_arm
@@ -135,6 +136,58 @@ def result_path(root: Path, suite: str, env_id: str, arm: str, seed: int) -> Pat
     return root / suite / env_id.replace("/", "_") / arm / f"seed{seed}.json"
 
 
+#: the job fields a result is tied to: a result made with other values is not reused
+SETTINGS_KEYS = ("steps", "hyper", "algo", "eval_episodes", "eval_every", "demonstrations", "model_dir")
+
+
+def job_settings(job: dict[str, Any]) -> dict[str, Any]:
+    """What produced a result: the job's settings and its arm's configuration, as JSON stores them.
+
+    >>> job_settings({"arm": "ppo", "steps": 8, "hyper": {"n_envs": 2}, "algo": "ppo"})["steps"]
+    8
+    """
+    raw = {k: job.get(k) for k in SETTINGS_KEYS}
+    raw["model_dir"] = bool(raw["model_dir"])  # saved or not; the path itself follows the result's
+    raw["arm"] = attrs.asdict(ARMS[job["arm"]])
+    return json.loads(json.dumps(raw, default=str))
+
+
+def settings_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """The settings that differ between a stored result and a new job (empty: reuse it).
+
+    A result written before settings were recorded (``old`` None) is reused as it is.
+
+    >>> settings_diff({"steps": 8, "algo": "ppo"}, {"steps": 16, "algo": "ppo"})
+    ['steps: 8 -> 16']
+    """
+    if old is None:
+        return []
+    return [f"{k}: {old.get(k)!r} -> {new[k]!r}" if k != "arm" and k != "hyper" else f"{k}: changed"
+            for k in sorted(new) if old.get(k) != new[k]]
+
+
+def summary_lines(paths: list[Path]) -> list[str]:
+    """The table printed at the end of a run: per env and arm, seeds, final success (or return), steps/s."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for path in paths:
+        if path.exists():
+            r = json.loads(path.read_text())
+            groups.setdefault((r["env_id"], r["arm"]), []).append(r)
+    lines = [f"{'env':28} {'arm':22} {'seeds':>8} {'final':>16} {'steps/s':>8}"]
+    for (env_id, arm), runs in sorted(groups.items()):
+        finals = [r["final_outcome"] for r in runs if r.get("final_outcome") is not None]
+        unit = "success" if runs[0].get("uses_success") else "return"
+        if not finals:
+            final = "n/a"
+        elif len(finals) == 1:
+            final = f"{finals[0]:.2f} {unit}"
+        else:
+            final = f"{np.mean(finals):.2f} ± {np.std(finals):.2f} {unit}"
+        seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
+        lines.append(f"{env_id:28} {arm:22} {seeds:>8} {final:>16} {np.mean([r['steps_per_s'] for r in runs]):>8.0f}")
+    return lines
+
+
 def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
     """Run one job in a worker process; returns (path, status, traceback or None).
 
@@ -155,6 +208,7 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
                         demonstrations=job.get("demonstrations"), **outputs)
         res["suite"] = job["suite"]
         res["command"] = job["command"]
+        res["settings"] = job_settings(job)
         if "hyper_source" in job:
             res["hyperparameters_source"] = job["hyper_source"]
         path = Path(job["path"])
@@ -200,7 +254,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--algo", default="ppo", choices=sorted(ALGOS),
                    help="the on-policy algorithm (default ppo; the others file their runs under <suite>-<algo>)")
     p.add_argument("--background", action="store_true", help="detach; log to <results>/<suite>/runner.log")
+    p.add_argument("--force", action="store_true",
+                   help="rerun and replace results made with other settings (default: stop and say what differs)")
     args = p.parse_args(argv)
+    for name in ("steps", "eval_episodes", "eval_every"):
+        value = getattr(args, name)
+        if value is not None and (value <= 0 if name == "steps" else value < 0):
+            p.error(f"--{name.replace('_', '-')} must be {'positive' if name == 'steps' else '>= 0'}, got {value}")
+    if args.jobs <= 0:
+        p.error(f"--jobs must be positive, got {args.jobs}")
     if args.env and args.envs:
         p.error("--envs selects within a --suite; with --env, list the env ids there")
     suite = _env_suite(args) if args.env else SUITES[args.suite]
@@ -243,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python -m benchmarks.runner", *(argv or sys.argv[1:])])
     print(f"results: {results}", flush=True)
     jobs = []
+    stale: list[str] = []
+    every_path: list[Path] = []
     for env_id in envs:
         try:
             hyper = load_hyperparams(env_id, yaml_path)
@@ -263,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds if args.seeds is not None else suite.seeds:
             for arm in arms:
                 path = result_path(results, suite.name, env_id, arm, seed)
-                if path.exists():
-                    continue
+                every_path.append(path)
                 job = {"env_id": env_id, "arm": arm, "seed": seed, "hyper": hyper, "hyper_source": source,
                        "steps": args.steps or suite.steps, "suite": suite.name, "path": str(path),
                        "eval_episodes": suite.eval_episodes if args.eval_episodes is None
@@ -277,8 +340,23 @@ def main(argv: list[str] | None = None) -> int:
                 if args.tensorboard:
                     job["tensorboard_log"] = str(args.tensorboard / suite.name / env_id.replace("/", "_") / arm
                                                  / f"seed{seed}")
+                if path.exists():
+                    diff = settings_diff(json.loads(path.read_text()).get("settings"), job_settings(job))
+                    if not diff:
+                        continue  # done with these settings (or before settings were recorded)
+                    if not args.force:
+                        stale.append(f"{path}: {'; '.join(diff)}")
+                        continue
+                    path.unlink()
                 jobs.append(job)
-    print(f"suite {suite.name}: {len(jobs)} runs to do", flush=True)
+    if stale:
+        print("stop: these results were made with other settings:\n  " + "\n  ".join(stale[:10])
+              + (f"\n  ... and {len(stale) - 10} more" if len(stale) > 10 else "")
+              + "\nrun again with --name NEW (or --results DIR) to file the new runs apart, or --force to replace "
+                "them", file=sys.stderr)
+        return 2
+    print(f"suite {suite.name}: {len(jobs)} runs to do" + ("" if jobs else " (every result exists with these "
+                                                            "settings; --force reruns them)"), flush=True)
     failures = 0
     with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=get_context("spawn"),
                              max_tasks_per_child=1) as pool:
@@ -292,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skipped {path} (written meanwhile by another runner)", flush=True)
             else:
                 print(f"done {path}", flush=True)
+    print("\n" + "\n".join(summary_lines(every_path)))
+    print(f"\nreport: python -m benchmarks.report --results {results} --suites {suite.name} "
+          f"--out {results / suite.name / 'report.md'}")
     return 1 if failures else 0
 
 

@@ -22,9 +22,18 @@ def test_smoke_suite_writes_one_file_per_run_and_resumes(tmp_path, capsys):
         assert ("with_experience" in res["evaluation"]) == (arm == "crl")
         assert res["eval_s"] > 0 and res["wall_s"] > 0
         assert res["command"].startswith("python -m benchmarks.runner --suite smoke")
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    # the end: a table of what ran (one seed: no "± 0.00") and the command that makes the report
+    assert any(line.startswith("CartPole-v1") and " crl " in line and "±" not in line for line in out.splitlines())
+    assert "report: python -m benchmarks.report --results" in out
     assert main(args) == 0
     assert "0 runs to do" in capsys.readouterr().out
+    # other settings: stop before training, say what differs and how to proceed
+    before = result_path(tmp_path, "smoke", "CartPole-v1", "ppo", 0).read_text()
+    assert main([*args[:5], "2048", *args[6:]]) == 2
+    err = capsys.readouterr().err
+    assert "steps: 1024 -> 2048" in err and "--force" in err and "--name NEW" in err
+    assert result_path(tmp_path, "smoke", "CartPole-v1", "ppo", 0).read_text() == before
 
 
 def test_a_run_whose_file_appeared_meanwhile_is_skipped(tmp_path):
@@ -40,6 +49,14 @@ def test_a_failing_run_reports_its_traceback(tmp_path):
     path, status, err = _one(job)
     assert status == "failed" and "NoSuchEnv" in err
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--steps", "-5"), ("--steps", "0"), ("--eval-episodes", "-1"),
+                                         ("--jobs", "0")])
+def test_nonsense_budgets_are_refused_before_any_run(tmp_path, capsys, flag, value):
+    with pytest.raises(SystemExit):
+        main(["--suite", "smoke", "--results", str(tmp_path), flag, value])
+    assert flag in capsys.readouterr().err and not any(tmp_path.iterdir())
 
 
 def test_unknown_arm_is_refused(tmp_path):
