@@ -351,3 +351,12 @@ def test_strings_are_not_numbers_anywhere_in_the_bank_api():
         bank.query(np.eye(3)[0], k=1, rng=3)
     with pytest.raises(TypeError, match="record must be a bool"):
         bank.query(np.eye(3)[0], k=1, record="no")
+
+
+def test_a_tuple_observation_is_refused_with_what_sb3_takes_and_the_fix():
+    with pytest.raises(ValueError, match=r"Tuple observations are not supported.*SB3 itself.*FlattenObservation"):
+        ExperienceWrapper(gym.make("Blackjack-v1"), ExperienceBank())
+    flat = ExperienceWrapper(gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), ExperienceBank(),
+                             manager_kwargs=FAST)
+    assert flat.observation_space["observation"].shape == (45,)
+    flat.close()

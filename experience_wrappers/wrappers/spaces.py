@@ -22,6 +22,10 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int, prior_dim: int | 
     >>> s = experience_space(spaces.Box(-1, 1, (3,)), k=2, exp_dim=4, prior_dim=None)
     >>> list(s.spaces), s["experience"].shape
     (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 4))
+    >>> experience_space(spaces.Tuple((spaces.Discrete(2),)), k=2, exp_dim=4, prior_dim=None)
+    Traceback (most recent call last):
+    ...
+    ValueError: Tuple observations are not supported: Tuple(Discrete(2)) (SB3 itself takes no Tuple observations, wrapped or not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)
     """
     if isinstance(base, spaces.Dict):
         nested = [key for key, sub in base.spaces.items() if isinstance(sub, (spaces.Dict, spaces.Tuple))]
@@ -34,6 +38,10 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int, prior_dim: int | 
         if clash:
             raise ValueError(f"the observation already has the key(s) {clash}; the wrapper needs them")
         parts = dict(base.spaces)
+    elif isinstance(base, spaces.Tuple):
+        raise ValueError(
+            f"Tuple observations are not supported: {base} (SB3 itself takes no Tuple observations, wrapped or "
+            "not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)")
     else:
         parts = {BASE_KEY: base}
     parts["experience"] = spaces.Box(-np.inf, np.inf, (k, exp_dim), np.float32)
