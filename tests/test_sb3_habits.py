@@ -198,3 +198,21 @@ def test_ppo_advantage_normalisation_is_off_while_training_and_back_after():
     model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
     model.learn(256, callback=CallbackList([CRLCallback(), seen]))
     assert seen.values == [False, False] and model.normalize_advantage is True
+
+
+def test_evaluate_policy_on_the_training_env_warns_once_and_no_learning_silences_it():
+    sb3_evaluate = sb3_evaluate_policy
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # training, and training again, never warn
+        model.learn(128, callback=CRLCallback())
+        model.learn(128, callback=CRLCallback(), reset_num_timesteps=False)
+        with no_learning(venv):
+            sb3_evaluate(model, venv, n_eval_episodes=2)
+    with pytest.warns(UserWarning, match="outside model.learn.*no_learning"):
+        sb3_evaluate(model, venv, n_eval_episodes=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once
+        sb3_evaluate(model, venv, n_eval_episodes=2)
+    venv.close()

@@ -88,6 +88,10 @@ class ExperienceInjector:
         self.value_baseline = options.value_baseline
         self._warned_unpaired = False
         self.force_guided: bool | None = None
+        #: inside ``model.learn`` (set by :class:`~integrations.sb3.CRLCallback`); None: never
+        #: trained by one, so no warning about episodes outside training
+        self.in_learn: bool | None = None
+        self._warned_outside = False
         self.rng = np.random.default_rng(options.seed)
         self.guided = np.zeros(n_envs, bool)
         self.steps = np.zeros(n_envs, np.int64)
@@ -212,6 +216,12 @@ class ExperienceInjector:
                      start_value=None if np.isnan(self.start_values[r]) else float(self.start_values[r]),
                      gamma=self.value_gamma)
         if self.learning:
+            if self.in_learn is False and not self._warned_outside:
+                self._warned_outside = True
+                warnings.warn("an episode finished on the training env outside model.learn() (SB3's "
+                              "evaluate_policy on it?) and goes into the bank like a training episode; evaluate "
+                              "inside integrations.sb3.no_learning(env), or on a separate env built on the same "
+                              "bank, which learns nothing", UserWarning, stacklevel=2)
             self.manager.submit(ep)
         return ep
 

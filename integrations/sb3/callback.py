@@ -165,6 +165,8 @@ class CRLCallback(BaseCallback):
         return training_progress(self.model, self.num_timesteps)
 
     def _on_training_start(self) -> None:
+        for inj in self.injectors:
+            inj.in_learn = True
         if self.sil is not None:
             self.sil.on_training_start(self.locals, self.globals)
         self._advance_schedules()  # the schedule's values before any episode is drawn
@@ -263,6 +265,8 @@ class CRLCallback(BaseCallback):
                 rec(f"crl/{key}", means[name])
 
     def _on_training_end(self) -> None:
+        for inj in self.injectors:
+            inj.in_learn = False
         if self.sil is not None:
             self.sil.on_training_end()
         restore_advantage_normalisation(self.model)
