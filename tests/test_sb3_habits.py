@@ -216,3 +216,26 @@ def test_evaluate_policy_on_the_training_env_warns_once_and_no_learning_silences
         warnings.simplefilter("error")  # once
         sb3_evaluate(model, venv, n_eval_episodes=2)
     venv.close()
+
+
+def test_a_degenerate_bank_is_named_once_with_the_remedy():
+    from experience_wrappers import CallableKeyEncoder
+
+    same_key = CallableKeyEncoder(lambda obs, tasks: np.zeros((len(tasks), 4), np.float32), key_dim=4)
+    venv = wrapped_vec(4, key_encoder=same_key)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with pytest.warns(UserWarning, match=r"the bank holds \d entries after \d+ episodes.*key_encoder=") as rec:
+        model.learn(6144, callback=CRLCallback(self_imitation=False))  # > 200 short episodes
+    assert sum("the bank holds" in str(w.message) for w in rec) == 1
+    assert len(find_experience(venv)[0][0].bank) < 8
+    venv.close()
+
+
+def test_a_healthy_bank_is_not_called_degenerate():
+    venv = wrapped_vec(4)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model.learn(6144, callback=CRLCallback(self_imitation=False))
+    assert len(find_experience(venv)[0][0].bank) >= 8
+    venv.close()

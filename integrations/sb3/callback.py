@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from experience_wrappers import ExperienceManager
 from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.credit import OutcomeTracker, distill_weight, outcome_delta
+from experience_wrappers.health import degeneracy
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.schedule import Schedule
@@ -106,6 +108,7 @@ class CRLCallback(BaseCallback):
         self.managers: list[ExperienceManager] = []
         self.injectors: list[ExperienceInjector] = []
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, unscaled deltas (for the logs)
+        self._warned_degenerate = False
 
     @property
     def manager(self) -> ExperienceManager:
@@ -239,6 +242,12 @@ class CRLCallback(BaseCallback):
             if self.merge_every and rollouts % self.merge_every == 0:
                 m.request_merge()
         self._log()
+        if not self._warned_degenerate:
+            msg = degeneracy(self.managers[0])
+            if msg is not None:
+                self._warned_degenerate = True
+                warnings.warn(msg, UserWarning, stacklevel=2)
+                log.warning(msg)
         if self.log_bank_every and self.manager.schedule.rollouts % self.log_bank_every == 0:
             log_bank_distributions(self.logger, self.managers[0].bank)  # TensorBoard only
 
