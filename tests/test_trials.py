@@ -548,3 +548,26 @@ def test_in_context_mazes_start_off_the_demonstration_and_cap_by_the_shortest_pa
     with pytest.raises(ValueError, match="seed"):
         env.reset()
     env.close()
+
+
+def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_run():
+    from integrations.minihack.hidden_goal import HiddenGoalRoom
+
+    proto = HiddenGoalRoom()
+    mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
+    env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True, novelty_bonus=0.5)
+    env.reset()
+    right, left = 1, 3  # MOVES: (1, 0) and (-1, 0)
+    assert env.step(right)[1] == 0.5      # (1, 0): new
+    assert env.step(left)[1] == 0.0       # back on the start cell: seen
+    for _ in range(23):
+        env.step(left)                    # against the wall: nothing new
+    env.reset()                           # the run's second trial
+    assert env.step(right)[1] == 0.0      # (1, 0): seen in the first trial
+    assert env.step(right)[1] == 0.5      # (2, 0): new to the run
+    frozen = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True, learn=False,
+                           novelty_bonus=0.5)
+    frozen.reset()
+    assert frozen.step(right)[1] == 0.0   # evaluation: never
+    with pytest.raises(ValueError, match="novelty_bonus must be"):
+        TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], novelty_bonus=-1.0)

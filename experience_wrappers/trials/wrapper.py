@@ -54,6 +54,10 @@ class TrialsWrapper(gym.Wrapper):
         demonstrations: ``fn(instance) -> (observations, actions)`` placed in a guided run's
             scope before its first trial (None: no demonstrations).
         demo_ratio: the share of guided runs given a demonstration (drawn per run).
+        novelty_bonus: added to the reward of a guided training step (``learn``) that lands on an
+            observation seen nowhere before in its run (earlier trials or this one): what the
+            run's memory of failed trials is for, going somewhere new. 0 (the default): none;
+            never at evaluation.
         seed: seed of the instance draws.
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
@@ -66,7 +70,7 @@ class TrialsWrapper(gym.Wrapper):
     def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
                  group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
-                 demo_ratio: float = 1.0, seed: int = 0) -> None:
+                 demo_ratio: float = 1.0, novelty_bonus: float = 0.0, seed: int = 0) -> None:
         super().__init__(env)
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
@@ -84,6 +88,10 @@ class TrialsWrapper(gym.Wrapper):
         if not 0.0 <= float(demo_ratio) <= 1.0:
             raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
         self.demo_ratio = float(demo_ratio)
+        if not (np.isfinite(novelty_bonus) and novelty_bonus >= 0):
+            raise ValueError(f"novelty_bonus must be a finite number >= 0, got {novelty_bonus!r}")
+        self.novelty_bonus = float(novelty_bonus)
+        self._visited: set[bytes] = set()  # the observations this run has stood on (novelty_bonus)
         self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
         self._rng = np.random.default_rng([int(seed), self.group])  # the group's instances: one draw per run
         self._donor_rng = np.random.default_rng([int(seed), self.group, self.member, 0xD0])
@@ -121,6 +129,7 @@ class TrialsWrapper(gym.Wrapper):
         self.run += 1
         self.trial = 0
         self._run_open = True
+        self._visited = set()
         self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
         self.scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
@@ -179,6 +188,7 @@ class TrialsWrapper(gym.Wrapper):
         obs, info = self.env.reset(seed=self.instance, options=options)
         self._obs, self._actions, self._rewards, self._shown = [obs], [], [], set()
         self._in_trial = True
+        self._visited.add(_obs_key(obs))
         self._read(obs)
         return self._wrap(obs), {**info, **self._info()}
 
@@ -187,6 +197,11 @@ class TrialsWrapper(gym.Wrapper):
         self._actions.append(action)
         self._rewards.append(float(reward))
         info = {**info, **self._info()}
+        if self.novelty_bonus and self.guided and self.learn:
+            key = _obs_key(obs)
+            if key not in self._visited:
+                self._visited.add(key)
+                reward = float(reward) + self.novelty_bonus
         if terminated or truncated:
             success = success_from_info(info)
             won = bool(sum(self._rewards) > 0) if success is None else bool(success)
@@ -211,6 +226,13 @@ class TrialsWrapper(gym.Wrapper):
                              members=self.group_size, free=self.free_members, shown=self._shown)
         if self.trial >= self.trials - 1:
             self._end_run()
+
+
+def _obs_key(obs: Any) -> bytes:
+    """A hashable key of one observation (a Dict's arrays in key order)."""
+    if isinstance(obs, dict):
+        return b"|".join(np.ascontiguousarray(obs[k]).tobytes() for k in sorted(obs))
+    return np.ascontiguousarray(obs).tobytes()
 
 
 def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs: int, *,

@@ -61,7 +61,7 @@ class TrialsRun:
 def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int], *, memory: TrialMemory,
                         n_envs: int = 8, group_size: int = 4, free_members: int = 1, trials: int = 4,
                         sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = 0.25,
-                        imitate: bool = False, ppo_kwargs: dict[str, Any] | None = None,
+                        imitate: bool = False, novelty_bonus: float = 0.0, ppo_kwargs: dict[str, Any] | None = None,
                         features_kwargs: dict[str, Any] | None = None, seed: int = 0,
                         verbose: int = 0) -> TrialsRun:
     """The method measured on the trials suites, on ``instances`` of ``make_env``.
@@ -71,7 +71,8 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     ``ppo_kwargs``) with :class:`TrialsFeaturesExtractor`; self-imitation of successful trials
     as they were seen (``sil``: their entries in the input, so the policy learns to read
     them); ``demonstrations(instance)`` placed in ``demo_ratio`` of the guided runs;
-    ``imitate``: :class:`EntryImitationCallback`. ``features_kwargs`` go to the
+    ``imitate``: :class:`EntryImitationCallback`; ``novelty_bonus``: the guided training steps
+    exploration bonus for an observation new to their run (:class:`TrialsWrapper`). ``features_kwargs`` go to the
     :class:`TrialsFeaturesExtractor` (``base_extractor_class`` for image observations).
 
     >>> from integrations.minihack.hidden_goal import HiddenGoalRoom
@@ -84,7 +85,8 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     """
     fns = trials_env_fns(make_env, memory, n_envs, instances=instances, trials=trials, group_size=group_size,
                          free_members=free_members, seed=seed, wrapper=Monitor,
-                         demonstrations=demonstrations if demo_ratio else None, demo_ratio=demo_ratio)
+                         demonstrations=demonstrations if demo_ratio else None, demo_ratio=demo_ratio,
+                         novelty_bonus=novelty_bonus)
     venv = DummyVecEnv(fns)
     model = PPO("MultiInputPolicy", venv, seed=seed, verbose=verbose,
                 policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64],
