@@ -432,13 +432,18 @@ def update_readme(readme: Path, results: dict, overhead: Sequence[Path] = (), tr
     readme.write_text(replace_block(text, TRIALS_START, TRIALS_END, ["", *trials_headline(trials_root), ""]))
 
 
-def main(argv: list[str] | None = None) -> str:
+def main(argv: list[str] | None = None, *, into_repository: bool = True) -> str:
+    """Write the report. ``python -m benchmarks.report`` (``into_repository``) writes the project's
+    docs/benchmarks.md by default; the ``crl-report`` console script writes beside the results it
+    reads (``<results>/report.md``) unless ``--out`` says otherwise."""
     default_out = DOCS / "benchmarks.md"
     p = argparse.ArgumentParser(description="Write a benchmark report (markdown + PNG figures) from result files.")
-    p.add_argument("--results", type=Path, default=RESULTS, help="result folder (default: benchmarks/results)")
+    p.add_argument("--results", type=Path, default=None,
+                   help="result folder (default: benchmarks/results; crl-report: where crl-bench writes by default)")
     p.add_argument("--suites", nargs="*")
-    p.add_argument("--out", type=Path, default=default_out,
-                   help="the page to write; figures go to figures/ beside it (default: docs/benchmarks.md)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="the page to write; figures go to figures/ beside it (default: docs/benchmarks.md with "
+                        "python -m benchmarks.report, <results>/report.md with crl-report)")
     p.add_argument("--analysis", type=Path, default=None,
                    help="hand-written analysis placed before the tables (default: benchmarks/analysis.md "
                         "when writing docs/benchmarks.md, else none)")
@@ -449,8 +454,14 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--readme", type=Path, nargs="?", const=README, default=None,
                    help="also refresh the headline block of this README (default path: the repository's)")
     args = p.parse_args(argv)
+    if args.results is None:
+        from .runner import default_results
+
+        args.results = RESULTS if into_repository else default_results()
     if not args.results.is_dir():
         p.error(f"no result folder {args.results} (write one with python -m benchmarks.runner)")
+    if args.out is None:
+        args.out = default_out if into_repository else args.results / "report.md"
     project = args.out.resolve() == default_out.resolve()
     analysis = args.analysis or (ANALYSIS if project else None)
     results = load_results(args.results, args.suites)
@@ -479,8 +490,8 @@ def main(argv: list[str] | None = None) -> str:
 
 
 def cli() -> int:
-    """The ``crl-report`` console script."""
-    main()
+    """The ``crl-report`` console script: by default the report goes beside the results it reads."""
+    main(into_repository=False)
     return 0
 
 

@@ -56,3 +56,11 @@ def test_the_console_script_runs_any_env_from_another_folder(tmp_path):
     model_dir = Path(res["model_dir"])
     assert (model_dir / "model.zip").is_file() and (model_dir / "experience" / "bank").is_dir()
     assert list((tmp_path / "tb" / "mine" / "Acrobot-v1" / "crl" / "seed0").rglob("events.out.tfevents*"))
+    # the report goes beside the results it reads; the repository's docs are not touched
+    docs = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+    before = docs.stat().st_mtime_ns
+    report = shutil.which("crl-report", path=str(Path(sys.executable).parent))
+    proc = subprocess.run([report], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (tmp_path / "crl-results" / "report.md").is_file() and "mine" in (tmp_path / "crl-results" / "report.md").read_text()
+    assert docs.stat().st_mtime_ns == before
