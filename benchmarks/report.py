@@ -333,7 +333,7 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Sequence[Path] 
             rows = {arm: arm_row(runs, thresholds) for arm, runs in arms.items()}
             uses_success = next(iter(arms.values()))[0]["uses_success"]
             what = "success" if uses_success else "return"
-            lines += [f"### {env_id}", ""]
+            lines += [f"### {env_id}", "", tuned_line(arms), ""]
             head = ["arm", "seeds", "steps", *[f"steps to {threshold_label(t)}" for t in thresholds],
                     f"final {what}", "AUC", f"eval {what} with exp.", f"eval {what} without", "guided − free (training)", "steps/s",
                     "wall s"]
@@ -356,6 +356,23 @@ def render(results: dict, out_md: Path, fig_dir: Path, overhead: Sequence[Path] 
         lines += ["**Aggregate over the suite's tasks** (final success):", "", *agg, ""]
     text = "\n".join(lines) + "\n"
     return text
+
+
+def tuned_line(arms: dict[str, list[dict]]) -> str:
+    """Whether the runs' PPO hyperparameters are a tuned block (``tuned_from`` in the YAML) or untuned.
+
+    >>> tuned_line({"ppo": [{"hyperparameters": {"tuned_from": "rl-baselines3-zoo"}}]})
+    'PPO hyperparameters: tuned (rl-baselines3-zoo).'
+    >>> tuned_line({"ppo": [{"hyperparameters": {"n_steps": 128}}]})
+    "PPO hyperparameters: untuned (the library's choice; no tuned block for this env)."
+    """
+    sources = {r.get("hyperparameters", {}).get("tuned_from") for runs in arms.values() for r in runs}
+    tuned = sorted(s for s in sources if s)
+    if tuned and None not in sources:
+        return f"PPO hyperparameters: tuned ({', '.join(tuned)})."
+    if tuned:
+        return f"PPO hyperparameters: some runs tuned ({', '.join(tuned)}), some not."
+    return "PPO hyperparameters: untuned (the library's choice; no tuned block for this env)."
 
 
 def headline(results: dict) -> list[str]:

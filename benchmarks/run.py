@@ -25,6 +25,7 @@ from .algos import check_algo_arm, resolve_algo
 from .arms import Arm
 from .bank_tracking import BankTracker
 from .tracking import CurveTracker
+from .zoo import schedule
 
 __all__ = ["train_run", "versions"]
 
@@ -85,7 +86,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     n_envs = int(hyper.get("n_envs", 8))
     n_demos = arm.demonstrations if (demonstrations is None or not arm.demonstrations) else demonstrations
     check_algo_arm(algo, arm)  # --algo: PPO by default, or A2C, RecurrentPPO, MaskablePPO
-    algo_cls, policy, ppo_kwargs = resolve_algo(algo, None, {k: hyper[k] for k in PPO_KEYS if k in hyper})
+    algo_cls, policy, ppo_kwargs = resolve_algo(algo, None, {k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper})
     if arm.prior_policy:
         from integrations.sb3.experimental import ActionPriorPolicy
 

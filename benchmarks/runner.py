@@ -42,6 +42,7 @@ import attrs
 import numpy as np
 from tqdm import tqdm
 
+from . import zoo
 from .algos import ALGOS, algorithm_class, check_algo_arm
 from .arms import ARMS
 from .config import HYPERPARAMS, load_hyperparams
@@ -59,8 +60,6 @@ DEFAULT_HYPERPARAMS: dict[str, Any] = {"n_envs": 8, "n_timesteps": 100_000, "lea
 RUN_KEYS = ("n_envs", "n_timesteps")
 #: rl-zoo3 keys it refuses, and why.
 REFUSED_KEYS = {
-    "policy": "each arm chooses its policy (MultiInputPolicy, or ActionPriorPolicy)",
-    "policy_kwargs": "each arm builds its network (the env family's encoder; the CRL extractor on top)",
     "normalize": "the runner does not add VecNormalize (see docs/quickstart.md for VecNormalize with CRL)",
     "frame_stack": "the runner does not stack frames",
     "env_wrapper": "the runner builds its envs through the env family (integrations/sb3/env_families.py)",
@@ -104,13 +103,16 @@ def check_hyperparams(hyper: dict[str, Any], where: str) -> None:
     """Raise ValueError naming every key the runner would not apply, and why."""
     from .run import PPO_KEYS
 
-    known = {*PPO_KEYS, *RUN_KEYS}
+    known = {*PPO_KEYS, *RUN_KEYS, *zoo.SKIPPED_KEYS, *zoo.NOTE_KEYS}
     bad = [k for k in hyper if k not in known]
     if bad:
         why = "; ".join(f"{k}: {REFUSED_KEYS.get(k, 'not a key the runner knows')}" for k in bad)
         raise ValueError(f"{where}: hyperparameter(s) {bad} would not be applied ({why}). The runner applies "
-                         f"{sorted(known)}; remove the others, or train with the library directly "
+                         f"{sorted({*PPO_KEYS, *RUN_KEYS})}; remove the others, or train with the library directly "
                          "(docs/quickstart.md)")
+    problems = zoo.check_values(hyper)
+    if problems:
+        raise ValueError(f"{where}: {'; '.join(problems)}")
 
 
 def check_env_id(env_id: str) -> None:
@@ -322,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
             check_hyperparams(hyper, f"{env_id} ({source})")
         except ValueError as exc:
             p.error(str(exc))
+        for line in zoo.skipped(hyper):
+            print(f"{env_id}: skipping {line}", flush=True)
+        hyper = zoo.applied(hyper) | ({"tuned_from": hyper["tuned_from"]} if "tuned_from" in hyper else {})
         if args.env:
             print(f"{env_id}: hyperparameters from {source}: {hyper}", flush=True)
         for seed in args.seeds if args.seeds is not None else suite.seeds:
