@@ -95,7 +95,8 @@ def format_summary(s: dict[str, Any], where: str = "") -> str:
     lines.append(f"retrievals: {r['total']} in all, mean {r['mean']:.3g} per entry, max {r['max']}, "
                  f"{r['never_retrieved']} entries never retrieved")
     lines.append(f"credited: {s['credited']['entries']} entries ({s['credited']['credits']} credits)")
-    lines.append(f"created at env step: {q(s['created_step'], '.0f')}")
+    lines.append(f"created at the writing env's own step (each env counts its own steps; with n envs the "
+                 f"run's total is about n times it): {q(s['created_step'], '.0f')}")
     lines.append("entries per task: " + ", ".join(f"{t}: {n}" for t, n in s["tasks"].items()))
     return "\n".join(lines)
 
@@ -139,13 +140,14 @@ def plot(bank: ExperienceBank, out_dir: str | Path, run: dict[str, Any] | None =
     if curve:
         fig, ax = plt.subplots(figsize=(6, 3.6))
         steps = [c["steps"] for c in curve]
-        ax.plot(steps, [c["size"] for c in curve], label="all", color="black")
+        ax.plot(steps, [c["size"] for c in curve], "o-", label="all", color="black", markersize=3)
         for p in Provenance:
             name = p.name.lower()
-            ax.plot(steps, [c.get(name, {}).get("n", 0) for c in curve], label=name)
-        ax.set_xlabel("environment steps")
+            ax.plot(steps, [c.get(name, {}).get("n", 0) for c in curve], "o-", label=name, markersize=3)
+        ax.set_xlabel("environment steps (all envs, as the runner counts them)")
         ax.set_ylabel("entries")
-        ax.set_title("entries over training", fontsize=10)
+        ax.set_title("entries over training" + ("" if len(curve) > 1 else
+                                                 " (one snapshot: too short a run for a curve)"), fontsize=10)
         ax.legend(fontsize=7)
         written.append(_save(fig, out_dir / "entries_over_training.png", plt))
     return written

@@ -43,3 +43,34 @@ def test_a_folder_without_a_bank_is_refused_clearly(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "experience_wrappers.inspect", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no saved bank in" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_run_of_one_snapshot_is_plotted_as_a_point_and_says_so(rng, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from experience_wrappers.inspect import plot
+
+    captured = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, path, **kw):  # look at the figure as it is written
+        captured[str(path).rsplit("/", 1)[-1]] = fig
+        return real_savefig(fig, path, **kw)
+
+    plt.Figure.savefig = keep
+    try:
+        plot(small_bank(rng), tmp_path, run={"bank_curve": [{"steps": 2048, "size": 8, "demo": {"n": 2}}]})
+    finally:
+        plt.Figure.savefig = real_savefig
+    ax = captured["entries_over_training.png"].axes[0]
+    assert "one snapshot" in ax.get_title() and "all envs" in ax.get_xlabel()
+    assert all(line.get_marker() == "o" for line in ax.get_lines())  # a single point is drawn
+
+
+def test_the_creation_step_is_labelled_as_each_env_counts_it(rng):
+    from experience_wrappers.inspect import format_summary
+
+    assert "the writing env's own step" in format_summary(summarise(small_bank(rng)))
