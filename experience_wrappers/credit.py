@@ -234,13 +234,33 @@ class OutcomeTracker:
         self.guided: deque[float] = deque(maxlen=window)
         self.free: deque[float] = deque(maxlen=window)
         self.delta: deque[float] = deque(maxlen=window)
+        self._parts: deque[tuple[float, float]] = deque(maxlen=window)
 
     def add(self, outcome: float, guided: bool) -> None:
         """Record a finished episode's outcome, as guided or free."""
         (self.guided if guided else self.free).append(outcome)
 
-    def add_delta(self, delta: float) -> None:
+    def add_delta(self, delta: float, outcome: float | None = None, baseline: float | None = None) -> None:
+        """Record a guided episode's delta; with ``outcome`` and ``baseline`` (``delta = outcome -
+        baseline``, unscaled) its two parts too, for :meth:`delta_parts`."""
         self.delta.append(delta)
+        if outcome is not None and baseline is not None:
+            self._parts.append((float(outcome), float(baseline)))
+
+    def delta_parts(self) -> dict[str, float | None]:
+        """Over the episodes whose parts were given: the mean outcome of the credited guided
+        episodes and the mean baseline they were judged against (``credited - baseline`` is
+        their mean delta); None before any.
+
+        >>> t = OutcomeTracker()
+        >>> t.add_delta(0.5, outcome=35.0, baseline=34.5); t.add_delta(-1.0, outcome=30.0, baseline=31.0)
+        >>> t.delta_parts()
+        {'credited': 32.5, 'baseline': 32.75}
+        """
+        if not self._parts:
+            return {"credited": None, "baseline": None}
+        outcomes, baselines = zip(*self._parts, strict=True)
+        return {"credited": float(np.mean(outcomes)), "baseline": float(np.mean(baselines))}
 
     def means(self) -> dict[str, float | None]:
         """The mean of each window (``guided``, ``free``, ``delta``), None for an empty one."""

@@ -56,3 +56,27 @@ def test_the_action_prior_policy_reads_the_schedule():
     assert model.policy.prior_weight == frozen
     model.policy.prior_weight = 0.25  # set by hand: the policy stops following
     assert model.policy.prior_weight == 0.25
+
+
+def test_the_logged_delta_is_its_two_logged_parts_apart():
+    """crl/outcome_delta and its parts, read from SB3's logger after each rollout of a real run."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+
+    seen: list[dict[str, float]] = []
+
+    class Read(BaseCallback):  # after CRLCallback in the list: its figures are recorded by then
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            seen.append({k: v for k, v in self.logger.name_to_value.items() if k.startswith("crl/")})
+
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, n_steps=128, batch_size=64, n_epochs=1, seed=0)
+    model.learn(2048, callback=CallbackList([CRLCallback(self_imitation=False), Read()]))
+    rows = [r for r in seen if "crl/outcome_delta" in r]
+    assert rows, "no delta logged"
+    for r in rows:
+        assert r["crl/outcome_delta"] == pytest.approx(r["crl/delta_guided_return"] - r["crl/delta_baseline_return"])
+    venv.close()

@@ -66,6 +66,13 @@ class CRLCallback(BaseCallback):
       them (:class:`SelfImitationCallback`). On an algorithm other than PPO it stays off and
       says so once in the log;
     * logs ``bank/``, ``extractor/``, ``crl/`` and ``sil/`` figures through SB3's logger.
+      ``crl/guided_*`` and ``crl/free_*`` are the last 100 guided and free episodes this callback
+      saw; ``crl/outcome_delta`` is the mean, over the last 100 guided episodes that had a
+      baseline, of the outcome minus the manager's free baseline when the episode ended (the
+      last 100 free episodes the manager had processed: it lags ``crl/free_*``, so while
+      outcomes rise the delta can be positive with guided below free).
+      ``crl/delta_guided_*`` and ``crl/delta_baseline_*`` are its two parts:
+      ``outcome_delta = delta_guided - delta_baseline``.
 
     Args:
         guided_ratio: a constant, or ``(start, end)`` linear over training.
@@ -214,9 +221,10 @@ class CRLCallback(BaseCallback):
             self.outcomes.add(outcome, guided=guided)
             if guided:
                 # unscaled (free_spread=None), unlike the manager's credit of return outcomes
-                delta = outcome_delta(outcome, self.managers[0].free_baseline(task), free_spread=None)
+                baseline = self.managers[0].free_baseline(task)
+                delta = outcome_delta(outcome, baseline, free_spread=None)
                 if delta is not None:
-                    self.outcomes.add_delta(delta)
+                    self.outcomes.add_delta(delta, outcome, baseline)
                     weight = distill_weight(delta)
                     if weight is not None:
                         self._good[int(self._ep_counter[e])] = weight
@@ -272,6 +280,11 @@ class CRLCallback(BaseCallback):
         for name, key in (("guided", f"guided_{kind}"), ("free", f"free_{kind}"), ("delta", "outcome_delta")):
             if means[name] is not None:
                 rec(f"crl/{key}", means[name])
+        # outcome_delta's two parts: its guided episodes' mean and the manager's free baseline they
+        # were judged against (which lags crl/free_*: the free episodes the manager had processed)
+        for name, value in self.outcomes.delta_parts().items():
+            if value is not None:
+                rec(f"crl/delta_{'guided' if name == 'credited' else 'baseline'}_{kind}", value)
 
     def _on_training_end(self) -> None:
         for inj in self.injectors:
