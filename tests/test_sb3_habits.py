@@ -239,3 +239,22 @@ def test_a_healthy_bank_is_not_called_degenerate():
         model.learn(6144, callback=CRLCallback(self_imitation=False))
     assert len(find_experience(venv)[0][0].bank) >= 8
     venv.close()
+
+
+def test_a_model_resumed_without_its_experience_is_named(tmp_path):
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    model.learn(128, callback=CRLCallback(self_imitation=False))
+    model.save(tmp_path / "plain.zip")  # SB3's own save: the model only
+    fresh = wrapped_vec(2)
+    loaded = PPO.load(tmp_path / "plain.zip", env=fresh)
+    with pytest.warns(UserWarning, match="bank is empty: was it loaded with PPO.load.*load_crl"):
+        loaded.learn(64, callback=CRLCallback(self_imitation=False), reset_num_timesteps=False)
+    save_crl(tmp_path / "crl", model)  # the CRL-aware way: no warning
+    again = wrapped_vec(2)
+    back = load_crl(tmp_path / "crl", again)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        back.learn(64, callback=CRLCallback(self_imitation=False), reset_num_timesteps=False)
+    for v in (venv, fresh, again):
+        v.close()
