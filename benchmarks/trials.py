@@ -30,8 +30,10 @@ and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
     guided trial reads a finished run of another instance), ``crl-trials-nodemos`` (no
     demonstration in training), ``crl-trials-nosil`` (no self-imitation).
     ``crl-trials-novelty``: the method with a training-time exploration bonus (0.02) for each
-    guided step onto an observation new to its run, so that reading the failed trials pays:
-    does the memory of failures teach the policy to go elsewhere (cumulative success)?
+    guided step onto an observation new to its run, while the run has neither a success nor a
+    demonstration, so that reading the failed trials pays: does the memory of failures teach
+    the policy to go elsewhere (cumulative success)? ``crl-trials-novelty-always``: the bonus
+    in every guided training run, also after a success.
     ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
     the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
     Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
@@ -76,6 +78,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-nosil": {**METHOD, "sil": False},
     "crl-trials-imitate": {"kind": "crl", "imitate": True},
     "crl-trials-novelty": {**METHOD, "novelty_bonus": 0.02},
+    "crl-trials-novelty-always": {**METHOD, "novelty_bonus": 0.02, "novelty_until_success": False},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "recurrent-ppo-trials": {"kind": "recurrent"},
@@ -210,6 +213,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     sil = bool(spec.pop("sil", False))
     imitate = bool(spec.pop("imitate", False))
     novelty = float(spec.pop("novelty_bonus", 0.0))
+    novelty_until = bool(spec.pop("novelty_until_success", True))
     ppo_kwargs = {**PPO_KWARGS, **spec.pop("ppo", {})}
     k_trials = fam["trials"]
     proto = fam["make"]()
@@ -256,7 +260,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=GROUP_SIZE,
                                   free_members=FREE_MEMBERS, trials=k_trials, sil=sil,
                                   demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
-                                  novelty_bonus=novelty,
+                                  novelty_bonus=novelty, novelty_until_success=novelty_until,
                                   ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"), seed=seed)
         model, venv = run.model, run.model.get_env()
         log = TrialLog(8192, k_trials)

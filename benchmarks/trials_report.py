@@ -24,7 +24,7 @@ SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "i
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
+ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
              "crl-trials-nosil", "crl-trials-imitate", "ppo", "ppo-sil", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)

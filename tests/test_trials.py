@@ -555,7 +555,8 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
 
     proto = HiddenGoalRoom()
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
-    env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True, novelty_bonus=0.5)
+    env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True, novelty_bonus=0.5,
+                        novelty_until_success=False)
     env.reset()
     right, left = 1, 3  # MOVES: (1, 0) and (-1, 0)
     assert env.step(right)[1] == 0.5      # (1, 0): new
@@ -571,3 +572,12 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
     assert frozen.step(right)[1] == 0.0   # evaluation: never
     with pytest.raises(ValueError, match="novelty_bonus must be"):
         TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], novelty_bonus=-1.0)
+    # by default the bonus stops once the run has found the goal (goal 1: the cell (1, 0))
+    for until, after in ((True, 0.0), (False, 0.5)):
+        found = TrialsWrapper(HiddenGoalRoom(), mem, instances=[1], trials=2, guided=True, novelty_bonus=0.5,
+                              novelty_until_success=until)
+        found.reset()
+        _, reward, done, _, info = found.step(right)
+        assert done and info["trial_success"]
+        found.reset()
+        assert found.step(2)[1] == after  # (0, 1): new to the run, after its success

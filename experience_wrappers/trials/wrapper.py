@@ -58,6 +58,9 @@ class TrialsWrapper(gym.Wrapper):
             observation seen nowhere before in its run (earlier trials or this one): what the
             run's memory of failed trials is for, going somewhere new. 0 (the default): none;
             never at evaluation.
+        novelty_until_success: pay the bonus only while the run has neither a successful trial
+            nor a demonstration (explore until the goal is found, follow once it is); False: in
+            every guided training run.
         seed: seed of the instance draws.
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
@@ -70,7 +73,8 @@ class TrialsWrapper(gym.Wrapper):
     def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
                  group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
-                 demo_ratio: float = 1.0, novelty_bonus: float = 0.0, seed: int = 0) -> None:
+                 demo_ratio: float = 1.0, novelty_bonus: float = 0.0, novelty_until_success: bool = True,
+                 seed: int = 0) -> None:
         super().__init__(env)
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
@@ -91,6 +95,8 @@ class TrialsWrapper(gym.Wrapper):
         if not (np.isfinite(novelty_bonus) and novelty_bonus >= 0):
             raise ValueError(f"novelty_bonus must be a finite number >= 0, got {novelty_bonus!r}")
         self.novelty_bonus = float(novelty_bonus)
+        self.novelty_until_success = bool(novelty_until_success)
+        self._run_found = False  # the run has a successful trial or a demonstration
         self._visited: set[bytes] = set()  # the observations this run has stood on (novelty_bonus)
         self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
         self._rng = np.random.default_rng([int(seed), self.group])  # the group's instances: one draw per run
@@ -130,6 +136,7 @@ class TrialsWrapper(gym.Wrapper):
         self.trial = 0
         self._run_open = True
         self._visited = set()
+        self._run_found = False
         self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
         self.scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
@@ -137,6 +144,7 @@ class TrialsWrapper(gym.Wrapper):
             demo = self.demonstrations(self.instance)
             if demo is not None:
                 self.memory.add_demonstration(self.scope, *demo)
+                self._run_found = True
 
     def _end_run(self) -> None:
         self._run_open = False
@@ -197,7 +205,7 @@ class TrialsWrapper(gym.Wrapper):
         self._actions.append(action)
         self._rewards.append(float(reward))
         info = {**info, **self._info()}
-        if self.novelty_bonus and self.guided and self.learn:
+        if self.novelty_bonus and self.guided and self.learn and not (self.novelty_until_success and self._run_found):
             key = _obs_key(obs)
             if key not in self._visited:
                 self._visited.add(key)
@@ -206,6 +214,7 @@ class TrialsWrapper(gym.Wrapper):
             success = success_from_info(info)
             won = bool(sum(self._rewards) > 0) if success is None else bool(success)
             info["trial_success"] = won
+            self._run_found = self._run_found or won
             self._in_trial = False
             self._finish(won)
         else:

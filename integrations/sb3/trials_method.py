@@ -61,7 +61,8 @@ class TrialsRun:
 def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int], *, memory: TrialMemory,
                         n_envs: int = 8, group_size: int = 4, free_members: int = 1, trials: int = 4,
                         sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = 0.25,
-                        imitate: bool = False, novelty_bonus: float = 0.0, ppo_kwargs: dict[str, Any] | None = None,
+                        imitate: bool = False, novelty_bonus: float = 0.0, novelty_until_success: bool = True,
+                        ppo_kwargs: dict[str, Any] | None = None,
                         features_kwargs: dict[str, Any] | None = None, seed: int = 0,
                         verbose: int = 0) -> TrialsRun:
     """The method measured on the trials suites, on ``instances`` of ``make_env``.
@@ -72,7 +73,8 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     as they were seen (``sil``: their entries in the input, so the policy learns to read
     them); ``demonstrations(instance)`` placed in ``demo_ratio`` of the guided runs;
     ``imitate``: :class:`EntryImitationCallback`; ``novelty_bonus``: the guided training steps
-    exploration bonus for an observation new to their run (:class:`TrialsWrapper`). ``features_kwargs`` go to the
+    exploration bonus for an observation new to their run, while the run has no success
+    or demonstration unless ``novelty_until_success`` is False (:class:`TrialsWrapper`). ``features_kwargs`` go to the
     :class:`TrialsFeaturesExtractor` (``base_extractor_class`` for image observations).
 
     >>> from integrations.minihack.hidden_goal import HiddenGoalRoom
@@ -86,7 +88,7 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     fns = trials_env_fns(make_env, memory, n_envs, instances=instances, trials=trials, group_size=group_size,
                          free_members=free_members, seed=seed, wrapper=Monitor,
                          demonstrations=demonstrations if demo_ratio else None, demo_ratio=demo_ratio,
-                         novelty_bonus=novelty_bonus)
+                         novelty_bonus=novelty_bonus, novelty_until_success=novelty_until_success)
     venv = DummyVecEnv(fns)
     model = PPO("MultiInputPolicy", venv, seed=seed, verbose=verbose,
                 policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64],
