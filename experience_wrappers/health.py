@@ -29,6 +29,8 @@ def degeneracy(manager: Any) -> str | None:
     >>> degeneracy(M()).split(":")[0]
     'the bank holds 2 entries after 300 episodes'
     """
+    if not hasattr(manager, "episodes_processed"):  # a remote manager: its service's learner keeps count
+        return None
     episodes = int(manager.episodes_processed)
     size = len(manager.bank)
     encoder = type(manager.key_encoder).__name__
