@@ -166,3 +166,12 @@ def test_an_own_replay_passed_to_save_crl_still_wins(tmp_path) -> None:
     save_crl(tmp_path / "x", run.model, run.env, replay=other)
     assert len(SuccessReplay.load(tmp_path / "x" / "replay.npz")) == 0
     run.close()
+
+
+def test_rollin_on_given_demonstrations_needs_their_seeds():
+    from integrations.minihack import scripted_demonstrations
+
+    demos = scripted_demonstrations("MiniHack-KeyRoom-S5-v0", n_episodes=1, seed=5)
+    with pytest.raises(ValueError, match="needs their reset seeds"):
+        ComplementaryRL("MiniHack-KeyRoom-S5-v0", demonstrations=demos, rollin=True, n_envs=1,
+                        algorithm_kwargs=SMALL)

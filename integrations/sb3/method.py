@@ -229,14 +229,13 @@ class ComplementaryRL:
                             ingest: bool = True) -> tuple[list[Any], dict[str, Any] | None]:
         """Record (an int) or take the demonstrations; distil them into the bank and pin them in
         the replay (``ingest=False``: a loaded run, whose bank and replay hold them already)."""
+        t0 = time.perf_counter()
         if isinstance(demonstrations, int):
             if not demonstrations:
                 return [], None
             assert self.family.demonstrator is not None and isinstance(self.env_id, str)  # _check
-            t0 = time.perf_counter()
             demos = list(self.family.demonstrator(self.env_id, demonstrations, self.seed + DEMO_SEED_OFFSET))
         else:
-            t0 = time.perf_counter()
             demos = list(demonstrations)
         if not demos:
             return [], None
@@ -258,7 +257,7 @@ class ComplementaryRL:
             return None
         if self.rollin.get("instance_seeds") is not None:
             return [int(x) for x in self.rollin["instance_seeds"]]
-        if not isinstance(self._settings["demonstrations"], int) or not isinstance(self.env_id, str):
+        if not self._settings["demonstrations_scripted"] or not isinstance(self.env_id, str):
             raise ValueError("roll-in on the demonstrated instances needs their reset seeds: record the "
                              "demonstrations here (demonstrations=N) or give rollin={'instance_seeds': [...]}")
         probe = self.family.make_vec(self.env_id, 1, self.seed)
