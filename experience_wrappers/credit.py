@@ -248,19 +248,19 @@ class OutcomeTracker:
             self._parts.append((float(outcome), float(baseline)))
 
     def delta_parts(self) -> dict[str, float | None]:
-        """Over the episodes whose parts were given: the mean outcome of the credited guided
-        episodes and the mean baseline they were judged against (``credited - baseline`` is
-        their mean delta); None before any.
+        """Over the episodes whose parts were given: the mean outcome of those guided episodes
+        and the mean baseline they were judged against (``guided - baseline`` is their mean
+        delta); None before any.
 
         >>> t = OutcomeTracker()
         >>> t.add_delta(0.5, outcome=35.0, baseline=34.5); t.add_delta(-1.0, outcome=30.0, baseline=31.0)
         >>> t.delta_parts()
-        {'credited': 32.5, 'baseline': 32.75}
+        {'guided': 32.5, 'baseline': 32.75}
         """
         if not self._parts:
-            return {"credited": None, "baseline": None}
+            return {"guided": None, "baseline": None}
         outcomes, baselines = zip(*self._parts, strict=True)
-        return {"credited": float(np.mean(outcomes)), "baseline": float(np.mean(baselines))}
+        return {"guided": float(np.mean(outcomes)), "baseline": float(np.mean(baselines))}
 
     def means(self) -> dict[str, float | None]:
         """The mean of each window (``guided``, ``free``, ``delta``), None for an empty one."""

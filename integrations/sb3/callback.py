@@ -39,6 +39,12 @@ __all__ = ["CRLCallback"]
 log = logging.getLogger(__name__)
 
 
+def _warn(msg: str) -> None:
+    """A once-only warning of the callback, to Python's warnings and to the log."""
+    warnings.warn(msg, UserWarning, stacklevel=3)
+    log.warning(msg)
+
+
 class CRLCallback(BaseCallback):
     """Drive the co-evolution loop from inside ``model.learn``; works with no arguments.
 
@@ -140,8 +146,7 @@ class CRLCallback(BaseCallback):
                    "empty: was it loaded with PPO.load, or resumed from SB3's CheckpointCallback? Those save the "
                    "model only; integrations.sb3.load_crl(path, env) restores the bank, extractor and replay, "
                    "and CRLCheckpointCallback saves them beside each checkpoint")
-            warnings.warn(msg, UserWarning, stacklevel=2)
-            log.warning(msg)
+            _warn(msg)
         if self.subgroup_advantages and getattr(self.model, "normalize_advantage", False):
             remember_advantage_normalisation(self.model)
             self.model.normalize_advantage = False
@@ -262,8 +267,7 @@ class CRLCallback(BaseCallback):
             msg = degeneracy(self.managers[0])
             if msg is not None:
                 self._warned_degenerate = True
-                warnings.warn(msg, UserWarning, stacklevel=2)
-                log.warning(msg)
+                _warn(msg)
         if self.log_bank_every and self.manager.schedule.rollouts % self.log_bank_every == 0:
             log_bank_distributions(self.logger, self.managers[0].bank)  # TensorBoard only
 
@@ -292,7 +296,7 @@ class CRLCallback(BaseCallback):
         # were judged against (which lags crl/free_*: the free episodes the manager had processed)
         for name, value in self.outcomes.delta_parts().items():
             if value is not None:
-                rec(f"crl/delta_{'guided' if name == 'credited' else 'baseline'}_{kind}", value)
+                rec(f"crl/delta_{name}_{kind}", value)
 
     def _on_training_end(self) -> None:
         for inj in self.injectors:
