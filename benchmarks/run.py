@@ -20,6 +20,7 @@ from integrations.sb3 import (
     ExperienceEvalCallback,
 )
 from integrations.sb3.env_families import build_env
+from integrations.sb3.rollin import RollInView
 
 from .algos import check_algo_arm, resolve_algo
 from .arms import Arm
@@ -101,7 +102,9 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
                              algorithm_kwargs=ppo_kwargs, tensorboard_log=tensorboard_log)
     model, bank = method.model, method.bank
     tracker = CurveTracker()
-    callbacks: list[BaseCallback] = [tracker]  # under roll-in: episodes from true starts only
+    # with roll-in the curve counts episodes from true starts only
+    callbacks: list[BaseCallback] = [tracker if method.rollin_env is None else
+                                     RollInView(tracker, executed_actions=False, true_starts_only=True)]
     bank_cb = None
     if arm.crl:
         bank_cb = BankTracker(bank)

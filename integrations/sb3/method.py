@@ -315,11 +315,10 @@ class ComplementaryRL:
               **learn_kwargs: Any) -> ComplementaryRL:
         """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours).
 
-        Under roll-in your callbacks see episodes from true starts only, with the actions the
-        policy chose (:class:`RollInView`)."""
+        Under roll-in your callbacks see every step as SB3 gives it (the policy's actions, the
+        ends of rolled-in episodes); wrap one in :class:`RollInView` to see the executed actions
+        or to count only episodes from true starts."""
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
-        if self.rollin_env is not None:
-            user = [RollInView(cb, executed_actions=False, true_starts_only=True) for cb in user]
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         if self.crl_callback is not None and self.crl_callback.sil is not None:
             self.sil_callback = self.crl_callback.sil
