@@ -33,7 +33,9 @@ and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
     guided step onto an observation new to its run, while the run has neither a success nor a
     demonstration, so that reading the failed trials pays: does the memory of failures teach
     the policy to go elsewhere (cumulative success)? ``crl-trials-novelty-always``: the bonus
-    in every guided training run, also after a success.
+    in every guided training run, also after a success. ``crl-trials-novelty-successes`` and
+    ``crl-trials-novelty-frozen``: the novelty arm without failed trials written, and with its
+    extractor never trained (which part of its gain do the failures and the extractor carry?).
     ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
     the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
     Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
@@ -79,6 +81,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-imitate": {"kind": "crl", "imitate": True},
     "crl-trials-novelty": {**METHOD, "novelty_bonus": 0.02},
     "crl-trials-novelty-always": {**METHOD, "novelty_bonus": 0.02, "novelty_until_success": False},
+    "crl-trials-novelty-successes": {**METHOD, "novelty_bonus": 0.02, "write_failures": False},
+    "crl-trials-novelty-frozen": {**METHOD, "novelty_bonus": 0.02, "train_extractor": False},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "recurrent-ppo-trials": {"kind": "recurrent"},

@@ -24,7 +24,8 @@ SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "i
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
+ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
+             "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
              "crl-trials-nosil", "crl-trials-imitate", "ppo", "ppo-sil", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -33,12 +34,20 @@ COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-successes", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-frozen", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-random", "with_experience", "with_experience", "after_first_success"),
-    ("crl-trials-noz", "with_experience", "with_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "after_first_success"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("retrieve-and-play", "with_experience", "with_experience", "cumulative@K"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+]
+
+#: the novelty arm (``build_trials_method``'s default) against its own ablations and the memory peer
+NOVELTY_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-novelty-frozen", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-novelty-frozen", "with_experience", "with_experience", "after_first_success"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
 ]
 
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
@@ -102,11 +111,13 @@ def table(arms: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
-def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-trials") -> list[str]:
+def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-trials",
+                     comparisons: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+    """``method`` minus each arm of ``comparisons`` (default :data:`COMPARISONS`) that has results."""
     if method not in arms:
         return []
     lines = [f"| {method} minus | metric | difference [95 % CI] | apart |", "| --- | --- | --- | --- |"]
-    for other, cond_m, cond_o, name in COMPARISONS:
+    for other, cond_m, cond_o, name in COMPARISONS if comparisons is None else comparisons:
         if other not in arms:
             continue
         a = [metric(r, cond_m, name) for r in arms[method]]
@@ -134,9 +145,10 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                 f"Files: `benchmarks/results/{SUITES[family]}/`; regenerate with `python -m benchmarks.trials "
                 f"--family {family} --arms ARM --seeds ...`.", ""]
         out += table(arms) + [""]
-        comp = comparison_table(arms)
-        if comp:
-            out += comp + [""]
+        for method, comparisons in (("crl-trials", COMPARISONS), ("crl-trials-novelty", NOVELTY_COMPARISONS)):
+            comp = comparison_table(arms, method, comparisons)
+            if len(comp) > 2:
+                out += comp + [""]
     return out
 
 
