@@ -10,7 +10,14 @@ from stable_baselines3 import A2C, PPO
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.replay import SuccessReplay
-from integrations.sb3 import ComplementaryRL, CRLCallback, find_experience, load_crl, save_crl
+from integrations.sb3 import (
+    ComplementaryRL,
+    CRLCallback,
+    ExperiencePolicy,
+    find_experience,
+    load_crl,
+    save_crl,
+)
 from integrations.sb3.self_imitation import SELF_IMITATION_DEFAULTS, free_view
 
 SMALL = {"n_steps": 64, "batch_size": 64, "n_epochs": 1}
@@ -87,6 +94,9 @@ def test_the_object_holds_the_measured_defaults_and_round_trips(tmp_path) -> Non
     back = ComplementaryRL.load(tmp_path / "run")
     assert back.seed == 3 and back.model.n_envs == 2
     assert len(back.bank) == len(run.bank) and len(back.replay) == len(run.replay)
+    assert isinstance(back.model.policy, ExperiencePolicy)  # an unwrapped observation gets a clear error
+    with pytest.raises(ValueError, match="ComplementaryRL.load"):
+        back.model.predict(np.zeros(4, dtype=np.float32))
     for a, b in zip(_params(run.model), _params(back.model), strict=True):
         np.testing.assert_array_equal(a, b)
     back.learn(128, reset_num_timesteps=False)  # resumes

@@ -258,3 +258,26 @@ def test_a_model_resumed_without_its_experience_is_named(tmp_path):
         back.learn(64, callback=CRLCallback(self_imitation=False), reset_num_timesteps=False)
     for v in (venv, fresh, again):
         v.close()
+
+
+def test_predict_on_the_envs_own_observation_says_how_to_restore_the_experience(tmp_path):
+    from integrations.sb3 import ExperiencePolicy
+
+    venv = wrapped_vec(2)
+    model = PPO(ExperiencePolicy, venv, **PPO_KW)
+    model.save(tmp_path / "model")
+    loaded = PPO.load(tmp_path / "model")  # SB3's habit: the model alone, no env, no bank
+    raw = venv.envs[0].unwrapped.observation_space.sample()
+    with pytest.raises(ValueError, match=r"own observation.*load_crl\(folder, env\)"):
+        loaded.predict(raw)
+    with pytest.raises(ValueError, match=r"without the keys \['experience', 'experience_mask'"):
+        loaded.predict({"observation": raw})
+    action, _ = loaded.predict(venv.reset())  # the wrapped observation still works, batched
+    assert action.shape == (2,)
+
+
+def test_sb3s_own_multi_input_policy_gives_an_index_error_which_is_why_the_method_uses_its_own():
+    venv = wrapped_vec(1)
+    plain = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with pytest.raises(IndexError):  # SB3's message says nothing of the experience
+        plain.predict(venv.envs[0].unwrapped.observation_space.sample())

@@ -15,6 +15,7 @@ from .evaluation import (
     no_learning,
     run_episodes,
 )
+from .experience_policy import ExperiencePolicy
 from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .method import ComplementaryRL
 from .persistence import load_crl, save_crl, save_experience
@@ -46,6 +47,7 @@ __all__ = [
     "add_demonstrations",
     "SELF_IMITATION_DEFAULTS",
     "self_imitation_step",
+    "ExperiencePolicy",
     "ExperienceFeaturesExtractor",
     "crl_policy_kwargs",
     "regroup_advantages",

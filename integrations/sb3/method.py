@@ -36,6 +36,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager
@@ -46,6 +47,7 @@ from .callback import CRLCallback
 from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .experience_policy import ExperiencePolicy
 from .features import crl_policy_kwargs
 from .persistence import REPLAY_FILE, load_crl, save_crl
 from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
@@ -182,11 +184,13 @@ class ComplementaryRL:
                 policy_kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls,
                                                      base_extractor_kwargs=base_kwargs), **dict(policy_kwargs or {})}
                 policy = "MultiInputPolicy"
+                if issubclass(getattr(algorithm, "policy_aliases", {}).get(policy, object), MultiInputActorCriticPolicy):
+                    policy = ExperiencePolicy  # says so when given an observation without its experience
             else:
                 policy_kwargs = {**fam.base_policy_kwargs, **dict(policy_kwargs or {})}
                 policy = "MultiInputPolicy" if isinstance(self.env.observation_space, gym.spaces.Dict) else "MlpPolicy"
             aliases = getattr(algorithm, "policy_aliases", {})
-            if policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
+            if isinstance(policy, str) and policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
                 policy = policy.replace("Policy", "LstmPolicy")
         self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
                                               tensorboard_log=tensorboard_log, verbose=0,

@@ -12,9 +12,10 @@ from stable_baselines3.common.distributions import (
     DiagGaussianDistribution,
     Distribution,
 )
-from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 
 from experience_wrappers.schedule import Schedule
+
+from .experience_policy import ExperiencePolicy
 
 __all__ = ["ActionPriorPolicy", "prior_mixture"]
 
@@ -40,7 +41,7 @@ def prior_mixture(obs: dict[str, th.Tensor], temperature: float = 1.0) -> tuple[
     return (w.unsqueeze(-1) * obs["experience_action_prior"]).sum(dim=1), any_mask
 
 
-class ActionPriorPolicy(MultiInputActorCriticPolicy):
+class ActionPriorPolicy(ExperiencePolicy):
     """``MultiInputPolicy`` whose action distribution leans toward the retrieved actions.
 
     For Discrete actions the logits gain ``prior_weight * log(mixture)`` (the utility-weighted
