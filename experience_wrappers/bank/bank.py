@@ -9,6 +9,7 @@ The bank is the public surface; the rules live beside it: :mod:`.dedup` and :mod
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import BankStateError
-from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE, BankConfig, resolve_config
+from ..validators import integral
+from .config import (
+    MAX_DIM,
+    MAX_K,
+    MAX_UTILITY,
+    MIN_TEMPERATURE,
+    RECALL_M,
+    BankConfig,
+    resolve_config,
+)
 from .dedup import dedup_targets, plan_new_items
 from .entries import EntryStore
 from .index import HnswIndex
@@ -71,7 +81,9 @@ class ExperienceBank:
     action prior and training context, a utility score, counters (retrieved, credited,
     trained), a task id and provenance. Ids are stable for the life of an entry.
 
-    Dimensions are taken from the first :meth:`add` unless given here.
+    Dimensions are taken from the first :meth:`add` unless given here; ``prior_dim`` and
+    ``context_dim`` given without ``key_dim`` fix those two widths for the first :meth:`add`.
+    An ``M`` below ``RECALL_M`` (8) warns: such sparse graphs miss neighbours.
 
     Changes are all-or-nothing: :meth:`add`, :meth:`update`, :meth:`merge`, :meth:`evict`,
     :meth:`remove` and :meth:`mark_trained` check every argument before they change
@@ -110,13 +122,24 @@ class ExperienceBank:
         self._index: HnswIndex | None = None
         self._txn: Transaction | None = None
         self._save_id: str | None = None  # the save this bank was loaded from (see persistence)
+        if config.M < RECALL_M:
+            warnings.warn(f"ExperienceBank(M={config.M}): M is below {RECALL_M}, and an HNSW graph this sparse "
+                          "misses neighbours (with M=2 and the default ef, a key finds its own entry only 20-80% of "
+                          f"the time on 8- to 64-dim keys), short of the documented recall (recall@8 >= 0.95, which "
+                          f"needs M >= {RECALL_M}; the default is 16). Use M >= {RECALL_M}, or raise ef_search and "
+                          "ef_construction", UserWarning, stacklevel=2)
+        widths = {"prior_dim": check_non_negative_int("prior_dim", prior_dim),
+                  "context_dim": check_non_negative_int("context_dim", context_dim)}
+        for name, width in widths.items():
+            if width > MAX_DIM:
+                raise ValueError(f"{name} must be <= {MAX_DIM}, got {width}")
+        #: prior/context widths given without key_dim: used by the first add (0: taken from it)
+        self._fixed_widths = widths
         if key_dim is not None or value_dim is not None:
             if key_dim is None or value_dim is None:
                 raise ValueError(f"give both key_dim and value_dim, got {key_dim!r} and {value_dim!r}")
             self._init_dims({"key_dim": check_positive_int("key_dim", key_dim),
-                             "value_dim": check_positive_int("value_dim", value_dim),
-                             "prior_dim": check_non_negative_int("prior_dim", prior_dim),
-                             "context_dim": check_non_negative_int("context_dim", context_dim)})
+                             "value_dim": check_positive_int("value_dim", value_dim), **widths})
 
     # ------------------------------------------------------------------ basics
     def _init_dims(self, dims: dict[str, int]) -> None:
@@ -165,9 +188,16 @@ class ExperienceBank:
         batch or one per item (entries of several episodes written at once); a refresh takes
         the refreshing item's version with its content.
 
+        A batch of no items (``add([], [])``, or keys of shape ``(0, key_dim)``) is a no-op: it
+        returns an empty :class:`AddResult` and fixes no dimensions (a 2-D empty batch must
+        still have the bank's widths).
+
         Returns:
             :class:`AddResult` with, per item, the id it now lives in.
         """
+        if self._empty_batch(keys, values):
+            empty = np.zeros(0, dtype=np.int64)
+            return AddResult(ids=empty, added=np.zeros(0, dtype=bool), evicted=empty.copy())
         items = self._check_batch(keys, values, task_ids, utility, prior, context, sample_logp, provenance,
                                   step, extractor_version)
         keys_arr, tasks, prov = items["key"], items["task_id"], items["provenance"]
@@ -178,7 +208,7 @@ class ExperienceBank:
             store, index = self._store, self._index
             assert store is not None and index is not None
             target, source = dedup_targets(keys_arr, tasks, self.config.dedup_threshold, self.config.space,
-                                           self._nearest if len(self) > 0 else None)
+                                           self._nearest if len(self) > 0 else None, self._keys_of)
             crossing = np.flatnonzero(target >= 0)
             if crossing.size:  # a refresh never crosses between demonstrations and the agent's entries
                 their = store.cols["provenance"][store.slots_of(target[crossing])]
@@ -210,6 +240,26 @@ class ExperienceBank:
             added[kept_items] = True
             return AddResult(ids=result_ids, added=added, evicted=evicted)
 
+    def _empty_batch(self, keys: Any, values: Any) -> bool:
+        """Whether ``keys`` hold no items (then ``values`` must hold none either); widths of 2-D empties checked."""
+        try:
+            rows = np.shape(keys)
+        except ValueError:  # ragged: not empty, and _check_batch says what is wrong
+            return False
+        if len(rows) not in (1, 2) or rows[0] != 0:
+            return False
+        dims = None if self._store is None else self._store.dims
+        for name, x, width in (("keys", keys, dims and dims["key_dim"]), ("values", values, dims and dims["value_dim"])):
+            try:
+                shape = np.shape(x)
+            except ValueError as exc:
+                raise ValueError(f"{name} must be an array of numbers, got {type(x).__name__}: {exc}") from exc
+            if len(shape) not in (1, 2) or shape[0] != 0:
+                raise ValueError(f"{name} must have 0 rows (keys has none), got shape {shape}")
+            if len(shape) == 2:
+                as_matrix(name, x, width)  # the dtype and, once the bank has them, the widths
+        return True
+
     def _check_batch(self, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
                      sample_logp: Any, provenance: Provenance | int, step: Any,
                      extractor_version: Any) -> dict[str, Any]:
@@ -231,9 +281,12 @@ class ExperienceBank:
         logp = as_float_vector("sample_logp", 0.0 if sample_logp is None else sample_logp, n,
                                dtype=np.float32)
         try:
+            if not integral(provenance, numpy=True):  # 1.7 or True must not become a demonstration
+                raise TypeError("not an int")
             prov = Provenance(int(provenance))
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"provenance must be one of {[int(p) for p in Provenance]}, got {provenance!r}") from exc
+            raise ValueError(f"provenance must be one of {[int(p) for p in Provenance]} (an int or a Provenance, "
+                             f"e.g. Provenance.DEMO), got {provenance!r}") from exc
         step, extractor_version = check_int64s("step", step, n), check_int64s("extractor_version", extractor_version, n)
         if self._store is None:
             for name, width in (("keys", keys_arr.shape[1]), ("values", vals.shape[1]),
@@ -247,7 +300,10 @@ class ExperienceBank:
                 "extractor_version": extractor_version}
 
     def _optional(self, name: str, x: Any, n: int, dtype: type) -> np.ndarray:
-        width = None if self._store is None else self._store.dims[f"{name}_dim"]
+        if self._store is None:
+            width = self._fixed_widths.get(f"{name}_dim") or None  # given at construction, else the batch's
+        else:
+            width = self._store.dims[f"{name}_dim"]
         if x is None:
             return np.zeros((n, width or 0), dtype=dtype)
         if width == 0:
@@ -290,6 +346,11 @@ class ExperienceBank:
             s = frozenset(store.view("id")[store.view("task_id") == task].tolist())
             self._task_sets[task] = s
         return s
+
+    def _keys_of(self, ids: np.ndarray) -> np.ndarray:
+        """Stored keys of entry ids (any shape); an id not in the bank (-1) gets the first entry's key."""
+        assert self._store is not None
+        return self._store.cols["key"][np.maximum(self._store.find(ids), 0)]
 
     def _nearest(self, keys: np.ndarray, m: int, tasks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Up to ``m`` nearest ids per row (same task when ``tasks`` is given); see :func:`.search.nearest`."""
@@ -489,6 +550,9 @@ class ExperienceBank:
             nb_ids, nb_d = self._nearest(keys, m, None)
             nb_slots = store.find(nb_ids)
             nb = np.maximum(nb_slots, 0)
+            if self.config.space == "ip":  # near duplicates are near-identical keys (see .dedup)
+                nb_d = ((keys[nb].astype(np.float64) - keys.astype(np.float64)[:, None, :]) ** 2).sum(-1)
+                nb_d[nb_slots < 0] = np.inf
             tasks, prov = store.view("task_id"), store.view("provenance")
             same = (nb_slots >= 0) & (tasks[nb] == tasks[:, None]) & same_kind(prov[nb], prov[:, None])
             order = np.lexsort((store.view("id"), -store.view("utility")))

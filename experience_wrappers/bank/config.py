@@ -18,7 +18,7 @@ from ..validators import (
     to_float,
 )
 
-__all__ = ["BankConfig", "resolve_config", "SPACES", "MAX_CAPACITY", "MAX_M", "MAX_EF", "MAX_DIM", "MAX_K", "MAX_UTILITY",
+__all__ = ["BankConfig", "resolve_config", "SPACES", "MAX_CAPACITY", "MAX_M", "RECALL_M", "MAX_EF", "MAX_DIM", "MAX_K", "MAX_UTILITY",
            "MIN_TEMPERATURE", "MAX_SEED"]
 
 SPACES = ("l2", "cosine", "ip")
@@ -27,6 +27,9 @@ SPACES = ("l2", "cosine", "ip")
 MAX_CAPACITY = 2**31 - 1
 #: hnswlib's graph degree: at least 2 (M = 1 breaks its level generator), at most this
 MAX_M = 1024
+#: the smallest M at which the documented recall (recall@8 >= 0.95 with the default ef, see
+#: docs/benchmarks.md) holds on 64-dim keys; a smaller M warns (M 2 gives self-recall@1 of 0.2 to 0.8)
+RECALL_M = 8
 #: most hnswlib beam width (build or search)
 MAX_EF = 2**31 - 1
 #: most columns of a key, value, prior or context (a sane bound before any allocation)
@@ -52,7 +55,9 @@ class BankConfig:
     Distances are in hnswlib's units for ``space``: squared Euclidean distance for
     ``"l2"``, ``1 - cosine similarity`` for ``"cosine"`` and ``1 - dot`` for ``"ip"``.
     The default key encoders return unit-norm keys, so with ``"l2"`` a distance of
-    0.01 means a cosine similarity of about 0.995.
+    0.01 means a cosine similarity of about 0.995. ``dedup_threshold`` and
+    ``merge_threshold`` in ``"ip"`` space are squared Euclidean distances between keys
+    (near duplicates are near-identical keys; :func:`.dedup.dedup_targets`).
 
     Attributes:
         capacity: most entries held; beyond it the lowest-utility, then oldest, are evicted.

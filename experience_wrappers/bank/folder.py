@@ -2,31 +2,38 @@
 
 A saved folder (format version 2) holds::
 
-    meta.json            format name and version, counters, and the name and SHA-256 of each data file
+    meta.json            format name and version, config, counters, the SHA-256 of the config and
+                         counters (``config_sha256``), and the name and SHA-256 of each data file
     entries-<gen>.npz    the data files of one save; ``<gen>`` is new at every save
     index-<gen>.bin
     .lock                taken (``flock``) by every save of this folder, so saves never overlap
 
 A save writes new data files, then replaces ``meta.json`` in one atomic step (the commit),
 then removes the data files of the previous save. Only names of these shapes are ever
-removed; any other file in the folder is left alone.
+removed; any other file in the folder is left alone. A save that has committed but cannot
+remove the previous save's files warns (:func:`remove_or_warn`) instead of raising: the new
+save is in place, and the next save removes what is left.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import BankFileError, ExperienceFileError
 
 __all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "read_consistent",
-           "fsync_dir", "remove_quietly"]
+           "fsync_dir", "remove_quietly", "remove_or_warn", "config_checksum", "CHECKSUMMED", "warn_and_log"]
+
+log = logging.getLogger(__name__)
 
 META, LOCK = "meta.json", ".lock"
 #: names a save writes: a data file of some save, or a meta file before its commit
@@ -35,6 +42,10 @@ _OWN = re.compile(r"^(?:(?:entries|index)-[0-9a-f]{16}\.(?:npz|bin)|\.meta-[0-9a
 V1_FILES = ("entries.npz", "index.bin")
 #: how often a load starts again when a save replaced the folder's files while it read them
 READ_ATTEMPTS = 20
+#: the fields of meta.json that ``config_sha256`` covers (what a loaded bank is built from besides the data)
+CHECKSUMMED = ("config", "dims", "size", "next_id", "tick", "index")
+#: what ``json.loads`` raises on bytes that are not (sane) JSON: RecursionError for deeply nested arrays
+_JSON_ERRORS = (UnicodeDecodeError, json.JSONDecodeError, RecursionError)
 
 try:  # POSIX
     import fcntl
@@ -80,7 +91,7 @@ def check_save_target(folder: Path, fmt: str) -> dict | None:
     if META in names:
         try:
             meta = json.loads((folder / META).read_bytes())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, *_JSON_ERRORS) as exc:
             raise BankFileError(f"refusing to save an experience bank into {str(folder)!r}: its {META} cannot "
                                 f"be read ({exc}), so it may not be a bank folder; save into a new or empty "
                                 "folder") from exc
@@ -119,6 +130,49 @@ def remove_quietly(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
+
+
+def warn_and_log(message: str) -> None:
+    """A problem that must not fail the operation: a ``UserWarning`` and a log warning."""
+    warnings.warn(message, UserWarning, stacklevel=3)
+    log.warning(message)
+
+
+def remove_or_warn(folder: Path, paths: Iterable[Path], why: str) -> None:
+    """Remove files of ``folder`` (absent ones are no error); those that cannot be removed are named in one warning.
+
+    For clean-up that must not fail what came before it (a committed save; an error being raised).
+    """
+    stuck = []
+    for path in paths:
+        try:
+            remove_quietly(path)
+        except OSError as exc:
+            stuck.append(f"{path.name} ({exc.strerror or exc})")
+    if stuck:
+        warn_and_log(f"could not remove {len(stuck)} file(s) of {str(folder)!r} {why}: {', '.join(stuck)}; they "
+                     "are left as they are (the next save tries again, or remove them by hand)")
+
+
+def config_checksum(meta: dict) -> str:
+    """SHA-256 of the ``CHECKSUMMED`` fields of a metadata dict (canonical JSON: sorted keys, no spaces).
+
+    Saves write it as ``config_sha256``; a load whose metadata has one refuses a mismatch, so a
+    hand-edited config or counter is refused even where no range check can see it. Metadata
+    without it (earlier versions) still loads, after the range checks.
+
+    >>> config_checksum({"size": 1}) == config_checksum({"size": 1, "files": {}})
+    True
+    """
+    fields = {name: meta.get(name) for name in CHECKSUMMED}
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=_plain)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(x: object) -> object:
+    if hasattr(x, "item"):  # numpy scalars
+        return x.item()
+    raise TypeError(f"cannot checksum {type(x).__name__} in bank metadata")
 
 
 def _fail(path: Path, why: str, error: type[ExperienceFileError] = BankFileError) -> ExperienceFileError:
@@ -164,6 +218,9 @@ def read_consistent(path: Path, fmt: str, version: int,
             except FileNotFoundError:
                 problem = f"{name} is missing"
                 break
+            except OSError as exc:  # a folder where the file should be, no permission, ...
+                raise _fail(path, f"{name} cannot be read ({exc.strerror or exc}: {str(path / name)!r})",
+                            error) from exc
             if hashlib.sha256(data).hexdigest() != digest:
                 problem = f"{name} is damaged or truncated (checksum mismatch)"
                 break
@@ -193,6 +250,8 @@ def parse_meta(path: Path, raw: bytes, fmt: str, version: int,
     """Parse and check metadata bytes of format ``fmt``, versions 1 to ``version``."""
     try:
         meta = json.loads(raw)
+    except RecursionError as exc:
+        raise _fail(path, f"{META} is damaged (nested too deeply to be a bank's metadata)", error) from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _fail(path, f"{META} is damaged ({exc})", error) from exc
     if not isinstance(meta, dict) or meta.get("format") != fmt:

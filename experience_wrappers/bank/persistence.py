@@ -35,19 +35,24 @@ import numpy as np
 
 from ..errors import BankFileError, ExperienceFileError
 from .config import MAX_UTILITY, BankConfig
-from .entries import COLUMNS, DIM_NAMES, EntryStore
+from .entries import COLUMNS, EntryStore
 from .folder import (
+    CHECKSUMMED,
     META,
     V1_FILES,
     _fail,
     check_save_target,
+    config_checksum,
     folder_lock,
     fsync_dir,
     is_own_name,
     read_consistent,
+    remove_or_warn,
     remove_quietly,
+    warn_and_log,
 )
 from .index import HnswIndex
+from .loadcheck import check_columns, check_counters, check_dims, check_index, check_index_counts
 from .state import BankState
 from .swap import exchange_paths
 
@@ -123,7 +128,7 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
         if path.is_dir() and any(path.iterdir()):
             try:
                 meta = json.loads((path / META).read_bytes())
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 meta = None
             if not isinstance(meta, dict) or meta.get("format") != fmt:
                 shown = ", ".join(sorted(repr(p.name) for p in path.iterdir())[:5])
@@ -149,12 +154,34 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
             if tmp.exists() and tmp.stat().st_ino == tmp_inode:  # still the new folder, never swapped in
                 shutil.rmtree(tmp, ignore_errors=True)
             raise
-        if old is not None:
-            for p in old.iterdir():
-                if not own(p.name):  # not the save's: the user's, and it stays theirs
-                    os.replace(p, path / p.name)
-            shutil.rmtree(old, ignore_errors=True)
+        if old is not None:  # committed: what goes wrong from here warns, and never removes the user's files
+            _empty_old_folder(old, path, own)
         fsync_dir(path.parent)
+
+
+def _empty_old_folder(old: Path, path: Path, own: Callable[[str], bool]) -> None:
+    """After a committed swap: move the user's files from the previous folder ``old`` into the new
+    ``path``, then remove ``old``. Failures warn (the new folder is in place); a file that cannot be
+    moved keeps ``old`` where it is, so nothing of the user's is removed."""
+    stuck: list[str] = []
+    try:
+        for p in old.iterdir():
+            if not own(p.name):  # not the save's: the user's, and it stays theirs
+                try:
+                    os.replace(p, path / p.name)
+                except OSError as exc:
+                    stuck.append(f"{p.name} ({exc.strerror or exc})")
+    except OSError as exc:
+        stuck.append(f"the folder's listing ({exc.strerror or exc})")
+    if stuck:
+        warn_and_log(f"the save into {str(path)!r} is complete, but the previous folder's files that are not the "
+                     f"save's could not be moved into it: {', '.join(stuck)}; they are kept in {str(old)!r} "
+                     f"(move them back by hand, then remove that folder)")
+        return
+    shutil.rmtree(old, ignore_errors=True)
+    if old.exists():
+        warn_and_log(f"the save into {str(path)!r} is complete, but the previous folder {str(old)!r} could not be "
+                     "removed entirely; remove it by hand")
 
 
 @contextmanager
@@ -207,22 +234,29 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int) -> Path:
                 files[index_name] = _fsync_and_hash(path / index_name)
                 meta["index"] = {"live": index.live, "deleted": index.deleted}
             meta["files"] = files
+            meta["config_sha256"] = config_checksum(meta)
             tmp_meta = path / f".meta-{gen}.tmp"
             written.append(tmp_meta)
             _write_new(tmp_meta, json.dumps(meta, indent=1, default=_json_default).encode())
             os.replace(tmp_meta, path / META)  # the commit
         except BaseException:
             if not _committed(path, gen):  # else the save is complete: keep it
-                for f in written:  # only what this save wrote; the previous save stays as it was
-                    remove_quietly(f)
+                # only what this save wrote (the previous save stays as it was); a failure here
+                # warns, so the error that stopped the save is the one raised
+                remove_or_warn(path, written, "that a failed save wrote")
             raise
         fsync_dir(path)
-        # the previous save's files, and whatever an interrupted save left: all of them ours
-        stale = [p for p in path.iterdir() if is_own_name(p.name) and p.name not in files]
+        # committed: the previous save's files, and whatever an interrupted save left (all of them
+        # ours); a failure to remove them warns, as the new save is in place
+        try:
+            stale = [p for p in path.iterdir() if is_own_name(p.name) and p.name not in files]
+        except OSError as exc:
+            warn_and_log(f"the save into {str(path)!r} is complete, but the folder could not be listed to remove "
+                         f"the previous save's files ({exc.strerror or exc}); the next save tries again")
+            stale = []
         if old_meta is not None and isinstance(old_meta.get("files"), dict):
             stale += [path / n for n in V1_FILES if n in old_meta["files"] and n not in files]
-        for f in stale:
-            remove_quietly(f)
+        remove_or_warn(path, stale, "after the save into it completed (files of the previous save)")
     _remove_old_temporary_folders(path)
     return path
 
@@ -248,7 +282,7 @@ def _committed(path: Path, gen: str) -> bool:
     """Whether the folder's ``meta.json`` is that of save ``gen`` (its commit happened)."""
     try:
         meta = json.loads((path / META).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(meta, dict) and meta.get("save_id") == gen
 
@@ -277,11 +311,13 @@ def _json_default(x: object) -> object:
 def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
     meta, blobs = read_consistent(path, cls.FORMAT, cls.VERSION)
     try:
+        if not isinstance(meta.get("config"), dict):
+            raise TypeError(f"config must be an object, got {meta.get('config')!r}")
         config = BankConfig(**meta["config"])
-        size, next_id, tick = int(meta["size"]), int(meta["next_id"]), int(meta["tick"])
         dims = meta["dims"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(path, f"metadata is invalid ({exc})") from exc
+    size, next_id, tick = check_counters(path, meta, config)  # types and ranges (see .loadcheck)
     rng = np.random.default_rng(config.seed)
     try:
         rng.bit_generator.state = meta["rng_state"]
@@ -291,11 +327,9 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
     if dims is None:
         if size:
             raise _fail(path, "metadata says entries exist but gives no dims")
+        _check_config_checksum(path, meta)
         return cls.from_state(state)
-    if not isinstance(dims, dict) or set(dims) != set(DIM_NAMES) or not all(
-        isinstance(v, int) and v >= 0 for v in dims.values()
-    ):
-        raise _fail(path, f"bad dims {dims!r}")
+    dims = check_dims(path, dims)
     entries_name, index_name = _data_names(path, meta)
     try:
         with np.load(io.BytesIO(blobs[entries_name]), allow_pickle=False) as z:
@@ -306,7 +340,8 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         arr = cols[name]
         shape = (size,) if width is None else (size, dims[width])
         if arr.dtype != np.dtype(dtype) or arr.shape != shape:
-            raise _fail(path, f"column {name!r} has {arr.dtype}{arr.shape}, expected {np.dtype(dtype)}{shape}")
+            raise _fail(path, f"column {name!r} has {arr.dtype}{arr.shape}, expected {np.dtype(dtype)}{shape} "
+                              f"(meta.json says size {size}, dims {dims})")
     ids = cols["id"]
     if len(np.unique(ids)) != size or (size and (ids.min() < 0 or ids.max() >= next_id)):
         raise _fail(path, "entry ids are duplicated or out of range")
@@ -319,19 +354,30 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
     for name in ("key", "value"):
         if not np.all(np.isfinite(cols[name])):
             raise _fail(path, f"column {name!r} holds NaN or inf")
+    check_columns(path, cols, tick)
+    live, deleted = check_index_counts(path, meta, size, config)
     store = EntryStore(dims)
     store.load_columns(cols)
     try:
-        live, deleted = int(meta["index"]["live"]), int(meta["index"]["deleted"])
-        if live != size:
-            raise ValueError(f"index holds {live} live elements, entries {size}")
         with bytes_as_file(blobs[index_name]) as index_path:
             index = HnswIndex.load(index_path, config.space, dims["key_dim"], config.capacity,
                                    config.M, config.ef_construction, config.ef_search,
                                    config.seed or 0, live, deleted)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise _fail(path, f"{index_name} does not match the entries ({exc})") from exc
+    check_index(path, index, index_name, cols, config)
+    _check_config_checksum(path, meta)
     return cls.from_state(attrs.evolve(state, store=store, index=index))
+
+
+def _check_config_checksum(path: Path, meta: dict) -> None:
+    """Refuse metadata whose ``config_sha256`` does not match its config and counters (none: an older save)."""
+    if "config_sha256" not in meta:
+        return
+    if meta["config_sha256"] != config_checksum(meta):
+        raise _fail(path, "meta.json's config or counters were changed after the save (config_sha256 does not "
+                          f"match the fields {', '.join(CHECKSUMMED)}); restore the file, or delete config_sha256 "
+                          "if the change was deliberate and checked")
 
 
 def _data_names(path: Path, meta: dict) -> tuple[str, str]:

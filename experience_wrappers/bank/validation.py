@@ -57,7 +57,8 @@ def _check_range(name: str, arr: np.ndarray, dtype: type) -> None:
         return  # every value of a dtype fits in it
     limit = float(np.finfo(dtype).max)
     kind = arr.dtype.kind
-    if (np.finfo(arr.dtype).max if kind == "f" else np.iinfo(arr.dtype).max) <= limit:
+    # a Python number on the right: numpy would cast the limit to a float16 arr's dtype (overflow warning)
+    if float(np.finfo(arr.dtype).max if kind == "f" else np.iinfo(arr.dtype).max) <= limit:
         return  # every value of arr's dtype fits (the usual case: float32 in, float32 out)
     if arr.size and (float(arr.max()) > limit or float(arr.min()) < -limit):
         raise ValueError(f"{name} has values beyond the range of {np.dtype(dtype).name} "
@@ -69,8 +70,19 @@ def as_int_vector(name: str, x: Any, n: int) -> np.ndarray:
 
     >>> as_int_vector("task_ids", 3, 2).tolist()
     [3, 3]
+    >>> as_int_vector("task_ids", 2**70, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: task_ids must fit in int64 ([-2**63, 2**63 - 1]), got 1180591620717411303424
     """
     arr = np.asarray(x)
+    if arr.dtype == object:  # Python ints beyond int64 (2**70) arrive as objects
+        flat = arr.ravel().tolist()
+        if flat and all(integral(v, numpy=True) for v in flat):
+            big = next((int(v) for v in flat if not _INT64_MIN <= int(v) <= _INT64_MAX), None)
+            if big is not None:
+                raise ValueError(f"{name} must fit in int64 ([-2**63, 2**63 - 1]), got {big}")
+            arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0)):
         raise ValueError(f"{name} must be integers, got {_describe(arr)}")
     if arr.size and arr.dtype.kind in "uf" and (arr.max() >= 2.0**63 or arr.min() < -(2.0**63)):
