@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import attrs
 import numpy as np
 
-from .validators import check_int
+from .validators import check_int, to_float
 
-__all__ = ["Schedule", "check_fraction_schedule", "linear"]
+__all__ = ["Schedule", "check_fraction_schedule", "spec_values", "as_spec", "linear"]
 
 #: a schedule: a constant, or ``(start, end)`` linear over training
 Spec = float | tuple[float, float]
@@ -39,21 +40,71 @@ def linear(schedule: Spec, progress: float) -> float:
     return float(start + (end - start) * min(max(progress, 0.0), 1.0))
 
 
+def _number(x: object) -> bool:
+    return not isinstance(x, (bool, np.bool_)) and isinstance(x, (Real, np.integer, np.floating))
+
+
+def as_spec(schedule: object) -> object:
+    """Converter: a schedule of real numbers as floats (a constant, or a ``(start, end)`` tuple);
+    anything else is left as given for :func:`spec_values` to refuse (``"0.5"`` never becomes 0.5).
+
+    >>> as_spec(np.float32(0.5)), as_spec([1, 0]), as_spec("0.5")
+    (0.5, (1.0, 0.0), '0.5')
+    """
+    if _number(schedule):
+        return float(schedule)  # type: ignore[arg-type]
+    if isinstance(schedule, (tuple, list)) and len(schedule) == 2 and all(_number(v) for v in schedule):
+        return (float(schedule[0]), float(schedule[1]))
+    return schedule
+
+
+def spec_values(name: str, schedule: object) -> tuple[float, ...]:
+    """The values of a schedule: a number, or a pair ``(start, end)`` of numbers.
+
+    Raises:
+        TypeError: anything else (a str such as ``"0.5"``, a bool, three values), named ``name``.
+
+    >>> spec_values("prior_weight", (1, 0.0))
+    (1.0, 0.0)
+    >>> spec_values("distill_coef", "x")
+    Traceback (most recent call last):
+    ...
+    TypeError: distill_coef must be a number or a pair of numbers (start, end), got 'x'
+    """
+    spec = as_spec(schedule)
+    if isinstance(spec, float):
+        return (spec,)
+    if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(v, float) for v in spec):
+        return spec
+    raise TypeError(f"{name} must be a number or a pair of numbers (start, end), got {schedule!r}")
+
+
 def check_fraction_schedule(name: str, schedule: Spec) -> None:
-    """Raise ValueError unless every value of ``schedule`` lies in [0, 1].
+    """Raise unless ``schedule`` is a number or a ``(start, end)`` pair of numbers in [0, 1].
+
+    Raises:
+        TypeError: not a number or a pair of numbers (:func:`spec_values`).
+        ValueError: a value outside [0, 1] (or NaN).
 
     >>> check_fraction_schedule("guided_ratio", (0.5, 0.8))
     >>> check_fraction_schedule("guided_ratio", 1.5)
     Traceback (most recent call last):
     ValueError: guided_ratio values must be in [0, 1], got 1.5
     """
-    for v in np.atleast_1d(np.asarray(schedule, dtype=float)):
+    for v in spec_values(name, schedule):
         if not 0.0 <= v <= 1.0:
             raise ValueError(f"{name} values must be in [0, 1], got {schedule!r}")
 
 
-def _check_distill(instance: object, attribute: attrs.Attribute, value: float) -> None:
-    if not np.isfinite(value) or value < 0:
+def _check_prior(instance: object, attribute: attrs.Attribute | None, value: object) -> None:
+    if value is not None and not all(math.isfinite(v) for v in spec_values("prior_weight", value)):
+        raise ValueError(f"prior_weight values must be finite, got {value!r}")
+
+
+def _check_distill(instance: object, attribute: attrs.Attribute | None, value: object) -> None:
+    if not _number(value):
+        raise TypeError(f"distill_coef must be a number, got {value!r}")
+    if not np.isfinite(value) or value < 0:  # type: ignore[operator,call-overload]
         raise ValueError(f"distill_coef must be finite and >= 0, got {value!r}")
 
 
@@ -80,9 +131,9 @@ class Schedule:
     (0.0, 0.5)
     """
 
-    guided: Spec = attrs.field(default=0.5)
-    prior: Spec | None = attrs.field(default=None)
-    distill: float = attrs.field(default=0.0, converter=float, validator=_check_distill)
+    guided: Spec = attrs.field(default=0.5, converter=as_spec)
+    prior: Spec | None = attrs.field(default=None, converter=as_spec, validator=_check_prior)
+    distill: float = attrs.field(default=0.0, converter=to_float, validator=_check_distill)
     progress: float = attrs.field(default=0.0, converter=float)
     rollouts: int = attrs.field(default=0)
     on_change: Callable[[str, float], None] | None = attrs.field(default=None, repr=False)
@@ -122,15 +173,15 @@ class Schedule:
 
     # ---------------------------------------------------------------- changes
     def configure(self, *, guided: Spec = _KEEP, prior: Spec | None = _KEEP, distill: float = _KEEP) -> None:
-        """Set the schedules given (the others are kept); the progress is unchanged."""
-        if guided is not _KEEP:
-            check_fraction_schedule("guided_ratio", guided)
-            self.guided = guided
-        if prior is not _KEEP:
-            self.prior = prior
-        if distill is not _KEEP:
-            _check_distill(self, None, float(distill))  # type: ignore[arg-type]
-            self.distill = float(distill)
+        """Set the schedules given (the others are kept); the progress is unchanged.
+
+        Every value is checked (by its field) before any is set, so a bad one changes nothing.
+        """
+        given = {name: value for name, value in (("guided", guided), ("prior", prior), ("distill", distill))
+                 if value is not _KEEP}
+        checked = attrs.evolve(self, on_change=None, **given)
+        for name in given:
+            setattr(self, name, getattr(checked, name))
 
     def advance(self, progress: float) -> None:
         """Move to ``progress`` (the fraction of training done)."""

@@ -10,7 +10,7 @@ import attrs
 import numpy as np
 
 __all__ = ["is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
-           "at_least", "at_most", "integral", "check_int", "check_real"]
+           "at_least", "at_most", "integral", "check_int", "check_real", "check_bool", "success_flag"]
 
 
 def is_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -35,9 +35,54 @@ def finite(instance: object, attribute: attrs.Attribute, value: float | None) ->
         raise ValueError(f"{attribute.name} must be finite, got {value!r}")
 
 
-def is_bool(instance: object, attribute: attrs.Attribute, value: object) -> None:
+def is_bool(instance: object, attribute: attrs.Attribute, value: object, *, hint: str = "") -> None:
+    """A Python bool (``"no"``, ``0`` and ``None`` are refused: a str would read as True)."""
+    check_bool(attribute.name, value, hint=hint)
+
+
+def check_bool(name: str, value: object, *, hint: str = "") -> bool:
+    """Checks a bool argument (flags such as ``learn``) outside attrs classes; returns it.
+
+    ``hint`` is appended to what it must be (``" or None"``).
+
+    >>> check_bool("flush_at_end", "no")
+    Traceback (most recent call last):
+    ...
+    TypeError: flush_at_end must be a bool, got 'no'
+    """
     if not isinstance(value, bool):
-        raise TypeError(f"{attribute.name} must be a bool, got {value!r}")
+        raise TypeError(f"{name} must be a bool{hint}, got {value!r}")
+    return value
+
+
+def success_flag(name: str, value: object) -> bool:
+    """A success flag as an env reports it: a bool, a numpy bool, or a number equal to 0 or 1
+    (a one-element array of one passes too); returns it as a bool.
+
+    A str is never read as a flag (``"False"`` is a non-empty string, hence true), and NaN,
+    0.5 or several values are not a success or a failure.
+
+    Raises:
+        TypeError: ``value`` is not a number or bool (a str, bytes, an object).
+        ValueError: ``value`` is a number other than 0 and 1 (NaN included), or holds several values.
+
+    >>> success_flag("info['is_success']", np.float64(1.0)), success_flag("info['success']", np.bool_(False))
+    (True, False)
+    >>> success_flag("info['is_success']", "False")
+    Traceback (most recent call last):
+    ...
+    TypeError: info['is_success'] must be a bool or 0/1 (the env's success flag), got 'False' (a str)
+    """
+    arr = None if isinstance(value, (str, bytes)) else np.asarray(value)
+    if arr is None or arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a bool or 0/1 (the env's success flag), got {value!r} "
+                        f"(a {type(value).__name__})")
+    if arr.size != 1:
+        raise ValueError(f"{name} must be a bool or 0/1 (the env's success flag, one value), got {value!r}")
+    x = arr.item()
+    if not (x == 0 or x == 1):  # NaN is neither
+        raise ValueError(f"{name} must be a bool or 0/1 (the env's success flag), got {value!r}")
+    return bool(x)
 
 
 def is_real(instance: object, attribute: attrs.Attribute, value: object) -> None:

@@ -7,18 +7,23 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..validators import success_flag
+
 __all__ = ["Episode", "Instance", "outcome_of", "success_from_info"]
 
 
 def success_from_info(info: dict[str, Any]) -> bool | None:
     """Success as the env reports it (``info["success"]``, else SB3's ``info["is_success"]``), or None.
 
+    A flag must be a bool, a numpy bool or 0/1 (:func:`~experience_wrappers.validators.success_flag`):
+    ``"False"`` or NaN raise instead of counting as a success.
+
     >>> success_from_info({"is_success": 1.0}), success_from_info({})
     (True, None)
     """
     for key in ("success", "is_success"):
         if key in info and info[key] is not None:
-            return bool(np.asarray(info[key]).item())
+            return success_flag(f"info[{key!r}]", info[key])
     return None
 
 

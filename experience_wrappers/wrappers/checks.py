@@ -1,4 +1,5 @@
-"""Checks on what the wrapped env returns: finite observations inside their space, finite rewards.
+"""Checks at the wrappers' boundary: what the wrapped env returns (finite observations inside
+their space, rewards that are real finite numbers), and where a wrapper is built.
 
 Observations become keys, and keys decide what is retrieved and where new entries go, so
 an observation the space does not allow would be filed under a wrong key without a word:
@@ -6,19 +7,28 @@ a Discrete ``-1`` one-hot encodes as the last value. Such values are refused her
 offending value and the space in the message. Box values outside the bounds are warned
 about once per wrapper and key instead (as gymnasium's env checker does): many envs
 overshoot their declared bounds slightly. Rewards must be finite: a NaN reward would make
-the free-episode baseline, and every delta after it, NaN.
+the free-episode baseline, and every delta after it, NaN; a string reward must not become a
+number, and a reward of shape ``(2,)`` or ``1e300`` must be refused at the step that returned
+it, not at the episode's end inside the extractor.
+
+A per-env wrapper with a bank of its own process must not be built inside a vector env's
+worker process (:func:`check_not_in_vector_worker`): the bank there is a copy, and the
+episodes would never reach the main process's bank.
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["check_finite_observation", "check_finite_rewards", "observation_checker"]
+__all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD",
+           "observation_checker", "check_not_in_vector_worker", "vector_worker"]
 
 
 def check_finite_observation(obs: Any, where: str) -> None:
@@ -36,20 +46,133 @@ def check_finite_observation(obs: Any, where: str) -> None:
             raise ValueError(f"the env returned an observation with NaN or inf at {where}: {arr}")
 
 
-def check_finite_rewards(rewards: Any, steps: Any) -> None:
-    """Raise ValueError when a reward is NaN or inf, naming the env and its step.
+#: the largest reward magnitude taken: the extractor computes in float32 (max 3.4e38), and
+#: returns of up to 10**8 steps of such rewards still fit there
+MAX_ABS_REWARD = 1e30
 
-    >>> check_finite_rewards(np.array([0.0, np.nan]), np.array([3, 7]))
+
+def check_rewards(rewards: Any, steps: Any, source: str = "the env") -> np.ndarray:
+    """The rewards of one step, one per env, as float64; refused where they arrive.
+
+    ``rewards`` as the env returned them (not converted yet: ``"1"`` must not become 1.0).
+    Each must be one real number (bool, int or float, Python or numpy), finite and at most
+    :data:`MAX_ABS_REWARD` in magnitude. The message names ``source`` (whose step returned
+    it), the env's row and its step in the episode.
+
+    Raises:
+        TypeError: a reward is not a number (a str, None, an object).
+        ValueError: the rewards are not one number per env (a reward of shape ``(2,)``), or
+            one is NaN, infinite or larger than :data:`MAX_ABS_REWARD`.
+
+    >>> check_rewards(np.array([0.0, np.nan]), np.array([3, 7]))
     Traceback (most recent call last):
     ...
     ValueError: the env returned reward nan (env 1, step 7 of its episode): rewards must be finite
+    >>> check_rewards(np.array(["1"]), np.array([0]), "MyEnv's step()")
+    Traceback (most recent call last):
+    ...
+    TypeError: MyEnv's step() returned reward '1' (a str) (env 0, step 0 of its episode): rewards must be real numbers (bool, int or float)
     """
-    r = np.asarray(rewards, dtype=np.float64)
-    if not np.all(np.isfinite(r)):
-        i = int(np.flatnonzero(~np.isfinite(r))[0])
+    r = np.asarray(rewards)
+    n = len(np.atleast_1d(np.asarray(steps)))
+    verb = f"{source} returned" if source != "the env" else "the env returned"
+
+    def where(i: int) -> str:
         step = int(np.asarray(steps).reshape(-1)[i]) if np.size(steps) > i else 0
-        raise ValueError(f"the env returned reward {float(r[i])!r} (env {i}, step {step} of its episode): rewards "
-                         "must be finite")
+        return f"(env {i}, step {step} of its episode)"
+
+    if r.dtype.kind not in "biuf":
+        flat = r.reshape(-1) if r.ndim else r.reshape(1)
+        i = 0
+        if r.dtype.kind == "O":  # the first element that is not a number
+            i = next((j for j, x in enumerate(flat.tolist()) if isinstance(x, bool) or not isinstance(x, Real)), 0)
+        value = _plain(flat[i]) if flat.size else rewards
+        raise TypeError(f"{verb} reward {value!r} (a {type(value).__name__}) {where(min(i, n - 1))}: rewards must be "
+                        "real numbers (bool, int or float)")
+    if r.shape != (n,):
+        raise ValueError(f"{verb} rewards of shape {r.shape[1:] if r.ndim else ()} {where(0)}: a reward must be one "
+                         f"number per env, got {r.tolist()}")
+    r = r.astype(np.float64, copy=False)
+    bad = ~np.isfinite(r)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{verb} reward {float(r[i])!r} {where(i)}: rewards must be finite")
+    big = np.abs(r) > MAX_ABS_REWARD
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise ValueError(f"{verb} reward {float(r[i])!r} {where(i)}: rewards must be at most {MAX_ABS_REWARD:g} in "
+                         "magnitude (the extractor computes in float32); scale the env's rewards down")
+    return r
+
+
+def _plain(x: Any) -> Any:
+    """A numpy scalar as the Python value it holds (for messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def reward_row(reward: Any) -> np.ndarray:
+    """One env's reward as a batch of one, not converted (for :func:`check_rewards`): a scalar
+    or a one-element array becomes shape ``(1,)``, anything larger ``(1, ...)``.
+
+    >>> reward_row(1.5), reward_row(np.array([2.0])).shape, reward_row(np.zeros(2)).shape, reward_row("1").dtype.kind
+    (array([1.5]), (1,), (1, 2), 'U')
+    """
+    r = np.asarray(reward)
+    return r.reshape(1) if r.size == 1 else r[None]
+
+
+def env_name(env: Any) -> str:
+    """A short name of an env for messages: its registered id, else its (unwrapped) class name.
+
+    >>> import gymnasium as gym
+    >>> from gymnasium.envs.classic_control import CartPoleEnv
+    >>> env_name(gym.make("CartPole-v1")), env_name(CartPoleEnv())
+    ('CartPole-v1', 'CartPoleEnv')
+    """
+    spec = getattr(env, "spec", None)
+    if spec is not None and getattr(spec, "id", None):
+        return str(spec.id)
+    return type(getattr(env, "unwrapped", env)).__name__
+
+
+#: the functions that build and run an env in a vector env's worker process, by (module, name)
+_VECTOR_WORKERS = {
+    ("stable_baselines3.common.vec_env.subproc_vec_env", "_worker"): "a SubprocVecEnv",
+    ("gymnasium.vector.async_vector_env", "_async_worker"): "an AsyncVectorEnv",
+}
+
+
+def vector_worker() -> str | None:
+    """Which vector env's worker process calls this (``"a SubprocVecEnv"``), or None (read off the stack)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        found = _VECTOR_WORKERS.get((frame.f_globals.get("__name__"), frame.f_code.co_name))
+        if found is not None:
+            return found
+        frame = frame.f_back
+    return None
+
+
+def check_not_in_vector_worker(what: str = "ExperienceWrapper") -> None:
+    """Raise when a wrapper with a bank of this process is built inside a vector env's worker.
+
+    With ``start_method="fork"`` every worker holds a copy of the bank (with ``"spawn"`` and
+    ``"forkserver"``, SB3's default, pickling the bank is refused already): the episodes of its
+    env would go into the copy and never reach the main process's bank, without a word.
+
+    Raises:
+        RuntimeError: built inside a ``SubprocVecEnv`` (or gymnasium ``AsyncVectorEnv``) worker.
+            The parent process then sees the worker end (``EOFError``); this message is in the
+            worker's traceback on stderr.
+    """
+    worker = vector_worker()
+    if worker is not None:
+        raise RuntimeError(
+            f"{what} built inside {worker} worker process: its bank there is a copy "
+            " (start_method='fork' copies it into every worker), so this env's episodes would never reach "
+            "the main process's bank. Wrap the vector env instead: ExperienceVecEnv(SubprocVecEnv([...plain env "
+            "factories...]), bank) from integrations.sb3 keeps the bank in the main process; integrations.ray "
+            "shares one bank between processes")
 
 
 Check = Callable[[Any, str], None]

@@ -11,8 +11,9 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
-from ..manager import success_from_info
-from .checks import check_finite_observation
+from ..manager import ExperienceManager, success_from_info
+from ..validators import check_int
+from .checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
 from .masks import find_action_masks, mask_priors
 from .options import ExperienceOptions
@@ -54,6 +55,20 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             baseline, measured to tie or hurt: :class:`~experience_wrappers.experimental.ExperimentalOptions`); see
             :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 
+    What the env returns is checked at the step that returned it, and the message names the
+    env (``CartPole-v1's step()``) and the step: a reward must be one finite real number of
+    magnitude at most :data:`~experience_wrappers.wrappers.checks.MAX_ABS_REWARD` (``"1"``
+    is a ``TypeError``, not 1.0); the success flag ``info["success"]`` / ``info["is_success"]``
+    must be a bool, a numpy bool or 0/1 (``"False"``, NaN or ``[0, 1]`` raise at the episode's
+    end instead of counting as a success: :func:`~experience_wrappers.validators.success_flag`).
+
+    Raises:
+        TypeError: an option of the wrong type (``learn="no"``, ``seed="abc"``), named.
+        ValueError: an option out of range (``seed=-1``).
+        RuntimeError: built inside a ``SubprocVecEnv`` worker process (``start_method="fork"``
+            would give every worker a copy of the bank, which the main process never sees):
+            wrap the VecEnv with :class:`~integrations.sb3.ExperienceVecEnv` instead.
+
     >>> env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
     >>> obs, info = env.reset(seed=0)
     >>> sorted(obs), obs in env.observation_space
@@ -69,6 +84,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         self.options = opts
         self.manager = opts.resolve_manager(bank, env.observation_space, env.action_space)
+        if isinstance(self.manager, ExperienceManager):  # a bank of this process (not a service's), in a worker:
+            check_not_in_vector_worker(type(self).__name__)  # a copy that the main process never sees
+        self._source = f"{env_name(env)}'s step()"
         self.injector = ExperienceInjector(self.manager, 1, env.observation_space, opts)
         self.observation_space = self.injector.retriever.observation_space(env.observation_space)
         self._last_obs: Any = None
@@ -92,6 +110,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Reset the env and draw the episode guided or free; ``seed`` (an int >= 0 or None, else
+        TypeError / ValueError) also seeds the draws."""
+        seed = check_int("reset(seed=...)", seed, minimum=0, numpy=True, optional=True, type_error=TypeError)
         if seed is not None:
             self.injector.rng = np.random.default_rng([seed, 0x5EED])
         obs, info = self.env.reset(seed=seed, options=options)
@@ -107,7 +128,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         check_finite_observation(obs, "step")
         inj = self.injector
         step_info = inj.info(0)
-        inj.record(add_batch_axis(self._last_obs), np.asarray([action]), np.asarray([reward], dtype=np.float64))
+        inj.record(add_batch_axis(self._last_obs), np.asarray([action]), reward_row(reward), self._source)
         self._last_obs = obs
         if terminated or truncated:
             ep = inj.finish(0, success_from_info(info))

@@ -19,7 +19,7 @@ from gymnasium import spaces
 
 from ..manager import Episode, ExperienceManager, Instance
 from ..validators import integral
-from .checks import check_finite_rewards, observation_checker
+from .checks import check_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
 from .options import ExperienceOptions, TaskIdSource
 from .recorder import EpisodeRecorder
@@ -187,9 +187,13 @@ class ExperienceInjector:
         for j, r in enumerate(rows.tolist()):
             self._injected[r].update(res.ids[j][res.mask[j]].tolist())
 
-    def record(self, obs: Any, actions: np.ndarray, rewards: np.ndarray) -> None:
-        """Record one step of every env: the observation acted on, the action, the reward."""
-        check_finite_rewards(rewards, self.steps)
+    def record(self, obs: Any, actions: np.ndarray, rewards: Any, source: str = "the env") -> None:
+        """Record one step of every env: the observation acted on, the action, the reward.
+
+        ``rewards`` as the env returned them, one per env; :func:`~.checks.check_rewards`
+        refuses any that is not a finite real number, naming ``source`` (whose step returned it).
+        """
+        rewards = check_rewards(rewards, self.steps, source)
         self.check_observations(obs, "step")
         self.recorder.append(obs, actions, rewards)
         if self.paired:  # the entries the action of each guided env was taken with

@@ -12,7 +12,7 @@ from ..bank import ExperienceBank
 from ..bank.config import MAX_K
 from ..keys import KeyEncoder
 from ..manager import ExperienceManager, resolve_manager
-from ..validators import check_int, check_real, integral
+from ..validators import check_int, check_real, integral, is_bool
 
 __all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "PRIOR_SOURCES", "MAX_PRIOR_K",
            "EXPERIMENTAL_FIELDS"]
@@ -42,9 +42,13 @@ def _task_id(instance: object, attribute: attrs.Attribute, value: object) -> Non
         raise ValueError(f"task_id must be an int or a callable (obs, info) -> int, got {value!r}")
 
 
-def _bool(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{attribute.name} must be a bool, got {value!r}")
+def _optional_bool(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if value is not None:
+        is_bool(instance, attribute, value, hint=" or None")
+
+
+def _seed(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    check_int("seed", value, minimum=0, numpy=True, optional=True, type_error=TypeError)
 
 
 def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -107,11 +111,11 @@ class ExperimentalOptions:
     ValueError: prior_k must be an int in [1, 2], got 3
     """
 
-    action_prior: bool = attrs.field(default=False, validator=_bool)
+    action_prior: bool = attrs.field(default=False, validator=is_bool)
     prior_source: str = attrs.field(default="nearest", validator=_prior_source)
     prior_k: int = attrs.field(default=1, validator=_prior_k)
     prior_max_distance: float = attrs.field(default=0.5, validator=_prior_max_distance)
-    value_baseline: bool = attrs.field(default=False, validator=_bool)
+    value_baseline: bool = attrs.field(default=False, validator=is_bool)
 
 
 #: the fields of :class:`ExperimentalOptions`
@@ -137,7 +141,7 @@ class ExperienceOptions:
     :class:`~experience_wrappers.ExperienceWrapper` and :class:`~integrations.sb3.ExperienceVecEnv`.
 
     Every field is checked here, once, when the options are built (a ``ValueError`` names
-    the field and the value). Pass the fields as keywords to a wrapper, or build the
+    the field and the value; a value of the wrong type, such as ``learn="no"``, is a ``TypeError``). Pass the fields as keywords to a wrapper, or build the
     options once and pass ``options=`` to several wrappers (keywords given with it
     override its fields).
 
@@ -151,10 +155,11 @@ class ExperienceOptions:
         filter_by_task: retrieve only entries of the episode's task.
         learn: hand episodes to the manager and count retrievals. None (the default): yes,
             unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
-            (then this one is an evaluation env and learns nothing); True or False: always or never.
+            (then this one is an evaluation env and learns nothing); True or False: always or never
+            (anything else, ``"no"`` included, is a ``TypeError``).
         manager: an existing manager of this bank.
         manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
-        seed: seed of the guided / free draws.
+        seed: seed of the guided / free draws (an int >= 0, or None).
         paired: pair credit by replayed task instances (the paper's groups): every env must
             sit above a :class:`~experience_wrappers.wrappers.ReplayInstances` (build them
             with :func:`~experience_wrappers.wrappers.paired_env_fns`); member ``j`` of a group
@@ -191,12 +196,12 @@ class ExperienceOptions:
     key_encoder: KeyEncoder | None = None
     task_id: TaskIdSource = attrs.field(default=0, validator=_task_id)
     query_mode: str = attrs.field(default="utility", validator=_query_mode)
-    filter_by_task: bool = attrs.field(default=True, validator=_bool)
-    learn: bool | None = None
+    filter_by_task: bool = attrs.field(default=True, validator=is_bool)
+    learn: bool | None = attrs.field(default=None, validator=_optional_bool)
     manager: ExperienceManager | None = None
     manager_kwargs: dict[str, Any] | None = None
-    seed: int | None = None
-    paired: bool = attrs.field(default=False, validator=_bool)
+    seed: int | None = attrs.field(default=None, validator=_seed)
+    paired: bool = attrs.field(default=False, validator=is_bool)
     experimental: ExperimentalOptions = attrs.field(factory=lambda: ExperimentalOptions(),
                                                     converter=lambda v: _experimental(v))
 

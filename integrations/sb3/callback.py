@@ -18,7 +18,7 @@ from experience_wrappers.health import degeneracy
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.schedule import Schedule
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers import ExperienceInjector
 
 from .bank_logging import log_bank_distributions
@@ -90,6 +90,12 @@ class CRLCallback(BaseCallback):
         flush_at_end: wait for the manager's queue when training ends.
         self_imitation: True: self-imitation with the measured defaults; False: off; a
             mapping: :class:`SelfImitationCallback` arguments over those defaults.
+
+    Raises:
+        TypeError: an argument of the wrong type, named: a schedule that is not a number or a
+            pair of numbers (``"0.5"``), a flag that is not a bool, a ``verbose`` that is not an int.
+        ValueError: a value out of range (a guided ratio outside [0, 1], a negative
+            ``distill_coef`` or ``merge_every``, an infinite prior weight).
     """
 
     #: rollouts between TensorBoard histograms and figures of the bank (0: never)
@@ -99,8 +105,11 @@ class CRLCallback(BaseCallback):
                  subgroup_advantages: bool = True, distill_coef: float = 0.0,
                  prior_weight: tuple[float, float] | float | None = None, flush_at_end: bool = True,
                  self_imitation: bool | Mapping[str, Any] = True, verbose: int = 0) -> None:
+        check_int("verbose", verbose, minimum=0, type_error=TypeError)
         super().__init__(verbose)
         check_int("merge_every", merge_every, minimum=0)
+        check_bool("subgroup_advantages", subgroup_advantages)
+        check_bool("flush_at_end", flush_at_end)
         if not isinstance(self_imitation, (bool, Mapping)):
             raise TypeError(f"self_imitation must be True, False or a mapping of SelfImitationCallback "
                             f"arguments, got {self_imitation!r}")
@@ -110,7 +119,8 @@ class CRLCallback(BaseCallback):
         if self.self_imitation is not None:  # its arguments checked now, not at the first learn()
             SelfImitationCallback(SuccessReplay(1), **self.self_imitation)
         self.sil: SelfImitationCallback | None = None
-        # the schedules, checked here; each manager's schedule is configured with them
+        # the schedules, checked here (numbers or (start, end) pairs of numbers: "0.5" is refused);
+        # each manager's schedule is configured with them
         self._spec = Schedule(guided=guided_ratio, prior=prior_weight, distill=distill_coef)
         self.guided_ratio = guided_ratio
         self.merge_every = merge_every

@@ -8,6 +8,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from experience_wrappers import ExperienceManager, ExperienceWrapper
 from experience_wrappers.wrappers import ExperienceInjector
 
+from .guards import check_vec_env
 from .vec_env import ExperienceVecEnv
 
 __all__ = ["find_experience"]
@@ -17,9 +18,11 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceManager], list[Experie
     """Managers (deduplicated) and injectors of every experience wrapper in ``venv``.
 
     Raises:
+        TypeError: ``venv`` is not a VecEnv (a single env given to ``load_crl``, say).
         ValueError: no experience wrapper is found, or per-env wrappers live in
             subprocesses (where the bank would be copied; use :class:`ExperienceVecEnv`).
     """
+    check_vec_env(venv, "find_experience (behind save_crl, load_crl and CRLCallback)")
     env: VecEnv = venv
     while isinstance(env, VecEnvWrapper):
         if isinstance(env, ExperienceVecEnv):

@@ -7,6 +7,9 @@
 * One ``CRLCallback`` per ``learn`` call: two of them (say in one ``CallbackList``) would
   count every rollout twice and regroup the advantages twice. A new ``learn`` call (a
   resumed run with a fresh callback) is of course fine.
+* ``save_crl``, ``load_crl`` and the callback's env discovery take the vectorised env
+  (:func:`check_vec_env`): a single gymnasium env (an ``ExperienceWrapper``) is refused
+  with a ``TypeError`` that says how to wrap it, before anything is read or changed.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
 
-__all__ = ["check_callback"]
+__all__ = ["check_callback", "check_vec_env"]
 
 #: per model: the ``start_time`` of the ``learn`` call that a CRLCallback claimed, and that callback
 _CLAIMS: weakref.WeakKeyDictionary[BaseAlgorithm, tuple[Any, weakref.ReferenceType]] = weakref.WeakKeyDictionary()
@@ -46,3 +50,21 @@ def check_callback(callback: Any) -> None:
                 "two CRLCallbacks run in one learn() call (e.g. in one CallbackList): each would count every "
                 "rollout and regroup the advantages again; pass a single CRLCallback")
     _CLAIMS[model] = (session, weakref.ref(callback))
+
+
+def check_vec_env(env: Any, caller: str) -> None:
+    """Raise a TypeError unless ``env`` is a stable_baselines3 ``VecEnv``; ``caller`` names the function.
+
+    >>> import gymnasium as gym
+    >>> check_vec_env(gym.make("CartPole-v1"), "load_crl")
+    Traceback (most recent call last):
+    ...
+    TypeError: load_crl takes a stable_baselines3 VecEnv, got TimeLimit, a single env (CartPole-v1): wrap it as DummyVecEnv([lambda: env]) (stable_baselines3.common.vec_env), with the wrappers it was trained with
+    """
+    if isinstance(env, VecEnv):
+        return
+    spec = getattr(env, "spec", None)
+    single = (f", a single env ({spec.id if spec is not None and getattr(spec, 'id', None) else type(env.unwrapped).__name__})"
+              if hasattr(env, "unwrapped") and hasattr(env, "step") else "")
+    raise TypeError(f"{caller} takes a stable_baselines3 VecEnv, got {type(env).__name__}{single}: wrap it as "
+                    "DummyVecEnv([lambda: env]) (stable_baselines3.common.vec_env), with the wrappers it was trained with")

@@ -11,12 +11,35 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.manager import success_from_info
+from experience_wrappers.manager.layout import same_layout
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows
 from experience_wrappers.wrappers.masks import mask_priors
 
-__all__ = ["ExperienceVecEnv", "norm_obs_keys"]
+__all__ = ["ExperienceVecEnv", "norm_obs_keys", "check_one_layout"]
+
+
+def check_one_layout(venv: VecEnv) -> None:
+    """Raise ValueError unless every env of ``venv`` has the observation layout of env 0.
+
+    SB3's VecEnvs take env 0's spaces for all and copy each env's observations into buffers
+    of that shape, so an env of another shape fails at reset deep inside the VecEnv, or is
+    broadcast into the wrong shape without a word. Box bounds may differ (the tasks of
+    Meta-World's MT10 share a layout). A VecEnv that cannot list its envs' spaces
+    (``get_attr`` unsupported) is not checked.
+    """
+    try:
+        found = venv.get_attr("observation_space")
+    except (AttributeError, NotImplementedError, TypeError):
+        return
+    first = found[0] if found else None
+    for i, space in enumerate(found[1:], start=1):
+        if not same_layout(first, space):
+            raise ValueError(
+                f"ExperienceVecEnv needs one observation layout for every env of the VecEnv: env {i}'s observation "
+                f"space {space} differs from env 0's {first} (kind, keys, shapes or dtypes; Box bounds may differ). "
+                "Build the VecEnv from envs of one family, or use one VecEnv and one ExperienceVecEnv per family")
 
 
 def norm_obs_keys(env_or_space: VecEnv | spaces.Dict) -> list[str]:
@@ -49,11 +72,17 @@ class ExperienceVecEnv(VecEnvWrapper):
     Arguments are those of :class:`~experience_wrappers.ExperienceWrapper`: ``options``, an
     :class:`~experience_wrappers.wrappers.ExperienceOptions`, and its fields as keywords. With
     ``VecNormalize`` on top, normalise :attr:`norm_obs_keys` only.
+
+    Raises:
+        ValueError: the envs of ``venv`` have observation spaces of different layouts
+            (:func:`check_one_layout`), or an option is out of range.
+        TypeError: an option of the wrong type.
     """
 
     def __init__(self, venv: VecEnv, bank: ExperienceBank, *, options: ExperienceOptions | None = None,
                  **kwargs: Any) -> None:
         opts = ExperienceOptions.of(options, **kwargs)
+        check_one_layout(venv)
         self.options = opts
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
         self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
