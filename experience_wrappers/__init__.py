@@ -11,6 +11,7 @@ from .errors import (
     ExperienceFileError,
     ExtractorFileError,
     ManagerFileError,
+    RunFileError,
 )
 from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
 from .manager import Episode, ExperienceManager, ManagerConfig
@@ -42,6 +43,7 @@ __all__ = [
     "ExtractorFileError",
     "ManagerFileError",
     "DemonstrationFileError",
+    "RunFileError",
     "ExperienceError",
     "__version__",
 ]

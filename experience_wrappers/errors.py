@@ -4,14 +4,14 @@ Bad arguments raise the built-in :class:`ValueError` (or :class:`TypeError`) wit
 message that names the argument and the value received. Problems with files on disk
 raise a subclass of :class:`ExperienceFileError`, one per kind of file
 (:class:`BankFileError`, :class:`ExtractorFileError`, :class:`ManagerFileError`,
-:class:`DemonstrationFileError`), so callers can tell "you passed a bad array" from
+:class:`DemonstrationFileError`, :class:`RunFileError`), so callers can tell "you passed a bad array" from
 "this folder is not a bank I can trust", and which file it was.
 """
 
 from __future__ import annotations
 
 __all__ = ["ExperienceError", "ExperienceFileError", "BankFileError", "ExtractorFileError", "ManagerFileError",
-           "DemonstrationFileError", "BankStateError"]
+           "DemonstrationFileError", "RunFileError", "BankStateError"]
 
 
 class ExperienceError(Exception):
@@ -52,6 +52,13 @@ class DemonstrationFileError(ExperienceFileError):
     """A demonstrations file cannot be trusted."""
 
     what = "demonstrations"
+
+
+class RunFileError(ExperienceFileError):
+    """A saved run folder (``save_crl``: model, experience, replay) cannot be trusted, or a
+    folder refuses a run save."""
+
+    what = "run"
 
 
 class BankStateError(ExperienceError):

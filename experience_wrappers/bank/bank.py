@@ -122,6 +122,8 @@ class ExperienceBank:
         self._index: HnswIndex | None = None
         self._txn: Transaction | None = None
         self._save_id: str | None = None  # the save this bank was loaded from (see persistence)
+        #: a loaded bank's saves: the one it was loaded from, then those it wrote (stale-save check)
+        self._lineage: list[str] = []
         if config.M < RECALL_M:
             warnings.warn(f"ExperienceBank(M={config.M}): M is below {RECALL_M}, and an HNSW graph this sparse "
                           "misses neighbours (with M=2 and the default ef, a key finds its own entry only 20-80% of "
@@ -621,6 +623,11 @@ class ExperienceBank:
         inconsistent bank (:class:`~experience_wrappers.errors.BankStateError`): the
         folder is then left as it was.
 
+        A stale save is refused too (``BankFileError`` naming both save ids): a loaded bank
+        does not overwrite a folder whose save it has neither been loaded from nor written
+        (another process saved there since this bank was loaded from it), which would drop that
+        save's entries. A bank that was never loaded may replace any bank folder.
+
         Returns:
             The folder's path.
         """
@@ -628,7 +635,7 @@ class ExperienceBank:
 
         with self._lock.read(), self._count_lock:
             self.check_consistency()
-            return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION)
+            return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=self._lineage)
 
     def check_consistency(self) -> None:
         """Raise :class:`~experience_wrappers.errors.BankStateError` if entries and index disagree.
@@ -702,6 +709,7 @@ class ExperienceBank:
         self._task_counts = Counter() if state.store is None else Counter(state.store.view("task_id").tolist())
         self._task_sets = {}
         self._save_id = state.save_id
+        self._lineage = [] if state.save_id is None else [state.save_id]
 
     @property
     def save_id(self) -> str | None:

@@ -198,15 +198,21 @@ def _dir_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def save_bank(state: BankState, path: Path, fmt: str, version: int) -> Path:
+def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: list[str] | None = None) -> Path:
     """Write a bank's ``state`` to the folder ``path`` in format ``fmt``, ``version`` (the caller
-    holds the bank's read lock; see the module doc)."""
+    holds the bank's read lock; see the module doc).
+
+    ``lineage``: the save ids a loaded bank's content descends from (the save it was loaded
+    from, then those it wrote). When it is not empty, a folder holding a save outside it is
+    refused (a stale save), and the new save's id is appended to it once committed.
+    """
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
     path.mkdir(parents=True, exist_ok=True)
     check_save_target(path, fmt)  # before the lock file: a refused folder gets nothing
     with folder_lock(path):
         old_meta = check_save_target(path, fmt)
+        _check_not_stale(path, old_meta, lineage)
         gen = uuid.uuid4().hex[:16]
         written: list[Path] = []
         try:
@@ -246,6 +252,8 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int) -> Path:
                 remove_or_warn(path, written, "that a failed save wrote")
             raise
         fsync_dir(path)
+        if lineage:  # a loaded bank's lineage grows with its saves (a bank never loaded has none)
+            lineage.append(gen)
         # committed: the previous save's files, and whatever an interrupted save left (all of them
         # ours); a failure to remove them warns, as the new save is in place
         try:
@@ -259,6 +267,18 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int) -> Path:
         remove_or_warn(path, stale, "after the save into it completed (files of the previous save)")
     _remove_old_temporary_folders(path)
     return path
+
+
+def _check_not_stale(path: Path, old_meta: dict | None, lineage: list[str] | None) -> None:
+    """Refuse to replace a save that the saving bank's content does not descend from."""
+    current = None if old_meta is None else old_meta.get("save_id")
+    if not lineage or not isinstance(current, str) or current in lineage:
+        return
+    raise BankFileError(
+        f"refusing to save into {str(path)!r}: it holds save {current}, written since this bank was loaded "
+        f"from or last saved to it (this bank's latest save: {lineage[-1]}), so saving would drop the entries of save "
+        f"{current}. Load that save (ExperienceBank.load), add this bank's new entries to it and save that "
+        "bank, or save into a new folder")
 
 
 def _remove_old_temporary_folders(path: Path) -> None:

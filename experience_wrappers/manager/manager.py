@@ -9,6 +9,7 @@ import queue
 import re
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any
@@ -716,6 +717,13 @@ class ExperienceManager:
             bank = ExperienceBank.load(path / "bank")
             if state.get("bank_save_id") in (None, bank.save_id):  # None: saved before the ids existed
                 break
+            if _unchanged(path, blobs):  # the bank alone was saved again in place, after the manager
+                warnings.warn(f"{str(path / 'bank')!r} holds bank save {bank.save_id}, saved after the manager "
+                              f"state beside it (which recorded bank save {state.get('bank_save_id')}): "
+                              "restoring the bank as it is now, with the manager state as saved", stacklevel=2)
+                log.warning("restore %s: bank save %s, the manager recorded %s; restoring the bank as it is now",
+                               path, bank.save_id, state.get("bank_save_id"))
+                break
             # a save replaced the folder between the two reads: read both again
         else:
             raise ManagerFileError(f"cannot load manager state from {str(path)!r}: the folder kept changing while it "
@@ -733,9 +741,11 @@ class ExperienceManager:
             with np.load(io.BytesIO(blobs["samples.npz"]), allow_pickle=False) as z:
                 generator_state = torch.from_numpy(z["generator"])
             schedule = Schedule.parse_state(state)  # guided_ratio, progress, rollouts
-            scalars = {"episodes_submitted": int(state["episodes_submitted"]),
-                       "episodes_processed": int(state["episodes_processed"]),
-                       "entries_added": int(state["entries_added"])}
+            scalars = {name: _count(state, name) for name in ("episodes_submitted", "episodes_processed",
+                                                               "entries_added")}
+            if state.get("key_dim", self.key_encoder.key_dim) != self.key_encoder.key_dim:
+                raise ValueError(f"key_dim is {state.get('key_dim')!r}, this manager's key encoder makes "
+                                 f"{self.key_encoder.key_dim}")
             baseline = FreeBaseline(self.config.baseline_window)
             baseline.load_state_dict(state["baseline"])
             torch.Generator().set_state(generator_state)
@@ -757,3 +767,19 @@ class ExperienceManager:
             setattr(self, name, value)
         self.schedule.load_state_dict(schedule)
         self.baseline = baseline
+
+
+def _count(state: dict[str, Any], name: str) -> int:
+    """A saved counter: a non-negative int (not a bool, float or str), else ``ValueError``."""
+    value = state[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} is {value!r}, expected a non-negative integer")
+    return value
+
+
+def _unchanged(path: Path, blobs: dict[str, bytes]) -> bool:
+    """Whether the manager folder at ``path`` still holds the ``manager.json`` read as ``blobs``."""
+    try:
+        return (path / "manager.json").read_bytes() == blobs.get("manager.json")
+    except OSError:
+        return False

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -9,16 +13,24 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from experience_wrappers.bank.folder import META, READ_ATTEMPTS
+from experience_wrappers.bank.persistence import replaced_folder
+from experience_wrappers.errors import RunFileError
+from experience_wrappers.manager import ExperienceManager
 from experience_wrappers.replay import SuccessReplay
 
 from .discovery import find_experience
+from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
-__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "REPLAY_FILE"]
+__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "REPLAY_FILE", "RUN_FORMAT"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
 REPLAY_FILE = "replay.npz"
+#: a :func:`save_crl` folder's format (its ``meta.json``) and the names a save writes there
+RUN_FORMAT, RUN_VERSION = "complementary-rl-run", 1
+RUN_NAMES = frozenset({"model.zip", "experience", REPLAY_FILE, META})
 
 
 def experience_dir_of(model_zip: str | Path) -> Path:
@@ -47,23 +59,36 @@ def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None =
 
 def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
              replay: SuccessReplay | None = None) -> Path:
-    """Write ``path/model.zip`` and ``path/experience/`` (bank, extractor, manager state), and
-    the self-imitation replay beside them as ``path/replay.npz``: ``replay``, or else the
-    manager's own (``manager.replay``, which :class:`CRLCallback` keeps), if any.
-    :func:`load_crl` puts it back on the manager.
+    """Write a run folder: ``path/model.zip``, ``path/experience/`` (bank, extractor, manager
+    state), the self-imitation replay as ``path/replay.npz`` (``replay``, or else the manager's
+    own, ``manager.replay``, which :class:`CRLCallback` keeps, if any) and ``path/meta.json``.
+    :func:`load_crl` puts them all back.
+
+    All or nothing: the run is written into a new folder beside ``path`` that then takes
+    its place in one step, so a failed or killed save (a full disk while the model is
+    written) leaves the previous run as it was, never a new bank beside an old model. Files of
+    yours in the folder (notes, logs) are kept. A folder that holds anything but a run saved
+    by this function is refused (:class:`~experience_wrappers.errors.RunFileError`), so an
+    unrelated ``model.zip`` is never replaced.
 
     The model is saved with its own ``normalize_advantage`` (which :class:`CRLCallback`
     turns off while it trains), so ``PPO.load`` alone gives a plain PPO agent.
     """
     path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    save_experience(path / "experience", model, env)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"save_crl writes a folder, and {str(path)!r} is a file; give a folder path")
+    manager = _one_manager(env or model.get_env(), "save_crl")
     if replay is None:
-        replay = find_experience(env or model.get_env())[0][0].replay
-    if replay is not None:
-        replay.save(path / REPLAY_FILE)
-    with advantage_normalisation_as_configured(model):
-        model.save(path / "model.zip")
+        replay = manager.replay
+    _adopt_earlier_run_folder(path)
+    with replaced_folder(path, RUN_FORMAT, RUN_NAMES.__contains__, RunFileError) as tmp:
+        manager.save(tmp / "experience")
+        if replay is not None:
+            replay.save(tmp / REPLAY_FILE)
+        with advantage_normalisation_as_configured(model):
+            model.save(tmp / "model.zip")
+        (tmp / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION,
+                                            "save_id": uuid.uuid4().hex[:16]}))
     return path
 
 
@@ -72,11 +97,17 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
 
     ``path`` is a folder written by :func:`save_crl`, or a checkpoint zip written by
     :class:`~integrations.sb3.CRLCheckpointCallback` (its experience folder beside it).
-    ``env`` must be built as for training (same wrappers, same spaces); its manager takes
-    the saved bank, extractor and schedules (and the self-imitation replay, where the folder
-    holds one), so ``model.learn(..., reset_num_timesteps=False, callback=CRLCallback())``
+    ``env`` must be a VecEnv built as for training (same wrappers, same spaces); its manager
+    takes the saved bank, extractor and schedules (and the self-imitation replay, where the
+    folder holds one), so ``model.learn(..., reset_num_timesteps=False, callback=CRLCallback())``
     resumes the run.
+
+    All or nothing: the model, the replay and the manager state are all read and checked
+    before the manager changes, so a load that fails (another observation space, a damaged
+    ``model.zip``) leaves the env's bank as it was. A run folder that a save replaces while
+    it is read is read again.
     """
+    check_vec_env(env, "load_crl")
     path = Path(path)
     if path.is_dir():
         model_zip, experience = path / "model.zip", path / "experience"
@@ -87,13 +118,72 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
         if not need.exists():
             raise FileNotFoundError(f"{need} not found: load_crl needs a save_crl folder or a "
                                     "CRLCheckpointCallback zip with its _experience folder beside it")
-    managers, _ = find_experience(env)
-    if len(managers) != 1:
-        raise ValueError(f"load_crl supports one manager per env, found {len(managers)}")
-    replay_file = model_zip.parent / REPLAY_FILE if path.is_dir() else None
-    replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
-    managers[0].restore(experience)
-    model = algorithm.load(model_zip, env=env, **kwargs)
+    manager = _one_manager(env, "load_crl")
+    for _ in range(READ_ATTEMPTS):
+        meta = _run_meta(path) if path.is_dir() else None
+        model = _load_model(algorithm, model_zip, env, kwargs)  # checks the spaces: nothing has changed yet
+        replay_file = path / REPLAY_FILE if path.is_dir() else None
+        replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
+        manager.restore(experience)  # reads and checks everything before it changes the manager
+        if not path.is_dir() or _run_meta(path) == meta:
+            break
+        # a save replaced the run folder while it was read: read it again, whole
+    else:
+        raise RunFileError(f"cannot load run from {str(path)!r}: the folder kept changing while it was read "
+                           "(saves in progress?)")
     if replay is not None:
-        managers[0].replay = replay
+        manager.replay = replay
     return model
+
+
+def _one_manager(venv: VecEnv | None, caller: str) -> Any:
+    if venv is None:
+        raise ValueError("no env: pass the training env")
+    managers, _ = find_experience(venv)
+    if len(managers) != 1:
+        raise ValueError(f"{caller} supports one manager per env, found {len(managers)}")
+    return managers[0]
+
+
+def _load_model(algorithm: type[BaseAlgorithm], model_zip: Path, env: VecEnv, kwargs: dict[str, Any]) -> BaseAlgorithm:
+    """The model from the zip's bytes (read once), onto ``env``; a damaged zip is a :class:`RunFileError`."""
+    data = model_zip.read_bytes()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            bad = z.testzip()  # every member's CRC
+        if bad is not None:
+            raise zipfile.BadZipFile(f"{bad} is damaged (CRC mismatch)")
+        return algorithm.load(io.BytesIO(data), env=env, **kwargs)
+    except (zipfile.BadZipFile, EOFError, KeyError, json.JSONDecodeError, UnicodeDecodeError, RuntimeError) as exc:
+        raise RunFileError(f"cannot load run from {str(model_zip.parent)!r}: {model_zip.name} cannot be read "
+                           f"({type(exc).__name__}: {exc}); nothing was changed") from exc
+
+
+def _run_meta(path: Path) -> dict[str, Any] | None:
+    """A run folder's ``meta.json`` (None for a folder of an earlier version, which has none)."""
+    try:
+        meta = json.loads((path / META).read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RunFileError(f"cannot load run from {str(path)!r}: {META} cannot be read ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != RUN_FORMAT:
+        raise RunFileError(f"cannot load run from {str(path)!r}: {META} is not that of a save_crl folder")
+    if not isinstance(meta.get("version"), int) or meta["version"] > RUN_VERSION:
+        raise RunFileError(f"cannot load run from {str(path)!r}: format version {meta.get('version')!r}, this "
+                           f"library reads up to {RUN_VERSION}; upgrade the library")
+    return meta
+
+
+def _adopt_earlier_run_folder(path: Path) -> None:
+    """Give a run folder of an earlier version (model.zip, experience/, no meta.json) its
+    ``meta.json``, so that a new save may replace it; any other folder is left for
+    :func:`replaced_folder` to refuse."""
+    if not path.is_dir() or (path / META).exists():
+        return
+    try:
+        manager_meta = json.loads((path / "experience" / META).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return
+    if isinstance(manager_meta, dict) and manager_meta.get("format") == ExperienceManager.STATE_FORMAT:
+        (path / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION, "save_id": None}))
