@@ -108,7 +108,7 @@ def test_options_are_checked_once_with_the_value_in_the_message():
         ExperienceOptions(k=True)
     with pytest.raises(ValueError, match="retrieve_every must be an int >= 0, got -1"):
         ExperienceOptions(retrieve_every=-1)
-    with pytest.raises(ValueError, match="filter_by_task must be a bool, got 1"):
+    with pytest.raises(TypeError, match="filter_by_task must be a bool, got 1"):
         ExperienceOptions(filter_by_task=1)
     with pytest.raises(ValueError, match="task_id must be an int or a callable"):
         ExperienceOptions(task_id=1.5)
