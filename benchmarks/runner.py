@@ -20,6 +20,9 @@ Result files: ``<results>/<suite>/<env>/<arm>/seed<k>.json``, where ``<suite>`` 
 ``--name`` (default: the env id) for ``--env`` runs, and ``<results>`` is
 ``benchmarks/results`` inside the repository, ``./crl-results`` elsewhere (``--results``).
 A run whose file exists is skipped, so an interrupted suite resumes where it stopped.
+Stopping the runner (Ctrl-C, SIGTERM: exit code 143; even ``kill -9``) stops its runs
+(:mod:`benchmarks.workers`), and a stopped run writes no result file. Every argument
+(seeds, hyperparameters and their file, the output folders) is checked before the first run.
 ``python -m benchmarks.report --results <results> --out report.md`` turns the files into tables
 and figures.
 """
@@ -33,8 +36,7 @@ import re
 import subprocess
 import sys
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +47,10 @@ from tqdm import tqdm
 from . import zoo
 from .algos import ALGOS, algorithm_class, check_algo_arm
 from .arms import ARMS
-from .config import HYPERPARAMS, load_hyperparams
+from .config import HYPERPARAMS, load_hyperparams, read_hyperparams_file, yaml_problem
+from .result_file import write_result
 from .suites import SUITES, Suite
+from .workers import Stopped, worker_pool
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parent.parent
@@ -85,7 +89,11 @@ def parse_hyperparams(items: list[str] | None) -> tuple[Path | None, dict[str, A
     for item in items or []:
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*:.+", item) and not Path(item).exists():
             key, value = item.split(":", 1)
-            parsed = yaml.safe_load(value)
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                raise ValueError(f"--hyperparams {item}: the value {value!r} is not valid YAML "
+                                 f"({yaml_problem(exc)})") from None
             if isinstance(parsed, str):  # "1e-3" is a string to YAML 1.1
                 try:
                     parsed = float(parsed)
@@ -113,6 +121,27 @@ def check_hyperparams(hyper: dict[str, Any], where: str) -> None:
     problems = zoo.check_values(hyper)
     if problems:
         raise ValueError(f"{where}: {'; '.join(problems)}")
+
+
+#: the seeds numpy (and so SB3's set_random_seed) accepts
+MAX_SEED = 2**32 - 1
+
+
+def check_output_folder(path: Path, flag: str) -> None:
+    """Raise ValueError (one line) if the runner could not make ``path`` a folder and write in it.
+
+    Checked before the first run, so a mistyped ``--results`` or ``--tensorboard`` does not
+    surface only after training, in the worker that writes there.
+    """
+    for part in (path, *path.parents):
+        if not part.exists():
+            continue
+        if not part.is_dir():
+            raise ValueError(f"{flag} {path}: {part} is a file, "
+                             + ("not a folder" if part == path else "so no folder can be made under it"))
+        if not os.access(part, os.W_OK | os.X_OK):
+            raise ValueError(f"{flag} {path}: {part} is not writable")
+        return
 
 
 def check_env_id(env_id: str) -> None:
@@ -213,11 +242,7 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
         res["settings"] = job_settings(job)
         if "hyper_source" in job:
             res["hyperparameters_source"] = job["hyper_source"]
-        path = Path(job["path"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(res, indent=1, default=str))
-        os.replace(tmp, path)
+        write_result(Path(job["path"]), res, announce=False, default=str)  # atomic, at the very end
         return job["path"], "done", None
     except Exception:
         return job["path"], "failed", traceback.format_exc()
@@ -265,12 +290,22 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be {'positive' if name == 'steps' else '>= 0'}, got {value}")
     if args.jobs <= 0:
         p.error(f"--jobs must be positive, got {args.jobs}")
+    bad_seeds = [s for s in args.seeds or () if not 0 <= s <= MAX_SEED]
+    if bad_seeds:
+        p.error(f"--seeds: {', '.join(map(str, bad_seeds))} {'is' if len(bad_seeds) == 1 else 'are'} not in "
+                "[0, 2**32 - 1]")
     if args.env and args.envs:
         p.error("--envs selects within a --suite; with --env, list the env ids there")
     suite = _env_suite(args) if args.env else SUITES[args.suite]
     if args.suite and args.algo != "ppo":
         suite = attrs.evolve(suite, name=f"{suite.name}-{args.algo}")
     results = args.results or default_results()
+    try:  # before --background makes its log folder there, and before any run
+        check_output_folder(results, "--results")
+        if args.tensorboard is not None:
+            check_output_folder(args.tensorboard, "--tensorboard")
+    except ValueError as exc:
+        p.error(str(exc))
     if args.background:
         log = results / suite.name / "runner.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -298,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     yaml_path = yaml_path or HYPERPARAMS
     if not yaml_path.exists():
         p.error(f"no hyperparameter file {yaml_path}")
+    try:
+        read_hyperparams_file(yaml_path)  # broken YAML, or not a zoo file: said once, before any run
+    except ValueError as exc:
+        p.error(str(exc))
     envs = args.env or args.envs or suite.envs
     for env_id in envs:  # fail once, before any worker starts
         try:
@@ -362,19 +401,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"suite {suite.name}: {len(jobs)} runs to do" + ("" if jobs else " (every result exists with these "
                                                             "settings; --force reruns them)"), flush=True)
-    failures = 0
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=get_context("spawn"),
-                             max_tasks_per_child=1) as pool:
-        futures = [pool.submit(_one, j) for j in jobs]
-        for fut in tqdm(as_completed(futures), total=len(futures), desc=suite.name, mininterval=5):
-            path, status, err = fut.result()
-            if status == "failed":
-                failures += 1
-                print(f"FAILED {path}\n{err}", flush=True)
-            elif status == "skipped":
-                print(f"skipped {path} (written meanwhile by another runner)", flush=True)
-            else:
-                print(f"done {path}", flush=True)
+    failures = finished = 0
+    try:
+        with worker_pool(max(1, args.jobs), max_tasks_per_child=1) as pool:  # stopping the runner stops them
+            futures = [pool.submit(_one, j) for j in jobs]
+            for fut in tqdm(as_completed(futures), total=len(futures), desc=suite.name, mininterval=5):
+                path, status, err = fut.result()
+                finished += 1
+                if status == "failed":
+                    failures += 1
+                    print(f"FAILED {path}\n{err}", flush=True)
+                elif status == "skipped":
+                    print(f"skipped {path} (written meanwhile by another runner)", flush=True)
+                else:
+                    print(f"done {path}", flush=True)
+    except Stopped as stop:  # worker_pool has said so
+        print(f"{finished} of {len(jobs)} runs had finished", file=sys.stderr, flush=True)
+        return int(stop.code)
     print("\n" + "\n".join(summary_lines(every_path)))
     print(f"\nreport: python -m benchmarks.report --results {results} --suites {suite.name} "
           f"--out {results / suite.name / 'report.md'}")

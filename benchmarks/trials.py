@@ -54,7 +54,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ import numpy as np
 
 from benchmarks.result_file import write_result
 from benchmarks.trials_report import SUITES
+from benchmarks.workers import Stopped, worker_pool
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -342,11 +343,17 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
             todo.append((arm, seed, path))
     print(f"{len(todo)} runs to do, {args.jobs} at a time")
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(_job, args.family, arm, seed, args.steps, args.repeats, str(path))
-                   for arm, seed, path in todo]
-        for f in as_completed(futures):
-            f.result()
+    finished = 0
+    try:
+        with worker_pool(args.jobs) as pool:  # stopping this command stops its runs
+            futures = [pool.submit(_job, args.family, arm, seed, args.steps, args.repeats, str(path))
+                       for arm, seed, path in todo]
+            for f in as_completed(futures):
+                f.result()
+                finished += 1
+    except Stopped as stop:  # worker_pool has said so
+        print(f"{finished} of {len(todo)} runs had finished", file=sys.stderr, flush=True)
+        return int(stop.code)
     print(f"report: python -m benchmarks.trials_report --family {args.family}")
     return 0
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .bank import ExperienceBank, Provenance
+from .errors import ExperienceFileError
 
 __all__ = ["find_bank_folder", "summarise", "format_summary", "plot", "main"]
 
@@ -160,7 +161,65 @@ def _save(fig: Any, path: Path, plt: Any) -> Path:
     return path
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def load_run(path: Path) -> dict[str, Any]:
+    """A benchmark result file for ``--run``, checked for what :func:`plot` reads from it.
+
+    Raises:
+        ValueError: (one line, naming ``--run`` and the file) it is missing, a folder,
+            unreadable, not JSON, not a JSON object, or its ``bank_curve`` is not a list of
+            snapshots (objects with numeric ``steps`` and ``size``).
+    """
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ValueError(f"--run {path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"--run {path}: is a folder, not a benchmark result file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--run {path}: cannot be read ({exc})") from None
+    try:
+        run = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"--run {path} is not JSON ({str(exc) or type(exc).__name__})") from None
+    if not isinstance(run, dict):
+        raise ValueError(f"--run {path} is not a benchmark result (a JSON object): it holds a {type(run).__name__}")
+    curve = run.get("bank_curve")
+    if curve is None:
+        return run
+    if not isinstance(curve, list):
+        raise ValueError(f"--run {path}: bank_curve is a {type(curve).__name__}, not a list of bank snapshots")
+    names = [p.name.lower() for p in Provenance]
+    for i, c in enumerate(curve):
+        ok = (isinstance(c, dict) and _number(c.get("steps")) and _number(c.get("size"))
+              and all(c.get(n) is None or (isinstance(c[n], dict) and _number(c[n].get("n", 0))) for n in names))
+        if not ok:
+            raise ValueError(f"--run {path}: bank_curve[{i}] is not a bank snapshot (an object with numeric steps "
+                             f"and size, and per provenance {{\"n\": number}}): {json.dumps(c)[:80]}")
+    return run
+
+
+def _check_plot_folder(path: Path) -> None:
+    """Raise ValueError (one line) if ``--plot`` could not make ``path`` a folder and write in it."""
+    for part in (path, *path.parents):
+        if not part.exists():
+            continue
+        if not part.is_dir():
+            raise ValueError(f"--plot {path}: {part} is a file, "
+                             + ("not a folder" if part == path else "so no folder can be made under it"))
+        return
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``crl-inspect``: print a saved bank's summary (and write its figures).
+
+    Every problem with the arguments or the files (a missing, damaged or newer bank, a bad
+    ``--run`` file, a ``--plot`` folder that is a file, no matplotlib) is one error line and
+    exit code 2, before anything is printed or written where it can be checked first.
+    """
     p = argparse.ArgumentParser(prog="crl-inspect", description="Summarise a saved experience bank.")
     p.add_argument("path", type=Path, help="a bank folder, or a folder holding bank/ or experience/bank/")
     p.add_argument("--plot", type=Path, metavar="DIR", help="also write PNG figures to DIR")
@@ -168,16 +227,34 @@ def main(argv: list[str] | None = None) -> int:
                    help="a benchmark result file whose bank_curve gives entries over training (with --plot)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
+    if args.run is not None and args.plot is None:
+        p.error("--run needs --plot DIR (it adds the entries-over-training figure there)")
+    try:
+        run = load_run(args.run) if args.run is not None else None
+        if args.plot is not None:
+            _check_plot_folder(args.plot)
+    except ValueError as exc:
+        p.error(str(exc))
     try:
         folder = find_bank_folder(args.path)
-        bank = ExperienceBank.load(folder)
-    except (FileNotFoundError, ValueError) as exc:
+    except OSError as exc:
         p.error(str(exc))
+    try:
+        bank = ExperienceBank.load(folder)
+    except ExperienceFileError as exc:
+        p.error(str(exc))
+    except (OSError, ValueError, RecursionError) as exc:  # what the bank's own checks did not name
+        p.error(f"cannot load experience bank from '{folder}': {str(exc) or type(exc).__name__}")
     s = summarise(bank)
     print(json.dumps(s, indent=1) if args.json else format_summary(s, str(folder)))
     if args.plot is not None:
-        run = json.loads(args.run.read_text()) if args.run else None
-        for path in plot(bank, args.plot, run):
+        try:
+            written = plot(bank, args.plot, run)
+        except ImportError as exc:
+            p.error(str(exc))
+        except OSError as exc:
+            p.error(f"--plot {args.plot}: cannot write the figures ({exc})")
+        for path in written:
             print(f"wrote {path}")
     return 0
 

@@ -98,3 +98,56 @@ def test_the_console_script_runs_any_env_from_another_folder(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert (tmp_path / "crl-results" / "report.md").is_file() and "mine" in (tmp_path / "crl-results" / "report.md").read_text()
     assert docs.stat().st_mtime_ns == before
+
+
+TINY = ["--env", "CartPole-v1", "--arms", "ppo", "--steps", "16", "--eval-episodes", "0"]
+
+
+def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run crl-bench with ``args``: it must stop with exit code 2 and one error line, before any run."""
+    with pytest.raises(SystemExit) as stop:
+        main([*TINY, *args])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("crl-bench: error: "), err
+    assert not list((tmp_path / "r").rglob("*.json")) and not (tmp_path / "tb").exists()
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("CartPole-v1:\n  n_envs: [1\n", "not valid YAML"),
+    ("- 1\n- 2\n", "not a zoo-style hyperparameter file"),
+    ("CartPole-v1: 3\n", "the block for 'CartPole-v1' is not a mapping"),
+])
+def test_a_broken_hyperparameter_file_is_refused_in_one_line(tmp_path, capsys, text, why):
+    """Issue 24, case 16: a broken YAML (or one that is not a zoo file) is named before any run."""
+    hp = tmp_path / "hp.yml"
+    hp.write_text(text)
+    assert why in _refused(tmp_path, capsys, "--results", str(tmp_path / "r"), "--hyperparams", str(hp))
+
+
+def test_a_folder_given_as_the_hyperparameter_file_is_refused(tmp_path, capsys):
+    (tmp_path / "hp").mkdir()
+    line = _refused(tmp_path, capsys, "--results", str(tmp_path / "r"), "--hyperparams", str(tmp_path / "hp"))
+    assert "cannot read hyperparameter file" in line and "a folder" in line
+
+
+def test_an_override_that_is_not_yaml_is_refused(tmp_path, capsys):
+    line = _refused(tmp_path, capsys, "--results", str(tmp_path / "r"), "--hyperparams", "n_envs:[")
+    assert "n_envs:[" in line and "not valid YAML" in line
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_a_negative_or_too_large_seed_is_refused(tmp_path, capsys, seed):
+    assert f"--seeds: {seed} is not in [0, 2**32 - 1]" in _refused(tmp_path, capsys, "--results", str(tmp_path / "r"),
+                                                                    "--seeds", "0", seed)
+
+
+@pytest.mark.parametrize("flag", ["--results", "--tensorboard"])
+@pytest.mark.parametrize("where", ["afile", "afile/sub"])
+def test_an_output_folder_that_is_a_file_is_refused_before_training(tmp_path, capsys, flag, where):
+    (tmp_path / "afile").write_text("mine")
+    args = [flag, str(tmp_path / where)] + (["--results", str(tmp_path / "r")] if flag != "--results" else [])
+    line = _refused(tmp_path, capsys, *args)
+    assert f"{flag} {tmp_path / where}" in line and f"{tmp_path / 'afile'} is a file" in line
+    assert (tmp_path / "afile").read_text() == "mine"

@@ -74,3 +74,89 @@ def test_the_creation_step_is_labelled_as_each_env_counts_it(rng):
     from experience_wrappers.inspect import format_summary
 
     assert "the writing env's own step" in format_summary(summarise(small_bank(rng)))
+
+
+def _break_meta_truncated(bank_dir):
+    text = (bank_dir / "meta.json").read_text()
+    (bank_dir / "meta.json").write_text(text[: len(text) // 2])
+
+
+def _break_meta_newer(bank_dir):
+    import json
+
+    meta = json.loads((bank_dir / "meta.json").read_text())
+    meta["version"] = 99
+    (bank_dir / "meta.json").write_text(json.dumps(meta))
+
+
+def _break_meta_nested(bank_dir):
+    (bank_dir / "meta.json").write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _break_index(bank_dir):
+    index = next(bank_dir.glob("index*"))
+    index.write_bytes(b"\x00garbage" * (index.stat().st_size // 8 + 1))
+
+
+def _entries_a_folder(bank_dir):
+    entries = next(bank_dir.glob("entries*"))
+    entries.unlink()
+    entries.mkdir()
+
+
+@pytest.mark.parametrize("damage", [_break_meta_truncated, _break_meta_newer, _break_meta_nested, _break_index,
+                                    _entries_a_folder], ids=lambda f: f.__name__.strip("_"))
+def test_a_damaged_bank_is_one_error_line(rng, tmp_path, capsys, damage):
+    """Issue 24, case 17: whatever is wrong with the saved bank, one line saying so, exit code 2."""
+    small_bank(rng).save(tmp_path / "bank")
+    damage(tmp_path / "bank")
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "bank")])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and "Traceback" not in err and not out, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("crl-inspect: error: cannot load experience bank from ") and str(tmp_path / "bank") in line
+
+
+@pytest.mark.parametrize("run_text, why", [
+    (None, "no such file"),
+    ("{not json", "is not JSON"),
+    ("[1, 2]", "is not a benchmark result (a JSON object)"),
+    ('{"bank_curve": [{"x": 1}]}', "bank_curve"),
+    ('{"bank_curve": 5}', "bank_curve"),
+    ("folder", "is a folder"),
+])
+def test_a_bad_run_file_is_one_error_line_before_anything_is_written(rng, tmp_path, capsys, run_text, why):
+    small_bank(rng).save(tmp_path / "bank")
+    run = tmp_path / "run.json"
+    if run_text == "folder":
+        run.mkdir()
+    elif run_text is not None:
+        run.write_text(run_text)
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "bank"), "--plot", str(tmp_path / "fig"), "--run", str(run)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"crl-inspect: error: --run {run}") and why in line, line
+    assert not (tmp_path / "fig").exists()
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/sub"])
+def test_a_plot_folder_that_is_a_file_is_one_error_line(rng, tmp_path, capsys, where):
+    small_bank(rng).save(tmp_path / "bank")
+    (tmp_path / "afile").write_text("mine")
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "bank"), "--plot", str(tmp_path / where)])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and "Traceback" not in err and not out, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"crl-inspect: error: --plot {tmp_path / where}: {tmp_path / 'afile'} is a file"), line
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_a_run_file_without_plot_is_refused(rng, tmp_path, capsys):
+    small_bank(rng).save(tmp_path / "bank")
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "bank"), "--run", str(tmp_path / "run.json")])
+    assert stop.value.code == 2 and "--run needs --plot" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""The benchmark CLIs at their boundary: stopping a runner stops its runs (issue 24, case 9)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process, from /proc."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            out[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = _parents()
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped, does not count)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stop_while_training(cmd: list[str], cwd: Path,
+                         sig: signal.Signals = signal.SIGTERM) -> tuple[subprocess.CompletedProcess, set[int]]:
+    """Start ``cmd``, wait until its workers have begun, send it ``sig``; return it and every process it started."""
+    # files, not pipes: an orphaned worker would hold a pipe open and hang the test
+    with open(cwd / "out.txt", "w") as out, open(cwd / "err.txt", "w") as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True)
+    workers: set[int] = set()
+    logs = lambda: ((cwd / "out.txt").read_text()[-2000:], (cwd / "err.txt").read_text()[-2000:])  # noqa: E731
+    try:
+        deadline = time.monotonic() + 60
+        while not workers and time.monotonic() < deadline and proc.poll() is None:
+            workers = _descendants(proc.pid)
+            time.sleep(0.1)
+        assert workers, f"no worker started: {logs()}"
+        time.sleep(4)  # the worker has taken its job and is importing/training
+        assert proc.poll() is None, logs()
+        workers |= _descendants(proc.pid)  # workers, and whatever they started
+        proc.send_signal(sig)
+        proc.wait(timeout=15)
+        deadline = time.monotonic() + 5
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return subprocess.CompletedProcess(cmd, proc.returncode, *logs()), workers
+    finally:  # never leave our own processes behind, whatever the outcome
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+
+
+#: a run of crl-bench long enough to be stopped while training
+CRL_BENCH = ["-m", "benchmarks.runner", "--env", "CartPole-v1", "--arms", "ppo", "--steps", "10000000",
+             "--eval-episodes", "0", "--hyperparams", "n_envs:1", "n_steps:64", "batch_size:64", "n_epochs:1",
+             "--results", "res"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", [
+    CRL_BENCH,
+    ["-m", "benchmarks.trials", "--family", "darkroom", "--arms", "ppo", "--steps", "10000000", "--jobs", "1",
+     "--out", "res"],
+], ids=["crl-bench", "trials"])
+def test_sigterm_stops_the_runner_and_its_workers_and_writes_no_result(tmp_path, cmd):
+    done, workers = _stop_while_training([sys.executable, *cmd], tmp_path)
+    alive = sorted(w for w in workers if _alive(w))
+    assert not alive, f"workers {alive} still training after the runner was stopped"
+    assert done.returncode == 128 + signal.SIGTERM, (done.returncode, done.stderr[-2000:])
+    assert "stopped" in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert not [p for p in (tmp_path / "res").rglob("*") if p.is_file()]
+
+
+@pytest.mark.slow
+def test_a_runner_killed_outright_takes_its_workers_with_it(tmp_path):
+    """kill -9 leaves the runner no chance to clean up: the kernel ends its workers (PR_SET_PDEATHSIG)."""
+    done, workers = _stop_while_training([sys.executable, *CRL_BENCH], tmp_path, signal.SIGKILL)
+    assert done.returncode == -signal.SIGKILL
+    alive = sorted(w for w in workers if _alive(w))
+    assert not alive, f"workers {alive} still training after the runner was killed"
+    assert not [p for p in (tmp_path / "res").rglob("*") if p.is_file()]
