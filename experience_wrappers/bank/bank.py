@@ -122,6 +122,8 @@ class ExperienceBank:
         self._index: HnswIndex | None = None
         self._txn: Transaction | None = None
         self._save_id: str | None = None  # the save this bank was loaded from (see persistence)
+        #: the manager that serves this bank (one per bank; set by the manager built on it)
+        self._manager: Any = None
         #: a loaded bank's saves: the one it was loaded from, then those it wrote (stale-save check)
         self._lineage: list[str] = []
         if config.M < RECALL_M:
@@ -710,6 +712,22 @@ class ExperienceBank:
         self._task_sets = {}
         self._save_id = state.save_id
         self._lineage = [] if state.save_id is None else [state.save_id]
+
+    @property
+    def manager(self) -> Any:
+        """The :class:`~experience_wrappers.manager.ExperienceManager` that serves this bank (None
+        before one is built on it): every wrapper given this bank shares it."""
+        return self._manager
+
+    def attach_manager(self, manager: Any) -> None:
+        """Record ``manager`` as this bank's one manager (the manager calls it when built).
+
+        Raises:
+            ValueError: the bank already has another manager.
+        """
+        if self._manager is not None and self._manager is not manager:
+            raise ValueError("this bank already has a manager; use manager_for_bank(bank, ...) to share it")
+        self._manager = manager
 
     @property
     def save_id(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import logging
@@ -58,9 +59,6 @@ log = logging.getLogger(__name__)
 #: the fields of a credited entry that the learner process needs (its sample, and its ledger's counts)
 _CREDITED_FIELDS = ("context", "value", "sample_logp", "task_id", "n_trained", "last_trained")
 
-_REGISTRY: weakref.WeakKeyDictionary[ExperienceBank, ExperienceManager] = weakref.WeakKeyDictionary()
-
-
 def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
                      key_encoder: KeyEncoder | None = None, **config: Any) -> ExperienceManager:
     """The manager that serves ``bank``, created on first use, so every wrapper on one bank shares it.
@@ -68,7 +66,7 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
     Later wrappers must have spaces of the same layout (:func:`same_layout`: Box bounds may
     differ, as between the tasks of MT10); the manager keeps the first spaces it was given.
     """
-    mgr = _REGISTRY.get(bank)
+    mgr = bank.manager
     if mgr is None:
         mgr = ExperienceManager(bank, observation_space, action_space, key_encoder=key_encoder,
                                 config=ManagerConfig(**config))
@@ -146,7 +144,7 @@ class ExperienceManager:
                  *, key_encoder: KeyEncoder | None = None, config: ManagerConfig | None = None) -> None:
         if not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
-        if bank in _REGISTRY:
+        if bank.manager is not None:
             raise ValueError("this bank already has a manager; use manager_for_bank(bank, ...) to share it")
         self.config = config or ManagerConfig()
         self.bank = bank
@@ -201,7 +199,13 @@ class ExperienceManager:
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
         self._closed = False
-        _REGISTRY[bank] = self
+        #: the injectors of the env being trained on this manager (set by the SB3 callback through
+        #: :func:`~experience_wrappers.wrappers.injector.mark_training`; None: not declared)
+        self.training_injectors: weakref.WeakSet[Any] | None = None
+        bank.attach_manager(self)
+        # stop the worker thread or learner process when the interpreter exits, also after an
+        # exception inside training (a thread still inside torch at exit aborts the process)
+        atexit.register(_close_at_exit, weakref.ref(self))
 
     def __reduce__(self) -> Any:
         raise TypeError(NOT_PICKLABLE.format(what="an ExperienceManager"))
@@ -767,6 +771,16 @@ class ExperienceManager:
             setattr(self, name, value)
         self.schedule.load_state_dict(schedule)
         self.baseline = baseline
+
+
+def _close_at_exit(ref: weakref.ReferenceType[ExperienceManager]) -> None:
+    manager = ref()
+    if manager is None:
+        return
+    try:
+        manager.close()
+    except Exception:  # the process is ending after an error already reported
+        log.debug("manager close at exit failed", exc_info=True)
 
 
 def _count(state: dict[str, Any], name: str) -> int:

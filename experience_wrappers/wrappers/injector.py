@@ -27,15 +27,10 @@ from .retrieval import Retriever
 
 __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training"]
 
-#: per manager, the injectors of the env being trained on it (set by the SB3 callback)
-_TRAINING: weakref.WeakKeyDictionary[ExperienceManager, weakref.WeakSet[ExperienceInjector]] = \
-    weakref.WeakKeyDictionary()
-
-
 def mark_training(manager: ExperienceManager, injectors: Iterable[ExperienceInjector]) -> None:
     """Declare ``injectors`` the ones being trained on ``manager``: from now on an injector of
     the same manager built with ``learn=None`` (an evaluation env) learns nothing."""
-    _TRAINING[manager] = weakref.WeakSet(injectors)
+    manager.training_injectors = weakref.WeakSet(injectors)
 
 
 def _take(obs: Any, i: int) -> Any:
@@ -112,7 +107,7 @@ class ExperienceInjector:
         """Whether finished episodes go to the manager and retrievals are counted (see ``learn``)."""
         if self.learn is not None:
             return bool(self.learn)
-        trained = _TRAINING.get(self.manager)
+        trained = self.manager.training_injectors
         return trained is None or self in trained
 
     # ---------------------------------------------------------------- episodes

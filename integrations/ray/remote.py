@@ -10,6 +10,7 @@ key encoder, sends finished episodes without waiting, and keeps the callback's s
 from __future__ import annotations
 
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +142,8 @@ class RemoteManager:
             raise ValueError(f"submit_delay must be a finite number >= 0, got {submit_delay!r}")
         self.service = service
         self.bank = service.bank
+        #: the injectors of the env being trained through this stand-in (see ``mark_training``)
+        self.training_injectors: weakref.WeakSet[Any] | None = None
         self.key_encoder = info["key_encoder"]
         self.config = info["config"]
         self.observation_space = info["observation_space"]

@@ -4,15 +4,12 @@
   the 0.5 at which the attention extractor counts a slot);
 * evaluation envs on the training bank never learn (only the env being trained hands
   episodes to the manager, see :attr:`ExperienceInjector.learning`);
-* the manager's worker thread is stopped when the interpreter exits, also after an
-  exception inside ``learn`` (a thread still inside torch at exit aborts the process);
 * ``normalize_advantage``, which the callback turns off while it trains, is what a saved
   model carries and what the model has again after training.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import warnings
@@ -26,13 +23,12 @@ from experience_wrappers import ExperienceManager
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
-__all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience", "stop_workers_at_exit",
+__all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience",
            "remember_advantage_normalisation", "restore_advantage_normalisation",
            "advantage_normalisation_as_configured"]
 
 log = logging.getLogger(__name__)
 
-_MANAGERS: weakref.WeakSet[ExperienceManager] = weakref.WeakSet()
 _NORMALIZE_ADVANTAGE: weakref.WeakKeyDictionary[BaseAlgorithm, bool] = weakref.WeakKeyDictionary()
 
 
@@ -43,7 +39,6 @@ def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[Experience
     keep_experience_unnormalised(venv, model)
     for m in managers:
         mark_training(m, [inj for inj in injectors if inj.manager is m])
-        stop_workers_at_exit(m)
 
 
 def refuse_stacked_experience(venv: VecEnv) -> None:
@@ -88,20 +83,6 @@ def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = Non
                       "VecNormalize(venv, norm_obs_keys=integrations.sb3.norm_obs_keys(venv)) to avoid this "
                       "warning.", UserWarning, stacklevel=3)
     return removed
-
-
-def stop_workers_at_exit(manager: ExperienceManager) -> None:
-    """Stop ``manager``'s worker thread when the interpreter exits (idempotent)."""
-    _MANAGERS.add(manager)
-
-
-@atexit.register
-def _stop_all_workers() -> None:
-    for m in list(_MANAGERS):
-        try:
-            m.close()
-        except Exception:  # the process is ending after an error already reported
-            log.debug("manager close at exit failed", exc_info=True)
 
 
 def remember_advantage_normalisation(model: BaseAlgorithm) -> None:
