@@ -62,14 +62,12 @@ class ExperienceInjector:
         n_envs: number of envs.
         observation_space: the space of one env's (unwrapped) observation.
         options: the settings (:class:`ExperienceOptions`; its manager fields are not used here).
-        **kwargs: :class:`ExperienceOptions` fields, over ``options``; without ``options``,
-            ``retrieve_every`` defaults to 0 here (retrieve at episode start only).
+        **kwargs: :class:`ExperienceOptions` fields, over ``options`` (one set of defaults:
+            :class:`ExperienceOptions`'s).
     """
 
     def __init__(self, manager: ExperienceManager, n_envs: int, observation_space: spaces.Space,
                  options: ExperienceOptions | None = None, **kwargs: Any) -> None:
-        if options is None:
-            kwargs.setdefault("retrieve_every", 0)
         options = ExperienceOptions.of(options, **kwargs)
         self.manager = manager
         self.n = n_envs
