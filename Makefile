@@ -39,6 +39,7 @@ test-rllib: $(RLLIB_VENV)/.installed
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) $(RLLIB_VENV) build *.egg-info

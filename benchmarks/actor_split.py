@@ -79,9 +79,12 @@ def measure(env_id: str, crl: bool, steps: int, seed: int, policy: str, mode: st
     policy_kwargs = {} if policy == "default" else dict(fam.base_policy_kwargs)
     model = PPO("MultiInputPolicy", env, seed=seed, policy_kwargs=policy_kwargs,
                 **{k: hyper[k] for k in PPO_KEYS if k in hyper})
-    inner_env = env.venv if crl else env
+    inner_env = env
+    if crl:
+        assert isinstance(env, ExperienceVecEnv)  # build_env(..., vec_wrapper=True)
+        inner_env = env.venv
     inner = type(inner_env)
-    targets = [(inner, "step_wait", "env")]
+    targets: list[tuple[type, str, str]] = [(inner, "step_wait", "env")]
     if crl:
         find_experience(env)[0][0].flush()  # the learner process is up before the clock starts
         targets += [(ExperienceVecEnv, "step_wait", "wrapper_total")]
@@ -95,7 +98,7 @@ def measure(env_id: str, crl: bool, steps: int, seed: int, policy: str, mode: st
         episodes[0] += int(out[2].sum())
         return out
     with timed(targets, parts):
-        inner_env.step_wait = counting  # this instance's episodes (the class's step_wait is timed)
+        inner_env.step_wait = counting  # type: ignore[method-assign]  # this instance's episodes (the class's step_wait is timed)
         t0 = time.perf_counter()
         model.learn(steps, callback=CRLCallback() if crl else None)
         wall = time.perf_counter() - t0

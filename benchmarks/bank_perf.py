@@ -141,6 +141,7 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
     raw = None  # free it before the brute-force arm
 
     store = bank._store
+    assert store is not None  # the bank holds entries
     entry_bytes = sum(col[: store.size].nbytes for col in store.cols.values())
     alloc_bytes = sum(col.nbytes for col in store.cols.values())
     with tempfile.TemporaryDirectory() as tmp:

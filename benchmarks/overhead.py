@@ -78,7 +78,7 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     crl = arm.startswith("crl")
     bank = ExperienceBank(seed=seed) if crl else None
     mode = "sync" if arm == "crl-sync" else "process" if "-process" in arm else None
-    manager_kwargs = None if mode is None else {"mode": mode}
+    manager_kwargs: dict[str, Any] | None = None if mode is None else {"mode": mode}
     if arm.endswith("-each"):
         manager_kwargs = {"mode": "process", "handover_every": 1}
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,

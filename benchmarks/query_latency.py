@@ -86,7 +86,9 @@ def fill_bank(n: int, dim: int, value_dim: int, rng: np.random.Generator, args: 
 
 def time_case(bank: ExperienceBank, keys: np.ndarray, batch: int, k: int) -> dict:
     """Per-call seconds of each arm on ``len(keys) // batch`` rounds of ``batch`` keys."""
-    raw = bank._index._index  # the bank's own hnswlib index: same graph, same parameters
+    index = bank._index
+    assert index is not None  # the bank holds entries
+    raw = index._index  # the bank's own hnswlib index: same graph, same parameters
     calls = {
         "raw": lambda q: raw.knn_query(q, k=k, num_threads=1),
         "bank": lambda q: bank.query(q if batch > 1 else q[0], k, mode="knn"),

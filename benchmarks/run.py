@@ -107,6 +107,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
                                      RollInView(tracker, executed_actions=False, true_starts_only=True)]
     bank_cb = None
     if arm.crl:
+        assert bank is not None  # a CRL arm has a bank
         bank_cb = BankTracker(bank)
         callbacks.append(bank_cb)
     nbr_cb = None
@@ -175,6 +176,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if crl_cb is not None:
         m = crl_cb.manager
         result["crl"] = {"bank": m.bank.stats(), "manager": m.stats()}
+        assert bank_cb is not None  # with the CRL callback
         result["bank_curve"] = bank_cb.history
     if eval_episodes:  # from true starts (roll-in off), with and without experience
         result["evaluation"] = method.evaluate(eval_episodes, deterministic=False)

@@ -105,7 +105,11 @@ class RolloutWorker:
         self.venv = venv
         self.n_envs = n_envs
         self.rng = np.random.default_rng(seed)
-        self.n_actions = int(venv.action_space.n)
+        from gymnasium import spaces
+
+        action_space = venv.action_space
+        assert isinstance(action_space, spaces.Discrete)  # a Discrete-action env
+        self.n_actions = int(action_space.n)
         self.venv.reset()
 
     def ready(self) -> bool:
@@ -248,7 +252,8 @@ def learner_placement(steps: int, seed: int = 0) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         row: dict[str, Any] = {"wall_s": wall, "steps_per_s": steps / wall}
         if arm != "ppo":
-            st = venv.manager.stats()
+            wrapped: Any = venv  # an ExperienceVecEnv or the service's: both have a manager
+            st = wrapped.manager.stats()
             row.update(episodes_processed=st["episodes_processed"], learner_busy_s=st["busy_seconds"])
         out[arm] = row
         venv.close()

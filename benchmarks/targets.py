@@ -129,7 +129,7 @@ def _check_medium(suite: str, task: str, ppo: list[dict], crl: list[dict]) -> li
         ratio = np.mean(reached) / ppo_steps
         measured = (f"PPO's mean final {level:.2f}, first reached by PPO at {ppo_steps / 1000:.0f}k; "
                     f"CRL at {np.mean(reached) / 1000:.0f}k = {ratio:.2f}x ({len(reached)}/{len(crl)} seeds)")
-        met: bool | None = _verdict(ratio <= 0.6 and len(reached) == len(crl), n_min, ppo, crl)
+        met: bool | None = _verdict(bool(ratio <= 0.6) and len(reached) == len(crl), n_min, ppo, crl)
     else:
         measured, met = f"PPO's mean final {level:.2f}; no CRL seed reached it", False
     out = [Check(suite, task, "reaches PPO's mean final success in <= 0.6x the steps", measured, met, seeds)]

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     pairs = [(k, d) for k in range(1, size * size) for d in range(1, size * size) if k != d]
     greedy = [key_door_greedy(xy(k), xy(d)) for k, d in pairs]
     _, held_pairs = split_pairs(size, 80, 20, seed=0)
-    greedy_held = [key_door_greedy(*map(xy, seed_pair(s, size))) for s in held_pairs]
+    greedy_held = [key_door_greedy(xy(k), xy(d)) for k, d in (seed_pair(s, size) for s in held_pairs)]
     out = {
         "darkroom": {"task": "HiddenGoalRoom-10x10, 25-step cap", "explorer": "GOAL_PLAN (hand-built, replayed in the env)",
                      "cumulative_by_trial_all_goals": _cumulative([found.get(g, 5) for g in goals], len(goals)),

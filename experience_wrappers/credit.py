@@ -213,8 +213,8 @@ class FreeBaseline:
         if dropped:
             log.warning("dropped %d NaN or inf outcomes from a saved free-episode baseline", dropped)
         self._outcomes.clear()
-        for t, kept in outcomes.items():
-            self._outcomes[t].extend(kept)
+        for task, kept in outcomes.items():
+            self._outcomes[task].extend(kept)
 
 
 class OutcomeTracker:

@@ -195,7 +195,7 @@ class SuccessReplay:
             arrays.update({f"obs/{k}": v for k, v in self._obs.items()})
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
         os.replace(tmp, path)
         return path
 

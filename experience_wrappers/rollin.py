@@ -364,7 +364,7 @@ class ReplayGuide:
     ValueError: seeds must be distinct (one demonstration per instance), got seed 3 twice
     """
 
-    def __init__(self, seeds: Sequence[int], actions: Sequence[Sequence[int]]) -> None:
+    def __init__(self, seeds: Sequence[int], actions: Sequence[Sequence[int] | np.ndarray]) -> None:
         seeds = [check_int("a demonstration's seed", s, minimum=0, numpy=True) for s in seeds]
         actions = list(actions)
         if len(seeds) != len(actions):

@@ -177,7 +177,7 @@ class Schedule:
 
         Every value is checked (by its field) before any is set, so a bad one changes nothing.
         """
-        given = {name: value for name, value in (("guided", guided), ("prior", prior), ("distill", distill))
+        given: dict[str, Any] = {name: value for name, value in (("guided", guided), ("prior", prior), ("distill", distill))
                  if value is not _KEEP}
         checked = attrs.evolve(self, on_change=None, **given)
         for name in given:

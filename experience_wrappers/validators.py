@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from numbers import Real
+from typing import Literal, TypeGuard, overload
 
 import attrs
 import numpy as np
@@ -124,7 +125,11 @@ def _show(bound: float) -> str:
     return f"{bound:g}" if isinstance(bound, float) else repr(bound)
 
 
-def integral(value: object, *, numpy: bool = False) -> bool:
+@overload
+def integral(value: object, *, numpy: Literal[False] = ...) -> TypeGuard[int]: ...
+@overload
+def integral(value: object, *, numpy: bool) -> TypeGuard[int | np.integer]: ...
+def integral(value: object, *, numpy: bool = False) -> TypeGuard[int | np.integer]:
     """Whether ``value`` is an int: bools are not, numpy integers are with ``numpy=True``.
 
     >>> integral(3), integral(True), integral(3.0), integral(np.int64(3)), integral(np.int64(3), numpy=True)
@@ -133,6 +138,14 @@ def integral(value: object, *, numpy: bool = False) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, np.integer) if numpy else int)
 
 
+@overload
+def check_int(name: str, value: object, *, minimum: int | None = ..., maximum: int | None = ...,
+              numpy: bool = ..., optional: Literal[False] = ..., type_error: type[Exception] = ...,
+              hint: str = ...) -> int: ...
+@overload
+def check_int(name: str, value: object, *, minimum: int | None = ..., maximum: int | None = ...,
+              numpy: bool = ..., optional: bool, type_error: type[Exception] = ...,
+              hint: str = ...) -> int | None: ...
 def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None,
               numpy: bool = False, optional: bool = False, type_error: type[Exception] = ValueError,
               hint: str = "") -> int | None:
@@ -177,6 +190,12 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
     raise (ValueError if ok_type else type_error)(message)
 
 
+@overload
+def check_real(name: str, value: object, *, minimum: float | None = ..., maximum: float | None = ...,
+               optional: Literal[False] = ...) -> float: ...
+@overload
+def check_real(name: str, value: object, *, minimum: float | None = ..., maximum: float | None = ...,
+               optional: bool) -> float | None: ...
 def check_real(name: str, value: object, *, minimum: float | None = None, maximum: float | None = None,
                optional: bool = False) -> float | None:
     """Checks a finite real-number argument outside attrs classes; returns it as a float.

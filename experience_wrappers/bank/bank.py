@@ -253,7 +253,8 @@ class ExperienceBank:
         if len(rows) not in (1, 2) or rows[0] != 0:
             return False
         dims = None if self._store is None else self._store.dims
-        for name, x, width in (("keys", keys, dims and dims["key_dim"]), ("values", values, dims and dims["value_dim"])):
+        for name, x, width in (("keys", keys, None if dims is None else dims["key_dim"]),
+                                 ("values", values, None if dims is None else dims["value_dim"])):
             try:
                 shape = np.shape(x)
             except ValueError as exc:
@@ -394,6 +395,7 @@ class ExperienceBank:
                                     0 if dims is None else dims["prior_dim"])
             if mode == "knn" and self.config.utility_floor is None and k <= store.size and (
                     tasks is None or only_task(self._task_counts, tasks)):
+                assert self._index is not None  # set with the store
                 fast = knn_unfiltered(store, self._index, q, k)  # the usual kNN query, fewer steps
                 if fast is not None:
                     result, chosen = fast

@@ -45,7 +45,6 @@ MIN_TEMPERATURE = 1e-6
 MAX_SEED = 2**63 - 1
 
 _int = [is_int, positive]
-_float = dict(converter=to_float)
 
 
 @attrs.frozen(kw_only=True)
@@ -102,16 +101,16 @@ class BankConfig:
     M: int = attrs.field(default=16, validator=[is_int, at_least(2), at_most(MAX_M)])
     ef_construction: int = attrs.field(default=200, validator=[*_int, at_most(MAX_EF)])
     ef_search: int = attrs.field(default=64, validator=[*_int, at_most(MAX_EF)])
-    dedup_threshold: float = attrs.field(default=0.01, **_float, validator=[is_real, non_negative, finite])
-    merge_threshold: float = attrs.field(default=0.05, **_float, validator=[is_real, non_negative, finite])
+    dedup_threshold: float = attrs.field(default=0.01, converter=to_float, validator=[is_real, non_negative, finite])
+    merge_threshold: float = attrs.field(default=0.05, converter=to_float, validator=[is_real, non_negative, finite])
     merge_k: int = attrs.field(default=16, validator=[*_int, at_most(MAX_K)])
-    temperature: float = attrs.field(default=1.0, **_float,
+    temperature: float = attrs.field(default=1.0, converter=to_float,
                                      validator=[is_real, finite, at_least(MIN_TEMPERATURE)])
-    diversity_penalty: float = attrs.field(default=0.4, **_float, validator=[is_real, non_negative, finite])
-    utility_floor: float | None = attrs.field(default=None, **_float)
+    diversity_penalty: float = attrs.field(default=0.4, converter=to_float, validator=[is_real, non_negative, finite])
+    utility_floor: float | None = attrs.field(default=None, converter=to_float)
     candidate_factor: int = attrs.field(default=4, validator=[*_int, at_most(MAX_K)])
-    initial_utility: float = attrs.field(default=0.0, **_float, validator=[is_real, finite, at_least(-MAX_UTILITY),
-                                                                          at_most(MAX_UTILITY)])
+    initial_utility: float = attrs.field(default=0.0, converter=to_float,
+                                         validator=[is_real, finite, at_least(-MAX_UTILITY), at_most(MAX_UTILITY)])
     utility_warmup: bool = attrs.field(default=False, validator=is_bool)
     utilisation_window: int = attrs.field(default=1000, validator=[*_int, at_most(MAX_SEED)])
     seed: int | None = attrs.field(default=0)

@@ -71,7 +71,7 @@ class EntryStore:
         """The live rows of one column (a view: do not keep it across writes)."""
         return self.cols[name][: self.size]
 
-    def __contains__(self, entry_id: int) -> bool:
+    def __contains__(self, entry_id: int | np.integer) -> bool:
         return int(entry_id) in self._slot
 
     def ids(self) -> np.ndarray:

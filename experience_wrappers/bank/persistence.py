@@ -75,7 +75,7 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def atomic_folder(path: Path) -> tuple[Path, callable]:
+def atomic_folder(path: Path) -> tuple[Path, Callable[[], None]]:
     """A temporary sibling folder and a ``commit()`` that renames it to ``path``.
 
     Low level: :func:`replaced_folder` adds the checks, the lock and the clean-up that a
@@ -141,6 +141,7 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
         tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         tmp_inode = tmp.stat().st_ino
+        old: Path | None
         try:
             yield tmp
             if path.exists() and exchange_paths(tmp, path):
@@ -231,7 +232,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
             files: dict[str, str] = {}
             if store is not None and index is not None:
                 buf = io.BytesIO()
-                np.savez(buf, **store.snapshot())
+                np.savez(buf, **store.snapshot())  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
                 entries_name, index_name = f"entries-{gen}.npz", f"index-{gen}.bin"
                 written.append(path / entries_name)
                 files[entries_name] = _write_new(path / entries_name, buf.getvalue())

@@ -111,6 +111,8 @@ class ExperienceExtractor(nn.Module):
     ((2, 4), (2,), (2,), dtype('float32'))
     """
 
+    _is_action: torch.Tensor  # a buffer (register_buffer in __init__)
+
     def __init__(self, config: ExtractorConfig) -> None:
         if not isinstance(config, ExtractorConfig):
             raise TypeError(f"config must be an ExtractorConfig, got {config!r}")

@@ -32,7 +32,7 @@ def batch_flatten(space: spaces.Space, batch: Any) -> np.ndarray:
     [[0.0, 0.0, 1.0, 1.0, -0.5]]
     """
     if isinstance(space, spaces.Box):
-        x = np.asarray(batch, dtype=np.float64).reshape(len(batch), -1)
+        x: np.ndarray = np.asarray(batch, dtype=np.float64).reshape(len(batch), -1)
         low = np.broadcast_to(space.low, space.shape).reshape(-1).astype(np.float64)
         high = np.broadcast_to(space.high, space.shape).reshape(-1).astype(np.float64)
         # bounds of 1e6 and wider (e.g. float32 max) say nothing about scale: squash those too

@@ -23,7 +23,6 @@ __all__ = ["ManagerConfig"]
 MAX_LEN, MAX_HIDDEN = 100_000, 8192
 
 _int = [is_int, positive]
-_float = dict(converter=to_float)
 _unit = [is_real, finite, at_least(0.0), at_most(1.0)]
 
 
@@ -79,14 +78,14 @@ class ManagerConfig:
     exp_dim: int = attrs.field(default=16, validator=[*_int, at_most(MAX_DIM)])
     hidden: int = attrs.field(default=64, validator=[*_int, at_most(MAX_HIDDEN)])
     max_len: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
-    lr: float = attrs.field(default=3e-4, **_float, validator=[is_real, finite, positive])
+    lr: float = attrs.field(default=3e-4, converter=to_float, validator=[is_real, finite, positive])
     batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
     ssl_batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
     extractor_reward: str = attrs.field(default="delta", validator=attrs.validators.in_(("delta", "direct")))
     baseline_window: int = attrs.field(default=100, validator=[*_int, at_most(MAX_LEN)])
-    skip_below: float | None = attrs.field(default=None, **_float)
-    decay_start: float = attrs.field(default=0.99, **_float, validator=_unit)
-    decay_end: float = attrs.field(default=0.95, **_float, validator=_unit)
+    skip_below: float | None = attrs.field(default=None, converter=to_float)
+    decay_start: float = attrs.field(default=0.99, converter=to_float, validator=_unit)
+    decay_end: float = attrs.field(default=0.95, converter=to_float, validator=_unit)
     extractor_per_task: bool = attrs.field(default=False, validator=is_bool)
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     seed: int = attrs.field(default=0, validator=[is_int, at_least(0), at_most(MAX_SEED)])

@@ -22,9 +22,9 @@ def same_layout(a: spaces.Space, b: spaces.Space) -> bool:
     """
     if type(a) is not type(b):
         return False
-    if isinstance(a, spaces.Dict):
+    if isinstance(a, spaces.Dict) and isinstance(b, spaces.Dict):
         return a.spaces.keys() == b.spaces.keys() and all(same_layout(a[k], b[k]) for k in a.spaces)
-    if isinstance(a, spaces.Tuple):
+    if isinstance(a, spaces.Tuple) and isinstance(b, spaces.Tuple):
         return len(a) == len(b) and all(same_layout(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, spaces.Box):
         return a.shape == b.shape and a.dtype == b.dtype

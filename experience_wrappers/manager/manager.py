@@ -536,7 +536,8 @@ class ExperienceManager:
             for res in self.paired.add(inst.key, outcome, guided=ep.guided, members=inst.members, free=inst.free,
                                        payload=payload, free_spread=spread):
                 if res.payload is not None:
-                    self._credit(*res.payload, res.delta)
+                    ids, shares, success = res.payload  # what _credit_payload returned
+                    self._credit(ids, shares, success, res.delta)
             return
         if not ep.guided:
             return
@@ -681,7 +682,7 @@ class ExperienceManager:
             task_files = self._ask("save", str(tmp))[1]
         else:
             task_files = self._learner.save(tmp)
-            np.savez(tmp / "samples.npz", **self._learner.sample_arrays(self.context_dim, self.exp_dim),
+            np.savez(tmp / "samples.npz", **self._learner.sample_arrays(self.context_dim, self.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
                      generator=self._generator.get_state().numpy())
         state = {
             "format": self.STATE_FORMAT, "version": self.STATE_VERSION,
@@ -765,6 +766,7 @@ class ExperienceManager:
             self._episodes_failed = 0
         self.bank.replace_with(bank)
         if self._learner is not None:
+            assert learner is not None  # read by self._learner above
             self._learner.adopt(learner)
         self._generator.set_state(generator_state)
         for name, value in scalars.items():

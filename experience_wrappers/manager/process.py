@@ -335,7 +335,7 @@ class _Learner:
         """The learner's files of a manager folder (extractors, samples.npz); returns the task files."""
         task_files = self.learner.save(folder)
         cfg = self.learner.extractor_config
-        np.savez(folder / "samples.npz", **self.learner.sample_arrays(cfg.context_size, cfg.exp_dim),
+        np.savez(folder / "samples.npz", **self.learner.sample_arrays(cfg.context_size, cfg.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
                  generator=self.generator.get_state().numpy())
         return task_files
 

@@ -29,7 +29,7 @@ def success_actions(rows: np.ndarray, mask: np.ndarray, layout: EntryLayout,
     nearest = dist == dist.min(axis=-1, keepdims=True)
     best = np.argmin(np.where(nearest, stg, np.inf), axis=-1)
     codes = np.take_along_axis(rows[..., layout.row_action_slice()], best[:, None, None], axis=1)[:, 0]
-    found = won.any(axis=-1)
+    found = np.asarray(won.any(axis=-1))
     return np.where(found, codes.argmax(-1), 0), found
 
 

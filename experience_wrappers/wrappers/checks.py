@@ -22,6 +22,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from numbers import Real
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -136,7 +137,7 @@ def env_name(env: Any) -> str:
 
 
 #: the functions that build and run an env in a vector env's worker process, by (module, name)
-_VECTOR_WORKERS = {
+_VECTOR_WORKERS: dict[tuple[object, str], str] = {
     ("stable_baselines3.common.vec_env.subproc_vec_env", "_worker"): "a SubprocVecEnv",
     ("gymnasium.vector.async_vector_env", "_async_worker"): "an AsyncVectorEnv",
 }
@@ -144,7 +145,7 @@ _VECTOR_WORKERS = {
 
 def vector_worker() -> str | None:
     """Which vector env's worker process calls this (``"a SubprocVecEnv"``), or None (read off the stack)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         found = _VECTOR_WORKERS.get((frame.f_globals.get("__name__"), frame.f_code.co_name))
         if found is not None:

@@ -48,7 +48,7 @@ class EpisodeRecorder:
         self._usual: list[np.dtype] = []  # each leaf's first dtype
         # (leaf, env) -> (whether the usual dtype was seen, the other dtypes promoted): only for
         # episodes in which a leaf arrived with another dtype than its first one (rare)
-        self._odd: dict[tuple[int, int], tuple[bool, np.dtype]] = {}
+        self._odd: dict[tuple[int, int], tuple[bool, np.dtype | None]] = {}
 
     @property
     def lengths(self) -> np.ndarray:

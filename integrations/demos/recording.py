@@ -37,8 +37,9 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
     limit = max_attempts or 10 * n_episodes
     while len(demos) < n_episodes and attempts < limit:
         obs, info = env.reset(seed=seed + attempts)
-        if callable(getattr(policy, "reset", None)):
-            policy.reset()
+        reset = getattr(policy, "reset", None)
+        if callable(reset):
+            reset()
         attempts += 1
         frames, actions, rewards = [], [], []
         while True:
@@ -75,7 +76,7 @@ def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
         arrays["obs"] = np.concatenate([np.asarray(d.observations)[: len(d.actions)] for d in demos])
     arrays["meta"] = np.frombuffer(json.dumps({"format": FORMAT, "version": VERSION}).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
+    np.savez_compressed(path, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
     return path
 
 

@@ -47,7 +47,7 @@ def _build_env(
     raw.max_path_length = steps
     if seed is not None:
         raw.seed(seed)
-    env = gym.wrappers.TimeLimit(raw, max_episode_steps=steps)
+    env: gym.Env = gym.wrappers.TimeLimit(raw, max_episode_steps=steps)
     return MetaWorldTaskWrapper(
         env, tasks, task_id=task_id, terminate_on_success=terminate_on_success
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from experience_wrappers.validators import check_int
 from integrations.metaworld.checks import (
@@ -27,7 +27,7 @@ __all__ = ["make_mt10_vec_env"]
 def make_mt10_vec_env(
     n_envs_per_task: int = 1,
     seed: int | None = 0,
-    vec_env_cls: type[VecEnv] = DummyVecEnv,
+    vec_env_cls: type[DummyVecEnv] | type[SubprocVecEnv] = DummyVecEnv,
     wrapper_class: Callable[..., gym.Env] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
     *,

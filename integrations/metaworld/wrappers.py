@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -14,6 +14,7 @@ from integrations.metaworld.checks import check_task_index
 from integrations.metaworld.constants import MT10_TASKS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from metaworld.sawyer_xyz_env import SawyerXYZEnv
     from metaworld.types import Task
 
 __all__ = ["MetaWorldTaskWrapper", "TaskOneHotWrapper", "task_id_from_obs"]
@@ -74,7 +75,7 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.terminate_on_success = bool(terminate_on_success)
         self._episode_success = False
 
-        raw = self.env.unwrapped
+        raw = cast("SawyerXYZEnv", self.env.unwrapped)
         try:
             raw.set_task(tasks[0])
         except AssertionError as exc:
@@ -88,7 +89,8 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._obs_low = space.low
         self._obs_high = space.high
         self.observation_space = spaces.Box(
-            low=space.low, high=space.high, shape=space.shape, dtype=space.dtype
+            low=space.low, high=space.high, shape=space.shape,
+            dtype=space.dtype,  # type: ignore[arg-type]  # gymnasium's stub wants a scalar type; a dtype works
         )
 
     def reset(
@@ -105,7 +107,7 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             ``(obs, info)``; ``obs`` is clipped to the declared bounds, as
             Meta-World already does in ``step()``.
         """
-        raw = self.env.unwrapped
+        raw = cast("SawyerXYZEnv", self.env.unwrapped)
         if seed is not None:
             raw.seed(int(seed))
             self.observation_space.seed(int(seed))
@@ -174,14 +176,14 @@ class TaskOneHotWrapper(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         space = env.observation_space
         if not isinstance(space, spaces.Box) or len(space.shape) != 1:
             raise TypeError(f"TaskOneHotWrapper needs a 1-D Box observation space, got {space}")
-        self.num_tasks: int = check_int("num_tasks", num_tasks, minimum=1, numpy=True)  # type: ignore[assignment]
+        self.num_tasks: int = check_int("num_tasks", num_tasks, minimum=1, numpy=True)
         self.task_id: int = check_task_index(task_id, self.num_tasks)
         self.one_hot = np.zeros(self.num_tasks, dtype=space.dtype)
         self.one_hot[self.task_id] = 1
         self.observation_space = spaces.Box(
             low=np.concatenate([space.low, np.zeros(self.num_tasks, dtype=space.dtype)]),
             high=np.concatenate([space.high, np.ones(self.num_tasks, dtype=space.dtype)]),
-            dtype=space.dtype,
+            dtype=space.dtype,  # type: ignore[arg-type]  # gymnasium's stub wants a scalar type; a dtype works
         )
 
     def observation(self, observation: np.ndarray) -> np.ndarray:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gymnasium import spaces
+
 from experience_wrappers.validators import check_int
 from integrations.demos import Demonstration, record_demonstrations
 
@@ -47,7 +49,9 @@ def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
     try:
         demos = record_demonstrations(env, MapNavigator(env, seed), n_episodes, seed=seed,
                                       only_successful=True, max_attempts=max_attempts)
-        kept = set(env.observation_space.spaces) - (set(record_keys) - set(keys))
+        obs_space = env.observation_space
+        assert isinstance(obs_space, spaces.Dict)  # MiniHack's observations: a Dict of the keys asked for
+        kept = set(obs_space.spaces) - (set(record_keys) - set(keys))
     finally:
         env.close()
     if len(demos) < n_episodes:

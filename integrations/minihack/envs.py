@@ -27,14 +27,14 @@ import dataclasses
 import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import RecordConstructorArgs
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from experience_wrappers.validators import check_int
 from integrations.minihack.checks import (
@@ -162,13 +162,14 @@ class MiniHackCompat(gym.Wrapper, RecordConstructorArgs):
             self._rng = np.random.default_rng(seed)
         if self._rng is not None:
             core, disp = (int(s) for s in self._rng.integers(0, 2**63 - 1, size=2))
-            self.env.unwrapped.seed(core=core, disp=disp, reseed=False)
+            nle_env: Any = self.env.unwrapped  # NLE's env (untyped): seed(core, disp, reseed)
+            nle_env.seed(core=core, disp=disp, reseed=False)
         if options is not None and "wizkit_items" not in options:
             options = {**options, "wizkit_items": None}
         obs, info = self.env.reset(seed=seed, options=options)
         return _copy_obs(obs), info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return _copy_obs(obs), reward, terminated, truncated, info
 
@@ -186,7 +187,7 @@ class StepLimitTruncation(gym.Wrapper, RecordConstructorArgs):
         RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated and _end_status(info) == END_STATUS_ABORTED:
             terminated, truncated = False, True
@@ -206,7 +207,7 @@ class MiniHackSuccess(gym.Wrapper, RecordConstructorArgs):
         RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
             success = _end_status(info) == END_STATUS_SUCCESS
@@ -258,7 +259,7 @@ class LastAction(gym.Wrapper, RecordConstructorArgs):
         obs, info = self.env.reset(seed=seed, options=options)
         return self._with(obs, self.none_action), info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         last = int(np.asarray(action).reshape(())) - self._start
         return self._with(obs, last), reward, terminated, truncated, info
@@ -336,7 +337,7 @@ def make_minihack_vec_env(
     env_id: str,
     n_envs: int = 8,
     seed: int | None = 0,
-    vec_env_cls: type[VecEnv] = DummyVecEnv,
+    vec_env_cls: type[DummyVecEnv] | type[SubprocVecEnv] = DummyVecEnv,
     wrapper_class: Callable[..., gym.Env] | None = None,
     wrapper_kwargs: dict[str, Any] | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,

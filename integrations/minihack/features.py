@@ -223,7 +223,7 @@ class GlyphCNNExtractor(BaseFeaturesExtractor):
         total = 0
         for key in grid:
             shape = sub[key].shape
-            if len(shape) != 2:
+            if shape is None or len(shape) != 2:
                 raise ValueError(f"grid key {key!r} must be 2-D, got shape {shape}")
             enc = _GridEncoder(_vocab_size(key, sub[key]), shape[0], shape[1], embed_dim, channels)
             self.grids[key] = enc

@@ -50,7 +50,7 @@ def split_pairs(size: int = 7, train: int = 80, held_out: int = 20, seed: int = 
     cells = range(1, size * size)
     pairs = [(k, d) for k in cells for d in cells if k != d]
     order = np.random.default_rng(seed).permutation(len(pairs))[: train + held_out]
-    chosen = [pair_seed(*pairs[i], size) for i in order.tolist()]
+    chosen = [pair_seed(*pairs[int(i)], size) for i in order.tolist()]
     return sorted(chosen[held_out:]), sorted(chosen[:held_out])
 
 

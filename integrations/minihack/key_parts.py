@@ -156,7 +156,7 @@ class GridPart(_IdsPart):
     def __init__(self, key: str, space: spaces.Space, seed: int, key_dim: int) -> None:
         super().__init__(key, space, seed, key_dim)
         background = 32 if key.startswith("chars") else _S_STONE_GLYPH
-        self._pos = codes(seed, 1, int(np.prod(space.shape)), key_dim)
+        self._pos = codes(seed, 1, int(np.prod(self.shape)), key_dim)
         # the glyph codes with the background glyph's row zeroed: background cells add nothing
         self._ids_fg = codes(seed, 2, self.vocab, key_dim)
         self._ids_fg[background] = 0.0
@@ -214,7 +214,7 @@ class BlstatsPart(KeyPart):
     def __init__(self, key: str, space: spaces.Space, seed: int, key_dim: int,
                  fields: Sequence[int] = ()) -> None:
         super().__init__(key, space, seed, key_dim)
-        n_fields = int(np.prod(space.shape))
+        n_fields = int(np.prod(self.shape))
         self.fields = tuple(int(f) for f in fields)
         bad = [f for f in self.fields if not 0 <= f < n_fields]
         if bad:

@@ -95,7 +95,7 @@ class MiniHackKeyEncoder(KeyEncoder):
 
     def __init__(
         self,
-        observation_space: spaces.Dict,
+        observation_space: spaces.Space,  # a Dict, checked below
         key_dim: int = 64,
         seed: int = 0,
         weights: Mapping[str, float] | None = None,

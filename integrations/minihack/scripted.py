@@ -73,7 +73,8 @@ class MapNavigator:
 
         self.env = env
         self.rng = np.random.default_rng(seed)
-        actions = list(env.unwrapped.actions)
+        nle_env: Any = env.unwrapped  # NLE's env (untyped)
+        actions = list(nle_env.actions)
         compass = [nethack.CompassDirection.N, nethack.CompassDirection.E, nethack.CompassDirection.S,
                    nethack.CompassDirection.W, nethack.CompassDirection.NE, nethack.CompassDirection.SE,
                    nethack.CompassDirection.SW, nethack.CompassDirection.NW]
@@ -99,7 +100,8 @@ class MapNavigator:
 
     def _has_key(self) -> bool:
         try:
-            return self.env.unwrapped.key_in_inventory("key") is not None
+            nle_env: Any = self.env.unwrapped  # NLE's env (untyped)
+            return nle_env.key_in_inventory("key") is not None
         except (AssertionError, AttributeError, IndexError):
             return False
 

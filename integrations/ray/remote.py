@@ -48,8 +48,8 @@ class RemoteBank(ExperienceBank):
     def __repr__(self) -> str:
         return f"RemoteBank(service={self.service.name!r})"
 
-    @property  # type: ignore[override]
-    def config(self) -> BankConfig:
+    @property
+    def config(self) -> BankConfig:  # type: ignore[override]  # read-only here: the service's bank holds the config
         return self.service.config
 
     @property

@@ -33,6 +33,7 @@ from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.schedule import check_fraction_schedule, linear
 from experience_wrappers.validators import check_int
 
+from .remote import RemoteManager
 from .service import ExperienceService
 
 __all__ = ["experience_env_creator", "experience_callback", "subgroup_advantages", "require_rllib",
@@ -79,7 +80,9 @@ def _make_env(env_creator: Callable[[dict], Any], service: ExperienceService, fl
     from gymnasium.wrappers import FlattenObservation
 
     env = service.wrap(env_creator(env_config), manager_kwargs=manager_kwargs, **wrapper_kwargs)
-    env.manager.follow_schedule = True  # the ratio comes from the driver's callback
+    manager = env.manager
+    assert isinstance(manager, RemoteManager)  # service.wrap gives the wrapper the service's manager
+    manager.follow_schedule = True  # the ratio comes from the driver's callback
     return FlattenObservation(env) if flatten else env
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch as th
 from gymnasium import spaces
@@ -33,7 +35,7 @@ def distillation_step(model: OnPolicyAlgorithm, positions: np.ndarray, weights: 
         return 0.0
     buf = model.rollout_buffer
     obs_all = buf.observations
-    if "experience_action_prior" not in obs_all:
+    if not isinstance(obs_all, dict) or "experience_action_prior" not in obs_all:
         raise ValueError("distillation needs ExperienceWrapper(..., experimental={'action_prior': True})")
     policy = model.policy
     space = model.action_space
@@ -42,12 +44,13 @@ def distillation_step(model: OnPolicyAlgorithm, positions: np.ndarray, weights: 
     for start in range(0, len(order), batch_size):
         idx = positions[order[start : start + batch_size]]
         obs = {key: v[idx[:, 0], idx[:, 1]] for key, v in obs_all.items()}
-        obs_t = obs_as_tensor(obs, model.device)
+        obs_t = cast(dict[str, th.Tensor], obs_as_tensor(obs, model.device))  # a dict in, a dict out
         w = th.as_tensor(weights[order[start : start + batch_size]], dtype=th.float32, device=model.device)
         mix, any_mask = prior_mixture(obs_t)
         dist = policy.get_distribution(obs_t)
         if isinstance(space, spaces.Discrete):
-            logp = th.log_softmax(dist.distribution.logits, dim=-1)
+            logits = cast(th.distributions.Categorical, dist.distribution).logits  # a Discrete space's
+            logp = th.log_softmax(logits, dim=-1)
             per = -(mix * logp).sum(-1)
         elif isinstance(space, spaces.Box):
             n = space.shape[0]

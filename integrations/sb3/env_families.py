@@ -43,7 +43,7 @@ class Family:
     key_encoder: Callable[[gym.Space], KeyEncoder] | None = None
     task_id: Any = 0
     demonstrator: Callable[[str, int, int], list[Any]] | None = None
-    make_env: Callable[[str], gym.Env] | None = None
+    make_env: Callable[[Any], gym.Env] | None = None  # takes the env ids (or factories) the family knows
 
 
 def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
@@ -117,9 +117,10 @@ def build_env(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, bank:
     def make_vec(n: int, wrapper_class: Any = None, kwargs: dict[str, Any] | None = None) -> VecEnv:
         if group_size is None:
             return fam.make_vec(env_id, n, seed, wrapper_class, kwargs)
-        assert fam.make_env is not None
+        make_env = fam.make_env
+        assert make_env is not None
         wrap = None if wrapper_class is None else (lambda e: wrapper_class(e, **(kwargs or {})))
-        return DummyVecEnv(paired_env_fns(lambda: fam.make_env(env_id), n, group_size, seed, wrapper=wrap))
+        return DummyVecEnv(paired_env_fns(lambda: make_env(env_id), n, group_size, seed, wrapper=wrap))
 
     if bank is None:
         return make_vec(n_envs)

@@ -83,9 +83,9 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     while (counts < targets).any():
         if masked:
             masks = np.stack(env.env_method("action_masks"))
-            actions, state = model.predict(obs, deterministic=deterministic, action_masks=masks)  # type: ignore[call-arg]
+            actions, state = model.predict(obs, deterministic=deterministic, action_masks=masks)  # type: ignore[call-arg, arg-type]  # sb3-contrib's MaskablePPO; SB3's VecEnvObs includes tuples, predict's annotation does not
         else:
-            actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=deterministic)
+            actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=deterministic)  # type: ignore[arg-type]  # SB3's VecEnvObs includes tuples, predict's annotation does not
         obs, rewards, dones, infos = env.step(actions)
         starts = np.asarray(dones, dtype=bool)
         cur_ret += rewards
@@ -136,6 +136,6 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
         # are dropped, never handed to the manager) and keep the model's view of the env current
         obs = env.reset()
         if env is model.get_env():
-            model._last_obs = obs
+            model._last_obs = obs  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
             model._last_episode_starts = np.ones((env.num_envs,), dtype=bool)
     return out

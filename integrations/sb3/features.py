@@ -14,6 +14,12 @@ from experience_wrappers.wrappers.spaces import base_keys
 __all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs"]
 
 
+def _box_shape(space: gym.spaces.Dict, key: str) -> tuple[int, ...]:
+    shape = space[key].shape
+    assert shape is not None  # the wrapper's experience channels are Boxes
+    return shape
+
+
 class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     """Encode the original observation, pool the ``k`` shown experiences with attention.
 
@@ -45,9 +51,9 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim=base.features_dim + attn_dim + 1)
         self.base = base
         self.base_keys = keys
-        k, d = observation_space["experience"].shape
+        k, d = _box_shape(observation_space, "experience")
         self.has_prior = "experience_action_prior" in observation_space.spaces
-        token_dim = d + 1 + (observation_space["experience_action_prior"].shape[1] if self.has_prior else 0)
+        token_dim = d + 1 + (_box_shape(observation_space, "experience_action_prior")[1] if self.has_prior else 0)
         self.token = nn.Sequential(nn.Linear(token_dim, attn_dim), nn.ReLU(), nn.Linear(attn_dim, 2 * attn_dim))
         self.query = nn.Linear(base.features_dim, attn_dim)
         self.attn_dim = attn_dim

@@ -37,7 +37,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager
 from experience_wrappers.replay import SuccessReplay
@@ -266,6 +266,7 @@ class ComplementaryRL:
                              "demonstrations here (demonstrations=N) or give rollin={'instance_seeds': [...]}")
         probe = self.family.make_vec(self.env_id, 1, self.seed)
         try:
+            assert isinstance(probe, DummyVecEnv)  # the families build DummyVecEnvs
             return instance_seeds(probe.envs[0], self.demonstrations, self.seed + DEMO_SEED_OFFSET)
         finally:
             probe.close()
@@ -340,7 +341,7 @@ class ComplementaryRL:
         finally:
             if self.rollin_env is not None:
                 self.rollin_env.enabled = True
-                self.model._last_obs = self.rollin_env.reset()
+                self.model._last_obs = self.rollin_env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
 
     def save(self, folder: str | Path) -> Path:
         """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from experience_wrappers.replay import SOURCE_OWN, SuccessReplay
 from experience_wrappers.rollin import BankGuide
@@ -70,15 +71,18 @@ class NeighbourImitationCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         """Label the rollout's states (before PPO's update; trained on after it)."""
-        buf = self.model.rollout_buffer
+        model = self.model
+        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a rollout buffer
+        buf = model.rollout_buffer
         obs: Any = buf.observations
         if not isinstance(obs, dict):
             raise TypeError("NeighbourImitationCallback needs the experience wrapper's Dict observation")
         n = buf.buffer_size * buf.n_envs
-        space = self.model.observation_space
+        space = model.observation_space
+        assert isinstance(space, spaces.Dict)  # a Dict observation, as the buffer's
         # SB3's buffer keeps every key as float32, a Discrete one with a trailing axis of 1:
         # back to the env's own shapes and dtypes, as the keys were computed from them
-        base = {k: np.asarray(v).reshape(n, *space[k].shape).astype(space[k].dtype, copy=False)
+        base = {k: np.asarray(v).reshape(n, *(space[k].shape or ())).astype(space[k].dtype, copy=False)
                 for k, v in obs.items() if k not in EXPERIENCE_KEYS}
         # the keys read the env's own observation: a dict of its keys, or its one array
         spaces_dict = isinstance(self.guide.manager.observation_space, spaces.Dict)
@@ -89,14 +93,16 @@ class NeighbourImitationCallback(BaseCallback):
             rows = np.flatnonzero(res.found)
             replay = SuccessReplay(capacity=len(rows))
             replay.add_episode({k: v[rows] for k, v in base.items()}, res.actions[rows],
-                               np.zeros(len(rows)), self.model.gamma, SOURCE_OWN)
+                               np.zeros(len(rows)), model.gamma, SOURCE_OWN)
             self._labelled = replay
 
     def _on_rollout_start(self) -> None:
         if self._labelled is None:
             return
-        coef = linear(self.coef, training_progress(self.model, self.num_timesteps))
-        out = self_imitation_step(self.model, self._labelled, coef=coef, weight="bc", n_batches=self.n_batches,
+        model = self.model
+        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a rollout buffer
+        coef = linear(self.coef, training_progress(model, self.num_timesteps))
+        out = self_imitation_step(model, self._labelled, coef=coef, weight="bc", n_batches=self.n_batches,
                                   batch_size=self.batch_size, rng=self.rng)
         self._labelled = None
         self.stats.update(out)

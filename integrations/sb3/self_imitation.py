@@ -82,7 +82,7 @@ def free_view(obs: dict[str, np.ndarray], observation_space: spaces.Space) -> An
         if key in obs:
             out[key] = obs[key]
         else:
-            out[key] = np.zeros((n, *sub.shape), dtype=sub.dtype)
+            out[key] = np.zeros((n, *(sub.shape or ())), dtype=sub.dtype)
     return out
 
 
@@ -259,9 +259,16 @@ class SelfImitationCallback(BaseCallback):
             log.info("self-imitation: %d behaviour-cloning steps on %d demonstrated states, loss %.3f",
                      self.pretrain_steps, out.get("states", 0), out.get("loss", float("nan")))
 
+    @property
+    def _on_policy(self) -> OnPolicyAlgorithm:
+        """The model, an on-policy algorithm (PPO-style: an actor-critic policy)."""
+        model = self.model
+        assert isinstance(model, OnPolicyAlgorithm)
+        return model
+
     def pretrain(self, steps: int) -> dict[str, float]:
         """Behaviour cloning on the demonstrations for ``steps`` gradient steps."""
-        return self_imitation_step(self.model, self.replay, coef=1.0, weight="bc", n_batches=steps,
+        return self_imitation_step(self._on_policy, self.replay, coef=1.0, weight="bc", n_batches=steps,
                                    batch_size=self.batch_size, sources=(SOURCE_DEMO,), rng=self.rng)
 
     # ---------------------------------------------------------------- record
@@ -289,7 +296,7 @@ class SelfImitationCallback(BaseCallback):
             success = sum(rewards.tolist()) > 0  # summed in step order
         if self.keep == "successful" and not success:
             return
-        self.replay.add_episode(obs, actions, rewards, self.model.gamma, SOURCE_OWN)
+        self.replay.add_episode(obs, actions, rewards, self._on_policy.gamma, SOURCE_OWN)
 
     # ---------------------------------------------------------------- update
     def _on_rollout_start(self) -> None:
@@ -299,7 +306,7 @@ class SelfImitationCallback(BaseCallback):
             self._updated = True
             return
         coef = linear(self.coef, training_progress(self.model, self.num_timesteps))
-        self.stats = self_imitation_step(self.model, self.replay, coef=coef, weight=self.weight,
+        self.stats = self_imitation_step(self._on_policy, self.replay, coef=coef, weight=self.weight,
                                          n_batches=self.n_batches, batch_size=self.batch_size,
                                          value_coef=self.value_coef, max_weight=self.max_weight,
                                          sources=self.sources, rng=self.rng)

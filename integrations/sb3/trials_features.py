@@ -42,7 +42,9 @@ class TrialsFeaturesExtractor(BaseFeaturesExtractor):
                              f"{observation_space}")
         self.base_keys = sorted(key for key in observation_space.spaces if key not in (ENTRIES_KEY, MASK_KEY))
         super().__init__(observation_space, features_dim=3 * hidden + 1)
-        row_dim = observation_space[ENTRIES_KEY].shape[-1]
+        entries_shape = observation_space[ENTRIES_KEY].shape
+        assert entries_shape is not None  # the TrialsWrapper's entries are a Box
+        row_dim = entries_shape[-1]
         self.encoder: BaseFeaturesExtractor | None = None
         if base_extractor_class is None:
             base_dim = sum(gym.spaces.flatdim(observation_space[key]) for key in self.base_keys)

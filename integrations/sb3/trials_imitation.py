@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY, EntryLayout
@@ -55,9 +57,12 @@ class EntryImitationCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         """Keep the rollout's states that stand on a shown success, with its action."""
-        buf = self.model.rollout_buffer
-        space = self.model.observation_space
-        obs = {k: np.asarray(v).reshape(-1, *space[k].shape) for k, v in buf.observations.items()}
+        model = self.model
+        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a rollout buffer
+        observations = model.rollout_buffer.observations
+        space = model.observation_space
+        assert isinstance(observations, dict) and isinstance(space, spaces.Dict)  # a TrialsWrapper's Dict
+        obs = {k: np.asarray(v).reshape(-1, *(space[k].shape or ())) for k, v in observations.items()}
         actions, found = success_actions(obs[ENTRIES_KEY], obs[MASK_KEY], self.layout, self.max_distance)
         idx = np.flatnonzero(found)
         self._states = {k: v[idx].copy() for k, v in obs.items()} if len(idx) else None
@@ -68,7 +73,9 @@ class EntryImitationCallback(BaseCallback):
         """After the PPO update: the imitation steps on the states kept."""
         if self._states is None or self._targets is None or self.coef == 0 or self.n_batches == 0:
             return
-        policy = self.model.policy
+        model = self.model
+        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: an actor-critic policy
+        policy = model.policy
         policy.set_training_mode(True)
         n = len(self._targets)
         losses = []
@@ -80,7 +87,7 @@ class EntryImitationCallback(BaseCallback):
             loss = -self.coef * log_prob.mean()
             policy.optimizer.zero_grad()
             loss.backward()
-            th.nn.utils.clip_grad_norm_(policy.parameters(), self.model.max_grad_norm)
+            th.nn.utils.clip_grad_norm_(policy.parameters(), model.max_grad_norm)
             policy.optimizer.step()
             losses.append(float(loss.detach()))
         self.stats = {"loss": float(np.mean(losses)), "states": float(n)}

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 
@@ -66,6 +67,7 @@ class StartValues:
         wanted = self.wanted()
         if not wanted:
             return 0
+        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a critic and a discount
         envs = np.concatenate([w[2] for w in wanted])
         values = start_values(model, envs)
         i = 0
@@ -84,7 +86,7 @@ def start_values(model: BaseAlgorithm, envs: np.ndarray) -> np.ndarray:
         raise TypeError("the value baseline needs the experience wrapper's Dict observation, got "
                         f"{type(obs).__name__}")
     free = free_view(base, model.observation_space)
-    policy = model.policy
+    policy: Any = model.policy  # an ActorCriticPolicy, or sb3-contrib's recurrent one (predict_values takes its states)
     with th.no_grad():
         tensor, _ = policy.obs_to_tensor(free)
         shape = getattr(policy, "lstm_hidden_state_shape", None)

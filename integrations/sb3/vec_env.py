@@ -33,7 +33,9 @@ def check_one_layout(venv: VecEnv) -> None:
         found = venv.get_attr("observation_space")
     except (AttributeError, NotImplementedError, TypeError):
         return
-    first = found[0] if found else None
+    if not found:
+        return
+    first = found[0]
     for i, space in enumerate(found[1:], start=1):
         if not same_layout(first, space):
             raise ValueError(
@@ -100,7 +102,9 @@ class ExperienceVecEnv(VecEnvWrapper):
     @property
     def norm_obs_keys(self) -> list[str]:
         """The keys for ``VecNormalize(..., norm_obs_keys=...)``: all but the experience channel."""
-        return norm_obs_keys(self.observation_space)
+        space = self.observation_space
+        assert isinstance(space, spaces.Dict)  # the injector's observation space
+        return norm_obs_keys(space)
 
     def set_force_guided(self, value: bool | None) -> None:
         """Force every episode guided (True) or free (False); None restores the schedule."""
