@@ -706,3 +706,20 @@ def test_a_refused_proposal_in_a_batched_write_costs_only_itself(rng):
     assert sorted(entries["extractor_version"].tolist()) == [1, 1, 1, 3, 3, 3]
     mgr._write([(made[1], 4), (made[0], 5)], None)  # accepted: one add, one version per row
     assert sorted(mgr.bank.entries()["extractor_version"].tolist()) == [1, 1, 1, 3, 3, 3, 4, 4, 4, 5, 5, 5]
+
+
+def test_every_extractor_setting_is_reachable_from_the_public_path() -> None:
+    import gymnasium as gym
+
+    from experience_wrappers import ExperienceWrapper
+
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(),
+                            manager_kwargs={"mode": "sync", "extractor": {"clip": 0.2, "ssl_coef": 0.0}})
+    cfg = env.manager.extractor_config
+    assert (cfg.clip, cfg.ssl_coef, cfg.utility_coef) == (0.2, 0.0, 0.5)  # the rest keeps its defaults
+    with pytest.raises(ValueError, match="set lr as the manager's own field"):
+        ManagerConfig(extractor={"lr": 1e-3})
+    with pytest.raises(ValueError, match="settable: \\['clip'"):
+        ManagerConfig(extractor={"clipp": 0.2})
+    with pytest.raises(ValueError, match="clip must be in"):
+        ManagerConfig(extractor={"clip": 2.0})

@@ -61,6 +61,11 @@ class ManagerConfig:
             or earlier when the actor polls (``poll()``, which the callback calls at every
             rollout's end; ``stats()``, ``flush()``, ``save()``, merges). 1: each episode at
             once. Batching saves the actor a message, a poll and a bank write per episode.
+        extractor: the extractor's other settings, by :class:`~experience_wrappers.extractor.ExtractorConfig`
+            field (``clip``, ``utility_coef``, ``diversity_coef``, ``ssl_coef``,
+            ``init_log_std``, ``min_log_std``, ``max_grad_norm``); the fields above
+            (``exp_dim``, ``hidden``, ``max_len``, ``lr``, ``seed``) are set here, and the
+            dims come from the spaces.
 
     Every field is checked here: numbers must be numbers (``"3e-4"`` is refused, not
     converted), ints ints, sizes within sane bounds, so a bad value fails at construction
@@ -90,6 +95,22 @@ class ManagerConfig:
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     seed: int = attrs.field(default=0, validator=[is_int, at_least(0), at_most(MAX_SEED)])
     handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
+    extractor: dict = attrs.field(factory=dict, converter=dict)
+
+    @extractor.validator
+    def _check_extractor(self, attribute: attrs.Attribute, value: dict) -> None:
+        from ..extractor import ExtractorConfig
+
+        fields = {f.name for f in attrs.fields(ExtractorConfig)}
+        here = {"exp_dim", "hidden", "max_len", "lr", "seed"}
+        derived = {"state_dim", "action_dim", "discrete_actions"}
+        for name in value:
+            if name in here:
+                raise ValueError(f"extractor={{{name!r}: ...}}: set {name} as the manager's own field ({name}=...)")
+            if name in derived or name not in fields:
+                settable = sorted(fields - here - derived)
+                raise ValueError(f"extractor={{{name!r}: ...}}: not an extractor setting; settable: {settable}")
+        ExtractorConfig(state_dim=1, action_dim=1, **value)  # each value checked now, not inside torch
 
     @skip_below.validator
     def _check_skip_below(self, attribute: attrs.Attribute, value: float | None) -> None:
