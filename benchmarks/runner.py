@@ -406,18 +406,18 @@ def main(argv: list[str] | None = None) -> int:
         with worker_pool(max(1, args.jobs), max_tasks_per_child=1) as pool:  # stopping the runner stops them
             futures = [pool.submit(_one, j) for j in jobs]
             for fut in tqdm(as_completed(futures), total=len(futures), desc=suite.name, mininterval=5):
-                path, status, err = fut.result()
+                done_path, status, err = fut.result()
                 finished += 1
                 if status == "failed":
                     failures += 1
-                    print(f"FAILED {path}\n{err}", flush=True)
+                    print(f"FAILED {done_path}\n{err}", flush=True)
                 elif status == "skipped":
-                    print(f"skipped {path} (written meanwhile by another runner)", flush=True)
+                    print(f"skipped {done_path} (written meanwhile by another runner)", flush=True)
                 else:
-                    print(f"done {path}", flush=True)
+                    print(f"done {done_path}", flush=True)
     except Stopped as stop:  # worker_pool has said so
         print(f"{finished} of {len(jobs)} runs had finished", file=sys.stderr, flush=True)
-        return int(stop.code)
+        return stop.code if isinstance(stop.code, int) else 1
     print("\n" + "\n".join(summary_lines(every_path)))
     print(f"\nreport: python -m benchmarks.report --results {results} --suites {suite.name} "
           f"--out {results / suite.name / 'report.md'}")

@@ -201,10 +201,9 @@ class TrialLog:
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
-    from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from experience_wrappers.trials import MetaEpisode, RetrieveAndPlay, TrialMemory
+    from experience_wrappers.trials import RetrieveAndPlay, TrialMemory
     from integrations.sb3.trials_evaluation import evaluate_trials, run_trials, trial_metrics
     from integrations.sb3.trials_method import build_trials_method
 
@@ -246,16 +245,15 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         out["train"] = None
     elif kind == "recurrent":
         from sb3_contrib import RecurrentPPO
-        venv = DummyVecEnv([(lambda i=i: Monitor(MetaEpisode(fam["make"](), instances=fam["train"], trials=k_trials,
-                                                             seed=seed * 1000 + i))) for i in range(N_ENVS)])
+        venv = DummyVecEnv([_meta_episode(fam["make"], fam["train"], k_trials, seed * 1000 + i, monitor=True)
+                            for i in range(N_ENVS)])
         log = TrialLog(8192, k_trials)
         model = RecurrentPPO("MultiInputLstmPolicy", venv, seed=seed, verbose=0,
                              policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64]}, **ppo_kwargs)
         model.learn(steps, callback=log)
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot()}
-        ev = DummyVecEnv([(lambda g=g: MetaEpisode(fam["make"](), instances=[g], trials=k_trials, seed=seed))
-                          for g in held])
+        ev = DummyVecEnv([_meta_episode(fam["make"], [g], k_trials, seed) for g in held])
         heldout["without_experience"] = trial_metrics(run_trials(ev, model.predict, runs_per_env=repeats,
                                                                  trials=k_trials, recurrent=True))
         heldout["note"] = "no bank: the LSTM state carried across the run's trials is its only memory"
@@ -267,20 +265,21 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                                   demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
                                   novelty_bonus=novelty, novelty_until_success=novelty_until,
                                   ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"), seed=seed)
-        model, venv = run.model, run.model.get_env()
+        method_model, method_venv = run.model, run.model.get_env()
         log = TrialLog(8192, k_trials)
-        model.learn(steps, callback=[log, *run.callbacks])
-        venv.close()
+        method_model.learn(steps, callback=[log, *run.callbacks])
+        assert method_venv is not None
+        method_venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}
 
         def frozen_memory() -> TrialMemory:
             m = memory(train_extractor=False)
-            if mem.trainer is not None:
+            if mem.trainer is not None and m.trainer is not None:
                 m.trainer.extractor.load_state_dict(mem.trainer.extractor.state_dict())
             return m
         conditions = ("without_experience",) if spec.get("scope") == "none" else (
             "without_experience", "with_experience", "with_demonstration")
-        heldout.update(evaluate(model.predict, frozen_memory, conditions))
+        heldout.update(evaluate(method_model.predict, frozen_memory, conditions))
     out["heldout"] = heldout
     out["demonstrations_used"] = {"training_runs_share": demo_ratio,
                                   "test_per_run": 1 if "with_demonstration" in heldout else 0}
@@ -290,6 +289,18 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
 
 
 # ---------------------------------------------------------------------------- the suite
+def _meta_episode(make: Callable[[], Any], instances: list[int], trials: int, seed: int,
+                  monitor: bool = False) -> Callable[[], Any]:
+    """An env factory: the ``trials`` trials of an instance as one episode (RecurrentPPO's peer)."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from experience_wrappers.trials import MetaEpisode
+
+    def build() -> Any:
+        env = MetaEpisode(make(), instances=instances, trials=trials, seed=seed)
+        return Monitor(env) if monitor else env
+    return build
+
 def _settings(family: str, arm: str, steps: int, repeats: int) -> dict[str, Any]:
     return {"family": family, "arm": arm, "arm_settings": ARMS[arm], "steps": steps if ARMS[arm]["kind"] != "play" else 0,
             "repeats": repeats, "ppo": PPO_KWARGS, "n_envs": N_ENVS, "group_size": GROUP_SIZE,
@@ -353,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                 finished += 1
     except Stopped as stop:  # worker_pool has said so
         print(f"{finished} of {len(todo)} runs had finished", file=sys.stderr, flush=True)
-        return int(stop.code)
+        return stop.code if isinstance(stop.code, int) else 1
     print(f"report: python -m benchmarks.trials_report --family {args.family}")
     return 0
 

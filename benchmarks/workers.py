@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing import get_context
@@ -53,7 +53,7 @@ def _raise_stopped(signum: int, frame: FrameType | None) -> None:
     raise Stopped(128 + signum)
 
 
-def _terminate(pool: ProcessPoolExecutor, processes: dict[int, Any], timeout: float = 5.0) -> None:
+def _terminate(pool: ProcessPoolExecutor, processes: MutableMapping[int, Any], timeout: float = 5.0) -> None:
     """Cancel what has not started, then terminate (and if need be kill) every worker of ``pool``."""
     pool.shutdown(wait=False, cancel_futures=True)
     for _ in range(2):  # a second pass catches a worker spawned meanwhile to replace a finished one
@@ -80,7 +80,7 @@ def worker_pool(max_workers: int, *, max_tasks_per_child: int | None = None) -> 
     pool = ProcessPoolExecutor(max_workers=max_workers, mp_context=get_context("spawn"),
                                initializer=_die_with_parent, initargs=(os.getpid(),),
                                max_tasks_per_child=max_tasks_per_child)
-    processes: dict[int, Any] = pool._processes  # the live dict: the pool adds its workers to it
+    processes: MutableMapping[int, Any] = pool._processes  # the live dict: the pool adds its workers to it
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_stopped) if in_main else None
     try:

@@ -24,11 +24,11 @@ from experience_wrappers.wrappers import ExperienceInjector
 from .bank_logging import log_bank_distributions
 from .discovery import find_experience
 from .distillation import distillation_step
-from .guards import check_callback
+from .guards import check_callback, on_policy
 from .lifecycle import (
-    remember_advantage_normalisation,
     restore_advantage_normalisation,
     start_training,
+    turn_off_advantage_normalisation,
 )
 from .schedules import training_progress
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback
@@ -142,13 +142,14 @@ class CRLCallback(BaseCallback):
     def _init_callback(self) -> None:
         check_callback(self)  # on-policy, and one CRLCallback per learn()
         self.managers, self.injectors = find_experience(self.training_env)
-        if hasattr(self.model.policy, "follow_schedule"):  # an ActionPriorPolicy: its weight follows
+        policy: Any = self.model.policy
+        if hasattr(policy, "follow_schedule"):  # an ActionPriorPolicy: its weight follows
             # (stop following first, so that without a prior schedule the policy keeps its last weight)
-            self.model.policy.follow_schedule(None)
+            policy.follow_schedule(None)
         for m in self.managers:
             m.schedule.configure(guided=self._spec.guided, prior=self._spec.prior, distill=self._spec.distill)
-        if self.prior_weight is not None and hasattr(self.model.policy, "follow_schedule"):
-            self.model.policy.follow_schedule(self.manager.schedule)
+        if self.prior_weight is not None and hasattr(policy, "follow_schedule"):
+            policy.follow_schedule(self.manager.schedule)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         m = self.managers[0]
         if self.model.num_timesteps > 0 and getattr(m, "episodes_submitted", None) == 0 and len(m.bank) == 0:
@@ -157,15 +158,13 @@ class CRLCallback(BaseCallback):
                    "model only; integrations.sb3.load_crl(path, env) restores the bank, extractor and replay, "
                    "and CRLCheckpointCallback saves them beside each checkpoint")
             _warn(msg)
-        if self.subgroup_advantages and getattr(self.model, "normalize_advantage", False):
-            remember_advantage_normalisation(self.model)
-            self.model.normalize_advantage = False
+        if self.subgroup_advantages and turn_off_advantage_normalisation(self.model):
             msg = ("CRLCallback: PPO's per-minibatch advantage normalisation is off; advantages are "
                    "normalised per subgroup (guided / free) at each rollout's end")
             log.info(msg)
             if self.verbose:
                 print(msg)
-        if self.distill_coef > 0 and "experience_action_prior" not in self.model.observation_space.spaces:
+        if self.distill_coef > 0 and "experience_action_prior" not in getattr(self.model.observation_space, "spaces", {}):
             raise ValueError("distill_coef > 0 needs ExperienceWrapper(..., experimental={'action_prior': True})")
         n_envs, n_steps = self.training_env.num_envs, getattr(self.model, "n_steps", 1)
         self._guided = np.zeros((n_steps, n_envs), dtype=bool)
@@ -207,7 +206,7 @@ class CRLCallback(BaseCallback):
         # guided or free under the manager's previous ratio; while none has taken a step,
         # start them again so that the schedule holds from the very first episode
         if self.injectors and all(int(inj.steps.max(initial=0)) == 0 for inj in self.injectors):
-            self.model._last_obs = self.training_env.reset()
+            self.model._last_obs = self.training_env.reset()  # type: ignore[assignment]  # SB3: VecEnvObs includes tuples, _last_obs does not
             self.model._last_episode_starts = np.ones((self.training_env.num_envs,), dtype=bool)
 
     def _advance_schedules(self) -> None:
@@ -255,7 +254,8 @@ class CRLCallback(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        buf = self.model.rollout_buffer
+        model = on_policy(self.model)
+        buf = model.rollout_buffer
         guided = self._guided[: buf.buffer_size, : buf.n_envs]
         if self.subgroup_advantages:
             buf.advantages[:] = regroup_advantages(buf.advantages, guided).astype(buf.advantages.dtype)
@@ -265,7 +265,7 @@ class CRLCallback(BaseCallback):
             positions = np.argwhere(chosen)
             weights = np.array([self._good[int(ep[s, e])] for s, e in positions], dtype=np.float32)
             coef = self.manager.schedule.at(self._progress()).distill_coef  # at this rollout's end
-            self.logger.record("crl/distill_loss", distillation_step(self.model, positions, weights, coef))
+            self.logger.record("crl/distill_loss", distillation_step(model, positions, weights, coef))
             self.logger.record("crl/distill_samples", len(positions))
         for m in self.managers:
             m.poll()  # process mode: the waiting episodes go to the learner, its entries into the bank

@@ -21,7 +21,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-__all__ = ["check_callback", "check_vec_env"]
+__all__ = ["check_callback", "check_vec_env", "on_policy"]
 
 #: per model: the ``start_time`` of the ``learn`` call that a CRLCallback claimed, and that callback
 _CLAIMS: weakref.WeakKeyDictionary[BaseAlgorithm, tuple[Any, weakref.ReferenceType]] = weakref.WeakKeyDictionary()
@@ -50,6 +50,14 @@ def check_callback(callback: Any) -> None:
                 "two CRLCallbacks run in one learn() call (e.g. in one CallbackList): each would count every "
                 "rollout and regroup the advantages again; pass a single CRLCallback")
     _CLAIMS[model] = (session, weakref.ref(callback))
+
+
+def on_policy(model: BaseAlgorithm | None) -> OnPolicyAlgorithm:
+    """``model`` as the on-policy algorithm (with a rollout buffer) that a callback of this
+    package needs; raises TypeError otherwise."""
+    if not isinstance(model, OnPolicyAlgorithm):
+        raise TypeError(f"this callback needs an on-policy algorithm (PPO, A2C, ...), got {type(model).__name__}")
+    return model
 
 
 def check_vec_env(env: Any, caller: str) -> None:

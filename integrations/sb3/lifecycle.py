@@ -24,7 +24,8 @@ from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
 __all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience",
-           "remember_advantage_normalisation", "restore_advantage_normalisation",
+           "remember_advantage_normalisation", "turn_off_advantage_normalisation",
+           "restore_advantage_normalisation",
            "advantage_normalisation_as_configured"]
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,19 @@ def remember_advantage_normalisation(model: BaseAlgorithm) -> None:
     """Record ``model.normalize_advantage`` before the callback turns it off."""
     if hasattr(model, "normalize_advantage"):
         _NORMALIZE_ADVANTAGE.setdefault(model, bool(model.normalize_advantage))
+
+
+def turn_off_advantage_normalisation(model: BaseAlgorithm) -> bool:
+    """Turn PPO's per-minibatch advantage normalisation off for this training, remembering the
+    user's value (given back by :func:`restore_advantage_normalisation`, and what a save
+    writes). The one place that changes it: :class:`CRLCallback` (which normalises per
+    subgroup) and :class:`RollInCallback` (which normalises the policy's own steps) both call
+    it. Returns whether it was on (False for algorithms without the setting)."""
+    if not getattr(model, "normalize_advantage", False):
+        return False
+    remember_advantage_normalisation(model)
+    model.normalize_advantage = False  # type: ignore[attr-defined]
+    return True
 
 
 def restore_advantage_normalisation(model: BaseAlgorithm) -> None:

@@ -39,7 +39,8 @@ from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from experience_wrappers.wrappers.spaces import BASE_KEY
 
-from .lifecycle import remember_advantage_normalisation, restore_advantage_normalisation
+from .guards import on_policy
+from .lifecycle import restore_advantage_normalisation, turn_off_advantage_normalisation
 
 __all__ = ["GuidedRollInVecEnv", "RollInCallback", "RollInEpisode", "RollInView", "find_rollin"]
 
@@ -354,10 +355,8 @@ class RollInCallback(BaseCallback):
         self._mask = np.zeros((buf.buffer_size, buf.n_envs), dtype=bool)
 
     def _on_training_start(self) -> None:
-        self._normalise = bool(getattr(self.model, "normalize_advantage", False))
-        if self._normalise:  # the user's setting is kept where save_crl and CRLCallback keep theirs
-            remember_advantage_normalisation(self.model)
-            self.model.normalize_advantage = False
+        # the user's setting is kept where save_crl and CRLCallback keep theirs
+        self._normalise = turn_off_advantage_normalisation(self.model)
 
     def _on_training_end(self) -> None:
         restore_advantage_normalisation(self.model)
@@ -366,7 +365,7 @@ class RollInCallback(BaseCallback):
         self._mask[:] = False
 
     def _on_step(self) -> bool:
-        pos = self.model.rollout_buffer.pos
+        pos = on_policy(self.model).rollout_buffer.pos
         if pos < len(self._mask):
             for e, info in enumerate(self.locals.get("infos", [])):
                 self._mask[pos, e] = bool(info.get("rollin", False))
@@ -374,7 +373,7 @@ class RollInCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         assert self.env is not None
-        buf = self.model.rollout_buffer
+        buf = on_policy(self.model).rollout_buffer
         mask = self._mask[: buf.buffer_size, : buf.n_envs]
         buf.advantages[:] = drop_guide_steps(buf.advantages, mask, self._normalise)
         finished = self.env.pop_finished()
