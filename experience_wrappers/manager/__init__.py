@@ -3,8 +3,9 @@
 from ..credit import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode, Instance, outcome_of, success_from_info
-from .manager import ExperienceManager, manager_for_bank, resolve_manager
+from .manager import ExperienceManager
 from .priors import segment_priors
+from .sharing import manager_for_bank, resolve_manager
 
 __all__ = [
     "ExperienceManager",

@@ -11,7 +11,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.manager import success_from_info
-from experience_wrappers.manager.layout import same_layout
+from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows

@@ -1,0 +1,98 @@
+"""A finished episode's credit: which entries guided it, against which baseline, and by how much.
+
+The rules are :mod:`experience_wrappers.credit`'s; here they meet the manager's state (its free
+baseline, paired credit, outcome figures) and its two writers: the bank's utilities, and the
+extractor's rewards (the learner's samples, or in ``process`` mode the credits sent with the
+episode to the learner process).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..credit import entry_reward, shown_shares, utility_decay, value_delta
+from .episode import Episode
+
+if TYPE_CHECKING:
+    from .manager import ExperienceManager
+
+__all__ = ["CREDITED_FIELDS", "attribute", "credit", "credit_payload"]
+
+#: the fields of a credited entry that the learner process needs (its sample, and its ledger's counts)
+CREDITED_FIELDS = ("context", "value", "sample_logp", "task_id", "n_trained", "last_trained")
+
+
+def attribute(mgr: ExperienceManager, ep: Episode) -> None:
+    """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`).
+
+    An episode of a replayed instance (``ep.instance`` with at least one free member) is
+    judged by the paired rule (:class:`~experience_wrappers.credit.PairedCredit`: the guided
+    outcome minus the mean free outcome of the same instance; the guided episode waits in
+    :attr:`paired` until those are in); any other guided episode against the task's recent
+    free episodes (:class:`~experience_wrappers.credit.FreeBaseline`), unless it carries the
+    critic's ``start_value`` (the value baseline, for envs that cannot replay an instance:
+    :func:`~experience_wrappers.credit.value_delta`).
+    """
+    outcome = ep.outcome
+    if not ep.guided:
+        mgr.baseline.add(ep.task_id, outcome)
+        with mgr._stats_lock:
+            mgr.outcomes.add(outcome, guided=False)
+    else:
+        with mgr._stats_lock:
+            mgr.outcomes.add(outcome, guided=True)
+    inst = ep.instance
+    if inst is not None and inst.free > 0 and inst.guided > 0:
+        payload = credit_payload(ep) if ep.guided else None
+        spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
+        for res in mgr.paired.add(inst.key, outcome, guided=ep.guided, members=inst.members, free=inst.free,
+                                   payload=payload, free_spread=spread):
+            if res.payload is not None:
+                ids, shares, success = res.payload  # what _credit_payload returned
+                credit(mgr, ids, shares, success, res.delta)
+        return
+    if not ep.guided:
+        return
+    if ep.start_value is not None:  # no instance to pair with: the critic's V(s0) (value_delta)
+        spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
+        with mgr._stats_lock:
+            mgr.value_credited += 1
+        credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma,
+                                                            free_spread=spread))
+        return
+    delta = mgr.baseline.delta(ep.task_id, outcome, ep.success is not None)
+    if delta is None:
+        return
+    credit(mgr, *credit_payload(ep), delta)
+
+
+def credit_payload(ep: Episode) -> tuple[np.ndarray, np.ndarray | None, bool | None]:
+    """The ids of the entries shown in ``ep`` (unique), their shares of its delta, its success."""
+    ids = np.asarray(ep.injected_ids, dtype=np.int64)
+    shares = shown_shares(ep.shown_steps, ep.length)
+    if shares is None:
+        return np.unique(ids), None, ep.success
+    ids, first = np.unique(ids, return_index=True)
+    return ids, shares[first], ep.success
+
+
+def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, success: bool | None, delta: float) -> None:
+    """Credit ``delta`` (times each entry's share) to the entries ``ids``: bank utilities and extractor rewards."""
+    if ids.size == 0:
+        return
+    with mgr._stats_lock:
+        mgr.outcomes.add_delta(delta)
+    decay = utility_decay(mgr.schedule.progress, mgr.config.decay_start, mgr.config.decay_end)
+    reward = entry_reward(delta, success, mgr.config.extractor_reward)
+    # every entry the whole delta, or (paired credit) its share by the steps it was shown
+    found = mgr.bank.update(ids, delta if shares is None else delta * shares, decay)
+    ids = ids[found]
+    if ids.size:
+        rewards = reward if shares is None else reward * shares[found]
+        if mgr._learner is not None:
+            mgr._learner.add_credit(ids, mgr.bank.get(ids), rewards)
+        else:  # sent to the learner process with the episode (what its samples and ledger need)
+            entries = mgr.bank.get(ids)
+            mgr._credits.append((ids, {k: entries[k] for k in CREDITED_FIELDS}, rewards))

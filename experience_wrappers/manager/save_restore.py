@@ -1,0 +1,160 @@
+"""A manager's save and restore: bank, extractor, samples and schedules in one folder.
+
+:meth:`ExperienceManager.save` and :meth:`ExperienceManager.restore` call these. The folder is
+replaced whole and atomically (:func:`~experience_wrappers.bank.persistence.replaced_folder`);
+a restore reads and checks every file before it changes anything.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ..bank import ExperienceBank
+from ..bank.folder import READ_ATTEMPTS, read_consistent
+from ..bank.persistence import replaced_folder, sha256_file
+from ..credit import FreeBaseline
+from ..errors import ManagerFileError
+from ..schedule import Schedule
+
+if TYPE_CHECKING:
+    from .manager import ExperienceManager
+
+__all__ = ["own_state_name", "restore_manager", "save_manager", "write_state"]
+
+log = logging.getLogger(__name__)
+
+
+def own_state_name(name: str) -> bool:
+    """Whether a top-level name in a manager folder is one :meth:`ExperienceManager.save` writes."""
+    return name in ("meta.json", "manager.json", "extractor.pt", "samples.npz", "bank") or bool(
+        re.fullmatch(r"extractor_task-?\d+\.pt", name))
+
+
+def save_manager(mgr: ExperienceManager, path: str | Path) -> Path:
+    """What :meth:`ExperienceManager.save` does: flush, then write the folder whole and atomically."""
+    mgr.flush()
+    path = Path(path)
+    with replaced_folder(path, mgr.STATE_FORMAT, own_state_name, ManagerFileError) as tmp:
+        write_state(mgr, tmp)
+    return path
+
+
+def write_state(mgr: ExperienceManager, tmp: Path) -> None:
+    """Write the manager's files into ``tmp`` (the new folder, before it replaces the old one)."""
+    mgr.bank.save(tmp / "bank")
+    bank_save_id = json.loads((tmp / "bank" / "meta.json").read_bytes()).get("save_id")
+    if mgr._learner is None:  # the learner process writes its files (after what it was sent before)
+        task_files = mgr._ask("save", str(tmp))[1]
+    else:
+        task_files = mgr._learner.save(tmp)
+        np.savez(tmp / "samples.npz", **mgr._learner.sample_arrays(mgr.context_dim, mgr.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
+                 generator=mgr._generator.get_state().numpy())
+    state = {
+        "format": mgr.STATE_FORMAT, "version": mgr.STATE_VERSION,
+        "config": mgr.config.to_dict(), "extractor_config": mgr.extractor_config.to_dict(),
+        "key_dim": mgr.key_encoder.key_dim, "key_encoder": type(mgr.key_encoder).__name__,
+        **mgr.schedule.state_dict(),  # guided_ratio, progress, rollouts
+        "episodes_submitted": mgr.episodes_submitted, "episodes_processed": mgr.episodes_processed,
+        "entries_added": mgr.entries_added, "ssl_updates": mgr.ssl_updates,
+        "extractor_version": mgr.extractor_version, "task_extractors": task_files,
+        "baseline": mgr.baseline.state_dict(),
+        "bank_save_id": bank_save_id,  # a restore checks that the bank it read is this save's
+        "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
+    }
+    (tmp / "manager.json").write_text(json.dumps(state, indent=1))
+    files = {**state["files"], "manager.json": sha256_file(tmp / "manager.json")}
+    (tmp / "meta.json").write_text(json.dumps({"format": mgr.STATE_FORMAT, "version": mgr.STATE_VERSION,
+                                               "files": files}))
+
+
+def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
+    """What :meth:`ExperienceManager.restore` does: read and check everything, then replace."""
+    path = Path(path)
+    for _ in range(READ_ATTEMPTS):
+        # every file's bytes read once and checked against meta.json, then parsed from those bytes
+        _, blobs = read_consistent(path, mgr.STATE_FORMAT, mgr.STATE_VERSION, ManagerFileError)
+        try:
+            state = json.loads(blobs["manager.json"])
+        except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ManagerFileError(f"cannot load manager state from {str(path)!r}: {exc!r}") from exc
+        if not isinstance(state, dict):
+            raise ManagerFileError(f"cannot load manager state from {str(path)!r}: manager.json is not a dict")
+        bank = ExperienceBank.load(path / "bank")
+        if state.get("bank_save_id") in (None, bank.save_id):  # None: saved before the ids existed
+            break
+        if _unchanged(path, blobs):  # the bank alone was saved again in place, after the manager
+            warnings.warn(f"{str(path / 'bank')!r} holds bank save {bank.save_id}, saved after the manager "
+                          f"state beside it (which recorded bank save {state.get('bank_save_id')}): "
+                          "restoring the bank as it is now, with the manager state as saved", stacklevel=3)
+            log.warning("restore %s: bank save %s, the manager recorded %s; restoring the bank as it is now",
+                           path, bank.save_id, state.get("bank_save_id"))
+            break
+        # a save replaced the folder between the two reads: read both again
+    else:
+        raise ManagerFileError(f"cannot load manager state from {str(path)!r}: the folder kept changing while it "
+                            "was read (saves in progress?)")
+    if state.get("extractor_config") != mgr.extractor_config.to_dict():
+        raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
+                            f"this manager's {mgr.extractor_config.to_dict()}")
+    mgr._check_bank_dims(bank)
+    # (in process mode the learner process parses its part, last, before anything here changes)
+    learner = None if mgr._learner is None else mgr._learner.read_state(blobs, state, path)
+    # read and check everything before touching this manager: a bad file changes nothing
+    try:
+        if "samples.npz" not in blobs:
+            raise KeyError("samples.npz is not listed in meta.json")
+        with np.load(io.BytesIO(blobs["samples.npz"]), allow_pickle=False) as z:
+            generator_state = torch.from_numpy(z["generator"])
+        schedule = Schedule.parse_state(state)  # guided_ratio, progress, rollouts
+        scalars = {name: _count(state, name) for name in ("episodes_submitted", "episodes_processed",
+                                                           "entries_added")}
+        if state.get("key_dim", mgr.key_encoder.key_dim) != mgr.key_encoder.key_dim:
+            raise ValueError(f"key_dim is {state.get('key_dim')!r}, this manager's key encoder makes "
+                             f"{mgr.key_encoder.key_dim}")
+        baseline = FreeBaseline(mgr.config.baseline_window)
+        baseline.load_state_dict(state["baseline"])
+        torch.Generator().set_state(generator_state)
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        raise ManagerFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
+    mgr.flush()
+    if mgr._learner is None:  # raises (ManagerFileError) before the learner process changes anything
+        cols = bank.entries()
+        counts = {k: cols[k] for k in ("id", "n_trained", "last_trained")}
+        mgr._ask("restore", blobs, state, str(path), generator_state, counts)
+        mgr._processed_offset = scalars["episodes_processed"] - int(mgr._learner_stats["episodes_processed"])
+        mgr._failed_offset = -int(mgr._learner_stats.get("episodes_failed", 0))  # the restored run's count: 0
+        mgr._episodes_failed = 0
+    mgr.bank.replace_with(bank)
+    if mgr._learner is not None:
+        assert learner is not None  # read by mgr._learner above
+        mgr._learner.adopt(learner)
+    mgr._generator.set_state(generator_state)
+    for name, value in scalars.items():
+        setattr(mgr, name, value)
+    mgr.schedule.load_state_dict(schedule)
+    mgr.baseline = baseline
+
+
+def _count(state: dict[str, Any], name: str) -> int:
+    """A saved counter: a non-negative int (not a bool, float or str), else ``ValueError``."""
+    value = state[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} is {value!r}, expected a non-negative integer")
+    return value
+
+
+def _unchanged(path: Path, blobs: dict[str, bytes]) -> bool:
+    """Whether the manager folder at ``path`` still holds the ``manager.json`` read as ``blobs``."""
+    try:
+        return (path / "manager.json").read_bytes() == blobs.get("manager.json")
+    except OSError:
+        return False

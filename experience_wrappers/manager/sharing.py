@@ -1,0 +1,83 @@
+"""One manager per bank: every wrapper on a bank shares its manager, for spaces of one layout.
+
+:func:`manager_for_bank` builds a bank's manager on first use and hands it to later wrappers;
+:func:`resolve_manager` is what a wrapper calls; :func:`same_layout` says whether two spaces
+lay observations out alike (what sharing one manager needs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium import spaces
+
+from ..bank import ExperienceBank
+from ..keys import KeyEncoder
+from .config import ManagerConfig
+from .manager import ExperienceManager
+
+__all__ = ["manager_for_bank", "resolve_manager", "same_layout"]
+
+
+def same_layout(a: spaces.Space, b: spaces.Space) -> bool:
+    """True when ``a`` and ``b`` have the same kind, keys, shapes, dtypes and sizes.
+
+    Box bounds may differ: the tasks of a multi-task benchmark (Meta-World's MT10, for one)
+    share one observation layout with per-task goal bounds, and one bank serves them all.
+
+    >>> same_layout(spaces.Box(0, 1, (3,)), spaces.Box(-1, 2, (3,)))
+    True
+    >>> same_layout(spaces.Box(0, 1, (3,)), spaces.Box(0, 1, (4,)))
+    False
+    >>> same_layout(spaces.Dict({"a": spaces.Discrete(2)}), spaces.Dict({"a": spaces.Discrete(3)}))
+    False
+    """
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, spaces.Dict) and isinstance(b, spaces.Dict):
+        return a.spaces.keys() == b.spaces.keys() and all(same_layout(a[k], b[k]) for k in a.spaces)
+    if isinstance(a, spaces.Tuple) and isinstance(b, spaces.Tuple):
+        return len(a) == len(b) and all(same_layout(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, spaces.Box):
+        return a.shape == b.shape and a.dtype == b.dtype
+    return a == b
+
+
+def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
+                     key_encoder: KeyEncoder | None = None, **config: Any) -> ExperienceManager:
+    """The manager that serves ``bank``, created on first use, so every wrapper on one bank shares it.
+
+    Later wrappers must have spaces of the same layout (:func:`same_layout`: Box bounds may
+    differ, as between the tasks of MT10); the manager keeps the first spaces it was given.
+    """
+    mgr = bank.manager
+    if mgr is None:
+        mgr = ExperienceManager(bank, observation_space, action_space, key_encoder=key_encoder,
+                                config=ManagerConfig(**config))
+        return mgr
+    if not same_layout(mgr.observation_space, observation_space) or not same_layout(mgr.action_space, action_space):
+        raise ValueError(
+            "this bank is already served by a manager for spaces of another layout (kind, keys, shapes "
+            "or dtypes; Box bounds may differ) "
+            f"(observation {mgr.observation_space}, action {mgr.action_space}); got observation "
+            f"{observation_space}, action {action_space}. Use one bank per env family."
+        )
+    if key_encoder is not None and key_encoder is not mgr.key_encoder:
+        raise ValueError("this bank's manager already has a different key_encoder; pass the same object")
+    if config and ManagerConfig(**{**mgr.config.to_dict(), **config}) != mgr.config:
+        raise ValueError(f"this bank's manager already has another config ({mgr.config}); got {config}")
+    return mgr
+
+
+def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
+                    manager: ExperienceManager | None = None, key_encoder: KeyEncoder | None = None,
+                    manager_kwargs: dict[str, Any] | None = None) -> ExperienceManager:
+    """The manager a wrapper should use: the one given (which must serve ``bank``), else the bank's own."""
+    if not isinstance(bank, ExperienceBank):
+        raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+    if manager is None:
+        return manager_for_bank(bank, observation_space, action_space, key_encoder=key_encoder,
+                                **(manager_kwargs or {}))
+    if manager.bank is not bank:
+        raise ValueError("manager serves another bank than the one given")
+    return manager
