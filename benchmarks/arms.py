@@ -33,7 +33,7 @@ class Arm:
             arguments), ``curriculum`` (:class:`~experience_wrappers.rollin.RollInCurriculum`
             arguments; ``h`` defaults to the longest demonstration), ``on_demonstrated``
             (roll-in episodes start on the demonstrations' instances) and the other
-            :class:`~integrations.sb3.rollin.GuidedRollInVecEnv` arguments (``rollin_ratio``,
+            :class:`~integrations.sb3.rollin_env.GuidedRollInVecEnv` arguments (``rollin_ratio``,
             ``only_guided``: False for an arm without the experience wrapper, whose episodes are
             never drawn guided). Needs demonstrations (and, with the bank guide, a bank).
         neighbour: neighbour imitation (None: none):

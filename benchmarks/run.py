@@ -20,7 +20,7 @@ from integrations.sb3 import (
     ExperienceEvalCallback,
 )
 from integrations.sb3.env_families import build_env
-from integrations.sb3.rollin import RollInView
+from integrations.sb3.rollin_callbacks import RollInView
 
 from .algos import check_algo_arm, resolve_algo
 from .arms import Arm

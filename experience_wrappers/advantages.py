@@ -6,7 +6,7 @@
   advantage array.
 * :func:`drop_guide_steps`: guided roll-in's rule: steps a guide acted carry no policy gradient
   (advantage 0), the policy's own are normalised over the rollout. Used by
-  :class:`~integrations.sb3.rollin.RollInCallback`.
+  :class:`~integrations.sb3.rollin_callbacks.RollInCallback`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from experience_wrappers.bank import ExperienceBank
-from experience_wrappers.bank.persistence import replaced_folder
+from experience_wrappers.bank.save_load import replaced_folder
 from experience_wrappers.errors import BankFileError
 
 F32 = np.float32

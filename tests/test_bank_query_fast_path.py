@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import experience_wrappers.bank.bank as bank_module
+import experience_wrappers.bank.search as search_module
 from experience_wrappers.bank import ExperienceBank
 from experience_wrappers.bank.idmap import SortedIds
 
@@ -40,7 +40,7 @@ def both_paths(seed: int, monkeypatch: pytest.MonkeyPatch, calls) -> list:
         bank = churned_bank(seed)
         with monkeypatch.context() as m:
             if not fast:
-                m.setattr(bank_module, "knn_unfiltered", lambda *args: None)
+                m.setattr(search_module, "knn_unfiltered", lambda *args: None)
             answers = calls(bank)
         out.append((answers, bank.entries(), bank.stats()))
     return out
@@ -79,8 +79,8 @@ def test_fast_path_answers_exactly_as_the_general_steps(seed, monkeypatch):
 
 def test_queries_the_fast_path_does_not_take_are_unchanged(monkeypatch):
     taken = []
-    real = bank_module.knn_unfiltered
-    monkeypatch.setattr(bank_module, "knn_unfiltered", lambda *args: taken.append(1) or real(*args))
+    real = search_module.knn_unfiltered
+    monkeypatch.setattr(search_module, "knn_unfiltered", lambda *args: taken.append(1) or real(*args))
     bank = churned_bank(3, tasks=2)
     q = np.random.default_rng(0).normal(size=(4, 6)).astype(F32)
     bank.query(q, k=3, mode="knn", task_ids=[0, 1, 0, 1])  # filtered by task

@@ -21,7 +21,8 @@ from experience_wrappers.rollin import (
 from integrations.demos import ingest_demonstrations
 from integrations.sb3 import find_experience
 from integrations.sb3.lifecycle import advantage_normalisation_as_configured
-from integrations.sb3.rollin import GuidedRollInVecEnv, RollInCallback, RollInView
+from integrations.sb3.rollin_callbacks import RollInCallback, RollInView
+from integrations.sb3.rollin_env import GuidedRollInVecEnv
 
 pytest.importorskip("minihack")
 

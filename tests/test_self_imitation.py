@@ -161,7 +161,7 @@ def test_callback_pretrains_on_demonstrations_before_the_first_rollout() -> None
 
 def test_save_crl_keeps_the_replay_beside_the_bank(tmp_path) -> None:
     from integrations.sb3 import save_crl
-    from integrations.sb3.persistence import REPLAY_FILE
+    from integrations.sb3.run_persistence import REPLAY_FILE
 
     model = _prior_model(2)
     replay = SuccessReplay(64)

@@ -9,6 +9,7 @@ query (no task filter, no utility floor) takes :func:`knn_unfiltered` instead of
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,11 +17,14 @@ from .config import BankConfig
 from .distance import pairwise_distances
 from .entries import EntryStore
 from .index import HnswIndex
+from .reranking import retrieval_scores, sample_without_replacement
 from .results import QueryResult
-from .retrieval import retrieval_scores, sample_without_replacement
+
+if TYPE_CHECKING:
+    from .bank import ExperienceBank
 
 __all__ = ["nearest", "brute_nearest", "random_candidates", "candidate_count", "choose", "gather",
-           "knn_unfiltered", "record_hits", "empty_result"]
+           "knn_unfiltered", "record_hits", "empty_result", "run_query"]
 
 
 def only_task(task_counts: Mapping[int, int], tasks: np.ndarray) -> bool:
@@ -105,7 +109,7 @@ def choose(store: EntryStore, slots: np.ndarray, mode: str, k: int, temperature:
     """Pick up to ``k`` of the candidate ``slots`` per row (-1: none).
 
     Candidates under ``utility_floor`` are dropped. Mode ``"utility"`` samples with
-    :func:`.retrieval.retrieval_scores`; the others keep candidate order (nearest first,
+    :func:`.reranking.retrieval_scores`; the others keep candidate order (nearest first,
     or the random draw's).
 
     Returns:
@@ -193,3 +197,37 @@ def empty_result(n: int, k: int, value_dim: int, prior_dim: int) -> QueryResult:
     return QueryResult(ids=np.full((n, k), -1, dtype=np.int64), values=np.zeros((n, k, value_dim), np.float32),
                        utility=np.zeros((n, k)), prior=np.zeros((n, k, prior_dim), np.float32),
                        distances=np.full((n, k), np.inf), mask=np.zeros((n, k), dtype=bool))
+
+
+def run_query(bank: ExperienceBank, q: np.ndarray, k: int, mode: str, temp: float, tasks: np.ndarray | None,
+              record: bool, rng: np.random.Generator | None, dims: dict[str, int] | None) -> QueryResult:
+    """The steps of :meth:`ExperienceBank.query` under its read lock, its arguments checked."""
+    n = len(q)
+    with bank._lock.read():
+        store = bank._store
+        if dims is None or store is None or store.size == 0:
+            return empty_result(n, k, 0 if dims is None else dims["value_dim"],
+                                0 if dims is None else dims["prior_dim"])
+        if mode == "knn" and bank.config.utility_floor is None and k <= store.size and (
+                tasks is None or only_task(bank._task_counts, tasks)):
+            assert bank._index is not None  # set with the store
+            fast = knn_unfiltered(store, bank._index, q, k)  # the usual kNN query, fewer steps
+            if fast is not None:
+                result, chosen = fast
+                if record:
+                    with bank._count_lock:
+                        bank._tick = record_hits(store, chosen, None, bank._tick)
+                return result
+        if mode != "random":
+            cand_ids, cand_d = bank._nearest(q, candidate_count(mode, k, store.size, bank.config), tasks)
+        with bank._count_lock:
+            generator = bank._rng if rng is None else rng
+            if mode == "random":
+                cand_ids, cand_d = random_candidates(store, n, k, tasks, bank.config.candidate_factor,
+                                                     generator)
+            slots = store.find(cand_ids)
+            cols, mask = choose(store, slots, mode, k, temp, bank.config, generator)
+            result, chosen = gather(store, slots, cand_d, cols, mask, k)
+            if record:
+                bank._tick = record_hits(store, chosen, mask, bank._tick)
+    return result

@@ -50,7 +50,7 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> None:
         for res in mgr.paired.add(inst.key, outcome, guided=ep.guided, members=inst.members, free=inst.free,
                                    payload=payload, free_spread=spread):
             if res.payload is not None:
-                ids, shares, success = res.payload  # what _credit_payload returned
+                ids, shares, success = res.payload  # what credit_payload returned
                 credit(mgr, ids, shares, success, res.delta)
         return
     if not ep.guided:

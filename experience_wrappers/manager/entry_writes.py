@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..bank import AddResult
-from .distil import Proposal, add_arguments
+from .episode_entries import Proposal, add_arguments
 
 if TYPE_CHECKING:
     from .manager import ExperienceManager

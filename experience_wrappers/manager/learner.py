@@ -25,7 +25,7 @@ import torch
 
 from ..bank import ExperienceBank
 from ..bank.merge import fold_samples, is_stale
-from ..bank.persistence import bytes_as_file
+from ..bank.save_load import bytes_as_file
 from ..errors import ExperienceFileError, ManagerFileError
 from ..extractor import ExperienceExtractor, ExtractorConfig, ExtractorTrainer
 from .config import ManagerConfig

@@ -31,9 +31,9 @@ from ..schedule import Schedule
 from ..validators import check_int, check_real
 from .config import ManagerConfig
 from .crediting import attribute
-from .distil import Distiller, Proposal
 from .entry_writes import write_entries
 from .episode import Episode
+from .episode_entries import Distiller, Proposal
 from .handover import ask, hand_over, poll
 from .learner import ExtractorLearner
 from .priors import prior_dim
@@ -412,7 +412,7 @@ class ExperienceManager:
         """Save bank, extractor and schedules to a folder (after processing what is queued).
 
         The folder must be new, empty, or one this method wrote; it is replaced whole and
-        atomically (see :func:`~experience_wrappers.bank.persistence.replaced_folder`):
+        atomically (see :func:`~experience_wrappers.bank.save_load.replaced_folder`):
         files in it that the save does not write are kept, and a failed or killed save
         leaves the previous folder.
         """

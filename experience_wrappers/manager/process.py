@@ -52,7 +52,7 @@ from ..bank import Provenance
 from ..extractor import ExtractorConfig
 from ..keys import KeyEncoder
 from .config import ManagerConfig
-from .distil import Distiller, Proposal
+from .episode_entries import Distiller, Proposal
 from .learner import ExtractorLearner
 
 __all__ = ["LearnerProcess", "Ledger", "LearnerProcessError"]

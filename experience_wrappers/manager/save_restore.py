@@ -1,7 +1,7 @@
 """A manager's save and restore: bank, extractor, samples and schedules in one folder.
 
 :meth:`ExperienceManager.save` and :meth:`ExperienceManager.restore` call these. The folder is
-replaced whole and atomically (:func:`~experience_wrappers.bank.persistence.replaced_folder`);
+replaced whole and atomically (:func:`~experience_wrappers.bank.save_load.replaced_folder`);
 a restore reads and checks every file before it changes anything.
 """
 
@@ -20,7 +20,7 @@ import torch
 
 from ..bank import ExperienceBank
 from ..bank.folder import READ_ATTEMPTS, read_consistent
-from ..bank.persistence import replaced_folder, sha256_file
+from ..bank.save_load import replaced_folder, sha256_file
 from ..credit import FreeBaseline
 from ..errors import ManagerFileError
 from ..schedule import Schedule

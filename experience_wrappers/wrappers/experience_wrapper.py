@@ -13,7 +13,7 @@ from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
 from ..manager import ExperienceManager, success_from_info
 from ..validators import check_int
-from .checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
+from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
 from .masks import find_action_masks, mask_priors
 from .options import ExperienceOptions
@@ -57,7 +57,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
 
     What the env returns is checked at the step that returned it, and the message names the
     env (``CartPole-v1's step()``) and the step: a reward must be one finite real number of
-    magnitude at most :data:`~experience_wrappers.wrappers.checks.MAX_ABS_REWARD` (``"1"``
+    magnitude at most :data:`~experience_wrappers.wrappers.env_checks.MAX_ABS_REWARD` (``"1"``
     is a ``TypeError``, not 1.0); the success flag ``info["success"]`` / ``info["is_success"]``
     must be a bool, a numpy bool or 0/1 (``"False"``, NaN or ``[0, 1]`` raise at the episode's
     end instead of counting as a success: :func:`~experience_wrappers.validators.success_flag`).

@@ -19,7 +19,7 @@ from gymnasium import spaces
 
 from ..manager import Episode, ExperienceManager, Instance
 from ..validators import integral
-from .checks import check_rewards, observation_checker
+from .env_checks import check_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
 from .options import ExperienceOptions, TaskIdSource
 from .recorder import EpisodeRecorder
@@ -183,7 +183,7 @@ class ExperienceInjector:
     def record(self, obs: Any, actions: np.ndarray, rewards: Any, source: str = "the env") -> None:
         """Record one step of every env: the observation acted on, the action, the reward.
 
-        ``rewards`` as the env returned them, one per env; :func:`~.checks.check_rewards`
+        ``rewards`` as the env returned them, one per env; :func:`~.env_checks.check_rewards`
         refuses any that is not a finite real number, naming ``source`` (whose step returned it).
         """
         rewards = check_rewards(rewards, self.steps, source)

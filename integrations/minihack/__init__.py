@@ -22,7 +22,7 @@ from .envs import (
     make_minihack_vec_env,
     max_episode_steps,
 )
-from .features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
+from .glyph_features import GlyphCNNExtractor, minihack_policy_kwargs, normalise_blstats
 from .hidden_goal import HiddenGoalRoom, shortest_path_actions, split_goals
 from .hidden_key_door import HiddenKeyDoorRoom, key_door_actions, split_pairs, sweep_success
 from .incontext_maze import (

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gymnasium import spaces
 
     from .remote import RemoteBank, RemoteManager
-    from .wrappers import ServiceExperienceWrapper
+    from .service_wrappers import ServiceExperienceWrapper
 
 __all__ = ["ExperienceService", "ServiceError", "start_service", "connect", "DEFAULT_NAMESPACE"]
 
@@ -250,7 +250,7 @@ class ExperienceService:
         Its ``close()`` sends the episodes still in flight and waits until the learner has
         them, so a ``SubprocVecEnv`` worker loses nothing when it exits.
         """
-        from .wrappers import ServiceExperienceWrapper
+        from .service_wrappers import ServiceExperienceWrapper
 
         manager = self.manager(env.observation_space, env.action_space, key_encoder, **(manager_kwargs or {}))
         return ServiceExperienceWrapper(env, self.bank, manager=manager, **wrapper_kwargs)
@@ -258,7 +258,7 @@ class ExperienceService:
     def vec_env(self, venv: Any, *, key_encoder: KeyEncoder | None = None,
                 manager_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any) -> Any:
         """``integrations.sb3.ExperienceVecEnv(venv, ...)`` on the service: one query per vector step."""
-        from .wrappers import service_vec_env
+        from .service_wrappers import service_vec_env
 
         manager = self.manager(venv.observation_space, venv.action_space, key_encoder, **(manager_kwargs or {}))
         return service_vec_env(venv, self.bank, manager, **wrapper_kwargs)

@@ -15,11 +15,12 @@ from .evaluation import (
     no_learning,
     run_episodes,
 )
+from .experience_features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
-from .features import ExperienceFeaturesExtractor, crl_policy_kwargs
 from .method import ComplementaryRL
-from .persistence import load_crl, save_crl, save_experience
-from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
+from .rollin_callbacks import RollInCallback, RollInView
+from .rollin_env import GuidedRollInVecEnv
+from .run_persistence import load_crl, save_crl, save_experience
 from .self_imitation import (
     SELF_IMITATION_DEFAULTS,
     SelfImitationCallback,

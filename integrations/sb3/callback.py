@@ -21,9 +21,9 @@ from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers import ExperienceInjector
 
+from .action_distillation import distillation_step
 from .bank_logging import log_bank_distributions
 from .discovery import find_experience
-from .distillation import distillation_step
 from .guards import check_callback, on_policy
 from .lifecycle import (
     restore_advantage_normalisation,

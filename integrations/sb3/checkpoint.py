@@ -5,7 +5,7 @@ from __future__ import annotations
 from stable_baselines3.common.callbacks import CheckpointCallback
 
 from .lifecycle import advantage_normalisation_as_configured
-from .persistence import experience_dir_of, save_experience
+from .run_persistence import experience_dir_of, save_experience
 
 __all__ = ["CRLCheckpointCallback"]
 

@@ -22,7 +22,7 @@ main ``__all__``. What was measured (``docs/benchmarks.md``, ``docs/what_to_use.
   against 0.28 on Room-Ultimate).
 """
 
-from .distillation import distillation_step
+from .action_distillation import distillation_step
 from .neighbour_imitation import NeighbourImitationCallback
 from .policy import ActionPriorPolicy, prior_mixture
 

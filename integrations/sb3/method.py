@@ -47,10 +47,11 @@ from .callback import CRLCallback
 from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .experience_features import crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
-from .features import crl_policy_kwargs
-from .persistence import REPLAY_FILE, load_crl, save_crl
-from .rollin import GuidedRollInVecEnv, RollInCallback, RollInView
+from .rollin_callbacks import RollInCallback, RollInView
+from .rollin_env import GuidedRollInVecEnv
+from .run_persistence import REPLAY_FILE, load_crl, save_crl
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
 
 __all__ = ["ComplementaryRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE"]

@@ -13,7 +13,7 @@ from experience_wrappers import ExperienceBank
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
-from experience_wrappers.wrappers.checks import check_finite_observation
+from experience_wrappers.wrappers.env_checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows
 from experience_wrappers.wrappers.masks import mask_priors
 

@@ -14,7 +14,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.bank.folder import META, READ_ATTEMPTS
-from experience_wrappers.bank.persistence import replaced_folder
+from experience_wrappers.bank.save_load import replaced_folder
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager import ExperienceManager
 from experience_wrappers.replay import SuccessReplay

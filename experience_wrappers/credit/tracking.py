@@ -1,23 +1,7 @@
-"""Credit, the reward rule: what a guided episode earned, and what each entry that guided it gets.
+"""The credit's state over time: free-outcome windows per task, rolling figures, the paired table.
 
-One home for the rule that the manager (bank utilities, extractor rewards), the SB3 callback
-(distillation weights, the ``crl/outcome_delta`` log) and the benchmarks all follow:
-
-* :func:`outcome_delta`: an episode's outcome against experience-free episodes of its task;
-* :class:`FreeBaseline`: the windows of free outcomes, per task, that the delta is taken against;
-* :func:`entry_reward`: the extractor reward of each entry that guided the episode (the delta,
-  or a direct +1 / -1);
-* :func:`distill_weight`: the weight of a guided episode's samples in experience distillation;
-* :func:`utility_decay`: the decay of the bank's utility EMA over training;
-* :class:`OutcomeTracker`: rolling guided and free outcomes and deltas, for logs and curves;
-* :class:`PairedCredit`: the paired rule (the paper's groups): a guided episode's delta against
-  the free episodes that replayed the same task instance, with the table of guided episodes
-  that wait for them;
-* :func:`shown_shares`: how an episode's delta is shared among the entries it was shown;
-* :func:`value_delta`: the fallback where an env cannot replay an instance: a guided episode's
-  discounted return against the critic's value of its start state (seen without experience).
-
-Plain numpy: no SB3, no integration.
+Part of :mod:`experience_wrappers.credit` (which exports them); the rules they apply are
+:mod:`.rules`'.
 """
 
 from __future__ import annotations
@@ -25,131 +9,18 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any
 
 import attrs
 import numpy as np
 
-from .validators import check_int
+from ..validators import check_int
+from .rules import finite_number, outcome_delta, paired_delta
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
-           "discounted_return", "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
-           "value_delta"]
-
-#: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
-EXTRACTOR_REWARDS = ("delta", "direct")
-
-
-def outcome_delta(outcome: float, free_mean: float | None, *, free_spread: float | None = None) -> float | None:
-    """The outcome minus the mean outcome of free episodes, or None before any free episode.
-
-    Args:
-        outcome: the guided episode's outcome (its success, or its return).
-        free_mean: mean outcome of the recent experience-free episodes of the same task
-            (None: there is none yet, so there is no delta).
-        free_spread: the standard deviation of those outcomes, or None. When given, the
-            difference is divided by ``max(free_spread, 1)`` so that deltas of
-            return-based outcomes stay on a scale the retrieval temperature suits.
-            The manager gives it for return outcomes (success deltas already lie in
-            [-1, 1]); :class:`~integrations.sb3.CRLCallback` gives none: its distillation
-            weights and its ``crl/outcome_delta`` log use the unscaled difference.
-
-    >>> outcome_delta(1.0, 0.25)
-    0.75
-    >>> outcome_delta(10.0, 4.0, free_spread=3.0), outcome_delta(10.0, 4.0, free_spread=0.5)
-    (2.0, 6.0)
-    >>> outcome_delta(1.0, None) is None
-    True
-    """
-    if free_mean is None:
-        return None
-    d = outcome - free_mean
-    if free_spread is not None:
-        d /= max(free_spread, 1.0)
-    return d
-
-
-def discounted_return(rewards: Sequence[float] | np.ndarray, gamma: float) -> float:
-    """An episode's discounted return ``sum_t gamma^t r_t`` (0 for an empty episode).
-
-    >>> discounted_return([1.0, 1.0, 1.0], 0.5), discounted_return([], 0.9)
-    (1.75, 0.0)
-    """
-    r = np.asarray(rewards, dtype=np.float64).reshape(-1)
-    return float(np.dot(r, gamma ** np.arange(r.size))) if r.size else 0.0
-
-
-def value_delta(rewards: Sequence[float] | np.ndarray, start_value: float, gamma: float, *,
-                free_spread: float | None = None) -> float:
-    """A guided episode's discounted return minus the critic's value of its start state.
-
-    The value baseline for envs that cannot replay a task instance (so no free episode of
-    the same instance exists to pair with): ``start_value`` is ``V(s0)`` of the episode's
-    first observation *seen without experience* (what the agent expects from that very state
-    on its own), ``gamma`` the discount the critic was trained with. The return is
-    discounted the same way, so both sides are in the critic's units. ``free_spread``
-    divides the difference by ``max(free_spread, 1)`` as in :func:`outcome_delta`.
-
-    >>> round(value_delta([0.0, 0.0, 1.0], 0.5, 0.9), 4)
-    0.31
-    >>> value_delta([2.0, 2.0], 1.0, 1.0, free_spread=3.0)
-    1.0
-    >>> value_delta([1.0], float("nan"), 0.99)
-    Traceback (most recent call last):
-    ...
-    ValueError: start_value must be finite, got nan: an episode with a NaN or inf reward or outcome cannot be credited
-    """
-    start_value = _finite("start_value", start_value)
-    gamma = _finite("gamma", gamma)
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
-    d = outcome_delta(discounted_return(rewards, gamma), start_value, free_spread=free_spread)
-    assert d is not None
-    return d
-
-
-def entry_reward(delta: float, success: bool | None, rule: str = "delta") -> float:
-    """The extractor reward of each entry that guided an episode with this ``delta``.
-
-    Args:
-        delta: the episode's :func:`outcome_delta` (as the manager computes it).
-        success: the episode's success, or None where the env reports none.
-        rule: ``"delta"`` (the reward is the delta) or ``"direct"`` (+1 for a success, -1
-            for a failure; where the env reports no success, +1 when the delta is > 0).
-
-    >>> entry_reward(0.25, True), entry_reward(0.25, False, "direct"), entry_reward(-2.0, None, "direct")
-    (0.25, -1.0, -1.0)
-    """
-    if rule == "delta":
-        return delta
-    if rule != "direct":
-        raise ValueError(f"rule must be one of {EXTRACTOR_REWARDS}, got {rule!r}")
-    return 1.0 if (success if success is not None else delta > 0) else -1.0
-
-
-def distill_weight(delta: float | None) -> float | None:
-    """The weight of a guided episode's samples in experience distillation: ``min(delta, 1)``
-    for an episode that beat the free baseline, None (not distilled) otherwise.
-
-    >>> distill_weight(0.4), distill_weight(3.0), distill_weight(0.0), distill_weight(None)
-    (0.4, 1.0, None, None)
-    """
-    if delta is None or not delta > 0:
-        return None
-    return min(delta, 1.0)
-
-
-def utility_decay(progress: float, start: float = 0.99, end: float = 0.95) -> float:
-    """Cosine schedule of the utility EMA decay from ``start`` (progress 0) to ``end`` (progress 1).
-
-    >>> utility_decay(0.0), utility_decay(1.0), round(utility_decay(0.5), 3)
-    (0.99, 0.95, 0.97)
-    """
-    p = min(max(float(progress), 0.0), 1.0)
-    return end + (start - end) * 0.5 * (1.0 + math.cos(math.pi * p))
+__all__ = ["FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult"]
 
 
 class FreeBaseline:
@@ -179,7 +50,7 @@ class FreeBaseline:
         self._outcomes: dict[int, deque[float]] = defaultdict(lambda: deque(maxlen=window))
 
     def add(self, task_id: int, outcome: float) -> None:
-        self._outcomes[int(task_id)].append(_finite("outcome", outcome))
+        self._outcomes[int(task_id)].append(finite_number("outcome", outcome))
 
     def mean(self, task_id: int) -> float | None:
         q = self._outcomes.get(int(task_id))
@@ -192,7 +63,7 @@ class FreeBaseline:
 
     def delta(self, task_id: int, outcome: float, is_success: bool) -> float | None:
         """The delta of a guided outcome, or None before any free episode of the task."""
-        outcome = _finite("outcome", outcome)
+        outcome = finite_number("outcome", outcome)
         q = self._outcomes.get(int(task_id))
         if not q:
             return None
@@ -266,49 +137,6 @@ class OutcomeTracker:
         """The mean of each window (``guided``, ``free``, ``delta``), None for an empty one."""
         return {name: float(np.mean(q)) if q else None
                 for name, q in (("guided", self.guided), ("free", self.free), ("delta", self.delta))}
-
-
-def paired_delta(outcome: float, free_outcomes: Sequence[float], *, free_spread: float | None = None) -> float:
-    """A guided outcome minus the mean outcome of the free episodes on the same task instance.
-
-    The paper's groups: guided and free rollouts of one task, the guided ones judged against
-    the free ones of their own group. ``free_spread`` scales as in :func:`outcome_delta`
-    (the manager gives the task's free-return spread for return outcomes, None for successes).
-
-    >>> paired_delta(1.0, [0.0, 1.0])
-    0.5
-    >>> paired_delta(0.0, [0.0, 0.0]), paired_delta(12.0, [4.0, 6.0], free_spread=2.0)
-    (0.0, 3.5)
-    """
-    if len(free_outcomes) == 0:
-        raise ValueError("paired_delta needs at least one free outcome of the instance, got none")
-    d = outcome_delta(_finite("outcome", outcome), float(np.mean([_finite("outcome", x) for x in free_outcomes])),
-                      free_spread=free_spread)
-    assert d is not None
-    return d
-
-
-def shown_shares(shown_steps: np.ndarray | None, length: int) -> np.ndarray | None:
-    """Each entry's share of an episode's delta: the fraction of the episode's steps it was shown on.
-
-    An entry shown on every step gets the whole delta (as every entry did before shares);
-    one shown on a quarter of the steps gets a quarter. Entries shown side by side (``k``
-    per step) do not split a step between them: each is judged by the steps it was there.
-    None (no counts recorded): None, every entry gets the whole delta.
-
-    >>> shown_shares(np.array([8, 2]), 8)
-    array([1.  , 0.25])
-    >>> shown_shares(None, 8) is None
-    True
-    """
-    if shown_steps is None:
-        return None
-    steps = np.asarray(shown_steps, dtype=np.float64)
-    if length <= 0:
-        return np.zeros_like(steps)
-    if np.any(steps < 0) or np.any(steps > length):
-        raise ValueError(f"shown steps must lie in [0, {length}] (the episode's length), got {steps.tolist()}")
-    return steps / float(length)
 
 
 @attrs.frozen
@@ -404,7 +232,7 @@ class PairedCredit:
         Raises:
             ValueError: ``free`` is not in [1, members], or the outcome is NaN or inf.
         """
-        outcome = _finite("outcome", outcome)
+        outcome = finite_number("outcome", outcome)
         if isinstance(free, bool) or isinstance(members, bool) or not 1 <= int(free) <= int(members):
             raise ValueError(f"an instance needs 1 <= free <= members free episodes, got free={free!r} of "
                              f"members={members!r}")
@@ -444,11 +272,3 @@ class PairedCredit:
         ``paired_dropped_instances``."""
         return {"paired_credited": float(self.credited), "paired_pending": float(self.pending),
                 "paired_dropped": float(self.dropped), "paired_dropped_instances": float(self.dropped_instances)}
-
-
-def _finite(name: str, x: float) -> float:
-    v = float(x)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {x!r}: an episode with a NaN or inf reward or outcome "
-                         "cannot be credited")
-    return v

@@ -1,0 +1,148 @@
+"""The bank's writes under its write lock: a batch's refreshes and new entries, evictions, removals, merges.
+
+:class:`~experience_wrappers.bank.ExperienceBank` takes the lock and opens the transaction
+(:mod:`.transaction`); these change its entries store, index and task counts together.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .dedup import dedup_targets, plan_new_items
+from .merge import combine_cluster, plan_clusters, refresh_entry, same_kind
+from .results import AddResult, MergeResult
+from .transaction import Transaction
+from .utility import eviction_order
+
+if TYPE_CHECKING:
+    from .bank import ExperienceBank
+
+__all__ = ["add_locked", "append_locked", "batch_item", "evict_locked", "merge_locked", "remove_locked"]
+
+
+def add_locked(bank: ExperienceBank, items: dict[str, Any], txn: Transaction) -> AddResult:
+    """Write a checked batch (:func:`.arguments.check_batch`) under the bank's write lock and ``txn``:
+    refresh near duplicates, evict to make room, append the new entries, index their keys."""
+    keys_arr, tasks, prov = items["key"], items["task_id"], items["provenance"]
+    n = len(keys_arr)
+    if bank._store is None:
+        bank._init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "prior", "context")})
+    store, index = bank._store, bank._index
+    assert store is not None and index is not None
+    target, source = dedup_targets(keys_arr, tasks, bank.config.dedup_threshold, bank.config.space,
+                                   bank._nearest if len(bank) > 0 else None, bank._keys_of)
+    crossing = np.flatnonzero(target >= 0)
+    if crossing.size:  # a refresh never crosses between demonstrations and the agent's entries
+        their = store.cols["provenance"][store.slots_of(target[crossing])]
+        target[crossing[~same_kind(their, prov)]] = -1
+    result_ids = np.full(n, -1, dtype=np.int64)
+
+    # refresh existing entries, in item order (a later item wins)
+    refreshed = np.flatnonzero(target >= 0)
+    store.touch(store.slots_of(target[refreshed]))
+    for i in refreshed.tolist():
+        refresh_entry(store.cols, store.slots_of([target[i]])[0], batch_item(items, i))
+        result_ids[i] = target[i]
+
+    kept_items, kept_src = plan_new_items(target, source, bank.config.capacity)
+    excess = store.size + len(kept_items) - bank.config.capacity
+    store.reserve(store.size + len(kept_items))  # allocations first: they change nothing
+    evicted = evict_locked(bank, excess) if excess > 0 else np.zeros(0, dtype=np.int64)
+    new_ids = append_locked(bank, items, kept_items, kept_src)
+    txn.index_touched = True
+    index.add(keys_arr[kept_items], new_ids)
+
+    result_ids[kept_items] = new_ids
+    id_of_item = dict(zip(kept_items.tolist(), new_ids.tolist(), strict=True))
+    for i in np.flatnonzero(source >= 0).tolist():
+        result_ids[i] = id_of_item.get(int(source[i]), -1)
+    if len(evicted):  # an entry refreshed above may have been evicted to make room
+        result_ids[np.isin(result_ids, evicted)] = -1
+    added = np.zeros(n, dtype=bool)
+    added[kept_items] = True
+    return AddResult(ids=result_ids, added=added, evicted=evicted)
+
+
+def append_locked(bank: ExperienceBank, items: dict[str, Any], kept: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """Write new entries: keys, tasks and utility of the ``kept`` items, content of their ``src``."""
+    store = bank._store
+    assert store is not None
+    new_ids = np.arange(bank._next_id, bank._next_id + len(kept), dtype=np.int64)
+    bank._next_id += len(kept)
+    slots = store.append(len(kept))
+    c = store.cols
+    c["id"][slots] = new_ids
+    c["key"][slots] = items["key"][kept]
+    for name in ("value", "prior", "context", "sample_logp"):
+        c[name][slots] = items[name][src]
+    c["utility"][slots] = items["utility"][kept]
+    c["last_retrieved"][slots] = -1
+    c["last_trained"][slots] = -1
+    c["task_id"][slots] = items["task_id"][kept]
+    c["provenance"][slots] = items["provenance"]
+    for name, rows in (("created_step", kept), ("extractor_version", src)):  # the version goes with the content
+        c[name][slots] = items[name][rows] if isinstance(items[name], np.ndarray) else items[name]
+    store.reindex(slots)
+    bank._task_counts.update(items["task_id"][kept].tolist())
+    bank._task_sets.clear()
+    return new_ids
+
+
+def evict_locked(bank: ExperienceBank, n: int) -> np.ndarray:
+    store = bank._store
+    assert store is not None
+    n = min(n, store.size)
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64)
+    order = eviction_order(store.view("id"), store.view("utility"), store.view("provenance"))[:n]
+    victims = store.view("id")[order].copy()
+    remove_locked(bank, victims)
+    return victims
+
+
+def remove_locked(bank: ExperienceBank, ids: np.ndarray) -> None:
+    store, index = bank._store, bank._index
+    assert store is not None and index is not None
+    bank._task_counts.subtract(store.view("task_id")[store.slots_of(ids)].tolist())
+    bank._task_counts = +bank._task_counts
+    bank._task_sets.clear()
+    store.remove_ids(ids)
+    if bank._txn is not None:
+        bank._txn.index_touched = True
+    index.remove(ids)
+
+
+def merge_locked(bank: ExperienceBank, thr: float) -> MergeResult:
+    """:meth:`ExperienceBank.merge` under the bank's write lock and transaction, ``thr`` checked."""
+    store = bank._store
+    if store is None or store.size < 2 or thr == 0:
+        return MergeResult(merged={})
+    keys = store.view("key").copy()
+    m = min(store.size, bank.config.merge_k + 1)
+    nb_ids, nb_d = bank._nearest(keys, m, None)
+    nb_slots = store.find(nb_ids)
+    nb = np.maximum(nb_slots, 0)
+    if bank.config.space == "ip":  # near duplicates are near-identical keys (see .dedup)
+        nb_d = ((keys[nb].astype(np.float64) - keys.astype(np.float64)[:, None, :]) ** 2).sum(-1)
+        nb_d[nb_slots < 0] = np.inf
+    tasks, prov = store.view("task_id"), store.view("provenance")
+    same = (nb_slots >= 0) & (tasks[nb] == tasks[:, None]) & same_kind(prov[nb], prov[:, None])
+    order = np.lexsort((store.view("id"), -store.view("utility")))
+    clusters = plan_clusters(order, nb_slots, nb_d, same, thr)
+    merged: dict[int, list[int]] = {}
+    store.touch([members[0] for members in clusters])
+    for members in clusters:
+        s = np.asarray(members)
+        combine_cluster(store.cols, s)
+        merged[int(store.cols["id"][s[0]])] = [int(i) for i in store.cols["id"][s[1:]]]
+    gone = np.array([i for v in merged.values() for i in v], dtype=np.int64)
+    if len(gone):
+        remove_locked(bank, gone)
+    return MergeResult(merged=merged)
+
+
+def batch_item(items: dict[str, Any], i: int) -> dict[str, Any]:
+    """The fields of batch item ``i`` (per-item arrays indexed, batch-wide values as they are)."""
+    return {name: v[i] if isinstance(v, np.ndarray) else v for name, v in items.items()}
