@@ -30,7 +30,7 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> None:
     An episode of a replayed instance (``ep.instance`` with at least one free member) is
     judged by the paired rule (:class:`~experience_wrappers.credit.PairedCredit`: the guided
     outcome minus the mean free outcome of the same instance; the guided episode waits in
-    :attr:`paired` until those are in); any other guided episode against the task's recent
+    :attr:`ExperienceManager.paired` until those are in); any other guided episode against the task's recent
     free episodes (:class:`~experience_wrappers.credit.FreeBaseline`), unless it carries the
     critic's ``start_value`` (the value baseline, for envs that cannot replay an instance:
     :func:`~experience_wrappers.credit.value_delta`).
@@ -59,8 +59,7 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> None:
         spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
         with mgr._stats_lock:
             mgr.value_credited += 1
-        credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma,
-                                                            free_spread=spread))
+        credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma, free_spread=spread))
         return
     delta = mgr.baseline.delta(ep.task_id, outcome, ep.success is not None)
     if delta is None:

@@ -9,6 +9,7 @@ bank), training marks, figures and errors (:func:`on_learner`).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .crediting import attribute
@@ -23,7 +24,7 @@ __all__ = ["ask", "hand_over", "on_learner", "poll", "take_stats"]
 
 def hand_over(mgr: ExperienceManager, ep: Episode) -> None:
     """Process mode: credit here; the episode and its credits wait for the next hand-over
-    (every ``handover_every`` episodes, or earlier: :meth:`poll`)."""
+    (every ``handover_every`` episodes, or earlier: :func:`poll`)."""
     t0 = time.perf_counter()
     with mgr._handover_lock:
         attribute(mgr, ep)  # the credits it gives are collected in mgr._credits
@@ -51,7 +52,7 @@ def poll(mgr: ExperienceManager) -> None:
             if mgr._waiting:
                 mgr._process.send("episodes", mgr._waiting)
                 mgr._waiting = []
-            mgr._process.drain(lambda kind, payload: on_learner(mgr, kind, payload))
+            mgr._process.drain(partial(on_learner, mgr))
         mgr._raise_worker_error()
 
 
@@ -62,13 +63,14 @@ def ask(mgr: ExperienceManager, kind: str, *payload: Any, timeout: float | None 
     poll(mgr)  # the waiting episodes go first: the request is answered after them
     token = mgr._process.token()
     mgr._process.send(kind, *payload, token)
-    answer = mgr._process.wait_for(token, lambda kind, payload: on_learner(mgr, kind, payload), timeout)  # LearnerProcessError, TimeoutError
+    answer = mgr._process.wait_for(token, partial(on_learner, mgr), timeout)  # LearnerProcessError, TimeoutError
     take_stats(mgr, answer[-1])
     mgr._raise_worker_error()
     return answer
 
 
 def take_stats(mgr: ExperienceManager, stats: dict[str, Any]) -> None:
+    """Keep the learner process's latest figures; its episode counts become this side's."""
     mgr._learner_stats = stats
     with mgr._stats_lock:
         mgr.episodes_processed = int(stats["episodes_processed"]) + mgr._processed_offset
