@@ -143,6 +143,9 @@ class ExperienceManager:
         self._worker: threading.Thread | None = None
         self._error: BaseException | None = None
         self._closed = False
+        #: the ``learn`` call a CRLCallback trains this manager in, and that callback (its check
+        #: that one ``learn`` has one CRLCallback; see ``integrations.sb3.guards``)
+        self.learn_claim: tuple[Any, Any] | None = None
         #: the injectors of the env being trained on this manager (set by the SB3 callback through
         #: :func:`~experience_wrappers.wrappers.injector.mark_training`; None: not declared)
         self.training_injectors: weakref.WeakSet[Any] | None = None

@@ -144,6 +144,8 @@ class RemoteManager:
         self.bank = service.bank
         #: the injectors of the env being trained through this stand-in (see ``mark_training``)
         self.training_injectors: weakref.WeakSet[Any] | None = None
+        #: the ``learn`` call a CRLCallback trains through this stand-in (see ``integrations.sb3.guards``)
+        self.learn_claim: tuple[Any, Any] | None = None
         self.key_encoder = info["key_encoder"]
         self.config = info["config"]
         self.observation_space = info["observation_space"]

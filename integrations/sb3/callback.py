@@ -140,8 +140,8 @@ class CRLCallback(BaseCallback):
 
     # ------------------------------------------------------------------ setup
     def _init_callback(self) -> None:
-        check_callback(self)  # on-policy, and one CRLCallback per learn()
         self.managers, self.injectors = find_experience(self.training_env)
+        check_callback(self, self.managers)  # on-policy, and one CRLCallback per learn()
         policy: Any = self.model.policy
         if hasattr(policy, "follow_schedule"):  # an ActionPriorPolicy: its weight follows
             # (stop following first, so that without a prior schedule the policy keeps its last weight)

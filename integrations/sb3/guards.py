@@ -23,12 +23,12 @@ from stable_baselines3.common.vec_env import VecEnv
 
 __all__ = ["check_callback", "check_vec_env", "on_policy"]
 
-#: per model: the ``start_time`` of the ``learn`` call that a CRLCallback claimed, and that callback
-_CLAIMS: weakref.WeakKeyDictionary[BaseAlgorithm, tuple[Any, weakref.ReferenceType]] = weakref.WeakKeyDictionary()
-
-
-def check_callback(callback: Any) -> None:
+def check_callback(callback: Any, managers: list[Any]) -> None:
     """Raise unless ``callback.model`` is on-policy and ``callback`` is the only CRLCallback of this ``learn``.
+
+    The claim is kept on the managers of the env being trained (``manager.learn_claim``: the
+    ``start_time`` of the ``learn`` call that a CRLCallback claimed, and that callback): two
+    CRLCallbacks of one ``learn`` train on the same managers.
 
     Raises:
         TypeError: the algorithm is not an on-policy one with a rollout buffer.
@@ -42,14 +42,16 @@ def check_callback(callback: Any) -> None:
             + ("learns from a replay buffer (off-policy) and is not supported"
                if hasattr(model, "replay_buffer") else "is not an OnPolicyAlgorithm"))
     session = getattr(model, "start_time", None)  # set by SB3 at the start of every learn() call
-    claim = _CLAIMS.get(model)
-    if claim is not None and session is not None and claim[0] == session:
-        other = claim[1]()
-        if other is not None and other is not callback:
-            raise ValueError(
-                "two CRLCallbacks run in one learn() call (e.g. in one CallbackList): each would count every "
-                "rollout and regroup the advantages again; pass a single CRLCallback")
-    _CLAIMS[model] = (session, weakref.ref(callback))
+    for manager in managers:
+        claim = getattr(manager, "learn_claim", None)
+        if claim is not None and session is not None and claim[0] == session:
+            other = claim[1]()
+            if other is not None and other is not callback:
+                raise ValueError(
+                    "two CRLCallbacks run in one learn() call (e.g. in one CallbackList): each would count every "
+                    "rollout and regroup the advantages again; pass a single CRLCallback")
+    for manager in managers:
+        manager.learn_claim = (session, weakref.ref(callback))
 
 
 def on_policy(model: BaseAlgorithm | None) -> OnPolicyAlgorithm:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-import weakref
 from collections.abc import Iterator
 
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -30,7 +29,8 @@ __all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_exp
 
 log = logging.getLogger(__name__)
 
-_NORMALIZE_ADVANTAGE: weakref.WeakKeyDictionary[BaseAlgorithm, bool] = weakref.WeakKeyDictionary()
+#: the model's attribute that holds the user's ``normalize_advantage`` while a callback has it off
+USER_SETTING = "_crl_user_normalize_advantage"
 
 
 def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[ExperienceManager],
@@ -87,9 +87,10 @@ def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = Non
 
 
 def remember_advantage_normalisation(model: BaseAlgorithm) -> None:
-    """Record ``model.normalize_advantage`` before the callback turns it off."""
-    if hasattr(model, "normalize_advantage"):
-        _NORMALIZE_ADVANTAGE.setdefault(model, bool(model.normalize_advantage))
+    """Record ``model.normalize_advantage`` before the callback turns it off (on the model
+    itself, as :data:`USER_SETTING`; a save leaves it out)."""
+    if hasattr(model, "normalize_advantage") and not hasattr(model, USER_SETTING):
+        setattr(model, USER_SETTING, bool(model.normalize_advantage))
 
 
 def turn_off_advantage_normalisation(model: BaseAlgorithm) -> bool:
@@ -107,19 +108,24 @@ def turn_off_advantage_normalisation(model: BaseAlgorithm) -> bool:
 
 def restore_advantage_normalisation(model: BaseAlgorithm) -> None:
     """Give ``model`` its own ``normalize_advantage`` back (at the end of training)."""
-    if model in _NORMALIZE_ADVANTAGE:
-        model.normalize_advantage = _NORMALIZE_ADVANTAGE.pop(model)  # type: ignore[attr-defined]
+    if hasattr(model, USER_SETTING):
+        model.normalize_advantage = getattr(model, USER_SETTING)  # type: ignore[attr-defined]
+        delattr(model, USER_SETTING)
 
 
 @contextlib.contextmanager
 def advantage_normalisation_as_configured(model: BaseAlgorithm) -> Iterator[None]:
-    """Within the block (a save), ``model.normalize_advantage`` is the user's own value."""
-    if model not in _NORMALIZE_ADVANTAGE:
+    """Within the block (a save), ``model.normalize_advantage`` is the user's own value and the
+    record of it is off the model, so the saved model carries the user's setting alone."""
+    if not hasattr(model, USER_SETTING):
         yield
         return
     during = model.normalize_advantage  # type: ignore[attr-defined]
-    model.normalize_advantage = _NORMALIZE_ADVANTAGE[model]  # type: ignore[attr-defined]
+    user = getattr(model, USER_SETTING)
+    delattr(model, USER_SETTING)
+    model.normalize_advantage = user  # type: ignore[attr-defined]
     try:
         yield
     finally:
         model.normalize_advantage = during  # type: ignore[attr-defined]
+        setattr(model, USER_SETTING, user)
