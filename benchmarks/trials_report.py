@@ -37,6 +37,8 @@ COMPARISONS: list[tuple[str, str, str, str]] = [
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "after_first_success"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("ppo", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-sil", "with_demonstration", "without_experience", "trial1"),
     ("retrieve-and-play", "with_experience", "with_experience", "cumulative@K"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
 ]
