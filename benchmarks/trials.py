@@ -230,7 +230,10 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     held = fam["held_out"]
 
     def memory(**overrides: Any) -> TrialMemory:
-        kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, **fam.get("memory_kwargs", {}), **spec, **overrides}
+        # the arms write failed trials unless they say otherwise (the arms as recorded; the
+        # library's TrialMemory has not written them by default since the novelty ablations)
+        kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, "write_failures": True, **fam.get("memory_kwargs", {}),
+              **spec, **overrides}
         return TrialMemory(obs_space, act_space, horizon=fam["horizon"], **kw)
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:

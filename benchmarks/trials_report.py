@@ -46,6 +46,7 @@ COMPARISONS: list[tuple[str, str, str, str]] = [
 #: the novelty arm (``build_trials_method``'s default) against its own ablations and the memory peer
 NOVELTY_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-novelty-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-novelty-frozen", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-novelty-frozen", "with_experience", "with_experience", "after_first_success"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),

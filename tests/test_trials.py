@@ -35,7 +35,7 @@ ACT = spaces.Discrete(8)
 
 
 def memory(**kw) -> TrialMemory:
-    return TrialMemory(POS, ACT, horizon=25, **{"k": 4, "exp_dim": 4, **kw})
+    return TrialMemory(POS, ACT, horizon=25, **{"k": 4, "exp_dim": 4, "write_failures": True, **kw})
 
 
 demo = goal_demonstration

@@ -72,7 +72,11 @@ class TrialMemory:
             puts two visits of one state at distance 0.
         exp_dim: width of the extractor's vector (0: no extractor; entries hold decodable content only).
         scope: ``"instance"`` (default), ``"other"`` or ``"none"`` (see :data:`SCOPES`).
-        write_failures: write failed trials too (False: the successes-only ablation).
+        write_failures: write failed trials too. Off by default, as measured: on the
+            hidden-goal room (5 seeds, with the novelty bonus) a run's later trials follow its
+            success 0.94 without failures written against 0.86 with them, and cumulative
+            success ties (0.54 and 0.53); without the bonus, 0.90 against 0.79, tying again.
+            ``True`` is the failures-written arm (``crl-trials``, ``crl-trials-novelty``).
         train_extractor: train the extractor by paired credit (False: the frozen-extractor ablation).
         batch_size: credited entries per extractor update.
         hidden, max_len, lr: the extractor's LSTM width, the most steps it reads of a trial's rest,
@@ -89,7 +93,7 @@ class TrialMemory:
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
                  k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None, exp_dim: int = 8,
-                 scope: str = "instance", write_failures: bool = True, train_extractor: bool = True, batch_size: int = 256,
+                 scope: str = "instance", write_failures: bool = False, train_extractor: bool = True, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
