@@ -128,10 +128,13 @@ def test_bad_settings_are_refused() -> None:
 
 
 def test_successes_only_writes_no_failed_trial() -> None:
-    mem = memory(write_failures=False)
-    s = mem.new_scope()
-    assert len(mem.write_trial(s, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 0], False)) == 0
-    assert len(mem.write_trial(s, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 1], True)) == 2
+    for mem in (memory(write_failures=False), TrialMemory(POS, ACT, horizon=25)):  # the default, as measured
+        s = mem.new_scope()
+        assert len(mem.write_trial(s, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 0], False)) == 0
+        assert len(mem.write_trial(s, np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 1], True)) == 2
+    failures = memory(write_failures=True)  # the failures-written arms
+    assert len(failures.write_trial(failures.new_scope(), np.zeros((2, 2), np.float32), np.zeros(2, int), [0, 0],
+                                    False)) == 2
 
 
 def test_paired_credit_trains_the_extractor_unless_frozen() -> None:
