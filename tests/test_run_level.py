@@ -169,3 +169,14 @@ def test_workers_that_load_add_and_save_one_folder_lose_nothing(tmp_path) -> Non
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         retries = list(pool.map(_worker, [(str(path), w) for w in range(1, 7)]))
     assert len(ExperienceBank.load(path)) == 30, retries  # before: as few as half of them
+
+
+def test_a_checkpoint_zip_is_never_there_without_its_experience(tmp_path) -> None:
+    from integrations.sb3 import CRLCheckpointCallback
+
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    (tmp_path / "rl_model_128_steps_experience").write_text("in the way")  # the experience save will fail
+    with pytest.raises(ValueError, match="must be a folder"):
+        model.learn(256, callback=[CRLCallback(), CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
+    assert not (tmp_path / "rl_model_128_steps.zip").exists()  # before: the zip, without its experience

@@ -16,7 +16,9 @@ class CRLCheckpointCallback(CheckpointCallback):
     Writes ``{save_path}/{name_prefix}_{steps}_steps.zip`` (with the model's own
     ``normalize_advantage``) and ``{name_prefix}_{steps}_steps_experience/`` (bank,
     extractor, manager state); :func:`~integrations.sb3.load_crl` takes the zip's path and
-    restores all of them. Arguments are SB3's ``CheckpointCallback``'s.
+    restores all of them. Arguments are SB3's ``CheckpointCallback``'s. The experience is
+    written first: a checkpoint zip is only ever there with its experience beside it (a save
+    that fails or is killed half-way leaves at most an experience folder without its zip).
 
     >>> cb = CRLCheckpointCallback(save_freq=1000, save_path="runs/checkpoints")
     >>> cb.name_prefix
@@ -25,10 +27,10 @@ class CRLCheckpointCallback(CheckpointCallback):
 
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq == 0:
-            with advantage_normalisation_as_configured(self.model):
-                super()._on_step()
             path = experience_dir_of(self._checkpoint_path(extension="zip"))
             save_experience(path, self.model, self.training_env)
             if self.verbose >= 2:
                 print(f"Saving experience checkpoint to {path}")
+            with advantage_normalisation_as_configured(self.model):
+                super()._on_step()
         return True
