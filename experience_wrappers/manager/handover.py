@@ -37,16 +37,8 @@ def hand_over(mgr: ExperienceManager, ep: Episode) -> None:
 
 
 def poll(mgr: ExperienceManager) -> None:
-    """``process`` mode: hand the waiting episodes over to the learner process now (one
-    message), then write the entries it has proposed so far into the bank (never waits).
-    Other modes: nothing.
-
-    :class:`~integrations.sb3.CRLCallback` calls it at every rollout's end; ``stats()``,
-    ``flush()``, ``save()``, merges and every ``handover_every``-th submission do it too.
-    In that order, and under the hand-over lock: the waiting episodes' credits name entries
-    that the messages applied here may evict (the ``forget`` sent then must reach the
-    learner after the credits).
-    """
+    """:meth:`ExperienceManager.poll <experience_wrappers.manager.ExperienceManager.poll>`'s body
+    (its docstring says what, when and in which order)."""
     if mgr._process is not None:
         with mgr._handover_lock:
             if mgr._waiting:
