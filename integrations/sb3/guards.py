@@ -34,13 +34,7 @@ def check_callback(callback: Any, managers: list[Any]) -> None:
         TypeError: the algorithm is not an on-policy one with a rollout buffer.
         ValueError: another CRLCallback already runs in this ``learn`` call.
     """
-    model = callback.model
-    if not isinstance(model, OnPolicyAlgorithm) or not hasattr(model, "rollout_buffer"):
-        raise TypeError(
-            f"CRLCallback needs an on-policy algorithm that fills a rollout buffer: PPO, A2C, or another "
-            f"stable_baselines3 OnPolicyAlgorithm; got {type(model).__name__}, which "
-            + ("learns from a replay buffer (off-policy) and is not supported"
-               if hasattr(model, "replay_buffer") else "is not an OnPolicyAlgorithm"))
+    model = on_policy(callback.model, "CRLCallback")
     session = getattr(model, "start_time", None)  # set by SB3 at the start of every learn() call
     for manager in managers:
         claim = getattr(manager, "learn_claim", None)
@@ -54,11 +48,15 @@ def check_callback(callback: Any, managers: list[Any]) -> None:
         manager.learn_claim = (session, weakref.ref(callback))
 
 
-def on_policy(model: BaseAlgorithm | None) -> OnPolicyAlgorithm:
-    """``model`` as the on-policy algorithm (with a rollout buffer) that a callback of this
-    package needs; raises TypeError otherwise."""
-    if not isinstance(model, OnPolicyAlgorithm):
-        raise TypeError(f"this callback needs an on-policy algorithm (PPO, A2C, ...), got {type(model).__name__}")
+def on_policy(model: BaseAlgorithm | None, who: str = "this callback") -> OnPolicyAlgorithm:
+    """``model`` as the on-policy algorithm (with a rollout buffer) that ``who`` needs; the one
+    check of it in this package. Raises TypeError otherwise."""
+    if not isinstance(model, OnPolicyAlgorithm) or not hasattr(model, "rollout_buffer"):
+        raise TypeError(
+            f"{who} needs an on-policy algorithm that fills a rollout buffer: PPO, A2C, or another "
+            f"stable_baselines3 OnPolicyAlgorithm; got {type(model).__name__}, which "
+            + ("learns from a replay buffer (off-policy) and is not supported"
+               if hasattr(model, "replay_buffer") else "is not an OnPolicyAlgorithm"))
     return model
 
 

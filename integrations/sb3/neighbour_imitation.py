@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from experience_wrappers.replay import SOURCE_OWN, SuccessReplay
 from experience_wrappers.rollin import BankGuide
@@ -30,6 +29,7 @@ from experience_wrappers.schedule import linear
 from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 
+from .guards import on_policy
 from .schedules import training_progress
 from .self_imitation import self_imitation_step
 
@@ -71,8 +71,7 @@ class NeighbourImitationCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         """Label the rollout's states (before PPO's update; trained on after it)."""
-        model = self.model
-        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a rollout buffer
+        model = on_policy(self.model)
         buf = model.rollout_buffer
         obs: Any = buf.observations
         if not isinstance(obs, dict):
@@ -99,8 +98,7 @@ class NeighbourImitationCallback(BaseCallback):
     def _on_rollout_start(self) -> None:
         if self._labelled is None:
             return
-        model = self.model
-        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a rollout buffer
+        model = on_policy(self.model)
         coef = linear(self.coef, training_progress(model, self.num_timesteps))
         out = self_imitation_step(model, self._labelled, coef=coef, weight="bc", n_batches=self.n_batches,
                                   batch_size=self.batch_size, rng=self.rng)

@@ -35,6 +35,7 @@ from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 from experience_wrappers.wrappers.recorder import EpisodeRecorder
 
+from .guards import on_policy
 from .schedules import training_progress
 
 __all__ = ["SELF_IMITATION_DEFAULTS", "SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations"]
@@ -262,9 +263,7 @@ class SelfImitationCallback(BaseCallback):
     @property
     def _on_policy(self) -> OnPolicyAlgorithm:
         """The model, an on-policy algorithm (PPO-style: an actor-critic policy)."""
-        model = self.model
-        assert isinstance(model, OnPolicyAlgorithm)
-        return model
+        return on_policy(self.model)
 
     def pretrain(self, steps: int) -> dict[str, float]:
         """Behaviour cloning on the demonstrations for ``steps`` gradient steps."""

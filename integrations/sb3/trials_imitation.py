@@ -8,12 +8,13 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY, EntryLayout
 from experience_wrappers.trials.play import success_actions
 from experience_wrappers.validators import check_int
+
+from .guards import on_policy
 
 __all__ = ["EntryImitationCallback"]
 
@@ -57,8 +58,7 @@ class EntryImitationCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         """Keep the rollout's states that stand on a shown success, with its action."""
-        model = self.model
-        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a rollout buffer
+        model = on_policy(self.model)
         observations = model.rollout_buffer.observations
         space = model.observation_space
         assert isinstance(observations, dict) and isinstance(space, spaces.Dict)  # a TrialsWrapper's Dict
@@ -73,8 +73,7 @@ class EntryImitationCallback(BaseCallback):
         """After the PPO update: the imitation steps on the states kept."""
         if self._states is None or self._targets is None or self.coef == 0 or self.n_batches == 0:
             return
-        model = self.model
-        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: an actor-critic policy
+        model = on_policy(self.model)
         policy = model.policy
         policy.set_training_mode(True)
         n = len(self._targets)

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 
+from .guards import on_policy
 from .self_imitation import free_view
 
 __all__ = ["StartValues"]
@@ -67,7 +67,7 @@ class StartValues:
         wanted = self.wanted()
         if not wanted:
             return 0
-        assert isinstance(model, OnPolicyAlgorithm)  # PPO-style: a critic and a discount
+        model = on_policy(model)
         envs = np.concatenate([w[2] for w in wanted])
         values = start_values(model, envs)
         i = 0
