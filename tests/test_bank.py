@@ -238,14 +238,13 @@ def _merge_bank() -> tuple[ExperienceBank, list[int]]:
                    step=0, extractor_version=1).ids.tolist()
     bank.update([ids[0], ids[0], ids[2]], [0.5, 0.5, 0.2], 1.0)  # credits only: n_credited 2, 0, 1
     bank.query(keys[:3], k=1, mode="knn")  # n_retrieved 1 each
-    bank.mark_trained([ids[1]], step=5)
     return bank, ids
 
 
 def test_merge_folds_a_cluster_into_its_highest_utility_member():
     bank, ids = _merge_bank()
     before = {i: by_id(bank, i) for i in ids}
-    total = {c: bank.entries()[c].sum() for c in ("n_retrieved", "n_credited", "n_trained")}
+    total = {c: bank.entries()[c].sum() for c in ("n_retrieved", "n_credited")}
     res = bank.merge()
     lead, rest = ids[1], [ids[0], ids[2]]  # utility 1.0 is the highest of task 0's cluster
     assert {k: sorted(v) for k, v in res.merged.items()} == {lead: sorted(rest)}
@@ -264,8 +263,8 @@ def test_merge_folds_a_cluster_into_its_highest_utility_member():
     np.testing.assert_array_equal(e["key"], before[lead]["key"])
     assert e["provenance"] == Provenance.MERGED
     assert np.isnan(e["sample_logp"])
-    assert e["n_retrieved"] == 3 and e["n_credited"] == 3 and e["n_trained"] == 1
-    assert e["last_trained"] == 5
+    assert e["n_retrieved"] == 3 and e["n_credited"] == 3
+    assert "n_trained" not in e  # the learner's count (manager.training_counts), not the bank's
     for c, t in total.items():  # counters are conserved
         assert bank.entries()[c].sum() == t
 

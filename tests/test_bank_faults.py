@@ -158,10 +158,7 @@ def test_a_change_interrupted_anywhere_leaves_the_bank_exactly_as_before(tmp_pat
     def remove():
         bank.remove(rng.choice(bank.entries()["id"], 40, replace=False))
 
-    def mark():
-        bank.mark_trained(bank.entries()["id"][:200], step=3)
-
-    ops = {"add": add, "update": update, "merge": merge, "evict": evict, "remove": remove, "mark": mark}
+    ops = {"add": add, "update": update, "merge": merge, "evict": evict, "remove": remove}
     durations = {}
     for name, op in ops.items():  # how long each takes here, to aim the faults inside it
         t = time.perf_counter()
@@ -500,8 +497,29 @@ def test_a_version_1_folder_loads_and_is_upgraded_by_the_next_save(tmp_path):
     loaded.save(path)
     names = folder_files(path)
     assert "entries.npz" not in names and "index.bin" not in names and len(names) == 4
-    assert json.loads((path / "meta.json").read_text())["version"] == 2
+    assert json.loads((path / "meta.json").read_text())["version"] == ExperienceBank.VERSION == 3
     assert_entries_equal(bank.entries(), ExperienceBank.load(path).entries())
+
+
+def test_a_version_2_folder_with_training_counters_loads_without_them(tmp_path):
+    """Version 2 kept the extractor's training counters (n_trained, last_trained) in the bank; they
+    are the learner's now (manager.training_counts): such a folder loads, and they are left out."""
+    import hashlib
+
+    bank = filled_bank(30)
+    path = bank.save(tmp_path / "bank")
+    meta = json.loads((path / "meta.json").read_text())
+    name = next(n for n in meta["files"] if n.startswith("entries"))
+    with np.load(path / name) as z:
+        cols = {k: z[k] for k in z.files}
+    n = len(cols["id"])
+    np.savez(path / name, **cols, n_trained=np.arange(n, dtype=np.int64), last_trained=np.full(n, 4, np.int64))
+    meta["files"][name] = hashlib.sha256((path / name).read_bytes()).hexdigest()
+    meta["version"] = 2
+    (path / "meta.json").write_text(json.dumps(meta))
+    loaded = ExperienceBank.load(path)
+    assert "n_trained" not in loaded.entries() and "last_trained" not in loaded.entries()
+    assert_entries_equal(bank.entries(), loaded.entries())
 
 
 # -------------------------------------------------------- two processes

@@ -69,7 +69,6 @@ def bank() -> ExperienceBank:
               context=rng.normal(size=(25, 5)), sample_logp=rng.normal(size=25), step=step)
     ids = b.entries()["id"]
     b.update(ids[:10], rng.normal(size=10), 0.9)
-    b.mark_trained(ids[5:15], step=7)
     b.query(rng.normal(size=(6, 8)).astype(F32), k=4)
     near = b.entries()["key"][:2] + 0.001
     b.add(near, np.ones((2, 4)), task_ids=b.entries()["task_id"][:2])
@@ -113,7 +112,7 @@ def test_folder_layout(bank, tmp_path):
     assert len(names) == 4 and names[0] == ".lock" and names[3] == "meta.json"
     assert re.fullmatch(r"entries-[0-9a-f]{16}\.npz", names[1]) and re.fullmatch(r"index-[0-9a-f]{16}\.bin", names[2])
     meta = json.loads((path / "meta.json").read_text())
-    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION == 2
+    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION == 3
     assert meta["files"] == {names[1]: sha256(path / names[1]), names[2]: sha256(path / names[2])}
 
 
@@ -222,7 +221,7 @@ def test_foreign_format_is_refused(saved):
 
 def test_newer_version_is_refused_with_the_version_error(saved):
     edit_meta(saved, version=99)  # and nothing else: checksums cover only the data files
-    with pytest.raises(BankFileError, match=r"newer version.*99 > 2.*upgrade"):
+    with pytest.raises(BankFileError, match=r"newer version.*99 > 3.*upgrade"):
         ExperienceBank.load(saved)
 
 

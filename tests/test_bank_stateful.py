@@ -102,8 +102,8 @@ class Model:
             self.entries[eid] = dict(
                 key=keys[j].copy(), value=values[src].copy(), logp=float(logp[src]),
                 utility=float(utility[j]), task=int(tasks[j]), prov=int(Provenance.EXTRACTED),
-                created=steps[j], version=versions[src], n_retrieved=0, n_credited=0, n_trained=0,
-                last_retrieved=-1, last_trained=-1,
+                created=steps[j], version=versions[src], n_retrieved=0, n_credited=0,
+                last_retrieved=-1,
             )
         ids = []
         for i in range(n):
@@ -128,16 +128,6 @@ class Model:
                 else:
                     e["utility"] = decay * e["utility"] + (1.0 - decay) * float(d)
                 e["n_credited"] += 1
-        return found
-
-    def mark_trained(self, ids, step: int) -> list[bool]:
-        found = []
-        for i in ids:
-            e = self.entries.get(int(i))
-            found.append(e is not None)
-            if e is not None:
-                e["n_trained"] += 1
-                e["last_trained"] = step
         return found
 
     def merge(self, thr: float) -> dict[int, set[int]]:
@@ -167,10 +157,9 @@ class Model:
             le = self.entries[lead]
             le["value"] = (w[:, None] * np.stack([e["value"] for e in es])).sum(0).astype(np.float32)
             le["utility"] = float(((1.0 + nc) * u).sum() / (1.0 + nc).sum())
-            for name in ("n_retrieved", "n_credited", "n_trained"):
+            for name in ("n_retrieved", "n_credited"):
                 le[name] = sum(e[name] for e in es)
             le["last_retrieved"] = max(e["last_retrieved"] for e in es)
-            le["last_trained"] = max(e["last_trained"] for e in es)
             le["created"] = min(e["created"] for e in es)
             le["version"] = max(e["version"] for e in es)
             le["prov"] = int(Provenance.MERGED)
@@ -275,13 +264,6 @@ class BankMachine(RuleBasedStateMachine):
         found = self.bank.update(ids, deltas, decay)
         assert found.tolist() == self.model.update(ids.tolist(), deltas.tolist(), decay)
 
-    @rule(seed=SEEDS, n=st.integers(1, 4), step=st.integers(0, 1000))
-    def mark_trained(self, seed, n, step) -> None:
-        rng = np.random.default_rng(seed)
-        ids = rng.choice(list(self.model.entries) + [self.model.next_id + 1], size=n)
-        found = self.bank.mark_trained(ids, step)
-        assert found.tolist() == self.model.mark_trained(ids.tolist(), step)
-
     @rule(thr=st.sampled_from([0.0, 0.01, 0.03, 0.1, 0.3]))
     def merge(self, thr) -> None:
         res = self.bank.merge(thr)
@@ -362,9 +344,7 @@ class BankMachine(RuleBasedStateMachine):
             assert ent["provenance"][slot] == e["prov"]
             assert ent["n_retrieved"][slot] == e["n_retrieved"]
             assert ent["n_credited"][slot] == e["n_credited"]
-            assert ent["n_trained"][slot] == e["n_trained"]
             assert ent["last_retrieved"][slot] == e["last_retrieved"]
-            assert ent["last_trained"][slot] == e["last_trained"]
             assert ent["created_step"][slot] == e["created"]
             assert ent["extractor_version"][slot] == e["version"]
             np.testing.assert_allclose(ent["utility"][slot], e["utility"], rtol=1e-9, atol=1e-12)

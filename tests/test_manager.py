@@ -276,12 +276,13 @@ def test_extractor_trains_once_a_batch_of_credited_samples_exists(rng):
     mgr.submit(make_episode(rng, success=False))
     mgr.submit(make_episode(rng, guided=True, success=True, injected=ids[:3]))
     assert mgr.trainer.updates == 0  # 3 credited samples < batch 4
-    assert np.all(mgr.bank.get(ids)["n_trained"] == 0)
+    assert len(mgr.learner.trained) == 0
     mgr.submit(make_episode(rng, guided=True, success=True, injected=ids[3:]))
     assert mgr.trainer.updates == 1
-    trained = mgr.bank.get(ids)
-    np.testing.assert_array_equal(trained["n_trained"], 1)
-    np.testing.assert_array_equal(trained["last_trained"], 1)
+    n_trained, last_trained = mgr.learner.trained.get(ids)  # the learner's count, not the bank's
+    np.testing.assert_array_equal(n_trained, 1)
+    np.testing.assert_array_equal(last_trained, 1)
+    assert "n_trained" not in mgr.bank.get(ids)
     assert np.isfinite(mgr.stats()["loss_loss"])
     assert mgr.stats()["extractor_updates"] == 1.0
     assert len(mgr.learner.samples) == 0  # the batch was consumed
@@ -334,7 +335,7 @@ def test_extractor_learns_from_a_rare_success_within_a_few_thousand_steps():
         if i == 21:
             won = [int(j) for j in injected]
         mgr.submit(make_episode(rng, 48, guided=guided, success=i == 21, injected=injected))
-    assert len(won) == 4 and np.all(mgr.bank.get(np.asarray(won))["n_trained"] >= 1)
+    assert len(won) == 4 and np.all(mgr.learner.trained.get(np.asarray(won))[0] >= 1)
     won_z = mgr.bank.get(np.asarray(won))["value"]
 
     def rows_of(z: np.ndarray) -> np.ndarray:  # the batch rows that are the won entries' samples
@@ -700,11 +701,11 @@ def test_a_refused_proposal_in_a_batched_write_costs_only_itself(rng):
     made = [mgr.distiller.propose(make_episode(rng, 12), mgr.trainer_for(0)) for _ in range(3)]
     bad = attrs.evolve(made[1], values=np.full_like(made[1].values, np.nan))
     with pytest.raises(ValueError, match="values contains NaN"):
-        mgr._write([(made[0], 1), (bad, 2), (made[2], 3)], None)
+        mgr.writer.write([(made[0], 1), (bad, 2), (made[2], 3)], None, mgr.learner.forget)
     entries = mgr.bank.entries()
     assert len(mgr.bank) == mgr.entries_added == made[0].size + made[2].size == 6
     assert sorted(entries["extractor_version"].tolist()) == [1, 1, 1, 3, 3, 3]
-    mgr._write([(made[1], 4), (made[0], 5)], None)  # accepted: one add, one version per row
+    mgr.writer.write([(made[1], 4), (made[0], 5)], None, mgr.learner.forget)  # accepted: one add, one version per row
     assert sorted(mgr.bank.entries()["extractor_version"].tolist()) == [1, 1, 1, 3, 3, 3, 4, 4, 4, 5, 5, 5]
 
 

@@ -108,24 +108,28 @@ def test_process_mode_learns_as_sync_mode_does_when_flushed_after_each_episode(m
     assert a.keys() == b.keys()
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-    assert b["n_trained"].sum() > 0
     sync.save(tmp_path / "sync")
     proc.save(tmp_path / "proc")
     ws, wp = extractor_state(tmp_path / "sync"), extractor_state(tmp_path / "proc")
     for name in ws:
         torch.testing.assert_close(ws[name], wp[name], rtol=0, atol=0, msg=name)
+    # the learner's own training counts (the learner process keeps them without reading the bank)
+    with np.load(tmp_path / "sync" / "samples.npz") as zs, np.load(tmp_path / "proc" / "samples.npz") as zp:
+        assert zs["n_trained"].sum() > 0
+        for name in ("trained_ids", "n_trained", "last_trained"):
+            np.testing.assert_array_equal(zs[name], zp[name], err_msg=name)
 
 
 def sent_batches(mgr: ExperienceManager) -> list[int]:
     """Record the size of every batch of episodes ``mgr`` sends its learner process from now on."""
     sizes: list[int] = []
-    send = mgr._process.send
+    send = mgr.backend.process.send
 
     def recording(kind, *payload):
         if kind == "episodes":
             sizes.append(len(payload[0]))
         send(kind, *payload)
-    mgr._process.send = recording
+    mgr.backend.process.send = recording
     return sizes
 
 
@@ -220,8 +224,8 @@ def test_a_killed_learner_process_leaves_the_bank_usable(managers, tmp_path):
     mgr = managers("process")
     run(mgr, episodes(4, 10), flush_each=False)
     n = len(mgr.bank)
-    mgr._process.process.kill()
-    mgr._process.process.join()
+    mgr.backend.process.process.kill()
+    mgr.backend.process.process.join()
     mgr.submit(episodes(5, 1)[0])  # queued for a dead process: the flush says so
     with pytest.raises(LearnerProcessError, match="died"):
         mgr.flush(timeout=10)

@@ -37,7 +37,6 @@ from .validation import (
     as_matrix,
     as_real,
     check_bounded,
-    check_int64,
     check_non_negative_int,
     check_positive_int,
     check_unit,
@@ -59,15 +58,17 @@ class ExperienceBank:
     """A bounded store of experience entries with HNSW retrieval, safe to share between threads.
 
     An entry holds a key (where it applies), a value (the experience vector), an optional
-    action prior and training context, a utility score, counters (retrieved, credited,
-    trained), a task id and provenance. Ids are stable for the life of an entry.
+    action prior, the segment it was distilled from (``context``) and the log-probability
+    of its sampled value, a utility score, counters (retrieved, credited), a task id and
+    provenance. How often the extractor trained on an entry is the learner's own count
+    (:mod:`experience_wrappers.manager.learner`), not the bank's. Ids are stable for the life of an entry.
 
     Dimensions are taken from the first :meth:`add` unless given here; ``prior_dim`` and
     ``context_dim`` given without ``key_dim`` fix those two widths for the first :meth:`add`.
     An ``M`` below ``RECALL_M`` (8) warns: such sparse graphs miss neighbours.
 
     Changes are all-or-nothing: :meth:`add`, :meth:`update`, :meth:`merge`, :meth:`evict`,
-    :meth:`remove` and :meth:`mark_trained` check every argument before they change
+    :meth:`remove` and :meth:`update` check every argument before they change
     anything, and a change that fails (or is interrupted) half-way is rolled back, so the
     bank is exactly as it was (Ctrl-C in the main thread is held back until the change is
     complete). :meth:`save` checks that entries and index agree before it writes.
@@ -86,7 +87,9 @@ class ExperienceBank:
     """
 
     FORMAT = "complementary-rl.experience-bank"
-    VERSION = 2  # 2: data files named per save (entries-<gen>.npz); 1 still loads
+    # 3: no training counters (n_trained, last_trained: the learner's); 2: data files named per
+    # save (entries-<gen>.npz); 1 and 2 still load (their training counters are left out)
+    VERSION = 3
 
     def __init__(self, config: BankConfig | None = None, *, key_dim: int | None = None,
                  value_dim: int | None = None, prior_dim: int = 0, context_dim: int = 0,
@@ -249,20 +252,6 @@ class ExperienceBank:
         def change(cols: dict[str, np.ndarray], slots: np.ndarray, found: np.ndarray) -> None:
             credit(cols["utility"], cols["n_credited"], slots.tolist(), d[found].tolist(), decay,
                    self.config.utility_warmup)
-        return self._change_found(ids_arr, change)
-
-    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
-        """Count a training pass on these entries at ``step``; returns the found mask.
-
-        A plain counter of the entries (``n_trained``, ``last_trained``); what a pass is and
-        when it happens is the learner's (:mod:`experience_wrappers.manager.learner`).
-        """
-        ids_arr = as_ids(ids)
-        step = check_int64("step", step)
-
-        def change(cols: dict[str, np.ndarray], slots: np.ndarray, found: np.ndarray) -> None:
-            np.add.at(cols["n_trained"], slots, 1)
-            cols["last_trained"][slots] = step
         return self._change_found(ids_arr, change)
 
     def _change_found(self, ids: np.ndarray, change: Callable[[dict[str, np.ndarray], np.ndarray, np.ndarray], None],

@@ -100,11 +100,10 @@ def check_columns(path: Path, cols: dict[str, np.ndarray], tick: int) -> None:
                  f"one of {known.tolist()}")
     _refuse_rows(path, "sample_logp", np.isinf(cols["sample_logp"]), cols["sample_logp"], ids,
                  "finite, or NaN for a merged entry")
-    for name in ("n_retrieved", "n_credited", "n_trained"):
+    for name in ("n_retrieved", "n_credited"):
         _refuse_rows(path, name, cols[name] < 0, cols[name], ids, ">= 0")
     _refuse_rows(path, "last_retrieved", (cols["last_retrieved"] < -1) | (cols["last_retrieved"] >= max(tick, 0)),
                  cols["last_retrieved"], ids, f"-1 (never) or a query tick in [0, tick = {tick})")
-    _refuse_rows(path, "last_trained", cols["last_trained"] < -1, cols["last_trained"], ids, ">= -1")
     for name in ("prior", "context"):
         if cols[name].size:
             _refuse_rows(path, name, ~np.isfinite(cols[name]).all(axis=1), cols[name], ids, "finite")

@@ -115,9 +115,9 @@ def combine_cluster(cols: dict[str, np.ndarray], slots: np.ndarray) -> None:
     c["value"][lead] = (w[:, None] * c["value"][s]).sum(0)
     c["prior"][lead] = (w[:, None] * c["prior"][s]).sum(0)
     c["utility"][lead] = float((credit_w * c["utility"][s]).sum() / credit_w.sum())
-    for name in ("n_retrieved", "n_credited", "n_trained"):
+    for name in ("n_retrieved", "n_credited"):
         c[name][lead] = c[name][s].sum()
-    for name in ("last_retrieved", "last_trained", "extractor_version"):
+    for name in ("last_retrieved", "extractor_version"):
         c[name][lead] = c[name][s].max()
     c["created_step"][lead] = c["created_step"][s].min()
     if c["provenance"][lead] not in CURATED:  # merged demonstrations stay demonstrations

@@ -79,7 +79,6 @@ def append_locked(bank: ExperienceBank, items: dict[str, Any], kept: np.ndarray,
         c[name][slots] = items[name][src]
     c["utility"][slots] = items["utility"][kept]
     c["last_retrieved"][slots] = -1
-    c["last_trained"][slots] = -1
     c["task_id"][slots] = items["task_id"][kept]
     c["provenance"][slots] = items["provenance"]
     for name, rows in (("created_step", kept), ("extractor_version", src)):  # the version goes with the content

@@ -1,9 +1,10 @@
 """A finished episode's credit: which entries guided it, against which baseline, and by how much.
 
 The rules are :mod:`experience_wrappers.credit`'s; here they meet the manager's state (its free
-baseline, paired credit, outcome figures) and its two writers: the bank's utilities, and the
-extractor's rewards (the learner's samples, or in ``process`` mode the credits sent with the
-episode to the learner process).
+baseline, paired credit, outcome figures). A credit changes the bank's utilities here, and
+returns the extractor's rewards with the credited entries' fields, which the learner backend
+takes into its samples (:mod:`.backend`: inline, on its worker thread, or sent to the learner
+process with the episode). The backend runs :func:`attribute` where its mode says.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..credit import entry_reward, shown_shares, utility_decay, value_delta
+from .backend import Credit
 from .episode import Episode
 
 if TYPE_CHECKING:
@@ -20,12 +22,13 @@ if TYPE_CHECKING:
 
 __all__ = ["CREDITED_FIELDS", "attribute", "credit", "credit_payload"]
 
-#: the fields of a credited entry that the learner process needs (its sample, and its ledger's counts)
-CREDITED_FIELDS = ("context", "value", "sample_logp", "task_id", "n_trained", "last_trained")
+#: the fields of a credited entry that the learner needs (its sample)
+CREDITED_FIELDS = ("context", "value", "sample_logp", "task_id")
 
 
-def attribute(mgr: ExperienceManager, ep: Episode) -> None:
-    """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`).
+def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
+    """Credit the entries that guided ``ep`` (rules: :mod:`experience_wrappers.credit`); returns
+    the extractor's credits, in order (none until a paired episode's free members are in).
 
     An episode of a replayed instance (``ep.instance`` with at least one free member) is
     judged by the paired rule (:class:`~experience_wrappers.credit.PairedCredit`: the guided
@@ -35,6 +38,7 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> None:
     critic's ``start_value`` (the value baseline, for envs that cannot replay an instance:
     :func:`~experience_wrappers.credit.value_delta`).
     """
+    credits: list[Credit] = []
     outcome = ep.outcome
     if not ep.guided:
         mgr.baseline.add(ep.task_id, outcome)
@@ -51,20 +55,20 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> None:
                                    payload=payload, free_spread=spread):
             if res.payload is not None:
                 ids, shares, success = res.payload  # what credit_payload returned
-                credit(mgr, ids, shares, success, res.delta)
-        return
+                credits += credit(mgr, ids, shares, success, res.delta)
+        return credits
     if not ep.guided:
-        return
+        return credits
     if ep.start_value is not None:  # no instance to pair with: the critic's V(s0) (value_delta)
         spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
         with mgr._stats_lock:
             mgr.value_credited += 1
-        credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma, free_spread=spread))
-        return
+        return credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma,
+                                                            free_spread=spread))
     delta = mgr.baseline.delta(ep.task_id, outcome, ep.success is not None)
     if delta is None:
-        return
-    credit(mgr, *credit_payload(ep), delta)
+        return credits
+    return credit(mgr, *credit_payload(ep), delta)
 
 
 def credit_payload(ep: Episode) -> tuple[np.ndarray, np.ndarray | None, bool | None]:
@@ -77,10 +81,12 @@ def credit_payload(ep: Episode) -> tuple[np.ndarray, np.ndarray | None, bool | N
     return ids, shares[first], ep.success
 
 
-def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, success: bool | None, delta: float) -> None:
-    """Credit ``delta`` (times each entry's share) to the entries ``ids``: bank utilities and extractor rewards."""
+def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, success: bool | None,
+           delta: float) -> list[Credit]:
+    """Credit ``delta`` (times each entry's share) to the entries ``ids``: the bank's utilities now;
+    returns the extractor's reward for each entry still in the bank, with its fields."""
     if ids.size == 0:
-        return
+        return []
     with mgr._stats_lock:
         mgr.outcomes.add_delta(delta)
     decay = utility_decay(mgr.schedule.progress, mgr.config.decay_start, mgr.config.decay_end)
@@ -88,10 +94,9 @@ def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, s
     # every entry the whole delta, or (paired credit) its share by the steps it was shown
     found = mgr.bank.update(ids, delta if shares is None else delta * shares, decay)
     ids = ids[found]
-    if ids.size:
-        rewards = reward if shares is None else reward * shares[found]
-        if mgr._learner is not None:
-            mgr._learner.add_credit(ids, mgr.bank.get(ids), rewards)
-        else:  # sent to the learner process with the episode (what its samples and ledger need)
-            entries = mgr.bank.get(ids)
-            mgr._credits.append((ids, {k: entries[k] for k in CREDITED_FIELDS}, rewards))
+    if not ids.size:
+        return []
+    rewards = np.broadcast_to(np.asarray(reward if shares is None else reward * shares[found], dtype=np.float64),
+                              ids.shape)
+    entries = mgr.bank.get(ids)
+    return [(ids, {k: entries[k] for k in CREDITED_FIELDS}, rewards)]

@@ -2,10 +2,13 @@
 
 The learner owns everything about training the extractor: the credited samples (context,
 sampled experience, its log-prob, the rewards credited to it), the fresh segments for the
-self-supervised step, the trainers (one shared, or one per task), and the count of outcome
-updates, ``extractor_version`` (the version stamped on the entries it proposes). The bank
-only stores entries; after a bank merge :meth:`ExtractorLearner.after_merge` folds the
-samples as :func:`~experience_wrappers.bank.merge.fold_samples` says.
+self-supervised step, the trainers (one shared, or one per task), how often it trained on
+each entry (:class:`~experience_wrappers.manager.training_counts.TrainingCounts`), and the
+count of outcome updates, ``extractor_version`` (the version stamped on the entries it
+proposes). It never reads the bank: what it needs of an entry comes with its credit, and
+the bank's evictions and merges reach it through :meth:`ExtractorLearner.forget` and
+:meth:`ExtractorLearner.after_merge` (which folds the samples as
+:func:`~experience_wrappers.bank.merge.fold_samples` says).
 
 A sample's reward is the mean of the rewards credited to it (:func:`sample_rewards`); the
 trainer centres those over the batch (:func:`~experience_wrappers.extractor.losses.batch_advantages`).
@@ -23,12 +26,12 @@ import attrs
 import numpy as np
 import torch
 
-from ..bank import ExperienceBank
 from ..bank.merge import fold_samples, is_stale
 from ..bank.save_load import bytes_as_file
 from ..errors import ExperienceFileError, ManagerFileError
 from ..extractor import ExperienceExtractor, ExtractorConfig, ExtractorTrainer
 from .config import ManagerConfig
+from .training_counts import TrainingCounts
 
 __all__ = ["ExtractorLearner", "Sample", "sample_rewards"]
 
@@ -59,21 +62,20 @@ class ExtractorLearner:
     Args:
         extractor_config: the extractor's config (each per-task extractor gets its own seed).
         config: the manager's config (batch sizes, ``extractor_per_task``, ``train_extractor``, seed).
-        bank: the bank whose entries the samples belong to (for their training counts).
         lock: guards the counters and losses that :meth:`ExperienceManager.stats` reads.
     """
 
-    def __init__(self, extractor_config: ExtractorConfig, config: ManagerConfig, bank: ExperienceBank,
-                 lock: threading.Lock) -> None:
+    def __init__(self, extractor_config: ExtractorConfig, config: ManagerConfig, lock: threading.Lock) -> None:
         self.extractor_config = extractor_config
         self.config = config
-        self.bank = bank
         self.lock = lock
         self.trainer = ExtractorTrainer(ExperienceExtractor(extractor_config))
         self.task_trainers: dict[int, ExtractorTrainer] = {}
         self.samples: dict[int, Sample] = {}
         self.ssl_contexts: list[np.ndarray] = []
         self.ssl_tasks: list[int] = []
+        #: how often each entry was trained on, and when last (the count-aware weights)
+        self.trained = TrainingCounts()
         #: outcome (policy-gradient) updates so far: the extractor's version, stamped on new entries
         self.extractor_version = 0
         self.ssl_updates = 0
@@ -110,13 +112,16 @@ class ExtractorLearner:
         self.ssl_tasks.extend([int(task_id)] * len(contexts))
 
     def forget(self, ids: np.ndarray) -> None:
-        """Drop the samples of entries that left the bank (evicted)."""
+        """Drop the samples and training counts of entries that left the bank (evicted)."""
         for i in np.asarray(ids).tolist():
             self.samples.pop(int(i), None)
+        self.trained.forget(ids)
 
     def after_merge(self, merged: Mapping[int, list[int]]) -> None:
-        """Fold the samples of merged-away entries into their survivors' (:func:`.fold_samples`)."""
+        """Fold the samples of merged-away entries into their survivors' (:func:`.fold_samples`),
+        and their training counts (:meth:`.TrainingCounts.after_merge`)."""
         fold_samples(self.samples, merged)
+        self.trained.after_merge(merged)
 
     # --------------------------------------------------------------- training
     def train_if_ready(self) -> None:
@@ -175,18 +180,13 @@ class ExtractorLearner:
                 inputs, lengths = trainer.extractor.decode(contexts[stale])
                 logp[stale] = trainer.extractor.distribution(inputs, lengths).log_prob(
                     torch.from_numpy(z[stale])).numpy()
-        present = np.array([i in self.bank for i in ids.tolist()])
-        n_trained = np.zeros(len(ids), dtype=np.int64)
-        recent = np.zeros(len(ids), dtype=bool)
-        if present.any():
-            e = self.bank.get(ids[present])
-            n_trained[present] = e["n_trained"]
-            recent[present] = (e["last_trained"] >= 0) & (e["last_trained"] >= self.extractor_version - 1)
+        n_trained, last = self.trained.get(ids)
+        recent = (last >= 0) & (last >= self.extractor_version - 1)
         out = trainer.update(contexts, z, logp, rewards, n_trained, recent)
         with self.lock:
             self.extractor_version += 1
             self.last_losses.update(out)
-        self.bank.mark_trained(ids[present], self.extractor_version)
+        self.trained.mark(ids, self.extractor_version)
 
     # ------------------------------------------------------------ persistence
     def save(self, folder: Path) -> dict[str, str]:
@@ -210,7 +210,8 @@ class ExtractorLearner:
                     task=np.array([s.task for s in samples], dtype=np.int64),
                     ssl_tasks=np.array(self.ssl_tasks, dtype=np.int64),
                     ssl_contexts=(np.stack(self.ssl_contexts).astype(np.float32) if self.ssl_contexts
-                                  else np.zeros((0, context_dim), np.float32)))
+                                  else np.zeros((0, context_dim), np.float32)),
+                    **self.trained.arrays())
 
     def read_state(self, blobs: dict[str, bytes], state: dict, path: Path) -> dict[str, Any]:
         """Parse the learner's part of a saved manager folder, changing nothing (see :meth:`adopt`).
@@ -239,6 +240,9 @@ class ExtractorLearner:
                     for j, i in enumerate(z["ids"].tolist())}
                 ssl_contexts = list(z["ssl_contexts"]) if "ssl_contexts" in z.files else []
                 ssl_tasks = z["ssl_tasks"].tolist() if "ssl_tasks" in z.files else [0] * len(ssl_contexts)
+                # saved before the learner kept them (they were the bank's): counted afresh
+                trained = (TrainingCounts.from_arrays(z["trained_ids"], z["n_trained"], z["last_trained"])
+                           if "trained_ids" in z.files else TrainingCounts())
             ssl_updates = int(state["ssl_updates"])
             version = state.get("extractor_version", state.get("pg_updates", trainer.updates - ssl_updates))
             version = int(version)
@@ -246,7 +250,7 @@ class ExtractorLearner:
             raise ManagerFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
         return {"trainer": trainer, "task_trainers": task_trainers, "samples": samples,
                 "ssl_contexts": ssl_contexts, "ssl_tasks": [int(t) for t in ssl_tasks],
-                "extractor_version": version, "ssl_updates": ssl_updates}
+                "extractor_version": version, "ssl_updates": ssl_updates, "trained": trained}
 
     def adopt(self, parsed: dict[str, Any]) -> None:
         """Take the state :meth:`read_state` parsed."""

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import atexit
 import logging
-import queue
 import threading
-import time
 import weakref
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
@@ -29,18 +27,19 @@ from ..keys.base import checked_keys
 from ..replay import SuccessReplay
 from ..schedule import Schedule
 from ..validators import check_int, check_real
+from .backend import LearnerBackend
 from .config import ManagerConfig
 from .crediting import attribute
-from .entry_writes import write_entries
+from .entry_writes import EntryWriter
 from .episode import Episode
-from .episode_entries import Distiller, Proposal
-from .handover import ask, hand_over, poll
+from .episode_entries import Distiller
+from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
 from .priors import prior_dim
-from .process import LearnerProcess, LearnerProcessError
+from .process_backend import ProcessBackend
 from .save_restore import restore_manager, save_manager
 from .stats import manager_stats
-from .worker import run_worker
+from .thread_backend import ThreadBackend
 
 __all__ = ["ExperienceManager", "check_ingest_args"]
 
@@ -54,7 +53,7 @@ def check_ingest_args(segment_every: int | None, utility: float | None) -> None:
 
 
 class ExperienceManager:
-    """Owns the distillation queue, outcome attribution, the extractor and bank maintenance.
+    """Runs the loop: finished episodes in; credits, bank entries and extractor updates out.
 
     For every finished :class:`Episode` it (1) credits the entries that guided it with the
     outcome delta against experience-free episodes of the same task, (2) distils the
@@ -63,14 +62,16 @@ class ExperienceManager:
     the extractor when a batch of credited samples is ready, and a self-supervised step
     when a batch of fresh segments is. ``merge()`` folds near duplicates.
 
-    In ``async`` mode all of that runs on a background thread: ``submit`` only enqueues.
-    In ``process`` mode (1) runs in ``submit`` and (2)-(3) in a learner process of their own
-    (:mod:`experience_wrappers.manager.process`: the bank stays here, so queries never wait).
-    Credited episodes go to it ``handover_every`` at a time, and earlier at :meth:`poll` (which
-    the callback calls at every rollout's end), ``stats()``, ``flush()``, ``save()`` and merges;
-    the entries it proposes are written into the bank, in one ``bank.add`` per message, when
-    this side next polls (at those same points). ``flush()`` waits until every submitted
-    episode is processed.
+    Where (2)-(3) run is the learner backend's (:mod:`experience_wrappers.manager.backend`,
+    chosen by ``config.mode``): ``sync`` inside ``submit``; ``async`` on a worker thread
+    (``submit`` only enqueues, and the credit runs there too); ``process`` in a learner process
+    of its own (:mod:`experience_wrappers.manager.process`: the credit runs in ``submit``, the bank
+    stays here, so queries never wait). Credited episodes go to it ``handover_every`` at a
+    time, and earlier at :meth:`poll` (which the callback calls at every rollout's end),
+    ``stats()``, ``flush()``, ``save()`` and merges; the entries it proposes are written into
+    the bank, in one ``bank.add`` per message, when this side next polls (at those same
+    points). ``flush()`` waits until every submitted episode is processed. The manager itself
+    runs the loop: checks, counts, the schedule, saves and restores.
 
     Args:
         bank: the bank to write into.
@@ -103,28 +104,12 @@ class ExperienceManager:
             **self.config.extractor)
         self._check_bank_dims(bank)
         self._stats_lock = threading.Lock()
-        self._generator = torch.Generator().manual_seed(self.config.seed)
-        # the extractor, its trainers, samples and version (touched by the worker only); in
-        # process mode they live in the learner process, and this side keeps its latest figures
-        self._learner: ExtractorLearner | None = None
-        self._process: LearnerProcess | None = None
-        self.distiller: Distiller | None = None
-        self._learner_stats: dict[str, Any] = {"extractor_version": 0, "ssl_updates": 0, "last_losses": {},
-                                               "episodes_processed": 0, "busy_seconds": 0.0}
-        self._credits: list[tuple[np.ndarray, dict[str, np.ndarray], Any]] = []  # process mode: to send
-        # process mode: credited episodes waiting to go to the learner process together (poll)
-        self._waiting: list[tuple[Episode, list[tuple[np.ndarray, dict[str, np.ndarray], Any]]]] = []
-        # process mode: held from an episode's credit until it is sent, and over each poll, so that
-        # no eviction's "forget" overtakes a credit of the evicted entry, whichever thread polls
-        self._handover_lock = threading.RLock()
-        self._episodes_failed = 0  # process mode: episodes the learner process failed on (not pending)
-        self._failed_offset = 0  # process mode: minus the learner process's failures before a restore
-        self._processed_offset = 0  # process mode: episodes_processed minus the learner process's count
-        if self.config.mode == "process":
-            self._process = LearnerProcess(self.key_encoder, action_space, self.config, self.extractor_config)
-        else:
-            self._learner = ExtractorLearner(self.extractor_config, self.config, bank, self._stats_lock)
-            self.distiller = Distiller(self.key_encoder, action_space, self.config, self._generator)
+        #: the one writer of proposed entries into the bank (every backend writes through it)
+        self.writer = EntryWriter(bank, self._stats_lock)
+        #: where distillation and extractor training run (:mod:`.backend`)
+        self.backend: LearnerBackend = _BACKENDS[self.config.mode](
+            self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
+            partial(attribute, self), self._stats_lock)
         self.baseline = FreeBaseline(self.config.baseline_window)
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
@@ -134,14 +119,8 @@ class ExperienceManager:
         self.replay: SuccessReplay | None = None
         # statistics
         self.episodes_submitted = 0
-        self.episodes_processed = 0
-        self.entries_added = 0
         self.value_credited = 0  # guided episodes judged against V(s0) (the value baseline)
-        self.busy_seconds = 0.0  # time spent processing episodes and merges (either thread)
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under _stats_lock)
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._worker: threading.Thread | None = None
-        self._error: BaseException | None = None
         self._closed = False
         #: the ``learn`` call a CRLCallback trains this manager in, and that callback (its check
         #: that one ``learn`` has one CRLCallback; see ``integrations.sb3.guards``)
@@ -187,22 +166,29 @@ class ExperienceManager:
             RuntimeError: in ``process`` mode, where it lives in the learner process (its
                 figures are in :meth:`stats`; :meth:`save` writes its extractors).
         """
-        if self._learner is None:
+        local = self.backend.local
+        if local is None:
             raise RuntimeError("in mode='process' the extractor and its learner live in the learner process: "
                                "read their figures in stats(), or save() the manager and load its extractor.pt")
-        return self._learner
+        return local
+
+    @property
+    def distiller(self) -> Distiller:
+        """The distiller (segments and proposed entries); in this process unless ``mode="process"``."""
+        distiller = self.backend.distiller
+        if distiller is None:
+            raise RuntimeError("in mode='process' the distiller lives in the learner process")
+        return distiller
 
     @property
     def learner_pid(self) -> int | None:
         """The learner process's pid in ``process`` mode (None in the other modes)."""
-        return None if self._process is None else self._process.pid
+        return self.backend.pid
 
     @property
     def extractor_version(self) -> int:
         """Outcome (policy-gradient) updates of the extractor so far: its version, stamped on new entries."""
-        if self._learner is None:
-            return int(self._learner_stats["extractor_version"])
-        return self._learner.extractor_version
+        return self.backend.figures().extractor_version
 
     @property
     def trainer(self) -> ExtractorTrainer:
@@ -222,16 +208,27 @@ class ExperienceManager:
     @property
     def ssl_updates(self) -> int:
         """Self-supervised updates of the extractor so far."""
-        if self._learner is None:
-            return int(self._learner_stats["ssl_updates"])
-        return self._learner.ssl_updates
+        return self.backend.figures().ssl_updates
 
     @property
     def last_losses(self) -> dict[str, float]:
         """The losses of the latest extractor updates."""
-        if self._learner is None:
-            return dict(self._learner_stats["last_losses"])
-        return self._learner.last_losses
+        return self.backend.figures().last_losses
+
+    @property
+    def episodes_processed(self) -> int:
+        """Episodes the learner has processed (credited, distilled, trained on)."""
+        return self.backend.figures().episodes_processed
+
+    @property
+    def entries_added(self) -> int:
+        """New entries written into the bank by this manager."""
+        return self.writer.entries_added
+
+    @property
+    def busy_seconds(self) -> float:
+        """Seconds spent on episodes and merges on this side (either thread)."""
+        return self.backend.figures().busy_seconds
 
     @property
     def context_dim(self) -> int:
@@ -246,13 +243,14 @@ class ExperienceManager:
 
     # ------------------------------------------------------------- submission
     def submit(self, episode: Episode) -> None:
-        """Hand a finished episode over (processed now in sync mode, queued in async mode).
+        """Hand a finished episode over (credited and processed now in sync mode, queued in
+        async mode, credited now and handed to the learner process in process mode).
 
         Raises:
             ValueError: the episode has a NaN or inf reward (checked here, in the caller's
                 thread, so nothing non-finite reaches the baseline or the bank).
         """
-        self._raise_worker_error()
+        self.backend.check()
         if self._closed:
             raise RuntimeError("this manager is closed")
         rewards = np.asarray(episode.rewards, dtype=np.float64)
@@ -261,78 +259,27 @@ class ExperienceManager:
             raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite")
         with self._stats_lock:
             self.episodes_submitted += 1
-        if self.config.mode == "sync":
-            self._process_episode(episode)
-        elif self._process is not None:
-            hand_over(self, episode)
-        else:
-            self._ensure_worker()
-            self._queue.put(("episode", episode))
+        self.backend.episode(episode)
 
     def request_merge(self) -> None:
         """Merge near-duplicate entries (now in sync and process modes, on the worker in async mode)."""
-        self._raise_worker_error()
-        if self.config.mode in ("sync", "process"):
-            self._merge()
-        else:
-            self._ensure_worker()
-            self._queue.put(("merge", None))
+        self.backend.check()
+        self.backend.merge()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every submitted episode and request is processed."""
-        if self._process is not None:
-            self._ask("flush", timeout=timeout)
-        if self._worker is not None:
-            done = threading.Event()
-            self._queue.put(("flush", done))
-            if not done.wait(timeout):
-                raise TimeoutError(f"the manager did not finish its queue within {timeout} s")
-        self._raise_worker_error()
+        self.backend.flush(timeout)
 
     def close(self) -> None:
         """Process what is queued, then stop the worker; later submissions raise RuntimeError."""
         self._closed = True
-        if self._process is not None:
-            try:
-                if self._process.alive:
-                    self.flush()
-            finally:
-                self._process.stop()
-        if self._worker is not None and self._worker.is_alive():
-            self._queue.put(("stop", None))
-            self._worker.join()
-        self._worker = None
-        self._raise_worker_error()
+        self.backend.close()
 
     @property
     def pending(self) -> int:
-        if self._process is not None:  # an episode the learner failed on is not pending
-            return max(self.episodes_submitted - self.episodes_processed - self._episodes_failed, 0)
-        return self._queue.qsize()
+        """Episodes and requests handed to the learner and not processed yet."""
+        return self.backend.pending
 
-    def _ensure_worker(self) -> None:
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=run_worker, args=(self,), name="crl-manager", daemon=True)
-            self._worker.start()
-
-    def _raise_worker_error(self) -> None:
-        if self._error is not None:
-            err, self._error = self._error, None
-            if isinstance(err, LearnerProcessError):  # its message holds the learner's traceback
-                raise err
-            raise RuntimeError("the experience manager's worker failed") from err
-
-    # ------------------------------------------------------------- processing
-    def _process_episode(self, ep: Episode) -> None:
-        t0 = time.perf_counter()
-        attribute(self, ep)
-        self._distil(ep)
-        self.learner.train_if_ready()
-        with self._stats_lock:
-            self.episodes_processed += 1
-            self.busy_seconds += time.perf_counter() - t0
-
-    # ---------------------------------------------------- the learner process
     def poll(self) -> None:
         """``process`` mode: hand the waiting episodes over to the learner process now (one
         message), then write the entries it has proposed so far into the bank (never waits).
@@ -344,41 +291,11 @@ class ExperienceManager:
         that the messages applied here may evict (the ``forget`` sent then must reach the
         learner after the credits).
         """
-        poll(self)
-
-    def _ask(self, kind: str, *payload: Any, timeout: float | None = None) -> tuple[Any, ...]:
-        """Process mode: send a request and apply messages until its answer comes (:func:`.handover.ask`)."""
-        return ask(self, kind, *payload, timeout=timeout)
-
-    def _write(self, proposals: list[tuple[Proposal, int]], utility: float | None) -> None:
-        """Write proposed entries into the bank in one ``add`` (:func:`.entry_writes.write_entries`)."""
-        write_entries(self, proposals, utility)
+        self.backend.poll()
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
         return checked_keys(self.key_encoder, observations, task_ids)
-
-    def _distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
-                utility: float | None = None) -> int:
-        assert self.distiller is not None  # sync and async modes
-        p = self.distiller.propose(ep, self.trainer_for(ep.task_id), provenance, every)
-        if p is None:
-            return 0
-        if p.size:
-            self._write([(p, self.extractor_version)], utility)
-        self.learner.add_segments(p.all_contexts, ep.task_id)
-        return p.size
-
-    def _merge(self) -> None:
-        self.poll()  # process mode: the waiting episodes' credits reach the learner before the merge
-        t0 = time.perf_counter()
-        merged = self.bank.merge().merged
-        if self._learner is not None:
-            self._learner.after_merge(merged)
-        elif merged:
-            self._process.send("merged", merged)  # type: ignore[union-attr]
-        with self._stats_lock:
-            self.busy_seconds += time.perf_counter() - t0
 
     # ----------------------------------------------------------- demonstrations
     def ingest(self, episode: Episode, provenance: Provenance = Provenance.DEMO, segment_every: int | None = None,
@@ -392,20 +309,18 @@ class ExperienceManager:
                 ``segment_every``); 1 gives one entry per state, each with the action taken there.
             utility: initial utility of its entries (default: the bank's ``initial_utility``).
 
-        Returns the number of segments written. Runs on the calling thread (in process mode,
-        the learner process distils it while this thread waits).
+        Returns the number of segments written. Waits: in sync mode it runs on the calling
+        thread; in async mode on the worker, after what is queued; in process mode the learner
+        process distils it.
         """
         check_ingest_args(segment_every, utility)
-        if self._process is not None:
-            self.poll()
-            return int(self._ask("ingest", episode, provenance, segment_every, utility)[1])
-        return self._distil(episode, provenance, segment_every, utility)
+        self.backend.check()
+        return self.backend.ingest(episode, provenance, segment_every, utility)
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, float]:
         """Running figures for logging: outcomes of guided and free episodes, deltas, losses."""
         return manager_stats(self)
-
 
     def free_baseline(self, task_id: int = 0) -> float | None:
         return self.baseline.mean(task_id)
@@ -430,6 +345,11 @@ class ExperienceManager:
         Everything is read and checked first: a bad folder raises and changes nothing.
         """
         restore_manager(self, path)
+
+
+#: the learner backend of each ``ManagerConfig.mode``
+_BACKENDS: dict[str, type[InlineBackend] | type[ProcessBackend]] = {
+    "sync": InlineBackend, "async": ThreadBackend, "process": ProcessBackend}
 
 
 def _close_at_exit(ref: weakref.ReferenceType[ExperienceManager]) -> None:

@@ -13,13 +13,13 @@ never blocks on the other side:
   (a demonstration), ``forget`` (entries evicted), ``merged`` (entries merged away),
   ``flush``, ``save``, ``restore``, ``stop``;
 * learner -> actor: ``adds`` (the entries it proposes for a batch of episodes, which the
-  actor writes into the bank in one ``add``), ``add`` (an ingested episode's), ``trained`` (entries an extractor update used: ``bank.mark_trained``), ``stats``,
+  actor writes into the bank in one ``add``), ``add`` (an ingested episode's), ``stats``,
   ``done``, ``saved``, ``error``.
 
-The learner cannot read the bank. What its training step reads there (whether an entry
-still exists, how often it was trained on) it keeps in a :class:`Ledger`: seeded from the
-fields the actor sends with each credit, updated by its own training passes, evictions
-and merges.
+The learner never reads the bank, here as in the other modes: what it needs of a credited
+entry comes with the credit, and it keeps its own training counts
+(:class:`~experience_wrappers.manager.training_counts.TrainingCounts`). The actor's side of
+this exchange is :class:`~experience_wrappers.manager.process_backend.ProcessBackend`.
 
 Compared with ``sync`` mode, an episode's entries reach the bank a little later (when the
 actor next polls: at every ``handover_every``-th submission, at each rollout's end through
@@ -40,7 +40,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ from .config import ManagerConfig
 from .episode_entries import Distiller, Proposal
 from .learner import ExtractorLearner
 
-__all__ = ["LearnerProcess", "Ledger", "LearnerProcessError"]
+__all__ = ["LearnerProcess", "LearnerProcessError"]
 
 log = logging.getLogger(__name__)
 
@@ -65,56 +65,6 @@ LEARNER_TORCH_THREADS = 1
 
 class LearnerProcessError(RuntimeError):
     """The learner process failed or died; its traceback is in the message."""
-
-
-class Ledger:
-    """What the learner process knows of the bank's entries it holds samples of.
-
-    It stands in for the bank in :class:`~experience_wrappers.manager.learner.ExtractorLearner`'s
-    training step: ``in`` (the entry still exists), :meth:`get` (``n_trained`` and
-    ``last_trained``) and :meth:`mark_trained` (counted here, and sent to the actor, which
-    applies it to the bank).
-    """
-
-    def __init__(self, send: Callable[[tuple[str, tuple[Any, ...]]], None]) -> None:
-        self.send = send
-        self.counts: dict[int, list[int]] = {}  # id -> [n_trained, last_trained]
-
-    def know(self, ids: np.ndarray, entries: Mapping[str, np.ndarray]) -> None:
-        """Learn the training counts of credited entries (the first time only: later, ours are newer)."""
-        for j, i in enumerate(np.asarray(ids).tolist()):
-            if i not in self.counts:
-                self.counts[i] = [int(entries["n_trained"][j]), int(entries["last_trained"][j])]
-
-    def forget(self, ids: Iterable[int]) -> None:
-        for i in np.asarray(list(ids), dtype=np.int64).reshape(-1).tolist():
-            self.counts.pop(i, None)
-
-    def after_merge(self, merged: Mapping[int, list[int]]) -> None:
-        """Merged-away entries are gone; a survivor the ledger did not know takes their counts."""
-        for survivor, gone in merged.items():
-            known = [self.counts.pop(int(g)) for g in gone if int(g) in self.counts and int(g) != int(survivor)]
-            if int(survivor) not in self.counts and known:
-                self.counts[int(survivor)] = [sum(c[0] for c in known), max(c[1] for c in known)]
-
-    def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self.counts
-
-    def get(self, ids: np.ndarray) -> dict[str, np.ndarray]:
-        rows = [self.counts[int(i)] for i in np.asarray(ids).tolist()]
-        return {"n_trained": np.array([r[0] for r in rows], dtype=np.int64),
-                "last_trained": np.array([r[1] for r in rows], dtype=np.int64)}
-
-    def mark_trained(self, ids: np.ndarray, step: int) -> np.ndarray:
-        ids = np.asarray(ids, dtype=np.int64)
-        found = np.array([int(i) in self.counts for i in ids.tolist()], dtype=bool)
-        for i in ids[found].tolist():
-            c = self.counts[i]
-            c[0] += 1
-            c[1] = int(step)
-        if ids.size:
-            self.send(("trained", (ids, int(step))))
-        return found
 
 
 class LearnerProcess:
@@ -239,16 +189,14 @@ def raise_learner_error(payload: tuple[Any, ...]) -> None:
 
 # ----------------------------------------------------------------- the learner process side
 class _Learner:
-    """The learner process's state: the extractor learner, the distiller and the ledger."""
+    """The learner process's state: the extractor learner and the distiller."""
 
     def __init__(self, init: dict[str, Any], outbox: Any) -> None:
         torch.set_num_threads(LEARNER_TORCH_THREADS)
         self.outbox = outbox
         self.config: ManagerConfig = init["config"]
-        self.ledger = Ledger(outbox.put)
         self.lock = threading.Lock()
-        self.learner = ExtractorLearner(init["extractor_config"], self.config, self.ledger,  # type: ignore[arg-type]
-                                        self.lock)
+        self.learner = ExtractorLearner(init["extractor_config"], self.config, self.lock)
         self.generator = torch.Generator().manual_seed(self.config.seed)
         self.distiller = Distiller(init["key_encoder"], init["action_space"], self.config, self.generator)
         self.episodes = 0
@@ -281,7 +229,6 @@ class _Learner:
                 for ep, credits in batch:  # in order, each as sync mode would: credit, distil, train
                     try:
                         for ids, entries, reward in credits:
-                            self.ledger.know(ids, entries)
                             self.learner.add_credit(ids, entries, reward)
                         made = self.distil(ep)
                         if made is not None:
@@ -305,11 +252,9 @@ class _Learner:
         elif kind == "forget":
             (ids,) = payload
             self.learner.forget(ids)
-            self.ledger.forget(ids)
         elif kind == "merged":
             (merged,) = payload
             self.learner.after_merge(merged)
-            self.ledger.after_merge(merged)
         elif kind == "flush":
             (token,) = payload
             self.outbox.put(("done", (token, self.stats())))
@@ -317,13 +262,10 @@ class _Learner:
             folder, token = payload
             self.outbox.put(("saved", (token, self.save(Path(folder)), self.stats())))
         elif kind == "restore":
-            blobs, state, path, generator_state, counts, token = payload
+            blobs, state, path, generator_state, token = payload
             parsed = self.learner.read_state(blobs, state, Path(path))  # raises before changing anything
             self.learner.adopt(parsed)
             self.generator.set_state(generator_state)
-            self.ledger.counts.clear()
-            held = np.isin(counts["id"], np.fromiter(self.learner.samples, dtype=np.int64))
-            self.ledger.know(counts["id"][held], {k: v[held] for k, v in counts.items()})
             self.outbox.put(("done", (token, self.stats())))
         elif kind == "stop":
             return False

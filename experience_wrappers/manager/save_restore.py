@@ -7,16 +7,12 @@ a restore reads and checks every file before it changes anything.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
-import torch
 
 from ..bank import ExperienceBank
 from ..bank.folder import READ_ATTEMPTS, read_consistent
@@ -52,20 +48,16 @@ def write_state(mgr: ExperienceManager, tmp: Path) -> None:
     """Write the manager's files into ``tmp`` (the new folder, before it replaces the old one)."""
     mgr.bank.save(tmp / "bank")
     bank_save_id = json.loads((tmp / "bank" / "meta.json").read_bytes()).get("save_id")
-    if mgr._learner is None:  # the learner process writes its files (after what it was sent before)
-        task_files = mgr._ask("save", str(tmp))[1]
-    else:
-        task_files = mgr._learner.save(tmp)
-        np.savez(tmp / "samples.npz", **mgr._learner.sample_arrays(mgr.context_dim, mgr.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
-                 generator=mgr._generator.get_state().numpy())
+    task_files = mgr.backend.save(tmp)  # extractors and samples.npz (in process mode, the learner process's)
+    fig = mgr.backend.figures()
     state = {
         "format": mgr.STATE_FORMAT, "version": mgr.STATE_VERSION,
         "config": mgr.config.to_dict(), "extractor_config": mgr.extractor_config.to_dict(),
         "key_dim": mgr.key_encoder.key_dim, "key_encoder": type(mgr.key_encoder).__name__,
         **mgr.schedule.state_dict(),  # guided_ratio, progress, rollouts
-        "episodes_submitted": mgr.episodes_submitted, "episodes_processed": mgr.episodes_processed,
-        "entries_added": mgr.entries_added, "ssl_updates": mgr.ssl_updates,
-        "extractor_version": mgr.extractor_version, "task_extractors": task_files,
+        "episodes_submitted": mgr.episodes_submitted, "episodes_processed": fig.episodes_processed,
+        "entries_added": mgr.writer.entries_added, "ssl_updates": fig.ssl_updates,
+        "extractor_version": fig.extractor_version, "task_extractors": task_files,
         "baseline": mgr.baseline.state_dict(),
         "bank_save_id": bank_save_id,  # a restore checks that the bank it read is this save's
         "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
@@ -106,14 +98,10 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
         raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
                             f"this manager's {mgr.extractor_config.to_dict()}")
     mgr._check_bank_dims(bank)
-    # (in process mode the learner process parses its part, last, before anything here changes)
-    learner = None if mgr._learner is None else mgr._learner.read_state(blobs, state, path)
+    # the learner's part (in process mode the learner process parses it, last, before anything changes)
+    apply_learner = mgr.backend.prepare_restore(blobs, state, path)
     # read and check everything before touching this manager: a bad file changes nothing
     try:
-        if "samples.npz" not in blobs:
-            raise KeyError("samples.npz is not listed in meta.json")
-        with np.load(io.BytesIO(blobs["samples.npz"]), allow_pickle=False) as z:
-            generator_state = torch.from_numpy(z["generator"])
         schedule = Schedule.parse_state(state)  # guided_ratio, progress, rollouts
         scalars = {name: _count(state, name) for name in ("episodes_submitted", "episodes_processed",
                                                            "entries_added")}
@@ -122,24 +110,13 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
                              f"{mgr.key_encoder.key_dim}")
         baseline = FreeBaseline(mgr.config.baseline_window)
         baseline.load_state_dict(state["baseline"])
-        torch.Generator().set_state(generator_state)
     except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
         raise ManagerFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
     mgr.flush()
-    if mgr._learner is None:  # raises (ManagerFileError) before the learner process changes anything
-        cols = bank.entries()
-        counts = {k: cols[k] for k in ("id", "n_trained", "last_trained")}
-        mgr._ask("restore", blobs, state, str(path), generator_state, counts)
-        mgr._processed_offset = scalars["episodes_processed"] - int(mgr._learner_stats["episodes_processed"])
-        mgr._failed_offset = -int(mgr._learner_stats.get("episodes_failed", 0))  # the restored run's count: 0
-        mgr._episodes_failed = 0
+    apply_learner(scalars["episodes_processed"])  # a learner process may still refuse: nothing changed yet
     mgr.bank.replace_with(bank)
-    if mgr._learner is not None:
-        assert learner is not None  # read by mgr._learner above
-        mgr._learner.adopt(learner)
-    mgr._generator.set_state(generator_state)
-    for name, value in scalars.items():
-        setattr(mgr, name, value)
+    mgr.episodes_submitted = scalars["episodes_submitted"]
+    mgr.writer.entries_added = scalars["entries_added"]
     mgr.schedule.load_state_dict(schedule)
     mgr.baseline = baseline
 

@@ -13,26 +13,28 @@ __all__ = ["manager_stats"]
 def manager_stats(mgr: ExperienceManager) -> dict[str, float]:
     """What :meth:`ExperienceManager.stats` returns (after a :meth:`~ExperienceManager.poll`)."""
     mgr.poll()  # process mode: the waiting episodes go to the learner process
+    fig = mgr.backend.figures()
+    pending = mgr.pending
     with mgr._stats_lock:
         out: dict[str, float] = {
             "episodes_submitted": float(mgr.episodes_submitted),
-            "episodes_processed": float(mgr.episodes_processed),
-            "entries_added": float(mgr.entries_added),
-            "extractor_updates": float(mgr.extractor_version + mgr.ssl_updates),
-            "extractor_version": float(mgr.extractor_version),
-            "ssl_updates": float(mgr.ssl_updates),
-            "queue": float(mgr.pending),
+            "episodes_processed": float(fig.episodes_processed),
+            "entries_added": float(mgr.writer.entries_added),
+            "extractor_updates": float(fig.extractor_version + fig.ssl_updates),
+            "extractor_version": float(fig.extractor_version),
+            "ssl_updates": float(fig.ssl_updates),
+            "queue": float(pending),
             "guided_ratio": float(mgr.guided_ratio),
-            "busy_seconds": float(mgr.busy_seconds),
+            "busy_seconds": float(fig.busy_seconds),
         }
         if mgr.value_credited:
             out["value_credited"] = float(mgr.value_credited)
         for name, mean in mgr.outcomes.means().items():
             key = name if name == "delta" else f"{name}_outcome"
             out[key] = float("nan") if mean is None else mean
-        out.update({f"loss_{k}": v for k, v in mgr.last_losses.items()})
-        if mgr._process is not None:  # the learner process's own seconds (busy_seconds: this side's)
-            out["learner_busy_seconds"] = float(mgr._learner_stats["busy_seconds"])
+        out.update({f"loss_{k}": v for k, v in fig.last_losses.items()})
+        if fig.learner_busy_seconds is not None:  # a learner process's own seconds (busy_seconds: this side's)
+            out["learner_busy_seconds"] = fig.learner_busy_seconds
     if mgr.paired.credited or mgr.paired.open_instances or mgr.paired.dropped_instances:
         out.update(mgr.paired.stats())  # only once instances are replayed (paired credit)
     return out

@@ -90,10 +90,6 @@ class ServiceActor:
         self.calls += 1
         return self.bank.update(ids, deltas, decay)
 
-    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
-        self.calls += 1
-        return self.bank.mark_trained(ids, step)
-
     def get(self, ids: Any) -> dict[str, np.ndarray]:
         self.calls += 1
         return self.bank.get(ids)

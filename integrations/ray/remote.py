@@ -71,9 +71,6 @@ class RemoteBank(ExperienceBank):
     def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
         return self.service.update(ids, deltas, decay)
 
-    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
-        return self.service.mark_trained(ids, step)
-
     def get(self, ids: Any) -> dict[str, np.ndarray]:
         return self.service.get(ids)
 

@@ -153,9 +153,6 @@ class ExperienceService:
         """Credit entries (:meth:`ExperienceBank.update <experience_wrappers.ExperienceBank.update>`)."""
         return self.call("update", ids, deltas, decay)
 
-    def mark_trained(self, ids: Any, step: int) -> np.ndarray:
-        return self.call("mark_trained", ids, step)
-
     def get(self, ids: Any) -> dict[str, np.ndarray]:
         """Copies of every field of the given entries."""
         return self.call("get", ids)

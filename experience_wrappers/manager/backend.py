@@ -1,0 +1,119 @@
+"""Where distillation and extractor training run: the learner backend the manager talks to.
+
+:class:`~experience_wrappers.manager.ExperienceManager` runs the loop (episodes in, merges,
+saves) and keeps the bank; a :class:`LearnerBackend` does the rest, behind one protocol,
+in one of three places (``ManagerConfig.mode``):
+
+* ``"sync"``: :class:`~.inline_backend.InlineBackend`, inside the call (deterministic);
+* ``"async"``: :class:`~.thread_backend.ThreadBackend`, the same steps on a worker thread;
+* ``"process"``: :class:`~.process_backend.ProcessBackend`, a learner process of its own.
+
+For each episode a backend runs, in order: the manager's credit (:func:`.crediting.attribute`,
+given to it as ``credit``), the credited samples into the learner, the episode's distillation
+into proposed entries, their write into the bank (:class:`~.entry_writes.EntryWriter`, the
+one place that writes entries), and the extractor's updates when a batch is ready. Only
+*where* and *when* differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+import numpy as np
+
+from ..bank import Provenance
+from .episode import Episode
+
+if TYPE_CHECKING:
+    from .episode_entries import Distiller
+    from .learner import ExtractorLearner
+
+__all__ = ["Credit", "CreditRule", "LearnerBackend", "LearnerFigures", "Restore"]
+
+#: one credit of an episode: the credited entries' ids, their fields (``crediting.CREDITED_FIELDS``)
+#: and the extractor's reward for each
+Credit = tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]
+
+#: the manager's credit rule: an episode's credits (run by the backend, where its mode says)
+CreditRule = Callable[[Episode], list[Credit]]
+
+#: applies a parsed restore (raises, changing nothing, only before it applies anything); its
+#: argument is the saved ``episodes_processed``
+Restore = Callable[[int], None]
+
+
+@attrs.frozen
+class LearnerFigures:
+    """The learner's running figures (what :meth:`ExperienceManager.stats` logs)."""
+
+    extractor_version: int = 0
+    ssl_updates: int = 0
+    last_losses: dict[str, float] = attrs.field(factory=dict)
+    episodes_processed: int = 0
+    #: episodes whose processing failed (reported; not pending)
+    episodes_failed: int = 0
+    #: seconds this side spent on episodes and merges
+    busy_seconds: float = 0.0
+    #: seconds a learner process spent (None: the learner runs in this process)
+    learner_busy_seconds: float | None = None
+
+
+class LearnerBackend(Protocol):
+    """The manager's learner, wherever it runs (see the module doc).
+
+    Every method is called from the manager's side. Errors of work done elsewhere (a worker
+    thread, a learner process) are kept and raised by :meth:`check` at the manager's next call.
+    """
+
+    @property
+    def local(self) -> ExtractorLearner | None:
+        """The learner object, when it lives in this process (None in a learner process)."""
+
+    @property
+    def distiller(self) -> Distiller | None:
+        """The distiller, when it lives in this process."""
+
+    @property
+    def pid(self) -> int | None:
+        """The learner process's pid (None: the learner runs in this process)."""
+
+    @property
+    def pending(self) -> int:
+        """Episodes and requests handed over and not processed yet."""
+
+    def episode(self, ep: Episode) -> None:
+        """Credit, distil and train on a finished episode (now, queued, or handed over)."""
+
+    def merge(self) -> None:
+        """Merge the bank's near duplicates and fold the learner's samples (in order with episodes)."""
+
+    def ingest(self, ep: Episode, provenance: Provenance, every: int | None, utility: float | None) -> int:
+        """Distil an episode into the bank without credit; returns the entries written. Waits."""
+
+    def poll(self) -> None:
+        """Apply what the learner has produced so far, never waiting (a learner process's entries)."""
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything handed over is processed."""
+
+    def close(self) -> None:
+        """Process what is queued, then stop (a worker thread, a learner process)."""
+
+    def check(self) -> None:
+        """Raise a failure of the learner's since the last call."""
+
+    def figures(self) -> LearnerFigures:
+        """The learner's running figures."""
+
+    def save(self, folder: Path) -> dict[str, str]:
+        """Write the learner's files into a manager folder; returns the per-task extractor files."""
+
+    def prepare_restore(self, blobs: dict[str, bytes], state: dict[str, Any], path: Path) -> Restore:
+        """Parse the learner's part of a saved manager folder, changing nothing; returns what applies it.
+
+        Raises:
+            ManagerFileError: a file is missing or damaged.
+        """
