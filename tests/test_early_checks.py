@@ -315,12 +315,12 @@ def test_a_restore_racing_saves_gets_one_whole_save(tmp_path):
 
 # ------------------------------------------------------ more values, same rule
 @pytest.mark.parametrize(("kwargs", "exc", "match"), [
-    (dict(lr="3e-4"), TypeError, "lr must be a number, got '3e-4'"),
-    (dict(exp_dim=10**9), ValueError, "exp_dim must be <= 65536"),
-    (dict(hidden=10**7), ValueError, "hidden must be <= 8192"),
+    (dict(extractor={"lr": "3e-4"}), TypeError, "lr must be a number, got '3e-4'"),
+    (dict(extractor={"exp_dim": 10**9}), ValueError, "exp_dim must be <= 65536"),
+    (dict(extractor={"hidden": 10**7}), ValueError, "hidden must be <= 8192"),
     (dict(segment_every="8"), TypeError, "segment_every must be an int"),
-    (dict(seed="0"), TypeError, "seed must be an int"),
-    (dict(seed=2**70), ValueError, "seed must be <="),
+    (dict(extractor={"seed": "0"}), TypeError, "seed must be an int"),
+    (dict(extractor={"seed": 2**70}), ValueError, "seed must be <="),
     (dict(skip_below="x"), TypeError, "skip_below must be a number"),
     (dict(decay_end=1.5), ValueError, "decay_end must be <= 1"),
     (dict(train_extractor=1), TypeError, "train_extractor must be a bool"),

@@ -45,7 +45,7 @@ def test_a_linear_probe_reads_the_next_action_from_the_experience_vector() -> No
     demos = minihack.scripted_demonstrations(env_id, 40, seed=0)
     env = minihack.make_minihack_env(env_id, seed=0)
     wrapper = ExperienceWrapper(env, ExperienceBank(seed=0), key_encoder=minihack.MiniHackKeyEncoder(env.observation_space),
-                                manager_kwargs={"mode": "sync", "seed": 0})
+                                manager_kwargs={"mode": "sync", "extractor": {"seed": 0}})
     manager = wrapper.manager
     ingest_demonstrations(manager, demos, segment_every=1)
     states = {k: np.concatenate([d.observations[k] for d in demos]) for k in demos[0].observations}

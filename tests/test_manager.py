@@ -243,7 +243,7 @@ def test_skip_below_skips_low_predicted_utility(rng):
 
 def _run_sequence(seed_rng_seed: int) -> tuple[ExperienceManager, dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed_rng_seed)
-    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=7)
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, extractor={"seed": 7})
     mgr.submit(make_episode(rng, 12, success=False))
     for i in range(6):
         ids = mgr.bank.entries()["id"]
@@ -263,7 +263,7 @@ def test_sync_mode_with_the_same_seed_builds_the_same_bank():
         torch.testing.assert_close(t1, t2, rtol=0, atol=0)
     # and a different extractor seed gives different values
     rng = np.random.default_rng(5)
-    m3 = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=8)
+    m3 = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, extractor={"seed": 8})
     m3.submit(make_episode(rng, 12, success=False))
     assert not np.allclose(np.sort(m3.bank.entries()["value"], axis=0),
                            np.sort(a["value"][:3], axis=0))
@@ -479,7 +479,7 @@ def test_closed_manager_refuses_episodes(rng):
 
 # ------------------------------------------------------------- save / restore
 def _trained_manager(rng: np.random.Generator) -> ExperienceManager:
-    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    mgr = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, extractor={"seed": 3})
     ids = seeded_bank(mgr, rng, 4)
     mgr.submit(make_episode(rng, success=False))
     mgr.submit(make_episode(rng, success=True))
@@ -495,7 +495,7 @@ def _trained_manager(rng: np.random.Generator) -> ExperienceManager:
 def test_save_restore_round_trip(rng, tmp_path):
     mgr = _trained_manager(rng)
     mgr.save(tmp_path / "run")
-    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, extractor={"seed": 3})
     fresh.restore(tmp_path / "run")
     assert_entries_equal(mgr.bank.entries(), fresh.bank.entries())
     assert fresh.bank is not mgr.bank and manager_for_bank(fresh.bank, OBS, ACT) is fresh
@@ -539,7 +539,7 @@ def test_restore_reads_the_extractor_version_under_its_old_name(rng, tmp_path):
     meta = json.loads((path / "meta.json").read_text())
     meta["files"]["manager.json"] = hashlib.sha256((path / "manager.json").read_bytes()).hexdigest()
     (path / "meta.json").write_text(json.dumps(meta))
-    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, extractor={"seed": 3})
     fresh.restore(path)
     assert fresh.extractor_version == mgr.extractor_version == 1
     assert fresh.stats()["extractor_version"] == 1.0
@@ -584,7 +584,7 @@ def test_restore_from_a_damaged_folder_raises_bank_file_error(rng, tmp_path, dam
         state = json.loads((path / "manager.json").read_text())
         del state["baseline"]
         (path / "manager.json").write_text(json.dumps(state))
-    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, seed=3)
+    fresh = make_manager(segment_every=4, batch_size=4, ssl_batch_size=8, extractor={"seed": 3})
     fresh.submit(make_episode(rng, 8))
     before = fresh.bank.entries()
     bank_before = fresh.bank
@@ -600,7 +600,7 @@ def test_restore_from_a_damaged_folder_raises_bank_file_error(rng, tmp_path, dam
 def test_restore_rejects_another_extractor_config(rng, tmp_path):
     mgr = _trained_manager(rng)
     mgr.save(tmp_path / "run")
-    other = make_manager(segment_every=4, exp_dim=8)
+    other = make_manager(segment_every=4, extractor={"exp_dim": 8})
     with pytest.raises(ManagerFileError, match="extractor config"):
         other.restore(tmp_path / "run")
 
@@ -718,8 +718,8 @@ def test_every_extractor_setting_is_reachable_from_the_public_path() -> None:
                             manager_kwargs={"mode": "sync", "extractor": {"clip": 0.2, "ssl_coef": 0.0}})
     cfg = env.manager.extractor_config
     assert (cfg.clip, cfg.ssl_coef, cfg.utility_coef) == (0.2, 0.0, 0.5)  # the rest keeps its defaults
-    with pytest.raises(ValueError, match="set lr as the manager's own field"):
-        ManagerConfig(extractor={"lr": 1e-3})
+    with pytest.raises(ValueError, match="sets state_dim from the spaces"):
+        ManagerConfig(extractor={"state_dim": 3})
     with pytest.raises(ValueError, match="settable: \\['clip'"):
         ManagerConfig(extractor={"clipp": 0.2})
     with pytest.raises(ValueError, match="clip must be in"):

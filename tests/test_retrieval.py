@@ -246,7 +246,7 @@ def test_the_nearest_prior_agrees_with_the_demonstrator_more_often_than_the_show
     held = minihack.scripted_demonstrations(env_id, 10, seed=1000)
     base = minihack.make_minihack_env(env_id, seed=0)
     wrapper = ExperienceWrapper(base, ExperienceBank(seed=0), key_encoder=minihack.MiniHackKeyEncoder(base.observation_space),
-                                manager_kwargs={**SYNC, "seed": 0})
+                                manager_kwargs={**SYNC, "extractor": {"seed": 0}})
     manager = wrapper.manager
     ingest_demonstrations(manager, demos, segment_every=1)
     states = {key: np.concatenate([d.observations[key] for d in held]) for key in held[0].observations}

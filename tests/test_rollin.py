@@ -127,7 +127,7 @@ def _bank_env(demos, n_envs=4, seed=0):
     probe.close()
     venv = make_minihack_vec_env(ENV_ID, n_envs=n_envs, seed=seed, wrapper_class=ExperienceWrapper,
                                  wrapper_kwargs={"bank": bank, "key_encoder": encoder, "learn": False,
-                                                 "manager_kwargs": {"mode": "sync", "seed": 0}, "seed": seed})
+                                                 "manager_kwargs": {"mode": "sync", "extractor": {"seed": 0}}, "seed": seed})
     manager = find_experience(venv)[0][0]
     ingest_demonstrations(manager, demos, segment_every=1)
     return venv, manager

@@ -97,11 +97,9 @@ class ExperienceManager:
         self.key_encoder = key_encoder or RandomProjectionKeyEncoder(observation_space)
         self.action_coder = ActionCoder(action_space)
         self.prior_dim = prior_dim(action_space, self.action_coder.dim)
-        self.extractor_config = ExtractorConfig(
+        self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
-            exp_dim=self.config.exp_dim, hidden=self.config.hidden, max_len=self.config.max_len,
-            lr=self.config.lr, seed=self.config.seed, discrete_actions=bool(self.action_coder.discrete),
-            **self.config.extractor)
+            discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
         self._check_bank_dims(bank)
         self._stats_lock = threading.Lock()
         #: the one writer of proposed entries into the bank (every backend writes through it)

@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from ..bank import ExperienceBank
 from ..keys import KeyEncoder
-from .config import ManagerConfig
+from .config import ManagerConfig, move_deprecated
 from .manager import ExperienceManager
 
 __all__ = ["manager_for_bank", "resolve_manager", "same_layout"]
@@ -64,9 +64,17 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
         )
     if key_encoder is not None and key_encoder is not mgr.key_encoder:
         raise ValueError("this bank's manager already has a different key_encoder; pass the same object")
-    if config and ManagerConfig(**{**mgr.config.to_dict(), **config}) != mgr.config:
+    if config and not _agrees(mgr.config, config):
         raise ValueError(f"this bank's manager already has another config ({mgr.config}); got {config}")
     return mgr
+
+
+def _agrees(config: ManagerConfig, asked: dict[str, Any]) -> bool:
+    """Whether every setting ``asked`` names (an extractor setting included, in either spelling)
+    has its value in ``config``."""
+    asked = move_deprecated(asked)  # warns, as building the manager with them would have
+    extractor = {**config.extractor, **asked.get("extractor", {})}
+    return ManagerConfig(**{**config.to_dict(), **asked, "extractor": extractor}) == config
 
 
 def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,

@@ -99,6 +99,19 @@ def family_of(env_id: str | Callable[[], gym.Env]) -> Family:
     return Family("classic", _classic_vec, make_env=_classic_env)
 
 
+def _seeded(manager_kwargs: dict[str, Any] | None, seed: int) -> dict[str, Any]:
+    """``manager_kwargs`` with the run's ``seed`` as the extractor's, unless they set one
+    (``extractor={"seed": ...}``, or the deprecated ``seed=...``, which wins as it always did).
+
+    >>> _seeded({"mode": "sync", "extractor": {"clip": 0.2}}, 3)
+    {'mode': 'sync', 'extractor': {'seed': 3, 'clip': 0.2}}
+    """
+    kwargs = dict(manager_kwargs or {})
+    if "seed" in kwargs:
+        return kwargs
+    return {**kwargs, "extractor": {"seed": seed, **kwargs.get("extractor", {})}}
+
+
 def build_env(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, bank: ExperienceBank | None,
               wrapper_kwargs: dict[str, Any] | None = None, manager_kwargs: dict[str, Any] | None = None,
               family: Family | None = None, vec_wrapper: bool = False, group_size: int | None = None) -> VecEnv:
@@ -128,7 +141,7 @@ def build_env(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, bank:
     key_encoder = fam.key_encoder(probe.observation_space) if fam.key_encoder else None
     probe.close()
     kwargs = {"bank": bank, "key_encoder": key_encoder, "task_id": fam.task_id, "seed": seed,
-              "manager_kwargs": {"seed": seed, **(manager_kwargs or {})}, **(wrapper_kwargs or {})}
+              "manager_kwargs": _seeded(manager_kwargs, seed), **(wrapper_kwargs or {})}
     if vec_wrapper:
         from integrations.sb3 import ExperienceVecEnv
 

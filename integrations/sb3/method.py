@@ -40,6 +40,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager
+from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, instance_seeds
 
@@ -372,6 +373,8 @@ class ComplementaryRL:
             raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by "
                                     "ComplementaryRL.save")
         settings = json.loads(path.read_text())
+        # a run saved before ManagerConfig.extractor held every extractor setting: moved silently
+        settings["manager_kwargs"] = move_deprecated(settings.get("manager_kwargs") or {}, warn=False)
         env = env if env is not None else settings.pop("env")
         settings.pop("env", None)
         if env is None:
