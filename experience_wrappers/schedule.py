@@ -25,7 +25,14 @@ __all__ = ["Schedule", "check_fraction_schedule", "spec_values", "as_spec", "lin
 #: a schedule: a constant, or ``(start, end)`` linear over training
 Spec = float | tuple[float, float]
 
-_KEEP: Any = object()
+class _Keep:
+    """The default of :meth:`Schedule.configure`'s arguments: keep the schedule as it is."""
+
+    def __repr__(self) -> str:  # a stable name in signatures and docs/api.md (not an address)
+        return "KEEP"
+
+
+_KEEP: Any = _Keep()
 
 
 def linear(schedule: Spec, progress: float) -> float:

@@ -241,8 +241,9 @@ class ExperienceManager:
 
     # ------------------------------------------------------------- submission
     def submit(self, episode: Episode) -> None:
-        """Hand a finished episode over (credited and processed now in sync mode, queued in
-        async mode, credited now and handed to the learner process in process mode).
+        """Hand a finished episode over (processed now in sync mode, queued in async mode, handed on in process mode).
+
+        The learner backend credits, distils and trains on it where ``config.mode`` says.
 
         Raises:
             ValueError: the episode has a NaN or inf reward (checked here, in the caller's
