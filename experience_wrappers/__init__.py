@@ -14,7 +14,7 @@ from .errors import (
     RunFileError,
 )
 from .keys import CallableKeyEncoder, KeyEncoder, RandomProjectionKeyEncoder
-from .manager import Episode, ExperienceManager, ManagerConfig
+from .manager import Episode, ExperienceManager, ExperienceSource, ManagerConfig
 from .replay import SuccessReplay
 from .rollin import BankGuide, RollInCurriculum
 from .schedule import Schedule
@@ -30,6 +30,7 @@ __all__ = [
     "ExperienceWrapper",
     "ExperienceOptions",
     "ExperienceManager",
+    "ExperienceSource",
     "ManagerConfig",
     "Episode",
     "Schedule",

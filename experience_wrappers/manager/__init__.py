@@ -5,10 +5,12 @@ from .config import ManagerConfig
 from .episode import Episode, Instance, outcome_of, success_from_info
 from .manager import ExperienceManager
 from .priors import segment_priors
+from .protocol import ExperienceSource
 from .sharing import manager_for_bank, resolve_manager
 
 __all__ = [
     "ExperienceManager",
+    "ExperienceSource",
     "ManagerConfig",
     "Episode",
     "FreeBaseline",

@@ -8,7 +8,7 @@ import threading
 import weakref
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
@@ -40,6 +40,9 @@ from .process_backend import ProcessBackend
 from .save_restore import restore_manager, save_manager
 from .stats import manager_stats
 from .thread_backend import ThreadBackend
+
+if TYPE_CHECKING:
+    from .protocol import ExperienceSource
 
 __all__ = ["ExperienceManager", "check_ingest_args"]
 
@@ -361,3 +364,5 @@ def _close_at_exit(ref: weakref.ReferenceType[ExperienceManager]) -> None:
         log.debug("manager close at exit failed", exc_info=True)
 
 
+if TYPE_CHECKING:  # mypy checks that the manager serves every wrapper and the callback
+    _serves: type[ExperienceSource] = ExperienceManager

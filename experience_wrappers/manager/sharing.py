@@ -15,6 +15,7 @@ from ..bank import ExperienceBank
 from ..keys import KeyEncoder
 from .config import ManagerConfig, move_deprecated
 from .manager import ExperienceManager
+from .protocol import ExperienceSource
 
 __all__ = ["manager_for_bank", "resolve_manager", "same_layout"]
 
@@ -78,9 +79,10 @@ def _agrees(config: ManagerConfig, asked: dict[str, Any]) -> bool:
 
 
 def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
-                    manager: ExperienceManager | None = None, key_encoder: KeyEncoder | None = None,
-                    manager_kwargs: dict[str, Any] | None = None) -> ExperienceManager:
-    """The manager a wrapper should use: the one given (which must serve ``bank``), else the bank's own."""
+                    manager: ExperienceSource | None = None, key_encoder: KeyEncoder | None = None,
+                    manager_kwargs: dict[str, Any] | None = None) -> ExperienceSource:
+    """The manager a wrapper should use: the one given (an :class:`ExperienceManager` or a service's
+    ``RemoteManager``, which must serve ``bank``), else the bank's own."""
     if not isinstance(bank, ExperienceBank):
         raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
     if manager is None:

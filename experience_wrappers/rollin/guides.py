@@ -8,7 +8,7 @@ is :mod:`.curriculum`'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -16,6 +16,9 @@ from gymnasium import spaces
 
 from ..bank.provenance import CURATED
 from ..validators import check_int, check_real
+
+if TYPE_CHECKING:
+    from ..manager import ExperienceSource
 
 __all__ = ["BankGuide", "GuideResult", "ReplayGuide", "first_actions", "instance_seeds", "successful_provenances"]
 
@@ -113,8 +116,8 @@ class BankGuide:
     A bank ``utility_floor`` drops entries below it here too.
 
     Args:
-        manager: the :class:`~experience_wrappers.ExperienceManager` of the bank (its bank,
-            key encoder and action space).
+        manager: the manager of the bank, an :class:`~experience_wrappers.ExperienceManager` or a
+            service's ``RemoteManager`` (its bank, key encoder, ``encode_keys`` and action space).
         max_distance: the distance floor, in the bank's units (``"l2"``: squared Euclidean;
             for the unit-norm MiniHack keys distances lie in ``[0, 4]``, and the nearest
             demonstrated state of held-out KeyRoom-S5 states lies at 0.09-0.7, median 0.22).
@@ -127,7 +130,7 @@ class BankGuide:
             prior's mean; not built).
     """
 
-    def __init__(self, manager: Any, *, max_distance: float = 0.5, candidates: int = 32,
+    def __init__(self, manager: ExperienceSource, *, max_distance: float = 0.5, candidates: int = 32,
                  provenances: Sequence[int] | None = None, filter_by_task: bool = True) -> None:
         check_real("max_distance", max_distance, minimum=0)
         from ..bank.config import MAX_K

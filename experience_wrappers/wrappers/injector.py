@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..manager import Episode, ExperienceManager, Instance
+from ..manager import Episode, ExperienceSource, Instance
 from ..validators import integral
 from .env_checks import check_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
@@ -27,7 +27,7 @@ from .retrieval import Retriever
 
 __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training"]
 
-def mark_training(manager: ExperienceManager, injectors: Iterable[ExperienceInjector]) -> None:
+def mark_training(manager: ExperienceSource, injectors: Iterable[ExperienceInjector]) -> None:
     """Declare ``injectors`` the ones being trained on ``manager``: from now on an injector of
     the same manager built with ``learn=None`` (an evaluation env) learns nothing."""
     manager.training_injectors = weakref.WeakSet(injectors)
@@ -66,7 +66,7 @@ class ExperienceInjector:
             :class:`ExperienceOptions`'s).
     """
 
-    def __init__(self, manager: ExperienceManager, n_envs: int, observation_space: spaces.Space,
+    def __init__(self, manager: ExperienceSource, n_envs: int, observation_space: spaces.Space,
                  options: ExperienceOptions | None = None, **kwargs: Any) -> None:
         options = ExperienceOptions.of(options, **kwargs)
         self.manager = manager

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from ..bank import ExperienceBank
 from ..bank.config import MAX_K
 from ..keys import KeyEncoder
-from ..manager import ExperienceManager, resolve_manager
+from ..manager import ExperienceSource, resolve_manager
 from ..validators import check_int, check_real, integral, is_bool
 
 __all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "PRIOR_SOURCES", "MAX_PRIOR_K",
@@ -157,7 +157,8 @@ class ExperienceOptions:
             unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
             (then this one is an evaluation env and learns nothing); True or False: always or never
             (anything else, ``"no"`` included, is a ``TypeError``).
-        manager: an existing manager of this bank.
+        manager: an existing manager of this bank (an :class:`~experience_wrappers.ExperienceManager`
+            or a service's ``RemoteManager``: an :class:`~experience_wrappers.manager.ExperienceSource`).
         manager_kwargs: :class:`~experience_wrappers.manager.ManagerConfig` fields for a new manager.
         seed: seed of the guided / free draws (an int >= 0, or None).
         paired: pair credit by replayed task instances (the paper's groups): every env must
@@ -198,7 +199,7 @@ class ExperienceOptions:
     query_mode: str = attrs.field(default="utility", validator=_query_mode)
     filter_by_task: bool = attrs.field(default=True, validator=is_bool)
     learn: bool | None = attrs.field(default=None, validator=_optional_bool)
-    manager: ExperienceManager | None = None
+    manager: ExperienceSource | None = None
     manager_kwargs: dict[str, Any] | None = None
     seed: int | None = attrs.field(default=None, validator=_seed)
     paired: bool = attrs.field(default=False, validator=is_bool)
@@ -246,7 +247,7 @@ class ExperienceOptions:
         return cls(**kwargs) if options is None else attrs.evolve(options, **kwargs)
 
     def resolve_manager(self, bank: ExperienceBank, observation_space: spaces.Space,
-                        action_space: spaces.Space) -> ExperienceManager:
+                        action_space: spaces.Space) -> ExperienceSource:
         """The manager that receives this wrapper's episodes: :attr:`manager` (which must serve
         ``bank``), else the bank's own, created on first use from :attr:`key_encoder` and
         :attr:`manager_kwargs`."""

@@ -27,7 +27,7 @@ from ..bank import ExperienceBank
 from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
-from ..manager import ExperienceManager
+from ..manager import ExperienceSource
 from .options import ExperienceOptions, ExperimentalOptions
 from .spaces import BASE_KEY, experience_space
 
@@ -91,7 +91,7 @@ class Retriever:
         self.shown: list[tuple[int, ...]] = [()] * n_envs
 
     @classmethod
-    def for_manager(cls, manager: ExperienceManager, n_envs: int, options: ExperienceOptions) -> Retriever:
+    def for_manager(cls, manager: ExperienceSource, n_envs: int, options: ExperienceOptions) -> Retriever:
         """The retriever of ``n_envs`` envs on ``manager``'s bank and key encoder, set as ``options`` say.
 
         Warns (``UserWarning``) when the action prior is on and ``options.retrieve_every`` is 0

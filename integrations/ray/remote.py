@@ -25,6 +25,11 @@ from experience_wrappers.validators import check_int
 from ._require import require_ray
 
 if TYPE_CHECKING:
+    from gymnasium import spaces
+
+    from experience_wrappers import KeyEncoder, ManagerConfig
+    from experience_wrappers.manager import ExperienceSource
+
     from .service import ExperienceService
 
 __all__ = ["RemoteBank", "RemoteManager"]
@@ -105,7 +110,8 @@ def _bank_of(service: ExperienceService) -> RemoteBank:
 class RemoteManager:
     """Stands in for the service's learner in this process.
 
-    What a wrapper and :class:`~integrations.sb3.CRLCallback` use is here:
+    What a wrapper and :class:`~integrations.sb3.CRLCallback` use is here (it serves
+    :class:`~experience_wrappers.manager.ExperienceSource`, as mypy checks):
     ``encode_keys`` (local: the learner's frozen key encoder was copied over),
     ``submit`` (batched: episodes are sent ``submit_batch`` at a time, or when the oldest
     has waited ``submit_delay`` seconds, in one call that does not wait; errors surface at
@@ -143,10 +149,10 @@ class RemoteManager:
         self.training_injectors: weakref.WeakSet[Any] | None = None
         #: the ``learn`` call a CRLCallback trains through this stand-in (see ``integrations.sb3.guards``)
         self.learn_claim: tuple[Any, Any] | None = None
-        self.key_encoder = info["key_encoder"]
-        self.config = info["config"]
-        self.observation_space = info["observation_space"]
-        self.action_space = info["action_space"]
+        self.key_encoder: KeyEncoder = info["key_encoder"]
+        self.config: ManagerConfig = info["config"]
+        self.observation_space: spaces.Space = info["observation_space"]
+        self.action_space: spaces.Space = info["action_space"]
         self.exp_dim = int(info["exp_dim"])
         self.prior_dim = int(info["prior_dim"])
         self.max_pending = max_pending
@@ -305,3 +311,7 @@ class RemoteManager:
 
 def _manager_of(service: ExperienceService, observation_space: Any, action_space: Any) -> RemoteManager:
     return service.manager(observation_space, action_space)
+
+
+if TYPE_CHECKING:  # mypy checks that RemoteManager serves every wrapper and the callback
+    _serves: type[ExperienceSource] = RemoteManager

@@ -11,7 +11,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experience_wrappers import ExperienceManager
+from experience_wrappers import ExperienceSource
 from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.credit import OutcomeTracker, distill_weight, outcome_delta
 from experience_wrappers.health import degeneracy
@@ -128,13 +128,13 @@ class CRLCallback(BaseCallback):
         self.distill_coef = float(distill_coef)
         self.prior_weight = prior_weight
         self.flush_at_end = flush_at_end
-        self.managers: list[ExperienceManager] = []
+        self.managers: list[ExperienceSource] = []
         self.injectors: list[ExperienceInjector] = []
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, unscaled deltas (for the logs)
         self._warned_degenerate = False
 
     @property
-    def manager(self) -> ExperienceManager:
+    def manager(self) -> ExperienceSource:
         """The (first) manager found in the training env."""
         return self.managers[0]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 
-from experience_wrappers import ExperienceManager, ExperienceWrapper
+from experience_wrappers import ExperienceSource, ExperienceWrapper
 from experience_wrappers.wrappers import ExperienceInjector
 
 from .guards import check_vec_env
@@ -14,7 +14,7 @@ from .vec_env import ExperienceVecEnv
 __all__ = ["find_experience"]
 
 
-def find_experience(venv: VecEnv) -> tuple[list[ExperienceManager], list[ExperienceInjector]]:
+def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[ExperienceInjector]]:
     """Managers (deduplicated) and injectors of every experience wrapper in ``venv``.
 
     Raises:
@@ -45,7 +45,7 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceManager], list[Experie
         raise ValueError(
             "no experience wrapper found in the training env: wrap each env with ExperienceWrapper(env, bank) "
             "or the VecEnv with ExperienceVecEnv(venv, bank)")
-    managers: list[ExperienceManager] = []
+    managers: list[ExperienceSource] = []
     for inj in injectors:
         if all(inj.manager is not m for m in managers):
             managers.append(inj.manager)

@@ -21,9 +21,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from experience_wrappers.manager import ExperienceSource
+
 __all__ = ["check_callback", "check_vec_env", "on_policy"]
 
-def check_callback(callback: Any, managers: list[Any]) -> None:
+def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
     """Raise unless ``callback.model`` is on-policy and ``callback`` is the only CRLCallback of this ``learn``.
 
     The claim is kept on the managers of the env being trained (``manager.learn_claim``: the

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
 
-from experience_wrappers import ExperienceManager
+from experience_wrappers import ExperienceSource
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 USER_SETTING = "_crl_user_normalize_advantage"
 
 
-def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[ExperienceManager],
+def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[ExperienceSource],
                    injectors: list[ExperienceInjector]) -> None:
     """Everything above, for the env that ``model`` is about to train on."""
     refuse_stacked_experience(venv)

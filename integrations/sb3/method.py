@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -171,7 +171,9 @@ class ComplementaryRL:
         self.bank = (bank or ExperienceBank(seed=self.seed, **dict(bank_kwargs or {}))) if experience else None
         self.env: VecEnv = build_env(env, n_envs, self.seed, self.bank, dict(wrapper_kwargs or {}),
                                      dict(manager_kwargs or {}), fam, group_size=group_size)
-        self.manager: ExperienceManager | None = find_experience(self.env)[0][0] if experience else None
+        # the bank's own manager: build_env wraps the envs on a bank of this process
+        self.manager: ExperienceManager | None = (
+            cast(ExperienceManager, find_experience(self.env)[0][0]) if experience else None)
         self.replay: SuccessReplay | None = SuccessReplay() if self.self_imitation is not None else None
         if self.manager is not None:
             self.manager.replay = self.replay  # saved with the run by save_crl

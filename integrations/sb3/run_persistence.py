@@ -16,7 +16,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from experience_wrappers.bank.folder import META, READ_ATTEMPTS
 from experience_wrappers.bank.save_load import replaced_folder
 from experience_wrappers.errors import RunFileError
-from experience_wrappers.manager import ExperienceManager
+from experience_wrappers.manager import ExperienceManager, ExperienceSource
 from experience_wrappers.replay import SuccessReplay
 
 from .discovery import find_experience
@@ -136,7 +136,7 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
     return model
 
 
-def _one_manager(venv: VecEnv | None, caller: str) -> Any:
+def _one_manager(venv: VecEnv | None, caller: str) -> ExperienceSource:
     if venv is None:
         raise ValueError("no env: pass the training env")
     managers, _ = find_experience(venv)
