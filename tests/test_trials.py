@@ -104,6 +104,27 @@ def test_a_successful_trial_is_read_however_many_failed_visits_lie_nearer() -> N
     assert int(np.argmax(won[0, mem2.layout.row_action_slice()])) == 3
 
 
+def test_path_slots_show_where_a_failed_trial_went_however_far_from_the_agent() -> None:
+    """A failed trial that walked away along row 0: its nearest steps to the start say only that
+    it passed there; ``path`` steps, spread along it, show its far end too."""
+    walk = np.array([[x, 0] for x in range(9)], np.float32)  # (0, 0) .. (8, 0)
+    start = np.zeros((1, 2), np.float32)
+    near = memory(exp_dim=0, k=4, per_trial=2)
+    both = memory(exp_dim=0, k=4, per_trial=2, path=2)
+    for mem in (near, both):
+        s = mem.new_scope()
+        mem.write(s, walk, np.zeros(9, int), np.zeros(9))
+        rows, mask, ids = mem.read(np.array([s]), start, np.array([1.0]))
+        offsets = rows[0, mask[0], 0]  # x offsets of the steps read (keys scaled to [-1, 1] over 0..9)
+        if mem is near:
+            assert mask[0].sum() == 2 and offsets.max() < 0.25  # (0, 0) and (1, 0) only
+        else:
+            assert mask[0].sum() == 4 and ids[0, 3] == ids[0, 0] + 8  # the first and the last step
+            assert offsets.max() == pytest.approx(8 * 2 / 9)  # the far end, 8 cells away
+    with pytest.raises(ValueError, match="path"):
+        memory(k=4, per_trial=2, path=3)  # more slots than k
+
+
 def test_forget_removes_a_runs_entries() -> None:
     mem = memory()
     a, b = mem.new_scope(), mem.new_scope()

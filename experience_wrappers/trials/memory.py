@@ -66,7 +66,11 @@ class TrialMemory:
         action_space: the env's action space.
         horizon: the trial's step cap (steps to go are divided by it).
         k: entries read per step (slots of the observation).
-        per_trial: entries read of each earlier trial (``k // per_trial`` trials are read, newest first).
+        per_trial: entries read of each earlier trial nearest the agent's state
+            (``k // (per_trial + path)`` trials are read, newest first).
+        path: entries read of each earlier trial along its whole path, whatever the agent's
+            state (evenly spaced steps, first and last included): where that trial went, which
+            a failed trial's nearest steps do not say. 0 (default): none.
         key_encoder: the frozen key encoder; None: the flattened observation
             (:func:`~experience_wrappers.keys.batch_flatten`, Box bounds mapped to [-1, 1]), which
             puts two visits of one state at distance 0.
@@ -92,7 +96,8 @@ class TrialMemory:
     """
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
-                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None, exp_dim: int = 8,
+                 k: int = 8, per_trial: int = 2, path: int = 0, key_encoder: KeyEncoder | None = None,
+                 exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
@@ -100,6 +105,7 @@ class TrialMemory:
         self.observation_space, self.action_space = observation_space, action_space
         self.k = check_int("k", k, minimum=1, maximum=256)
         self.per_trial = check_int("per_trial", per_trial, minimum=1, maximum=self.k)
+        self.path = check_int("path", path, minimum=0, maximum=self.k - self.per_trial)
         self.scope = scope
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
@@ -252,8 +258,8 @@ class TrialMemory:
         Each earlier trial of the run (and each demonstration) is searched on its own, newest
         first: its ``per_trial`` nearest steps (of its ``4 * per_trial`` nearest, those fewest
         steps from the trial's end first among equally near ones), so that a successful trial
-        is never crowded out by the many visits of failed ones; ``k // per_trial`` trials fill
-        the ``k`` slots.
+        is never crowded out by the many visits of failed ones, then (``path > 0``) ``path``
+        steps spread along it; ``k // (per_trial + path)`` trials fill the ``k`` slots.
 
         Args:
             scopes: ``(n,)`` the scope (run) each observation reads (0: none, nothing shown).
@@ -262,17 +268,19 @@ class TrialMemory:
         """
         scopes = np.asarray(scopes, np.int64)
         n, k, per = len(scopes), self.k, self.per_trial
+        width = per + self.path  # slots per trial read
         keys = self.keys(obs)
         mask = np.zeros((n, k), bool)
         ids = np.full((n, k), -1, np.int64)
         values = np.zeros((n, k, self.layout.value_dim), np.float32)
         dist = np.zeros((n, k), np.float32)
-        rows_of, tasks, slots = [], [], []
+        rows_of, tasks, slots, trial_ids = [], [], [], []
         for i, s in enumerate(scopes.tolist()):
-            for j, (task, _) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // per):])):
+            for j, (task, entry_ids) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // width):])):
                 rows_of.append(i)
                 tasks.append(task)
-                slots.append(j * per)
+                slots.append(j * width)
+                trial_ids.append(entry_ids)
         if rows_of:
             m = 4 * per
             res = self.bank.query(keys[rows_of], m, task_ids=np.asarray(tasks), mode="knn", record=False)
@@ -286,7 +294,28 @@ class TrialMemory:
                 ids[i, span] = res.ids[q, order]
                 values[i, span] = res.values[q, order]
                 dist[i, span] = res.distances[q, order]
+            if self.path:
+                self._read_paths(keys, rows_of, [slot + per for slot in slots], trial_ids, mask, ids, values, dist)
         return self.layout.rows(values, keys, dist, same, mask), mask, ids
+
+    def _read_paths(self, keys: np.ndarray, rows_of: list[int], starts: list[int], trial_ids: list[np.ndarray],
+                    mask: np.ndarray, ids: np.ndarray, values: np.ndarray, dist: np.ndarray) -> None:
+        """Fill ``path`` slots from ``starts`` with steps spread along each read trial (in place)."""
+        picks = [t[np.unique(np.linspace(0, len(t) - 1, min(self.path, len(t))).round().astype(np.int64))]
+                 for t in trial_ids]
+        wanted = np.unique(np.concatenate(picks)) if picks else np.zeros(0, np.int64)
+        if not wanted.size:
+            return
+        got = self.bank.get(wanted)["value"]
+        row_of = {int(e): r for r, e in enumerate(wanted.tolist())}
+        kd = self.layout.key_dim
+        for i, start, pick in zip(rows_of, starts, picks, strict=True):
+            v = got[[row_of[int(e)] for e in pick.tolist()]]
+            span = slice(start, start + len(pick))
+            mask[i, span] = True
+            ids[i, span] = pick
+            values[i, span] = v
+            dist[i, span] = ((v[:, :kd] - keys[i]) ** 2).sum(axis=1)  # the bank's "l2": squared distance
 
     # ---------------------------------------------------------------- credit
     def finish_trial(self, key: Hashable, success: float, *, guided: bool, members: int, free: int,
