@@ -112,11 +112,7 @@ class InlineBackend:
                               episodes_processed=self.episodes_processed, busy_seconds=self.busy_seconds)
 
     def save(self, folder: Path) -> dict[str, str]:
-        task_files = self.learner.save(folder)
-        cfg = self.learner.extractor_config
-        np.savez(folder / "samples.npz", **self.learner.sample_arrays(cfg.context_size, cfg.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
-                 generator=self.generator.get_state().numpy())
-        return task_files
+        return self.learner.save(folder, self.generator)
 
     def prepare_restore(self, blobs: dict[str, bytes], state: dict[str, Any], path: Path) -> Restore:
         parsed = self.learner.read_state(blobs, state, path)

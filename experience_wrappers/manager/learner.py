@@ -189,12 +189,16 @@ class ExtractorLearner:
         self.trained.mark(ids, self.extractor_version)
 
     # ------------------------------------------------------------ persistence
-    def save(self, folder: Path) -> dict[str, str]:
-        """Write the trainers into ``folder``; returns the per-task file names by task."""
+    def save(self, folder: Path, generator: torch.Generator) -> dict[str, str]:
+        """Write the trainers and ``samples.npz`` (the samples, segments, training counts and the
+        distiller's ``generator`` state) into ``folder``; returns the per-task file names by task."""
         self.trainer.save(folder / "extractor.pt")
         task_files = {str(t): f"extractor_task{t}.pt" for t in sorted(self.task_trainers)}
         for t, name in task_files.items():
             self.task_trainers[int(t)].save(folder / name)
+        cfg = self.extractor_config
+        np.savez(folder / "samples.npz", **self.sample_arrays(cfg.context_size, cfg.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
+                 generator=generator.get_state().numpy())
         return task_files
 
     def sample_arrays(self, context_dim: int, exp_dim: int) -> dict[str, np.ndarray]:

@@ -44,7 +44,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from gymnasium import spaces
 
@@ -260,7 +259,7 @@ class _Learner:
             self.outbox.put(("done", (token, self.stats())))
         elif kind == "save":
             folder, token = payload
-            self.outbox.put(("saved", (token, self.save(Path(folder)), self.stats())))
+            self.outbox.put(("saved", (token, self.learner.save(Path(folder), self.generator), self.stats())))
         elif kind == "restore":
             blobs, state, path, generator_state, token = payload
             parsed = self.learner.read_state(blobs, state, Path(path))  # raises before changing anything
@@ -272,14 +271,6 @@ class _Learner:
         else:
             raise ValueError(f"unknown message {kind!r}")
         return True
-
-    def save(self, folder: Path) -> dict[str, str]:
-        """The learner's files of a manager folder (extractors, samples.npz); returns the task files."""
-        task_files = self.learner.save(folder)
-        cfg = self.learner.extractor_config
-        np.savez(folder / "samples.npz", **self.learner.sample_arrays(cfg.context_size, cfg.exp_dim),  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
-                 generator=self.generator.get_state().numpy())
-        return task_files
 
 
 def serve(init: dict[str, Any], inbox: Any, outbox: Any) -> None:
