@@ -39,6 +39,8 @@ and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
     ``crl-trials-novelty-paths``: the novelty arm (failures written) reading each earlier trial's
     path too (6 steps spread along it, besides its 2 nearest steps; all 3 earlier trials in 24
     slots): can a run's failed trials steer it somewhere new once the policy sees where they went?
+    ``crl-trials-default-imitate``: the default method (the novelty bonus, failures not written)
+    with the entry-imitation loss as well: does following a shown success need a loss on it?
     ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
     the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
     Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
@@ -88,6 +90,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-novelty-successes": {**METHOD, "novelty_bonus": 0.02, "write_failures": False},
     "crl-trials-novelty-frozen": {**METHOD, "novelty_bonus": 0.02, "train_extractor": False},
     "crl-trials-novelty-paths": {**METHOD, "novelty_bonus": 0.02, "k": 24, "per_trial": 2, "path": 6},
+    "crl-trials-default-imitate": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "recurrent-ppo-trials": {"kind": "recurrent"},
