@@ -102,6 +102,10 @@ class ExperienceSource(Protocol):
     def guided_ratio(self) -> float:
         """Share of episodes drawn guided now (read at every episode start)."""
 
+    @property
+    def episodes_submitted(self) -> int:
+        """Episodes handed over through this object (CRLCallback's check for a model loaded without its bank)."""
+
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations: ``(n, key_dim)`` finite float32 rows."""
 

@@ -226,6 +226,11 @@ class RemoteManager:
         return keys
 
     # ------------------------------------------------------------ episodes
+    @property
+    def episodes_submitted(self) -> int:
+        """Episodes this client has handed over (sent, or queued to be sent)."""
+        return self.episodes_sent
+
     def submit(self, episode: Episode) -> None:
         """Queue a finished episode for the service's learner (sent in batches; never waits for it)."""
         if not self._outbox:

@@ -152,7 +152,7 @@ class CRLCallback(BaseCallback):
             policy.follow_schedule(self.manager.schedule)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         m = self.managers[0]
-        if self.model.num_timesteps > 0 and getattr(m, "episodes_submitted", None) == 0 and len(m.bank) == 0:
+        if self.model.num_timesteps > 0 and m.episodes_submitted == 0 and len(m.bank) == 0:
             msg = (f"CRLCallback: this model has trained {self.model.num_timesteps} steps but its env's bank is "
                    "empty: was it loaded with PPO.load, or resumed from SB3's CheckpointCallback? Those save the "
                    "model only; integrations.sb3.load_crl(path, env) restores the bank, extractor and replay, "
