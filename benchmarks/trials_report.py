@@ -53,6 +53,15 @@ NOVELTY_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
 ]
 
+#: the defaults with the entry-imitation loss, against the defaults and the lookup
+IMITATE_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-novelty-successes", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+]
+
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
 
 
@@ -148,7 +157,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                 f"Files: `benchmarks/results/{SUITES[family]}/`; regenerate with `python -m benchmarks.trials "
                 f"--family {family} --arms ARM --seeds ...`.", ""]
         out += table(arms) + [""]
-        for method, comparisons in (("crl-trials", COMPARISONS), ("crl-trials-novelty", NOVELTY_COMPARISONS)):
+        for method, comparisons in (("crl-trials", COMPARISONS), ("crl-trials-novelty", NOVELTY_COMPARISONS),
+                                    ("crl-trials-default-imitate", IMITATE_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
