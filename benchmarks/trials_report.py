@@ -174,9 +174,13 @@ def headline(root: Path = RESULTS, family: str = "darkroom") -> list[str]:
         return ["(no trials results yet)"]
     lines = ["| arm | seeds | trial 1, no experience | after the first success | cumulative by trial 4 | "
              "trial 1, one demonstration |", "| --- | --- | --- | --- | --- | --- |"]
+    trained = [int(r.get("steps") or 0) for runs in arms.values() for r in runs if r.get("steps")]
+    usual = max(set(trained), key=trained.count) if trained else 0  # the family's usual budget
     for arm, runs in arms.items():
         mem = "with_experience" if any(r["heldout"].get("with_experience") for r in runs) else "without_experience"
-        lines.append(f"| {arm} | {len(runs)} | {cell([metric(r, 'without_experience', 'trial1') for r in runs])} | "
+        steps = {int(r.get("steps") or 0) for r in runs} - {0, usual}
+        seeds = f"{len(runs)}" + (f" ({'/'.join(f'{s // 1000}k' for s in sorted(steps))} steps)" if steps else "")
+        lines.append(f"| {arm} | {seeds} | {cell([metric(r, 'without_experience', 'trial1') for r in runs])} | "
                      f"{cell([metric(r, mem, 'after_first_success') for r in runs])} | "
                      f"{cell([metric(r, mem, 'cumulative@K') for r in runs])} | "
                      f"{cell([metric(r, 'with_demonstration', 'trial1') for r in runs])} |")
