@@ -4,6 +4,7 @@ from .bank import ExperienceBank
 from .config import BankConfig
 from .lock import RWLock
 from .provenance import Provenance
+from .replica import BankReplica
 from .results import AddResult, MergeResult, QueryResult
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "QueryResult",
     "MergeResult",
     "RWLock",
+    "BankReplica",
 ]

@@ -173,6 +173,17 @@ class EntryStore:
         self._sorted = None
         self.reindex(np.arange(n))
 
+    def copy(self) -> EntryStore:
+        """An independent copy of the live rows (id map included; no journal): a replica's entries."""
+        other = EntryStore.__new__(EntryStore)
+        other.dims = dict(self.dims)
+        other.size = self.size
+        other.cols = {name: col[: max(self.size, 1)].copy() for name, col in self.cols.items()}
+        other._slot = dict(self._slot)
+        other._sorted = None
+        other.journal = None
+        return other
+
     def snapshot(self) -> dict[str, np.ndarray]:
         """Copies of the live rows of every column."""
         return {name: self.view(name).copy() for name in COLUMNS}

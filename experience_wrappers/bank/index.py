@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,6 +78,13 @@ class HnswIndex:
         else:
             labels, dists = self._index.knn_query(queries, k=k, num_threads=1, filter=filter_fn)
         return labels.astype(np.int64), dists.astype(np.float64)
+
+    def copy(self) -> HnswIndex:
+        """An independent copy of the graph (hnswlib's own serialisation, in memory): a replica's index."""
+        other = copy.copy(self)
+        other._index = copy.copy(self._index)
+        other._index.set_ef(self._ef)
+        return other
 
     def save(self, path: Path) -> None:
         self._index.save_index(str(path))

@@ -121,6 +121,7 @@ def transaction(bank: ExperienceBank) -> Iterator[Transaction]:
     bank._txn = txn
     try:
         yield txn
+        bank._version += 1  # a replica older than this is stale (see .replica)
     except BaseException:
         txn.close()
         txn.rollback()

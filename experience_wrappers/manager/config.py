@@ -141,6 +141,10 @@ class ManagerConfig:
             or earlier when the actor polls (``poll()``, which the callback calls at every
             rollout's end; ``stats()``, ``flush()``, ``save()``, merges). 1: each episode at
             once. Batching saves the actor a message, a poll and a bank write per episode.
+        read_replica: the wrappers' retrievals read a copy of the bank (a
+            :class:`~experience_wrappers.bank.BankReplica`) swapped in whole at every poll (each
+            rollout's end), instead of the bank itself: no retrieval ever waits for a write, and
+            what they see lags the bank by up to one rollout (:mod:`experience_wrappers.manager.replicas`).
         extractor: every extractor setting, by :class:`~experience_wrappers.extractor.ExtractorConfig`
             field, with its meaning and default there: ``exp_dim`` (the bank's value width),
             ``hidden``, ``max_len`` (most steps read per segment; longer ones are subsampled),
@@ -185,6 +189,7 @@ class ManagerConfig:
     extractor_per_task: bool = attrs.field(default=False, validator=is_bool)
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
+    read_replica: bool = attrs.field(default=False, validator=is_bool)
     extractor: dict = attrs.field(factory=dict, converter=_settings, eq=_effective)
 
     def __init__(self, **kwargs: Any) -> None:

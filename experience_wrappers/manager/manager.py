@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
-from ..bank import ExperienceBank, Provenance
+from ..bank import BankReplica, ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
 from ..credit import FreeBaseline, OutcomeTracker, PairedCredit
 from ..extractor import (
@@ -37,6 +37,7 @@ from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
 from .priors import prior_dim
 from .process_backend import ProcessBackend
+from .replicas import ReplicaHolder
 from .save_restore import restore_manager, save_manager
 from .stats import manager_stats
 from .thread_backend import ThreadBackend
@@ -111,6 +112,8 @@ class ExperienceManager:
         self.backend: LearnerBackend = _BACKENDS[self.config.mode](
             self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
             partial(attribute, self), self._stats_lock)
+        #: the copy of the bank the wrappers' retrievals query (``config.read_replica``; None: the bank)
+        self.replicas: ReplicaHolder | None = ReplicaHolder(bank) if self.config.read_replica else None
         self.baseline = FreeBaseline(self.config.baseline_window)
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
@@ -287,6 +290,9 @@ class ExperienceManager:
         message), then write the entries it has proposed so far into the bank (never waits).
         Other modes: nothing.
 
+        With ``config.read_replica``, the retrievals' replica is then swapped for a copy of the
+        bank (:mod:`.replicas`).
+
         :class:`~integrations.sb3.CRLCallback` calls it at every rollout's end; ``stats()``,
         ``flush()``, ``save()``, merges and every ``handover_every``-th submission do it too.
         In that order, and under the hand-over lock: the waiting episodes' credits name entries
@@ -294,6 +300,16 @@ class ExperienceManager:
         learner after the credits).
         """
         self.backend.poll()
+        holder = self.replicas
+        if holder is not None:
+            self.backend.on_writer(partial(_publish, self.bank, holder, holder.swap()))
+            holder.swap()  # a copy published by now (sync, process: just above) is read from now on
+
+    @property
+    def reader(self) -> ExperienceBank | BankReplica:
+        """What the wrappers' retrievals query: the bank, or its replica (``config.read_replica``)."""
+        holder = self.replicas
+        return self.bank if holder is None else holder.current
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
@@ -347,6 +363,16 @@ class ExperienceManager:
         Everything is read and checked first: a bad folder raises and changes nothing.
         """
         restore_manager(self, path)
+        if self.replicas is not None:  # the restored entries are read from now on
+            self.flush()
+            self.replicas.refresh()
+
+
+def _publish(bank: ExperienceBank, holder: ReplicaHolder, hits: np.ndarray) -> None:
+    """On the writer's side: count the old replica's retrievals, copy the bank for the next swap."""
+    if len(hits):
+        bank.record_retrievals(hits)
+    holder.publish()
 
 
 #: the learner backend of each ``ManagerConfig.mode``

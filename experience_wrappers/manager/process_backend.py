@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,10 @@ class ProcessBackend:
                 self.waiting = []
             self.process.drain(self.on_learner)
         self.check()
+
+    def on_writer(self, job: Callable[[], None]) -> None:
+        """The bank is written here, on the caller's thread (the learner process's entries at each poll)."""
+        job()
 
     def flush(self, timeout: float | None = None) -> None:
         self.ask("flush", timeout=timeout)

@@ -11,7 +11,7 @@ Who uses what:
 * the wrappers (:class:`~experience_wrappers.ExperienceWrapper`,
   :class:`~integrations.sb3.ExperienceVecEnv`, through :class:`~experience_wrappers.wrappers.ExperienceInjector`
   and :meth:`Retriever.for_manager <experience_wrappers.wrappers.retrieval.Retriever.for_manager>`):
-  ``bank``, ``key_encoder``, ``config`` (``prior_horizon``), ``exp_dim``, ``prior_dim``,
+  ``bank``, ``replicas``, ``key_encoder``, ``config`` (``prior_horizon``), ``exp_dim``, ``prior_dim``,
   ``guided_ratio``, ``training_injectors``, ``submit``;
 * :class:`~integrations.sb3.CRLCallback` and its helpers (``discovery``, ``guards``, ``lifecycle``):
   ``schedule``, ``bank``, ``replay``, ``learn_claim``, ``training_injectors``, ``free_baseline``,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..schedule import Schedule
     from .config import ManagerConfig
     from .episode import Episode
+    from .replicas import ReplicaHolder
 
 __all__ = ["ExperienceSource"]
 
@@ -69,6 +70,10 @@ class ExperienceSource(Protocol):
     @property
     def bank(self) -> ExperienceBank:
         """The bank the wrappers retrieve from (a ``RemoteBank`` for a service)."""
+
+    @property
+    def replicas(self) -> ReplicaHolder | None:
+        """The replicas of the bank the wrappers' retrievals read instead of it (None: they read ``bank``)."""
 
     @property
     def key_encoder(self) -> KeyEncoder:

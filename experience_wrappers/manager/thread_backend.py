@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..bank import Provenance
@@ -55,6 +56,9 @@ class ThreadBackend(InlineBackend):
             raise out[0]
         return out[0]
 
+    def on_writer(self, job: Callable[[], None]) -> None:
+        self._put("job", job)
+
     def flush(self, timeout: float | None = None) -> None:
         if self._worker is not None:
             done = threading.Event()
@@ -90,6 +94,8 @@ class ThreadBackend(InlineBackend):
                     InlineBackend.episode(self, item)
                 elif kind == "merge":
                     InlineBackend.merge(self)
+                elif kind == "job":
+                    item()
                 elif kind == "ingest":
                     args, out, _ = item
                     try:

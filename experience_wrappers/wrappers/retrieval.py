@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..bank import ExperienceBank
+from ..bank import BankReplica, ExperienceBank
 from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
@@ -72,6 +72,8 @@ class Retriever:
         # the same checks as ExperienceOptions' (one message for one mistake)
         ExperimentalOptions(prior_source=prior_source, prior_k=prior_k, prior_max_distance=prior_max_distance)
         self.key_encoder, self.bank = key_encoder, bank
+        #: the manager's replicas of the bank, read instead of it (set by :meth:`for_manager`; None: the bank)
+        self.replicas: Any = None
         self.k, self.query_mode, self.filter_by_task = k, query_mode, filter_by_task
         self.exp_dim, self.prior_dim, self.action_prior = exp_dim, prior_dim, action_prior
         self.prior_source, self.prior_k = prior_source, prior_k
@@ -106,11 +108,13 @@ class Retriever:
                 warnings.warn(f"action_prior=True with retrieve_every={every}: a prior describes the manager's "
                               f"prior_horizon={horizon} steps but is shown for {shown}; set retrieve_every "
                               f"between 1 and {horizon} (or raise prior_horizon)", UserWarning, stacklevel=2)
-        return cls(manager.key_encoder, manager.bank, n_envs, k=options.k, exp_dim=manager.exp_dim,
-                   prior_dim=manager.prior_dim, query_mode=options.query_mode,
-                   filter_by_task=options.filter_by_task, action_prior=options.action_prior,
-                   prior_source=options.prior_source, prior_k=options.prior_k,
-                   prior_max_distance=options.prior_max_distance)
+        retriever = cls(manager.key_encoder, manager.bank, n_envs, k=options.k, exp_dim=manager.exp_dim,
+                        prior_dim=manager.prior_dim, query_mode=options.query_mode,
+                        filter_by_task=options.filter_by_task, action_prior=options.action_prior,
+                        prior_source=options.prior_source, prior_k=options.prior_k,
+                        prior_max_distance=options.prior_max_distance)
+        retriever.replicas = manager.replicas
+        return retriever
 
     def observation_space(self, base: spaces.Space) -> spaces.Dict:
         """The space of :meth:`observation`'s output for observations of ``base`` (no batch axis)."""
@@ -134,13 +138,19 @@ class Retriever:
         task_ids = np.asarray(task_ids, dtype=np.int64)
         return self._query_keys(self.keys(obs, task_ids), task_ids, record, rng)
 
+    @property
+    def reader(self) -> ExperienceBank | BankReplica:
+        """What the queries read: the bank, or the manager's replica of it (``read_replica``)."""
+        holder = self.replicas
+        return self.bank if holder is None else holder.current
+
     def _query_keys(self, keys: np.ndarray, task_ids: np.ndarray, record: bool,
                     rng: np.random.Generator | None) -> QueryResult:
-        return self.bank.query(keys, self.k, task_ids=task_ids if self.filter_by_task else None,
+        return self.reader.query(keys, self.k, task_ids=task_ids if self.filter_by_task else None,
                                mode=self.query_mode, record=record, rng=rng)
 
     def _prior_query_keys(self, keys: np.ndarray, task_ids: np.ndarray) -> tuple[QueryResult, np.ndarray]:
-        res = self.bank.query(keys, self.prior_k, task_ids=task_ids if self.filter_by_task else None,
+        res = self.reader.query(keys, self.prior_k, task_ids=task_ids if self.filter_by_task else None,
                               mode="knn", record=False)
         return res, res.mask & (res.distances <= self.prior_max_distance)
 

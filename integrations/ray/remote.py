@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from experience_wrappers import KeyEncoder, ManagerConfig
     from experience_wrappers.manager import ExperienceSource
+    from experience_wrappers.manager.replicas import ReplicaHolder
 
     from .service import ExperienceService
 
@@ -145,6 +146,8 @@ class RemoteManager:
             raise ValueError(f"submit_delay must be a finite number >= 0, got {submit_delay!r}")
         self.service = service
         self.bank = service.bank
+        #: retrievals go to the service's bank (no local replica)
+        self.replicas: ReplicaHolder | None = None
         #: the injectors of the env being trained through this stand-in (see ``mark_training``)
         self.training_injectors: weakref.WeakSet[Any] | None = None
         #: the ``learn`` call a CRLCallback trains through this stand-in (see ``integrations.sb3.guards``)
