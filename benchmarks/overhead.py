@@ -23,6 +23,9 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``crl-process-each``, ``crl-same-net-vec-process-each``, ``crl-default-vec-process-each``: the same with
   ``handover_every=1``: each episode sent, and its entries written, on its own (as before the
   batched hand-over): what the batching saves, measured side by side;
+* ``...-replica`` (``crl-same-net-vec-replica``, ``crl-default-vec-replica`` and their ``-process``
+  forms): the arm without the suffix with ``ManagerConfig(read_replica=True)``: the retrievals read
+  a copy of the bank swapped in whole at each rollout's end, so no retrieval waits for a write;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
@@ -65,7 +68,8 @@ BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parent / "results"
 ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec",
         "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
-        "crl-same-net-vec-process-each", "crl-default-vec-process-each")
+        "crl-same-net-vec-process-each", "crl-default-vec-process-each", "crl-same-net-vec-replica",
+        "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica")
 #: the PPO arm each arm's steps/s are divided by
 BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}
@@ -81,6 +85,8 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     manager_kwargs: dict[str, Any] | None = None if mode is None else {"mode": mode}
     if arm.endswith("-each"):
         manager_kwargs = {"mode": "process", "handover_every": 1}
+    if arm.endswith("-replica"):  # the retrievals read a replica swapped at each rollout's end
+        manager_kwargs = {**(manager_kwargs or {}), "read_replica": True}
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,
                     vec_wrapper="-vec" in arm)
     if "default" in arm:

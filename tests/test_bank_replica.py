@@ -143,7 +143,7 @@ def _cartpole_manager(mode: str) -> ExperienceManager:
     return mgr
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", ["sync", "async", "process"])
 def test_the_managers_replica_shows_new_entries_after_the_next_poll(mode):
     mgr = _cartpole_manager(mode)
     try:
@@ -151,6 +151,9 @@ def test_the_managers_replica_shows_new_entries_after_the_next_poll(mode):
         obs = np.zeros((2, 4), F32)
         mgr.submit(_episode())
         mgr.flush()
+        if mode == "process":  # the entries come back at the next poll, on the writer thread
+            mgr.poll()
+            mgr.flush()
         assert len(mgr.bank) > 0 and len(mgr.reader) == 0  # written, not yet seen
         assert not retriever.retrieve(np.arange(2), obs, np.zeros(2, np.int64)).mask.any()
         mgr.poll()
@@ -222,3 +225,13 @@ def test_a_pickled_replica_answers_as_the_original():
     tasks = np.array([0, 1, 1, 0, 0, 1])
     assert_same_result(copy.query(keys, 4, mode="knn", task_ids=tasks, record=False),
                        replica.query(keys, 4, mode="knn", task_ids=tasks, record=False))
+
+
+def test_many_single_key_retrievals_are_all_counted():
+    bank = churned_bank(0)
+    replica = bank.replica()
+    keys = np.random.default_rng(3).normal(size=(2500, 6)).astype(F32)
+    picked = np.concatenate([replica.query(key, 2, mode="knn").ids.ravel() for key in keys])
+    hits = replica.take_hits()
+    np.testing.assert_array_equal(np.sort(hits), np.sort(picked))
+    assert replica._bank.entries()["n_retrieved"].sum() - bank.entries()["n_retrieved"].sum() == len(picked)

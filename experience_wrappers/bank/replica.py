@@ -33,6 +33,8 @@ __all__ = ["BankReplica"]
 #: a dense id -> row table is kept while the largest id is at most this many times the entry
 #: count (plus a constant): ids only grow, so a long run with many evictions falls back to the bank's lookup
 _DENSE_FACTOR, _DENSE_SLACK = 8, 1 << 20
+#: the single-key path's picks are counted in the copy every this many queries (or when read)
+_FOLD_EVERY = 1024
 
 
 class BankReplica:
@@ -40,7 +42,8 @@ class BankReplica:
 
     Build it with ``bank.replica()``. :meth:`query` takes the bank's arguments and gives its
     answers; retrievals it records raise its own counts (so utility sampling's retrieval
-    penalty sees them at once) and are kept until :meth:`take_hits` hands them to the bank.
+    penalty sees them at once) and are kept until :meth:`take_hits` hands them to the bank
+    (8 bytes a pick: take them now and then, or query with ``record=False``).
     Safe to query from several threads.
 
     >>> from experience_wrappers.bank import ExperienceBank
@@ -60,7 +63,8 @@ class BankReplica:
         """Use :meth:`of` (``bank.replica()``); ``bank`` here is the private copy answering queries."""
         self._bank = bank
         self.version = int(version)
-        self._hits: list[np.ndarray] = []
+        self._hits: list[np.ndarray] = []  # ids picked by recorded queries, for the bank
+        self._fast_rows: list[np.ndarray] = []  # rows the single-key path picked, not yet counted here
         self._hits_lock = threading.Lock()
         store, index = bank._store, bank._index
         self._size = 0 if store is None else store.size
@@ -138,6 +142,8 @@ class BankReplica:
             fast = self._one_key(raw, keys, k, record)
             if fast is not None:
                 return fast
+        if self._fast_rows:
+            self._fold()  # the counts this query may read (utility sampling's retrieval penalty)
         result = self._bank.query(keys, k, task_ids=task_ids, mode=mode, temperature=temperature,
                                   record=record, rng=rng)
         if record:
@@ -167,9 +173,10 @@ class BankReplica:
         ids = labels.view(np.int64)
         rows = self._row_of[ids]  # type: ignore[index]  # set with _raw
         if record:
-            with self._hits_lock:
-                self._n_retrieved[rows] += 1  # one row's k labels are distinct
-                self._hits.append(ids[0])
+            with self._hits_lock:  # counted in the copy when another path reads the counts (_fold)
+                self._fast_rows.append(rows[0])
+            if len(self._fast_rows) >= _FOLD_EVERY:
+                self._fold()
         constant = self._constant.get(k)
         if constant is None:
             constant = self._constant[k] = self._constants(k)
@@ -187,10 +194,20 @@ class BankReplica:
         no_prior.flags.writeable = False
         return mask, no_prior
 
+    def _fold(self) -> None:
+        """Count the single-key path's picks in the copy's columns, and keep their ids for the bank."""
+        with self._hits_lock:
+            if not self._fast_rows:
+                return
+            rows, self._fast_rows = np.concatenate(self._fast_rows), []
+            np.add.at(self._n_retrieved, rows, 1)
+            self._hits = [np.concatenate([*self._hits, self._ids[rows]])]  # 8 bytes a pick until taken
+
     # ------------------------------------------------------------ hits out
     def take_hits(self) -> np.ndarray:
         """The ids this replica's recorded queries returned since the last call (one per pick), for
         :meth:`ExperienceBank.record_retrievals`; the list starts again empty."""
+        self._fold()
         with self._hits_lock:
             hits, self._hits = self._hits, []
         return np.concatenate(hits).astype(np.int64, copy=False) if hits else np.zeros(0, np.int64)

@@ -1,0 +1,79 @@
+"""A thread that runs the bank's writes in order, off the caller's thread.
+
+``process`` mode with ``ManagerConfig(read_replica=True)``: the actor's retrievals read a
+replica, so what still touches the bank on the actor's side (an episode's credit, the hand-over
+to the learner process, the writes of the entries it proposes, the replica's copy) runs here,
+one job after another, and the actor's step only enqueues (:class:`~.process_backend.ProcessBackend`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+__all__ = ["WriterThread"]
+
+log = logging.getLogger(__name__)
+
+
+class WriterThread:
+    """Runs jobs in the order given on one daemon thread (started on the first job).
+
+    A job's failure is kept and raised by the next :meth:`check` (every caller-facing call
+    checks); the jobs after it still run.
+
+    >>> out = []
+    >>> w = WriterThread("doc")
+    >>> w.put(lambda: out.append(1)); w.put(lambda: out.append(2)); w.join(); out
+    [1, 2]
+    >>> w.close()
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def pending(self) -> int:
+        """Jobs queued or running."""
+        return self._queue.unfinished_tasks
+
+    def put(self, job: Callable[[], None]) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+        self._queue.put(job)
+
+    def join(self) -> None:
+        """Wait until every job given so far has run."""
+        if self._thread is not None:
+            self._queue.join()
+
+    def check(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise RuntimeError(f"the {self.name} thread failed") from err
+
+    def close(self) -> None:
+        """Run what is queued, then stop the thread."""
+        if self._thread is not None and self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                if job is None:
+                    return
+                job()
+            except BaseException as exc:  # raised to the caller at its next check
+                log.exception("%s thread: a job failed", self.name)
+                self._error = exc
+            finally:
+                self._queue.task_done()
