@@ -187,7 +187,10 @@ def knn_unfiltered(store: EntryStore, index: HnswIndex, keys: np.ndarray,
 def record_hits(store: EntryStore, chosen: np.ndarray, mask: np.ndarray | None, tick: int) -> int:
     """Count a retrieval of the picked entries (``mask``; None: all) at query ``tick``; returns the next tick."""
     hit = chosen.ravel() if mask is None else chosen[mask]
-    np.add.at(store.cols["n_retrieved"], hit, 1)
+    if len(chosen) == 1:  # one row's picks are distinct entries: a plain add counts each once
+        store.cols["n_retrieved"][hit] += 1
+    else:
+        np.add.at(store.cols["n_retrieved"], hit, 1)
     store.cols["last_retrieved"][hit] = tick
     return tick + 1
 
