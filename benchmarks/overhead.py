@@ -29,7 +29,11 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
-  one ``ExperienceVecEnv``; ``crl-default-vec`` is compared with ``ppo-default``.
+  one ``ExperienceVecEnv``; ``crl-default-vec`` is compared with ``ppo-default``;
+* ``crl-default-vec-compact`` and ``crl-default-vec-process-compact``: as ``crl-default-vec``
+  and ``crl-default-vec-process`` with ``experience_input="compact"`` (one experience key of
+  ``d + 1`` values instead of three keys: what SB3's default policy pays for the channel's
+  layout), compared with ``ppo-default``.
 
 It prints steps/s, the ratios to ``ppo``, async vs sync, and a profile of one CRL run on
 CartPole (where the time goes); results go to ``benchmarks/results/overhead.json``.
@@ -47,6 +51,7 @@ import argparse
 import cProfile
 import io
 import pstats
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -69,7 +74,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec",
         "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
         "crl-same-net-vec-process-each", "crl-default-vec-process-each", "crl-same-net-vec-replica",
-        "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica")
+        "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica",
+        "crl-default-vec-compact", "crl-default-vec-process-compact", "crl-default-vec-process-replica-compact")
 #: the PPO arm each arm's steps/s are divided by
 BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}
@@ -85,10 +91,11 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     manager_kwargs: dict[str, Any] | None = None if mode is None else {"mode": mode}
     if arm.endswith("-each"):
         manager_kwargs = {"mode": "process", "handover_every": 1}
-    if arm.endswith("-replica"):  # the retrievals read a replica swapped at each rollout's end
+    if "-replica" in arm:  # the retrievals read a replica swapped at each rollout's end
         manager_kwargs = {**(manager_kwargs or {}), "read_replica": True}
-    env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,
-                    vec_wrapper="-vec" in arm)
+    wrapper_kwargs = {"experience_input": "compact"} if arm.endswith("-compact") else None
+    env = build_env(env_id, int(hyper["n_envs"]), seed, bank, wrapper_kwargs=wrapper_kwargs,
+                    manager_kwargs=manager_kwargs, family=fam, vec_wrapper="-vec" in arm)
     if "default" in arm:
         policy_kwargs: dict[str, Any] = {}  # SB3's defaults
     elif arm == "ppo":
@@ -105,15 +112,17 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
     if crl:  # a learner process is started (spawn, imports) before the clock starts, as the env is
         find_experience(env)[0][0].flush()
     prof = cProfile.Profile() if profile else None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
     model.learn(steps, callback=callback)
     if prof:
         prof.disable()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # cpu_s: this process's CPU seconds in learn (a learner process's are not counted); a shared
+    # machine's load disturbs it less than the wall-clock
     out: dict[str, Any] = {"env_id": env_id, "arm": arm, "steps": int(model.num_timesteps), "wall_s": wall,
-                           "steps_per_s": model.num_timesteps / wall}
+                           "steps_per_s": model.num_timesteps / wall, "cpu_s": cpu}
     if crl:
         mgr = find_experience(env)[0][0]
         t1 = time.perf_counter()
@@ -196,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print("\n".join(prof["profile_tottime"].splitlines()[:40]))
         result["profile_cartpole_crl"] = prof["profile_tottime"]
     result.update({"args": {k: str(v) for k, v in vars(args).items()}, "versions": versions(),
-                   "command": "python -m benchmarks.overhead " + " ".join(argv or [])})
+                   "command": "python -m benchmarks.overhead " + " ".join(sys.argv[1:] if argv is None else argv)})
     print()
     write_result(args.out, result)
     return result

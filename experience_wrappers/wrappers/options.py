@@ -13,9 +13,10 @@ from ..bank.config import MAX_K
 from ..keys import KeyEncoder
 from ..manager import ExperienceSource, resolve_manager
 from ..validators import check_int, check_real, integral, is_bool
+from .compact import EXPERIENCE_INPUTS, check_experience_input
 
 __all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "PRIOR_SOURCES", "MAX_PRIOR_K",
-           "EXPERIMENTAL_FIELDS"]
+           "EXPERIMENTAL_FIELDS", "EXPERIENCE_INPUTS"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
@@ -54,6 +55,11 @@ def _seed(instance: object, attribute: attrs.Attribute, value: object) -> None:
 def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> None:
     if value not in QUERY_MODES:
         raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {value!r}")
+
+
+def _experience_input(instance: ExperienceOptions, attribute: attrs.Attribute, value: object) -> None:
+    # attrs runs the validators once every field is set: the experimental options are there
+    check_experience_input(value, action_prior=instance.experimental.action_prior)
 
 
 def _prior_source(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -172,6 +178,15 @@ class ExperienceOptions:
             task's recent free episodes. An env that does not replay instances (no
             ``ReplayInstances`` below it) falls back to the value baseline (below), said once
             in a ``UserWarning``.
+        experience_input: what the observation carries of the shown entries. ``"full"`` (the
+            default): three keys, ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``
+            and ``experience_mask`` ``(k,)``, what the attention reader
+            (:class:`~integrations.sb3.ExperienceFeaturesExtractor`) and the action prior
+            need. ``"compact"``: one key, ``experience`` ``(d + 1,)``, the mask-weighted mean
+            of the shown entries' values and the fraction of the ``k`` slots shown (zeros when
+            nothing is shown), for SB3's default policy, which pays for every extra key
+            (:mod:`experience_wrappers.wrappers.compact` says what it leaves out, and why).
+            The action prior needs ``"full"`` (a ``ValueError`` otherwise).
         experimental: the parts measured to tie or hurt (:class:`ExperimentalOptions`, or a
             dict of its fields): the action prior and the value-baseline fallback. Their
             fields read through (``options.action_prior``).
@@ -186,6 +201,10 @@ class ExperienceOptions:
     ValueError: k must be an int in [1, 65536], got 0
     >>> ExperienceOptions(experimental={"action_prior": True}).action_prior
     True
+    >>> ExperienceOptions(experience_input="mean")
+    Traceback (most recent call last):
+    ...
+    ValueError: experience_input must be 'full' or 'compact', got 'mean'
     >>> ExperienceOptions.of(action_prior=True)
     Traceback (most recent call last):
     ...
@@ -203,6 +222,7 @@ class ExperienceOptions:
     manager_kwargs: dict[str, Any] | None = None
     seed: int | None = attrs.field(default=None, validator=_seed)
     paired: bool = attrs.field(default=False, validator=is_bool)
+    experience_input: str = attrs.field(default="full", validator=_experience_input)
     experimental: ExperimentalOptions = attrs.field(factory=lambda: ExperimentalOptions(),
                                                     converter=lambda v: _experimental(v))
 

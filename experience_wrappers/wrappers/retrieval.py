@@ -13,6 +13,11 @@ action prior on and ``prior_source="nearest"``, the action path makes its own qu
 ``prior_k`` nearest entries (``"knn"``, retrievals not counted), of which those within
 ``prior_max_distance`` are mixed with equal weights into the prior shown; none within it:
 no prior.
+
+With ``experience_input="compact"`` the observation channel is one key instead:
+``experience`` ``(d + 1,)``, the mask-weighted mean of the shown entries' values and the
+fraction of the ``k`` slots shown (:mod:`~experience_wrappers.wrappers.compact`), kept up to
+date with what each env is shown.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceSource
+from .compact import check_experience_input, compact_experience
 from .options import ExperienceOptions, ExperimentalOptions
 from .spaces import BASE_KEY, experience_space
 
@@ -53,6 +59,8 @@ class Retriever:
             ``j`` holds the prior of the observation's entry ``j``.
         prior_k: nearest entries of the action path (1 or 2).
         prior_max_distance: the action path's distance floor, in the bank's distance units.
+        experience_input: ``"full"`` (three keys: every shown entry) or ``"compact"`` (one
+            key: their mean and the fraction of slots shown); the action prior needs ``"full"``.
 
     >>> from experience_wrappers.keys import RandomProjectionKeyEncoder
     >>> space = spaces.Box(-1, 1, (3,))
@@ -63,14 +71,21 @@ class Retriever:
     (2, 2)
     >>> sorted(r.observation(obs)), r.observation(obs)["experience"].shape
     (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 2, 4))
+    >>> c = Retriever(RandomProjectionKeyEncoder(space), bank, 2, k=2, exp_dim=4, prior_dim=0,
+    ...               experience_input="compact")
+    >>> sorted(c.observation(obs)), c.observation(obs)["experience"].shape
+    (['experience', 'observation'], (2, 5))
     """
 
     def __init__(self, key_encoder: KeyEncoder, bank: ExperienceBank, n_envs: int, *, k: int, exp_dim: int,
                  prior_dim: int, query_mode: str = "utility", filter_by_task: bool = True,
                  action_prior: bool = False, prior_source: str = "nearest", prior_k: int = 1,
-                 prior_max_distance: float = 0.5) -> None:
+                 prior_max_distance: float = 0.5, experience_input: str = "full") -> None:
         # the same checks as ExperienceOptions' (one message for one mistake)
         ExperimentalOptions(prior_source=prior_source, prior_k=prior_k, prior_max_distance=prior_max_distance)
+        self.experience_input = check_experience_input(experience_input, action_prior=action_prior)
+        #: whether the observation carries the compact key (one row per env, kept by retrieve / clear)
+        self.compact_input = self.experience_input == "compact"
         self.key_encoder, self.bank = key_encoder, bank
         #: the manager's replicas of the bank, read instead of it (set by :meth:`for_manager`; None: the bank)
         self.replicas: Any = None
@@ -88,6 +103,7 @@ class Retriever:
         self.mask = np.zeros((n_envs, k), np.float32)
         self.prior = np.zeros((n_envs, k, prior_dim), np.float32)
         self.ids = np.full((n_envs, k), -1, np.int64)
+        self.compact = np.zeros((n_envs, exp_dim + 1), np.float32)
         # each env's shown ids as a tuple, kept in step with ``ids`` and ``mask`` by
         # :meth:`retrieve` and :meth:`clear` (the only writers): read at every step for the infos
         self.shown: list[tuple[int, ...]] = [()] * n_envs
@@ -112,13 +128,14 @@ class Retriever:
                         prior_dim=manager.prior_dim, query_mode=options.query_mode,
                         filter_by_task=options.filter_by_task, action_prior=options.action_prior,
                         prior_source=options.prior_source, prior_k=options.prior_k,
-                        prior_max_distance=options.prior_max_distance)
+                        prior_max_distance=options.prior_max_distance, experience_input=options.experience_input)
         retriever.replicas = manager.replicas
         return retriever
 
     def observation_space(self, base: spaces.Space) -> spaces.Dict:
         """The space of :meth:`observation`'s output for observations of ``base`` (no batch axis)."""
-        return experience_space(base, self.k, self.exp_dim, self.prior_dim if self.action_prior else None)
+        return experience_space(base, self.k, self.exp_dim, self.prior_dim if self.action_prior else None,
+                                self.experience_input)
 
     # -------------------------------------------------------------- the query
     def keys(self, obs: Any, task_ids: np.ndarray) -> np.ndarray:
@@ -172,6 +189,8 @@ class Retriever:
             self._show_nearest_prior(rows, keys, task_ids)
         elif res.prior.shape[-1] == self.prior.shape[-1]:
             self.prior[rows] = res.prior
+        if self.compact_input:
+            self.compact[rows] = compact_experience(self.values[rows], self.mask[rows])
         shown = self.mask[rows] > 0
         for j, r in enumerate(np.asarray(rows).reshape(-1).tolist()):
             self.shown[r] = tuple(self.ids[r][shown[j]].tolist())
@@ -198,6 +217,7 @@ class Retriever:
         self.prior_ids[r] = -1
         self.prior_distances[r] = np.inf
         self.ids[r] = -1
+        self.compact[r] = 0
         self.shown[r] = ()
 
     # --------------------------------------------------------- the observation
@@ -209,6 +229,9 @@ class Retriever:
         """
         sel = slice(None) if rows is None else rows if isinstance(rows, int) else np.asarray(rows)
         out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
+        if self.compact_input:
+            out["experience"] = self.compact[sel].copy()
+            return out
         out["experience"] = self.values[sel].copy()
         out["experience_utility"] = self.utility[sel].copy()
         out["experience_mask"] = self.mask[sel].copy()

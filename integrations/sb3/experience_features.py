@@ -32,6 +32,10 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     and an episode with no experience pools to zeros. The output is
     ``[base features, pooled experience, guided flag]``.
 
+    It needs the full experience input (``experience_input="full"``, the wrappers' default):
+    the compact one (one key, the entries' mean) is for SB3's default policy, and is refused
+    here with a ``ValueError`` that says so.
+
     Args:
         observation_space: the wrapped Dict observation space.
         base_extractor_class: features extractor for the original observation.
@@ -44,6 +48,13 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
         if not isinstance(observation_space, gym.spaces.Dict) or "experience" not in observation_space.spaces:
             raise ValueError("ExperienceFeaturesExtractor needs the Dict observation of an ExperienceWrapper, "
                              f"got {observation_space}")
+        if "experience_mask" not in observation_space.spaces:
+            raise ValueError(
+                "ExperienceFeaturesExtractor attends over the k shown entries one by one, but the observation carries "
+                f"the compact experience input (experience {observation_space['experience'].shape}: the entries' "
+                "mean and the fraction shown; no experience_mask): build the wrapper with experience_input='full' "
+                "(the default) for this extractor, or keep experience_input='compact' and use SB3's default policy "
+                "(PPO('MultiInputPolicy', env) without crl_policy_kwargs)")
         keys = base_keys(observation_space)
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
         base_cls = base_extractor_class or CombinedExtractor

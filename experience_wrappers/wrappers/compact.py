@@ -1,0 +1,100 @@
+"""The compact experience input (``experience_input="compact"``): one key instead of three.
+
+``"full"`` (the default) adds three keys to every observation: ``experience`` ``(k, d)``,
+``experience_utility`` ``(k,)`` and ``experience_mask`` ``(k,)``. ``"compact"`` adds one,
+``experience`` ``(d + 1,)``: the mask-weighted mean of the shown entries' values, followed by
+the fraction of the ``k`` slots shown. An experience-free episode (nothing shown) reads as
+zeros, the same as ``"full"``'s padding, so the parts that build an observation "seen
+without experience" by zeroing the experience keys (the value baseline, self-imitation's
+replayed states) read it unchanged.
+
+Why this layout. SB3's default policy pays both per key (each key is a tensor converted,
+preprocessed, flattened and copied into and out of the ``DictRolloutBuffer`` at every step and
+minibatch) and per value (every value widens the first layer), and both only a little.
+``benchmarks/input_cost.py`` times SB3's own work per env step with zero-filled keys on
+MiniHack-Room-5x5 (collection and update, no env; k=4, d=16; the fastest of 21 turns): 82-83 us
+without experience keys; the full input's three keys (72 values) add 6.4-7.3 us, one key of the
+same 72 values 3.6-5.0 us, three keys of 17 values 3.7-4.5 us, one key of 17 values (this
+layout) 1.4-1.8 us. The key count and the width each make about half of the full input's cost,
+so the compact input is one key, no wider than what it carries. Against a whole PPO step of
+the default policy (about 340 us at 2,980 steps/s) the difference is 1-2 %: the compact input
+ties the full one within the noise at 16k steps (``benchmarks/results/overhead-compact.json``);
+the rest of the default policy's gap to PPO is the wrapper's path, not the keys
+(``docs/scaling.md``, "SB3's default policy: a compact experience input").
+
+What it carries: the two things the attention reader's output
+(:class:`~integrations.sb3.ExperienceFeaturesExtractor`) sums the channel up to, whether
+anything is shown (there the guided flag; here the fraction, 0 for a free episode) and what
+the shown entries say (there an attention-weighted pool; here their values' mean). What it
+leaves out: the entries one by one (attention over them: the extractor needs ``"full"`` and
+says so), their utilities (the bank's ranking, already used to pick them), and the action
+prior (``experimental={"action_prior": True}`` needs ``"full"``: :func:`check_experience_input`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["EXPERIENCE_INPUTS", "check_experience_input", "compact_space", "compact_experience"]
+
+#: what the observation carries of the shown entries: every entry (``"full"``) or their mean (``"compact"``)
+EXPERIENCE_INPUTS = ("full", "compact")
+
+
+def check_experience_input(value: object, *, action_prior: bool = False) -> str:
+    """``value`` if it is a valid ``experience_input``, else a ``ValueError`` that names it.
+
+    The action prior reads the shown entries one by one (their priors, utilities and mask):
+    it needs ``"full"``.
+
+    >>> check_experience_input("compact")
+    'compact'
+    >>> check_experience_input("small")
+    Traceback (most recent call last):
+    ...
+    ValueError: experience_input must be 'full' or 'compact', got 'small'
+    >>> check_experience_input("compact", action_prior=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: experience_input='compact' does not carry the action prior ...
+    """
+    if not isinstance(value, str) or value not in EXPERIENCE_INPUTS:
+        raise ValueError(f"experience_input must be 'full' or 'compact', got {value!r}")
+    if value == "compact" and action_prior:
+        raise ValueError("experience_input='compact' does not carry the action prior (it reads the shown entries "
+                         "one by one: their priors, utilities and mask): use experience_input='full' with "
+                         "experimental={'action_prior': True}, or turn the action prior off")
+    return value
+
+
+def compact_space(exp_dim: int) -> spaces.Box:
+    """The compact ``experience`` key's space: ``(exp_dim + 1,)`` float32.
+
+    >>> compact_space(4).shape
+    (5,)
+    """
+    return spaces.Box(-np.inf, np.inf, (exp_dim + 1,), np.float32)
+
+
+def compact_experience(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The compact input of shown entries: ``[mask-weighted mean of values, fraction of slots shown]``.
+
+    Args:
+        values: ``(..., k, d)`` the entries' values (slots with mask 0 are ignored).
+        mask: ``(..., k)`` 1 where a slot is shown, 0 where it is padding.
+
+    Returns:
+        ``(..., d + 1)`` float32; all zeros where nothing is shown.
+
+    >>> v = np.array([[[1.0, 2.0], [3.0, 4.0], [9.0, 9.0]]], np.float32)
+    >>> compact_experience(v, np.array([[1.0, 1.0, 0.0]], np.float32)).tolist()
+    [[2.0, 3.0, 0.6666666865348816]]
+    >>> compact_experience(v, np.zeros((1, 3), np.float32)).tolist()
+    [[0.0, 0.0, 0.0]]
+    """
+    values = np.asarray(values, np.float32)
+    mask = np.asarray(mask, np.float32)
+    shown = mask.sum(axis=-1, keepdims=True)
+    mean = (values * mask[..., None]).sum(axis=-2) / np.maximum(shown, 1.0)
+    return np.concatenate([mean, shown / mask.shape[-1]], axis=-1).astype(np.float32, copy=False)
