@@ -2,11 +2,17 @@
 
 Measures, on one machine:
 
-* **rollout throughput**: aggregate env steps/s of 1, 2 and 4 rollout workers (Ray actors,
-  one process each) sharing one service, each stepping a ``DummyVecEnv`` of ``--n-envs``
-  envs through ``service.vec_env`` (one batched query per vector step, finished episodes
-  sent to the service's learner, which distils and trains in the service's process);
-  beside it the same workers without experience (the machine's own ceiling);
+* **rollout throughput**: env steps/s per worker of 1, 2 and 4 rollout workers (Ray actors,
+  one process each), each stepping a ``DummyVecEnv`` of ``--n-envs`` envs of each ``--envs``
+  (CartPole-v1, MiniHack-Room-5x5-v0), in four arms side by side: without experience (the
+  machine's own ceiling), with an in-process bank and learner (``ExperienceVecEnv``, ``async``),
+  and through one shared service (``service.vec_env``: one batched retrieval per vector step,
+  finished episodes sent to the service's learner in batches) with remote reads (each
+  retrieval a call to the service) and with local reads (each worker queries a replica of
+  the service's bank in its own process, refreshed at ``poll()``, which the worker calls
+  every ``--rollout-steps`` vector steps as CRLCallback does at each rollout's end); the
+  retrieval latency the workers see, the refresh's, and the learner's lag (episodes
+  submitted and not processed when the run ends; bank versions the replicas are behind);
 * **per-call latency** of the service: round trips from one client to an otherwise idle
   service whose bank holds ``--bank-size`` entries (``len``, query of 1 and of 16 keys,
   add and update of 8), and the queries' latency seen by the rollout workers under load;
@@ -28,6 +34,7 @@ Run::
 
     python -m benchmarks.scaleout                           # 1, 2, 4 workers, 8 s each
     python -m benchmarks.scaleout --workers 1 2 --seconds 4 --no-doc
+    python -m benchmarks.scaleout --envs MiniHack-Room-5x5-v0 --learner-steps 0 --no-doc
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "scaling.md"
 START, END = "<!-- scaleout:start -->", "<!-- scaleout:end -->"
 KEY_DIM, VALUE_DIM = 32, 16
+#: the rollout arms: no experience, the service read remotely, read locally, an in-process bank and learner
+#: (last: its learner's thread keeps working through its backlog until the worker is killed)
+ARMS = ("none", "remote", "local", "in_process")
 
 
 def versions() -> dict[str, str]:
@@ -67,6 +77,14 @@ def versions() -> dict[str, str]:
     return out
 
 
+def load_average() -> str | None:
+    """The machine's 1, 5 and 15 minute load averages (``uptime``'s), or None where unknown."""
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return None
+
+
 def report_command(argv: list[str] | None) -> str:
     return " ".join(["python -m benchmarks.scaleout", *(argv if argv is not None else sys.argv[1:])])
 
@@ -81,18 +99,46 @@ def pct(samples: list[float] | np.ndarray) -> dict[str, float]:
 
 
 class RolloutWorker:
-    """Steps a DummyVecEnv with random actions, through the service or without it."""
+    """Steps a DummyVecEnv of one env id with random actions, in one of :data:`ARMS`."""
 
-    def __init__(self, service: Any, env_id: str, n_envs: int, seed: int) -> None:
+    def __init__(self, env_id: str, n_envs: int, seed: int) -> None:
         import torch
-        from stable_baselines3.common.env_util import make_vec_env
+
+        import integrations.ray.remote  # noqa: F401  (the library and torch: paid once, here)
 
         torch.set_num_threads(1)
-        venv = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+        self.env_id, self.n_envs, self.seed = env_id, n_envs, seed
+        self.venv: Any = None
         self.latencies: list[float] = []
-        if service is not None:
-            bank = service.bank
-            query = bank.query
+        self.rng = np.random.default_rng(seed)
+
+    def setup(self, arm: str, service: Any) -> tuple[Any, Any]:
+        """Build the arm's VecEnv (``service``: the service, for ``remote`` and ``local``); returns
+        the base envs' observation and action spaces."""
+        from gymnasium import spaces
+
+        from experience_wrappers import ExperienceBank
+        from integrations.sb3 import ExperienceVecEnv
+        from integrations.sb3.env_families import family_of
+
+        if arm not in ARMS:
+            raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
+        if self.venv is not None:
+            raise RuntimeError("a worker measures one arm per setup: call teardown() first")
+        fam = family_of(self.env_id)
+        venv: Any = fam.make_vec(self.env_id, self.n_envs, self.seed)  # the arms wrap it differently
+        base_spaces = (venv.observation_space, venv.action_space)
+        key_encoder = fam.key_encoder(venv.observation_space) if fam.key_encoder else None
+        wrapper: dict[str, Any] = {"k": 4, "retrieve_every": 8, "seed": self.seed}
+        if arm == "in_process":
+            venv = ExperienceVecEnv(venv, ExperienceBank(seed=self.seed), key_encoder=key_encoder,
+                                    manager_kwargs={"mode": "async"}, **wrapper)
+        elif arm in ("remote", "local"):
+            venv = service.vec_env(venv, key_encoder=key_encoder,
+                                   manager_kwargs={"local_reads": arm == "local"}, **wrapper)
+        if arm != "none":
+            retriever = venv.injector.retriever
+            query = retriever._query_keys
 
             def timed_query(*args: Any, **kwargs: Any) -> Any:
                 t0 = time.perf_counter()
@@ -100,37 +146,47 @@ class RolloutWorker:
                 self.latencies.append(time.perf_counter() - t0)
                 return out
 
-            bank.query = timed_query  # the wrapper's retrievals, timed
-            venv = service.vec_env(venv, k=4, retrieve_every=8, seed=seed)
+            retriever._query_keys = timed_query  # the wrapper's retrievals, timed
         self.venv = venv
-        self.n_envs = n_envs
-        self.rng = np.random.default_rng(seed)
-        from gymnasium import spaces
-
         action_space = venv.action_space
         assert isinstance(action_space, spaces.Discrete)  # a Discrete-action env
         self.n_actions = int(action_space.n)
         self.venv.reset()
+        return base_spaces
 
-    def ready(self) -> bool:
-        return True
+    def teardown(self) -> None:
+        """Close the envs without waiting for a learner (the service is killed next, its backlog
+        unprocessed; an in-process learner's thread ends with this process)."""
+        if self.venv is not None:
+            base = getattr(self.venv, "venv", self.venv)
+            base.close()
+            self.venv = None
 
-    def spaces(self) -> tuple[Any, Any]:
-        """The base envs' observation and action spaces."""
-        base = getattr(self.venv, "venv", self.venv)
-        return base.observation_space, base.action_space
-
-    def run(self, seconds: float) -> dict[str, Any]:
+    def run(self, seconds: float, rollout_steps: int) -> dict[str, Any]:
+        """Step for ``seconds``; the manager's ``poll()`` every ``rollout_steps`` vector steps."""
         self.latencies.clear()
-        steps = episodes = 0
+        manager = getattr(self.venv, "manager", None)
+        polls: list[float] = []
+        steps = episodes = vec_steps = 0
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             _, _, dones, _ = self.venv.step(self.rng.integers(self.n_actions, size=self.n_envs))
             steps += self.n_envs
             episodes += int(dones.sum())
+            vec_steps += 1
+            if manager is not None and vec_steps % rollout_steps == 0:
+                t1 = time.perf_counter()
+                manager.poll()  # what CRLCallback does at each rollout's end
+                polls.append(time.perf_counter() - t1)
         elapsed = time.perf_counter() - t0
-        return {"steps": steps, "episodes": episodes, "seconds": elapsed, "steps_per_s": steps / elapsed,
-                "query": pct(self.latencies)}
+        out: dict[str, Any] = {"steps": steps, "episodes": episodes, "seconds": elapsed,
+                               "steps_per_s": steps / elapsed, "query": pct(self.latencies), "poll": pct(polls)}
+        if manager is not None:
+            st = manager.stats()
+            out["backlog"] = float(st.get("learner_backlog", st["queue"]))
+            if "replica_lag" in st:
+                out.update(replica_lag=st["replica_lag"], replica_swaps=st["replica_swaps"])
+        return out
 
 
 class QueryClient:
@@ -153,31 +209,49 @@ class QueryClient:
         return {"calls": calls, "seconds": time.perf_counter() - t0}
 
 
-def rollout(ray: Any, workers: int, args: argparse.Namespace, with_service: bool) -> dict[str, Any]:
+def rollout(ray: Any, env_id: str, workers: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One pool of ``workers`` workers on ``env_id``, measured in each arm in turn (a fresh
+    service for each service arm); one result per arm."""
     from integrations.ray import start_service
 
-    service = start_service(num_cpus=0, seed=0) if with_service else None
     remote = ray.remote(num_cpus=0)(RolloutWorker)
-    pool = [remote.remote(service, args.env, args.n_envs, seed) for seed in range(workers)]
-    ray.get([w.ready.remote() for w in pool])
-    out = ray.get([w.run.remote(args.seconds) for w in pool])
-    result: dict[str, Any] = {
-        "workers": workers, "service": with_service,
-        "steps_per_s": float(sum(o["steps_per_s"] for o in out)),
-        "per_worker_steps_per_s": [float(o["steps_per_s"]) for o in out],
-        "episodes": int(sum(o["episodes"] for o in out)),
-    }
-    if service is not None:
-        result["query_p50_ms_per_worker"] = [float(o["query"]["p50_ms"]) for o in out]
-        result["query_p95_ms_max"] = float(max(o["query"]["p95_ms"] for o in out))
-        learner = service.manager(*ray.get(pool[0].spaces.remote())).stats()
-        result["learner"] = {k: learner[k] for k in ("episodes_submitted", "episodes_processed",
-                                                      "entries_added", "extractor_updates", "busy_seconds")}
-        result["bank_size"] = len(service)
-        service.shutdown()
+    pool = [remote.remote(env_id, args.n_envs, seed) for seed in range(workers)]
+    results = []
+    for arm in args.arms:
+        service = start_service(num_cpus=0, seed=0) if arm in ("remote", "local") else None
+        ray.get([w.setup.remote(arm, service) for w in pool])
+        out = ray.get([w.run.remote(args.seconds, args.rollout_steps) for w in pool])
+        per = [float(o["steps_per_s"]) for o in out]
+        result: dict[str, Any] = {
+            "env": env_id, "workers": workers, "arm": arm, "service": service is not None,
+            "steps_per_s": float(sum(per)), "per_worker_steps_per_s": per,
+            "mean_per_worker_steps_per_s": float(np.mean(per)), "episodes": int(sum(o["episodes"] for o in out)),
+        }
+        if arm != "none":
+            result["query_p50_ms_per_worker"] = [float(o["query"]["p50_ms"]) for o in out]
+            result["query_p95_ms_max"] = float(max(o["query"]["p95_ms"] for o in out))
+            result["poll_p50_ms_per_worker"] = [float(o["poll"]["p50_ms"]) for o in out]
+            result["poll_max_ms"] = float(max(o["poll"]["p95_ms"] for o in out))
+            result["backlog_per_worker"] = [o["backlog"] for o in out]
+        if arm == "local":
+            result["replica_lag_per_worker"] = [o["replica_lag"] for o in out]
+            result["replica_swaps_per_worker"] = [o["replica_swaps"] for o in out]
+        if service is not None:
+            learner = service.call("learner_stats")
+            result["learner"] = {k: learner[k] for k in ("episodes_submitted", "episodes_processed", "learner_backlog",
+                                                          "bank_version", "entries_added", "busy_seconds")}
+            result["bank_size"] = len(service)
+            result["service_replicas_made"] = int(service.ping()["replicas_made"])
+        ray.get([w.teardown.remote() for w in pool])
+        if service is not None:  # killed, not shut down: a shutdown would first work through the backlog
+            ray.kill(service.actor, no_restart=True)
+        results.append(result)
+        print(f"{env_id} workers={workers} {arm}: {result['mean_per_worker_steps_per_s']:.0f} steps/s per worker"
+              + (f", query p50 {np.mean(result['query_p50_ms_per_worker']):.3f} ms" if arm != "none" else ""),
+              flush=True)
     for w in pool:
         ray.kill(w)
-    return result
+    return results
 
 
 def latency(service: Any, rounds: int) -> dict[str, Any]:
@@ -266,30 +340,60 @@ def learner_placement(steps: int, seed: int = 0) -> dict[str, Any]:
     return out
 
 
-def fmt_table(report: dict[str, Any]) -> str:
-    rows = {(r["workers"], r["service"]): r for r in report["rollout"]}
-    one = rows.get((min(report["args"]["workers"]), True))
-    lines = [
-        f"Measured {report['date']} on {report['machine']['cpus']} CPU cores "
-        f"({report['args']['env']}, {report['args']['n_envs']} envs per worker, random actions, "
-        f"{report['args']['seconds']:g} s per point; `python -m benchmarks.scaleout`; "
-        "`benchmarks/results/scaleout.json`).",
-        "",
-        "| rollout workers | env steps/s, no service | env steps/s, with service | vs 1 worker | "
-        "per worker | query p50 (ms, per worker) | episodes learned / sent |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for w in report["args"]["workers"]:
-        base, svc = rows.get((w, False)), rows.get((w, True))
-        if svc is None:
+def _mean(xs: list[float]) -> float:
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def fmt_rollout(report: dict[str, Any], env_id: str) -> list[str]:
+    """The rollout table of one env: per-worker steps/s in each arm, latencies and lag."""
+    rows = {(r["workers"], r["arm"]): r for r in report["rollout"] if r["env"] == env_id}
+    a = report["args"]
+    lines = [f"**{env_id}**, {a['n_envs']} envs per worker, random actions, {a['seconds']:g} s per point, "
+             f"`poll()` every {a['rollout_steps']} vector steps:", "",
+             "| workers | steps/s per worker: no experience | in-process bank | service, remote reads | "
+             "service, local reads | local / no experience | local / in-process | local, per worker vs 1 worker | "
+             "retrieval p50 (ms): remote / local | refresh p50 (ms) | learner: processed / sent (backlog) | "
+             "replica lag (versions) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def rate(w: int, arm: str) -> str:
+        r = rows.get((w, arm))
+        return "-" if r is None else f"{r['mean_per_worker_steps_per_s']:.0f}"
+
+    one_local = rows.get((min(a["workers"]), "local"))
+    for w in a["workers"]:
+        if not any((w, arm) in rows for arm in ARMS):
             continue
-        speedup = f"{svc['steps_per_s'] / one['steps_per_s']:.2f}x" if one else "-"
-        per = ", ".join(f"{x:.0f}" for x in svc["per_worker_steps_per_s"])
-        p50 = ", ".join(f"{x:.2f}" for x in svc["query_p50_ms_per_worker"])
-        learned = f"{svc['learner']['episodes_processed']:.0f} / {svc['learner']['episodes_submitted']:.0f}"
-        lines.append(f"| {w} | {base['steps_per_s']:.0f} | {svc['steps_per_s']:.0f} | {speedup} | {per} | {p50} | "
-                     f"{learned} |" if base else f"| {w} | - | {svc['steps_per_s']:.0f} | {speedup} | {per} | "
-                     f"{p50} | {learned} |")
+        none, loc, rem = rows.get((w, "none")), rows.get((w, "local")), rows.get((w, "remote"))
+
+        def ratio(r: dict[str, Any] | None, base: dict[str, Any] | None) -> str:
+            return "-" if r is None or base is None else \
+                f"{r['mean_per_worker_steps_per_s'] / base['mean_per_worker_steps_per_s']:.2f}x"
+
+        vs_none, vs_in, vs_one = ratio(loc, none), ratio(loc, rows.get((w, "in_process"))), ratio(loc, one_local)
+        p50 = " / ".join("-" if r is None else f"{_mean(r['query_p50_ms_per_worker']):.3f}" for r in (rem, loc))
+        refresh = "-" if loc is None else f"{_mean(loc['poll_p50_ms_per_worker']):.1f}"
+        learned = lag = "-"
+        if loc is not None:
+            le = loc["learner"]
+            learned = (f"{le['episodes_processed']:.0f} / {le['episodes_submitted']:.0f} "
+                       f"({le['learner_backlog']:.0f})")
+            lag = ", ".join(f"{x:.0f}" for x in loc["replica_lag_per_worker"])
+        lines.append(f"| {w} | {rate(w, 'none')} | {rate(w, 'in_process')} | {rate(w, 'remote')} | "
+                     f"{rate(w, 'local')} | {vs_none} | {vs_in} | {vs_one} | {p50} | {refresh} | {learned} | {lag} |")
+    return lines
+
+
+def fmt_table(report: dict[str, Any]) -> str:
+    a = report["args"]
+    load = report.get("load")
+    lines = [
+        f"Measured {report['date']} on {report['machine']['cpus']} CPU cores"
+        + (f" (load average before the run: {load})" if load else "")
+        + f"; `{report.get('command', 'python -m benchmarks.scaleout')}`; `benchmarks/results/scaleout.json`.",
+    ]
+    for env_id in a["envs"]:
+        lines += ["", *fmt_rollout(report, env_id)]
     lat = report["latency"]
     lines += ["", f"Per-call latency, one client, idle service, bank of {report['args']['bank_size']:,} entries "
               f"(key {KEY_DIM}, value {VALUE_DIM}, k = 4):", "",
@@ -332,13 +436,17 @@ def write_doc(table: str, path: Path = DOC) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
-    p.add_argument("--seconds", type=float, default=8.0, help="measuring time per point")
-    p.add_argument("--env", default="CartPole-v1")
+    p.add_argument("--seconds", type=float, default=6.0, help="measuring time per point")
+    p.add_argument("--envs", "--env", nargs="+", default=["CartPole-v1", "MiniHack-Room-5x5-v0"])
+    p.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS), help="the rollout arms measured")
+    p.add_argument("--rollout-steps", type=int, default=128,
+                   help="vector steps between two poll() calls (a rollout's end under CRLCallback)")
     p.add_argument("--n-envs", type=int, default=4)
     p.add_argument("--bank-size", type=int, default=10_000)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--latency-rounds", type=int, default=300)
-    p.add_argument("--learner-steps", type=int, default=8192, help="PPO + CRL steps per learner placement (0: skip)")
+    p.add_argument("--learner-steps", type=int, default=8192,
+                   help="PPO + CRL steps per learner placement (0: skip, keep the figures already in --out)")
     p.add_argument("--only-learner", action="store_true",
                    help="measure only where the learner runs; keep the other figures of --out")
     p.add_argument("--address", default=None, help="an existing Ray cluster (default: a local one)")
@@ -356,6 +464,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "command": report_command(argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": {"cpus": cpus, "platform": platform.platform()}, "versions": versions(),
+        "load": load_average(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "rollout": [],
     }
@@ -363,11 +472,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report = {**json.loads(args.out.read_text()), "learner_placement": learner_placement(args.learner_steps)}
         report["learner_placement"]["command"] = report_command(argv)
         return _write(report, args)
-    for w in args.workers:
-        for with_service in (False, True):
-            r = rollout(ray, w, args, with_service)
-            report["rollout"].append(r)
-            print(f"workers={w} service={with_service}: {r['steps_per_s']:.0f} steps/s", flush=True)
+    for env_id in args.envs:
+        for w in args.workers:
+            report["rollout"] += rollout(ray, env_id, w, args)
 
     rng = np.random.default_rng(0)
     keys = rng.standard_normal((args.bank_size, KEY_DIM)).astype(np.float32)
@@ -385,6 +492,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     service.shutdown()
     if args.learner_steps:
         report["learner_placement"] = learner_placement(args.learner_steps)
+    elif args.out.exists():  # not measured this time: keep the last measurement (it carries its date)
+        kept = json.loads(args.out.read_text()).get("learner_placement")
+        if kept:
+            report["learner_placement"] = kept
 
     return _write(report, args)
 

@@ -48,13 +48,15 @@ class ReplicaHolder:
         """Changes the bank has committed since the replica readers query now."""
         return self.bank.version - self.current.version
 
-    def publish(self) -> None:
-        """Writer side: copy the bank for the next swap, unless the latest copy is of this version."""
-        with self._lock:
-            latest = self._next or self.current
-        if latest.version == self.bank.version:
-            return
-        replica = self.bank.replica()
+    def publish(self, replica: BankReplica | None = None) -> None:
+        """Writer side: copy the bank for the next swap, unless the latest copy is of this version;
+        or publish ``replica``, a copy made elsewhere (an experience service's, for its clients)."""
+        if replica is None:
+            with self._lock:
+                latest = self._next or self.current
+            if latest.version == self.bank.version:
+                return
+            replica = self.bank.replica()
         with self._lock:
             if self._next is None or self._next.version < replica.version:
                 self._next = replica

@@ -7,11 +7,16 @@ never seen half done, a ``save`` is a snapshot between calls, and two writers' c
 never interleave inside one ``update``. The learner (an
 :class:`~experience_wrappers.ExperienceManager`, attached on first use) runs in this
 process, in ``async`` mode on its own thread, so it never holds a PPO process's GIL.
+
+Clients that read locally (``RemoteManager(local_reads=True)``) ask for a read replica of the
+bank when theirs is of an older version (:meth:`ServiceActor.replica_since`) and hand back the
+retrievals they counted on it (:meth:`ServiceActor.record_retrievals`).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import socket
 import sys
 from pathlib import Path
@@ -66,16 +71,59 @@ class ServiceActor:
         self.manager: ExperienceManager | None = None
         self.schedule_values = {"guided_ratio": 0.5, "progress": 0.0}
         self.calls = 0
+        # the service's version is its bank's plus this base, raised when the bank is replaced
+        # (load, restore_state), so that versions only grow and a client's replica of the old bank is stale
+        self._version_base = 0
+        self._replica: tuple[int, bytes] | None = None  # the last replica handed out, pickled, and its version
+        #: replicas copied from the bank for clients (not counting the ones served from the cache)
+        self.replicas_made = 0
 
     # ----------------------------------------------------------------- status
     def ping(self) -> dict[str, Any]:
         """Where the service runs and how big its bank is (also a cheap liveness check)."""
         return {"pid": os.getpid(), "host": socket.gethostname(), "size": len(self.bank),
-                "calls": self.calls, "attached": self.manager is not None, "restored": self.restored}
+                "calls": self.calls, "attached": self.manager is not None, "restored": self.restored,
+                "version": self.version(), "replicas_made": self.replicas_made}
 
     def describe(self) -> dict[str, Any]:
         """The bank's config and dims (what a client caches)."""
         return {"config": self.bank.config, "dims": self.bank.dims}
+
+    # --------------------------------------------------------------- replicas
+    def version(self) -> int:
+        """The bank's version as clients see it: the changes committed so far (it only grows,
+        also across :meth:`load` and :meth:`restore_state`)."""
+        return self._version_base + self.bank.version
+
+    def replica_since(self, version: int) -> bytes | None:
+        """A read replica of the bank, pickled (its ``version`` is :meth:`version`'s at the copy), or
+        None when ``version`` is the bank's now. Clients asking for the same version share one copy.
+
+        Pickled here, not by Ray: Ray hands numpy arrays over from its object store without a
+        copy, read-only, and a replica counts its retrievals in its own columns.
+        """
+        if not isinstance(version, (int, np.integer)) or isinstance(version, bool):
+            raise TypeError(f"version must be an int, got {version!r}")
+        now = self.version()
+        if int(version) == now:
+            return None
+        self.calls += 1
+        if self._replica is None or self._replica[0] != now:
+            replica = self.bank.replica()
+            # the service's version: the copy's own (the learner's thread may have written since ``now``)
+            replica.version += self._version_base
+            self._replica = (replica.version, pickle.dumps(replica, protocol=pickle.HIGHEST_PROTOCOL))
+            self.replicas_made += 1
+        return self._replica[1]
+
+    def record_retrievals(self, ids: Any) -> int:
+        """Count a client's retrievals on its replica (:meth:`ExperienceBank.record_retrievals`)."""
+        self.calls += 1
+        return self.bank.record_retrievals(ids)
+
+    def _bank_replaced(self, old_version: int) -> None:
+        self._version_base = old_version + 1 - self.bank.version
+        self._replica = None
 
     # ------------------------------------------------------------- bank calls
     def add(self, keys: np.ndarray, values: np.ndarray, **kwargs: Any) -> AddResult:
@@ -134,7 +182,9 @@ class ServiceActor:
         if self.manager is not None:
             raise RuntimeError("this service has a learner attached; load its whole state with "
                                "restore_state(path) (a folder written by save_state) instead")
+        old = self.version()
         self.bank = ExperienceBank.load(path)
+        self._bank_replaced(old)
         return len(self.bank)
 
     # ---------------------------------------------------------------- learner
@@ -208,7 +258,12 @@ class ServiceActor:
         return dict(self.schedule_values)
 
     def learner_stats(self) -> dict[str, float]:
-        return self._learner().stats()
+        """The learner's stats, with ``bank_version`` (:meth:`version`) and ``learner_backlog``
+        (episodes received from every client and not processed yet)."""
+        out = self._learner().stats()
+        out["bank_version"] = float(self.version())
+        out["learner_backlog"] = max(0.0, out["episodes_submitted"] - out["episodes_processed"])
+        return out
 
     def free_baseline(self, task_id: int = 0) -> float | None:
         return self._learner().free_baseline(task_id)
@@ -220,8 +275,10 @@ class ServiceActor:
     def restore_state(self, path: str) -> int:
         """Restore what :meth:`save_state` wrote; returns the bank's size."""
         m = self._learner()
+        old = self.version()
         m.restore(path)
         self.bank = m.bank
+        self._bank_replaced(old)
         return len(self.bank)
 
     def close(self) -> None:

@@ -4,7 +4,8 @@
 accepts it) whose methods are calls to the service. :class:`RemoteManager` stands in
 for the service's :class:`~experience_wrappers.ExperienceManager` in a wrapper and in
 :class:`~integrations.sb3.CRLCallback`: it encodes keys locally with the learner's frozen
-key encoder, sends finished episodes without waiting, and keeps the callback's schedules.
+key encoder, sends finished episodes without waiting, keeps the callback's schedules and
+(``local_reads``) holds a read replica of the service's bank that the retrievals query here.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from experience_wrappers import BankConfig, Episode, ExperienceBank, SuccessReplay
+from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.keys.base import checked_keys
+from experience_wrappers.manager.replicas import ReplicaHolder
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int
 
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
 
     from experience_wrappers import KeyEncoder, ManagerConfig
     from experience_wrappers.manager import ExperienceSource
-    from experience_wrappers.manager.replicas import ReplicaHolder
 
     from .service import ExperienceService
 
@@ -98,6 +100,17 @@ class RemoteBank(ExperienceBank):
     def save(self, path: str | Path) -> Path:
         return self.service.save(path)
 
+    @property
+    def version(self) -> int:
+        return self.service.version
+
+    def replica(self) -> BankReplica:
+        """A read replica of the service's bank, in this process."""
+        return self.service.replica()
+
+    def record_retrievals(self, ids: Any) -> int:
+        return self.service.record_retrievals(ids)
+
     @classmethod
     def load(cls, path: str | Path) -> ExperienceBank:
         raise TypeError("RemoteBank.load is not available: load a folder into the service with "
@@ -121,6 +134,19 @@ class RemoteManager:
     ``poll``, ``request_merge``, ``flush``, ``stats`` and ``free_baseline`` (cached for
     ``baseline_ttl`` seconds, as the callback asks for it once per finished episode).
 
+    Local reads (``local_reads=True``, the default of ``service.manager``): :attr:`replicas`
+    holds a :class:`~experience_wrappers.bank.BankReplica` of the service's bank, which the
+    wrappers' retrievals query in this process (a local call, no round trip). It is fetched
+    when the stand-in is made and refreshed at :meth:`poll` (each rollout's end under
+    ``CRLCallback``) when the service's bank has changed since (one call that waits: the
+    version check, plus the copy when it changed); the retrievals counted on it go back to
+    the service then (and at :meth:`flush`). Where nothing polls (RLlib EnvRunners,
+    per-env wrappers in ``SubprocVecEnv`` workers), an episode's start or end (when the
+    wrappers read ``guided_ratio`` or submit) refreshes it once ``replica_ttl`` seconds have
+    passed since the last refresh. What the retrievals see lags
+    the bank by up to one rollout (``stats()``: ``replica_lag``, in bank versions, beside
+    ``learner_backlog``, the episodes the learner has not processed yet).
+
     Several learners may share one service; the schedules they forward overwrite each
     other there (they only set the utility decay's schedule), while each keeps its own
     ``guided_ratio`` for its own episodes.
@@ -136,18 +162,31 @@ class RemoteManager:
         follow_schedule: read ``guided_ratio`` from the service (at most once per
             ``baseline_ttl`` seconds) instead of keeping the value set here: for envs whose
             schedule is set by another process (RLlib's EnvRunners).
+        local_reads: retrievals query a local replica of the bank (see above); False: every
+            retrieval is a call to the service.
+        replica_ttl: seconds after the last refresh at which an episode's start or end
+            refreshes the replica itself (None: only :meth:`poll` refreshes it).
     """
 
     def __init__(self, service: ExperienceService, info: dict[str, Any], *, max_pending: int = 256,
                  baseline_ttl: float = 1.0, submit_batch: int = 16, submit_delay: float = 0.5,
-                 follow_schedule: bool = False) -> None:
+                 follow_schedule: bool = False, local_reads: bool = True,
+                 replica_ttl: float | None = 10.0) -> None:
         check_int("submit_batch", submit_batch, minimum=1)
         if not (np.isfinite(submit_delay) and submit_delay >= 0):
             raise ValueError(f"submit_delay must be a finite number >= 0, got {submit_delay!r}")
+        if not isinstance(local_reads, bool):
+            raise TypeError(f"local_reads must be a bool, got {local_reads!r}")
+        if replica_ttl is not None and not (np.isfinite(replica_ttl) and replica_ttl > 0):
+            raise ValueError(f"replica_ttl must be None or a finite number > 0, got {replica_ttl!r}")
         self.service = service
         self.bank = service.bank
-        #: retrievals go to the service's bank (no local replica)
-        self.replicas: ReplicaHolder | None = None
+        self.replica_ttl = replica_ttl
+        #: replica refreshes asked of the service (one call each; ``replicas.swaps``: those that brought a copy)
+        self.replica_checks = 0
+        self._refreshed_at = time.monotonic()
+        #: the local replica the retrievals query (``local_reads``); None: they go to the service's bank
+        self.replicas: ReplicaHolder | None = ReplicaHolder(self.bank) if local_reads else None
         #: the injectors of the env being trained through this stand-in (see ``mark_training``)
         self.training_injectors: weakref.WeakSet[Any] | None = None
         #: the ``learn`` call a CRLCallback trains through this stand-in (see ``integrations.sb3.guards``)
@@ -178,10 +217,16 @@ class RemoteManager:
         self._baselines: dict[int, tuple[float, float | None]] = {}
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (_manager_of, (self.service, self.observation_space, self.action_space))
+        return (_manager_of, (self.service, self.observation_space, self.action_space, self.local_reads))
 
     def __repr__(self) -> str:
-        return f"RemoteManager(service={self.service.name!r}, pending={len(self._pending)})"
+        return (f"RemoteManager(service={self.service.name!r}, pending={len(self._pending)}, "
+                f"local_reads={self.local_reads})")
+
+    @property
+    def local_reads(self) -> bool:
+        """Whether the retrievals query a local replica of the bank (fixed at construction)."""
+        return self.replicas is not None
 
     # ------------------------------------------------------------- schedules
     def _forward_schedule(self, name: str, value: float) -> None:
@@ -245,9 +290,14 @@ class RemoteManager:
         self._send_due()
 
     def _send_due(self) -> None:
-        """Send the queued episodes if the oldest has waited ``submit_delay`` (cheap when not)."""
-        if self._outbox and time.monotonic() - self._outbox_since >= self.submit_delay:
+        """Send the queued episodes if the oldest has waited ``submit_delay``, and refresh the
+        replica if nothing has for ``replica_ttl`` seconds (cheap when neither is due)."""
+        now = time.monotonic()
+        if self._outbox and now - self._outbox_since >= self.submit_delay:
             self._send_outbox()
+        if (self.replicas is not None and self.replica_ttl is not None
+                and now - self._refreshed_at >= self.replica_ttl):
+            self.refresh_replica()  # nothing has polled for replica_ttl seconds
 
     def _send_outbox(self) -> None:
         if self._outbox:
@@ -255,17 +305,45 @@ class RemoteManager:
             self._track(self.service.send("submit", batch))
 
     def poll(self) -> None:
-        """Send the queued episodes now (:class:`~integrations.sb3.CRLCallback` calls it at
-        every rollout's end, as it does an in-process manager's ``poll``)."""
+        """Send the queued episodes now, then (``local_reads``) refresh the replica if the
+        service's bank has changed (:class:`~integrations.sb3.CRLCallback` calls it at every
+        rollout's end, as it does an in-process manager's ``poll``)."""
         self._send_outbox()
+        if self.replicas is not None:
+            self.refresh_replica()
+
+    # ------------------------------------------------------------- replica
+    def refresh_replica(self) -> bool:
+        """Send the retrievals counted on the replica, and swap in the service's replica if the
+        bank's version is not the replica's any more (one call that waits). Returns whether it
+        swapped; False without ``local_reads``."""
+        holder = self.replicas
+        if holder is None:
+            return False
+        self._send_hits(holder.current.take_hits())  # sent first: the new copy counts them
+        replica = self.service.replica_since(holder.current.version)
+        self._refreshed_at = time.monotonic()
+        self.replica_checks += 1
+        if replica is None:
+            return False
+        holder.publish(replica)
+        self._send_hits(holder.swap())  # counted by another thread in between
+        return True
+
+    def _send_hits(self, hits: np.ndarray) -> None:
+        if len(hits):
+            self._track(self.service.send("record_retrievals", hits))
 
     def request_merge(self) -> None:
         self._send_outbox()  # the merge comes after the episodes handed in before it
         self._track(self.service.send("request_merge"))
 
     def flush(self, timeout: float | None = None) -> None:
-        """Send the queued episodes, then wait until everything sent from here is processed."""
+        """Send the queued episodes (and the retrievals counted on the replica), then wait until
+        everything sent from here is processed."""
         self._send_outbox()
+        if self.replicas is not None:
+            self._send_hits(self.replicas.current.take_hits())
         pending, self._pending = self._pending, []
         self.service.wait(pending, timeout=timeout)
         self.service.call("flush", timeout)
@@ -293,9 +371,18 @@ class RemoteManager:
 
     # --------------------------------------------------------------- reads
     def stats(self) -> dict[str, float]:
-        """The learner's figures (episodes processed, losses, queue, busy seconds)."""
+        """The learner's figures (episodes processed, losses, queue, busy seconds), and how far
+        behind things are: ``learner_backlog`` (episodes handed over, from every client, that
+        the learner has not processed yet, with the ones still queued here), ``bank_version``
+        and, with ``local_reads``, ``replica_lag`` (bank versions the replica is behind) and
+        ``replica_swaps``."""
         out = dict(self.service.call("learner_stats"))
         out["client_pending"] = float(self.pending)
+        out["learner_backlog"] = out.get("learner_backlog", 0.0) + len(self._outbox)
+        holder = self.replicas
+        if holder is not None:
+            out["replica_lag"] = float(max(0.0, out["bank_version"] - holder.current.version))
+            out["replica_swaps"] = float(holder.swaps)
         return out
 
     def free_baseline(self, task_id: int = 0) -> float | None:
@@ -317,8 +404,9 @@ class RemoteManager:
         self.service.restore_state(path)
 
 
-def _manager_of(service: ExperienceService, observation_space: Any, action_space: Any) -> RemoteManager:
-    return service.manager(observation_space, action_space)
+def _manager_of(service: ExperienceService, observation_space: Any, action_space: Any,
+                local_reads: bool | None = None) -> RemoteManager:
+    return service.manager(observation_space, action_space, local_reads=local_reads)
 
 
 if TYPE_CHECKING:  # mypy checks that RemoteManager serves every wrapper and the callback

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from experience_wrappers import BankConfig, Episode, KeyEncoder
+from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.config import resolve_config
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.validators import check_int
@@ -194,21 +196,55 @@ class ExperienceService:
         """Pid, host and bank size of the service (raises :class:`ServiceError` when it is gone)."""
         return self.call("ping")
 
+    # ------------------------------------------------------------ replicas
+    @property
+    def version(self) -> int:
+        """The bank's version: how many changes it has committed (it only grows, also across
+        :meth:`load` and :meth:`restore_state`)."""
+        return int(self.call("version"))
+
+    def replica(self) -> BankReplica:
+        """A read replica of the service's bank, queried in this process (no call per query)."""
+        replica = self.replica_since(-1)
+        assert replica is not None  # no bank is at version -1
+        return replica
+
+    def replica_since(self, version: int) -> BankReplica | None:
+        """A read replica of the bank if its version is not ``version`` any more, else None."""
+        blob = self.call("replica_since", version)
+        return None if blob is None else pickle.loads(blob)  # the service's own pickle of its replica
+
+    def record_retrievals(self, ids: Any) -> int:
+        """Count retrievals made on a replica (``replica.take_hits()``) in the service's bank."""
+        return int(self.call("record_retrievals", ids))
+
     # -------------------------------------------------------------- learner
     def manager(self, observation_space: spaces.Space, action_space: spaces.Space,
-                key_encoder: KeyEncoder | None = None, **manager_kwargs: Any) -> RemoteManager:
+                key_encoder: KeyEncoder | None = None, *, local_reads: bool | None = None,
+                **manager_kwargs: Any) -> RemoteManager:
         """The service's learner for these spaces, as a local stand-in for an ExperienceManager.
 
         The first call creates the learner in the service (``mode="async"`` unless
         ``manager_kwargs`` say otherwise); later calls, from any process, must give spaces of
         the same layout and return a stand-in for the same learner.
+
+        ``local_reads``: the stand-in's retrievals read a replica of the bank held in this
+        process, refreshed at each ``poll()`` (see :class:`RemoteManager`); False sends every
+        retrieval to the service; None: on for a new stand-in, else the existing one's setting
+        (a different one raises ValueError: the wrappers built on it read what it reads).
         """
         from .remote import RemoteManager
 
+        if local_reads is not None and not isinstance(local_reads, bool):
+            raise TypeError(f"local_reads must be a bool or None, got {local_reads!r}")
         # the service creates the learner, or checks these spaces and kwargs against it (ValueError)
         info = self.call("attach", observation_space, action_space, key_encoder, manager_kwargs)
         if self._manager is None:  # one stand-in per handle: every wrapper here shares it
-            self._manager = RemoteManager(self, info)
+            self._manager = RemoteManager(self, info, local_reads=True if local_reads is None else local_reads)
+        elif local_reads is not None and local_reads != self._manager.local_reads:
+            raise ValueError(f"local_reads={local_reads!r}, but this handle's learner stand-in was made with "
+                             f"local_reads={self._manager.local_reads!r} (its wrappers read what it reads); "
+                             "use another handle (connect(name)) for the other setting")
         return self._manager
 
     def submit(self, episodes: Episode | list[Episode]) -> int:

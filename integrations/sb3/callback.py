@@ -72,6 +72,9 @@ class CRLCallback(BaseCallback):
       them (:class:`SelfImitationCallback`). On an algorithm other than PPO it stays off and
       says so once in the log;
     * logs ``bank/``, ``extractor/``, ``crl/`` and ``sil/`` figures through SB3's logger.
+      ``bank/lag`` is the learner's backlog (episodes handed over and not processed yet; a
+      service's learner: from every client), ``bank/replica_lag`` the bank versions a read
+      replica of the retrievals misses (``read_replica``, a service's ``local_reads``).
       ``crl/guided_*`` and ``crl/free_*`` are the last 100 guided and free episodes this callback
       saw; ``crl/outcome_delta`` is the mean, over the last 100 guided episodes that had a
       baseline, of the outcome minus the manager's free baseline when the episode ended (the
@@ -296,6 +299,11 @@ class CRLCallback(BaseCallback):
                 rec(f"extractor/{key}", s[f"loss_{key}"])
         rec("crl/guided_ratio", m.schedule.guided_ratio)
         rec("crl/queue", s["queue"])
+        # how far behind the learner is: episodes handed over and not processed yet (a service's
+        # learner: from every client); and the bank versions the retrievals' replica misses
+        rec("bank/lag", s.get("learner_backlog", s["queue"]))
+        if "replica_lag" in s:
+            rec("bank/replica_lag", s["replica_lag"])
         rec("crl/manager_busy_s", s["busy_seconds"])
         kind = getattr(self, "_outcome_kind", "success")  # "return" where the env reports no success
         means = self.outcomes.means()
