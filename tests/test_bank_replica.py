@@ -235,3 +235,22 @@ def test_many_single_key_retrievals_are_all_counted():
     hits = replica.take_hits()
     np.testing.assert_array_equal(np.sort(hits), np.sort(picked))
     assert replica._bank.entries()["n_retrieved"].sum() - bank.entries()["n_retrieved"].sum() == len(picked)
+
+
+def test_a_replica_unpickled_into_read_only_arrays_still_counts_its_retrievals():
+    """As Ray's object store hands numpy arrays back: read-only buffers."""
+    import pickle
+
+    buffers: list = []
+    data = pickle.dumps(churned_bank(1).replica(), protocol=5, buffer_callback=buffers.append)
+    assert buffers  # the columns travel out of band, as through Ray
+    frozen = []
+    for b in buffers:
+        arr = np.frombuffer(b.raw(), dtype=np.uint8).copy()
+        arr.flags.writeable = False
+        frozen.append(arr)
+    copy = pickle.loads(data, buffers=frozen)
+    key = np.zeros(6, F32)
+    copy.query(key, 2, mode="knn")
+    copy.query(key[None], 2, mode="utility")  # the general steps write the counts too
+    assert len(copy.take_hits()) == 4

@@ -218,5 +218,7 @@ def _rebuild(config: Any, next_id: int, tick: int, rng: np.random.Generator, sto
     """A pickled replica, rebuilt (see :meth:`BankReplica.__reduce__`)."""
     from .bank import ExperienceBank
 
+    if store is not None:  # columns unpickled from shared memory (Ray's object store) arrive read-only
+        store.cols = {name: col if col.flags.writeable else col.copy() for name, col in store.cols.items()}
     state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, store=store, index=index)
     return BankReplica(ExperienceBank.from_state(state), version)
