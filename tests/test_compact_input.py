@@ -16,29 +16,10 @@ from experience_wrappers.wrappers import Retriever, experience_space
 from experience_wrappers.wrappers.compact import compact_experience
 from integrations.sb3 import ComplementaryRL, CRLCallback, ExperienceVecEnv, crl_policy_kwargs
 from integrations.sb3.method import METHOD_FILE
+from tests.test_retrieval import _filled, _observations
 
 SYNC = {"mode": "sync"}
 SMALL = {"n_steps": 64, "batch_size": 64, "n_epochs": 1}
-
-
-def _filled(**kwargs) -> ExperienceWrapper:
-    """A CartPole wrapper whose bank holds the entries of a few random episodes."""
-    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0),
-                            manager_kwargs={**SYNC, "segment_every": 4}, **kwargs)
-    env.action_space.seed(0)
-    for i in range(4):
-        env.reset(seed=i)
-        done = False
-        while not done:
-            _, _, term, trunc, _ = env.step(env.action_space.sample())
-            done = term or trunc
-    assert len(env.bank) > 8
-    return env
-
-
-def _observations(n: int) -> np.ndarray:
-    env = gym.make("CartPole-v1")
-    return np.stack([env.reset(seed=100 + i)[0] for i in range(n)])
 
 
 def test_the_compact_space_is_one_key_of_the_entry_width_plus_one():

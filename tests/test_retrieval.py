@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -16,9 +17,10 @@ from integrations.sb3.policy import prior_mixture
 SYNC = {"mode": "sync"}
 
 
-def _filled(episodes: int = 4) -> ExperienceWrapper:
-    """A CartPole wrapper whose bank holds the entries of a few random episodes."""
-    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), manager_kwargs={**SYNC, "segment_every": 4})
+def _filled(episodes: int = 4, **options: Any) -> ExperienceWrapper:
+    """A CartPole wrapper (``options``: its keywords) whose bank holds the entries of a few random episodes."""
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), manager_kwargs={**SYNC, "segment_every": 4},
+                            **options)
     env.action_space.seed(0)
     for i in range(episodes):
         env.reset(seed=i)
