@@ -16,17 +16,14 @@ ray = pytest.importorskip("ray")
 
 from experience_wrappers.bank import BankReplica  # noqa: E402
 from integrations.ray import ExperienceService, RemoteManager, connect, start_service  # noqa: E402
+from tests.conftest import local_ray  # noqa: E402
 
 N_ENVS = 2
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_local():
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="crl-local-reads")
-    yield
-    ray.shutdown()
+    yield from local_ray("crl-local-reads")
 
 
 def _service() -> ExperienceService:

@@ -22,22 +22,18 @@ except ImportError:
         raise
     pytest.skip("RLlib is not installed (the [rllib] extra, in its own environment)", allow_module_level=True)
 
-import ray  # noqa: E402
 from ray.rllib.algorithms.ppo import PPOConfig  # noqa: E402
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode  # noqa: E402
 from ray.tune.registry import register_env  # noqa: E402
 
 from integrations.ray import start_service  # noqa: E402
 from integrations.ray.rllib import experience_callback, experience_env_creator, subgroup_advantages  # noqa: E402
+from tests.conftest import local_ray  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ray_local():
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    yield from local_ray()
 
 
 def _each_learner(algo, fn) -> list:

@@ -24,6 +24,7 @@ from integrations.ray import (  # noqa: E402
     connect,
     start_service,
 )
+from tests.conftest import local_ray  # noqa: E402
 
 KEY_DIM, VALUE_DIM = 32, 4
 WRITERS, PER_WRITER, BATCH = 4, 2000, 100
@@ -33,11 +34,7 @@ OWN_DECAY, SHARED_DECAY = 0.5, 0.99
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_local():
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="crl-tests")
-    yield
-    ray.shutdown()
+    yield from local_ray("crl-tests")
 
 
 def _keys(seed: int, n: int) -> np.ndarray:
