@@ -254,3 +254,15 @@ def test_a_replica_unpickled_into_read_only_arrays_still_counts_its_retrievals()
     copy.query(key, 2, mode="knn")
     copy.query(key[None], 2, mode="utility")  # the general steps write the counts too
     assert len(copy.take_hits()) == 4
+
+
+def test_the_single_key_path_searches_with_the_banks_ef_after_a_larger_query():
+    bank = ExperienceBank(capacity=400, seed=0, ef_search=8, dedup_threshold=0.0)
+    rng = np.random.default_rng(0)
+    bank.add(rng.normal(size=(300, 6)).astype(F32), rng.normal(size=(300, 2)))
+    bank.query(rng.normal(size=6).astype(F32), 40, mode="knn")  # ef raised to 40 on the bank's index
+    replica = bank.replica()
+    replica.query(rng.normal(size=(2, 6)).astype(F32), 30, mode="knn")  # and on the copy's, by the general steps
+    for key in rng.normal(size=(30, 6)).astype(F32):
+        want = bank.query(key, 3, mode="knn", record=False)
+        assert_same_result(replica.query(key, 3, mode="knn", record=False), want)

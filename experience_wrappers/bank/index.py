@@ -83,7 +83,8 @@ class HnswIndex:
         """An independent copy of the graph (hnswlib's own serialisation, in memory): a replica's index."""
         other = copy.copy(self)
         other._index = copy.copy(self._index)
-        other._index.set_ef(self._ef)
+        other._index.set_ef(self.ef_search)
+        other._ef = self.ef_search
         return other
 
     def save(self, path: Path) -> None:

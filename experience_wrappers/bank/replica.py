@@ -83,7 +83,7 @@ class BankReplica:
         self._only_task = next(iter(tasks)) if len(tasks) == 1 else None
         if self._row_of is None:
             return
-        self._raw = index._index
+        self._raw, self._index = index._index, index
         self._one_shape = (store.dims["key_dim"],)  # one key
         self._k_max = min(self._size, index.ef_search)  # hnswlib's ef must cover k
         cols = store.cols
@@ -163,6 +163,10 @@ class BankReplica:
 
     def _one_key(self, raw: Any, key: np.ndarray, k: int, record: bool) -> QueryResult | None:
         """The ``k`` nearest entries of one key (what the bank's kNN steps give); None: let them answer."""
+        index = self._index
+        if index._ef != index.ef_search:  # a general query with a larger k raised it: the bank's ef for this k
+            index._index.set_ef(index.ef_search)
+            index._ef = index.ef_search
         try:
             labels, dists = raw.knn_query(key, k=k, num_threads=1)
         except RuntimeError:  # hnswlib could not fill k: the general steps search exactly
