@@ -6,8 +6,6 @@ Managers are registered per bank (a weak registry), so every fixture builds its 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -45,13 +43,3 @@ def vec_env4():
     yield venv
     venv.close()
 
-
-def local_ray(namespace: str | None = None) -> Iterator[None]:
-    """A fresh local Ray of 2 CPUs for one test module (``yield from local_ray(...)`` in its fixture)."""
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace=namespace)
-    yield
-    ray.shutdown()

@@ -16,7 +16,7 @@ ray = pytest.importorskip("ray")
 
 from experience_wrappers.bank import BankReplica  # noqa: E402
 from integrations.ray import ExperienceService, RemoteManager, connect, start_service  # noqa: E402
-from tests.conftest import local_ray  # noqa: E402
+from tests.ray_support import local_ray  # noqa: E402
 
 N_ENVS = 2
 

@@ -28,7 +28,7 @@ from ray.tune.registry import register_env  # noqa: E402
 
 from integrations.ray import start_service  # noqa: E402
 from integrations.ray.rllib import experience_callback, experience_env_creator, subgroup_advantages  # noqa: E402
-from tests.conftest import local_ray  # noqa: E402
+from tests.ray_support import local_ray  # noqa: E402
 
 
 @pytest.fixture(scope="module")

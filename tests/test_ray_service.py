@@ -24,7 +24,7 @@ from integrations.ray import (  # noqa: E402
     connect,
     start_service,
 )
-from tests.conftest import local_ray  # noqa: E402
+from tests.ray_support import local_ray  # noqa: E402
 
 KEY_DIM, VALUE_DIM = 32, 4
 WRITERS, PER_WRITER, BATCH = 4, 2000, 100
