@@ -6,7 +6,9 @@ next one (lag up to one rollout) instead of at once (lag 0). With the manager in
 one torch thread and fixed seeds a run is deterministic, so the two lags run side by side on
 the same seeds isolate the replica's effect on learning: the method of the ``keyroom-20`` suite
 (``crl-sil-obs``: 20 demonstrations in the bank, self-imitation, the observation channel) on
-MiniHack-KeyRoom-S5 for the suite's 72k steps, seeds 0-2.
+MiniHack-KeyRoom-S5 for the suite's 72k steps, seeds 0-2. ``--replica write`` compares
+instead a replica copied after each write of new entries and swapped in at the next retrieval
+(``replica_swap="write"``): the same replica machinery without the rollout's staleness.
 
 Per run: the training success rate over the last 100 episodes (``final_outcome``), the mean of
 the last five curve points, the episodes, whether the fingerprints (episodes, weights) are
@@ -18,6 +20,7 @@ Run::
 
     python -m benchmarks.replica_lag                         # 3 seeds x 2 lags, about 20 minutes on 2 cores
     python -m benchmarks.replica_lag --seeds 0 --steps 8192 --out /tmp/lag.json   # a quick look
+    python -m benchmarks.replica_lag --replica write --out benchmarks/results/replica_lag-write.json
 """
 
 from __future__ import annotations
@@ -42,10 +45,16 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ENV_ID, ARM, STEPS, DEMOS = "MiniHack-KeyRoom-S5-v0", "crl-sil-obs", 72_000, 20
 
 
-def one_run(env_id: str, arm_name: str, seed: int, lag: int, steps: int, eval_episodes: int) -> dict[str, Any]:
-    """One sync-mode run with the retrievals reading the bank (lag 0) or its replica (lag 1)."""
+#: lag -> how the retrievals read: the bank (0), a replica swapped at rollout ends (1), a replica
+#: copied after each write and swapped at the next retrieval ("write")
+READS: dict[Any, dict[str, Any]] = {0: {"read_replica": False}, 1: {"read_replica": True},
+                                    "write": {"read_replica": True, "replica_swap": "write"}}
+
+
+def one_run(env_id: str, arm_name: str, seed: int, lag: Any, steps: int, eval_episodes: int) -> dict[str, Any]:
+    """One sync-mode run with the retrievals reading the bank (lag 0) or a replica (``READS``)."""
     arm = ARMS[arm_name]
-    arm = attrs.evolve(arm, manager={**(arm.manager or {}), "mode": "sync", "read_replica": lag == 1})
+    arm = attrs.evolve(arm, manager={**(arm.manager or {}), "mode": "sync", **READS[lag]})
     torch.manual_seed(seed)
     np.random.seed(seed)  # noqa: NPY002 - the global generator SB3 and the envs draw from
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,8 +67,10 @@ def one_run(env_id: str, arm_name: str, seed: int, lag: int, steps: int, eval_ep
     return out
 
 
-def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    by_lag = {lag: sorted((r for r in runs if r["lag"] == lag), key=lambda r: r["seed"]) for lag in (0, 1)}
+def summarise(runs: list[dict[str, Any]], other: Any = 1) -> dict[str, Any]:
+    """``other`` (a replica's reads) against lag 0, seed by seed."""
+    by_lag = {lag: sorted((r for r in runs if r["lag"] == lag), key=lambda r: r["seed"]) for lag in (0, other)}
+    by_lag[1] = by_lag[other]
     out: dict[str, Any] = {}
     for field in ("final_outcome", "final_outcome_mean_last"):
         a = [float(r[field]) for r in by_lag[1]]
@@ -82,20 +93,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--eval-episodes", type=int, default=0)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--replica", default="1", choices=["1", "write"],
+                   help="the replica's reads against the bank's: 1 (swapped at rollout ends) or write (after each write)")
     p.add_argument("--out", type=Path, default=RESULTS / "replica_lag.json")
     args = p.parse_args(argv)
-    jobs = [(args.env, args.arm, seed, lag, args.steps, args.eval_episodes) for seed in args.seeds for lag in (0, 1)]
+    other: Any = 1 if args.replica == "1" else "write"
+    jobs = [(args.env, args.arm, seed, lag, args.steps, args.eval_episodes) for seed in args.seeds
+            for lag in (0, other)]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         runs = list(pool.map(one_run, *zip(*jobs, strict=True)))
     for r in runs:
         print(f"seed {r['seed']} lag {r['lag']}: final success {r['final_outcome']:.2f} "
               f"(last five points {r['final_outcome_mean_last']:.2f}), {r['episodes']} episodes, "
               f"{r['wall_s']:.0f} s", flush=True)
-    summary = summarise(runs)
+    summary = summarise(runs, other)
     f = summary["final_outcome"]
-    print(f"lag 1 - lag 0, final success: {f['difference']:+.3f} [{f['ci'][0]:+.3f}, {f['ci'][1]:+.3f}] "
+    print(f"replica ({other}) - lag 0, final success: {f['difference']:+.3f} [{f['ci'][0]:+.3f}, {f['ci'][1]:+.3f}] "
           f"({f['lag0_mean']:.3f} -> {f['lag1_mean']:.3f})")
     result = {"env_id": args.env, "arm": args.arm, "steps": args.steps, "seeds": args.seeds, "mode": "sync",
+              "replica": READS[other],
               "runs": runs, "summary": summary, "versions": versions(),
               "command": "python -m benchmarks.replica_lag " + " ".join(argv or [])}
     write_result(args.out, result)

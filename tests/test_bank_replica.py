@@ -266,3 +266,30 @@ def test_the_single_key_path_searches_with_the_banks_ef_after_a_larger_query():
     for key in rng.normal(size=(30, 6)).astype(F32):
         want = bank.query(key, 3, mode="knn", record=False)
         assert_same_result(replica.query(key, 3, mode="knn", record=False), want)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_replica_swapped_on_write_shows_new_entries_at_the_next_retrieval(mode):
+    env = gym.make("CartPole-v1")
+    mgr = ExperienceManager(ExperienceBank(seed=0), env.observation_space, env.action_space,
+                            config=ManagerConfig(mode=mode, read_replica=True, replica_swap="write"))
+    env.close()
+    try:
+        retriever = Retriever.for_manager(mgr, 1, ExperienceOptions(k=2, query_mode="knn"))
+        mgr.submit(_episode())
+        mgr.flush()  # no poll: the copy made after the write is read at once
+        res = retriever.retrieve(np.arange(1), np.zeros((1, 4), F32), np.zeros(1, np.int64))
+        assert res.mask.all() and len(mgr.reader) == len(mgr.bank)
+        mgr.submit(_episode(steps=20))
+        mgr.flush()
+        retriever.retrieve(np.arange(1), np.zeros((1, 4), F32), np.zeros(1, np.int64))  # swaps the older copy out
+        mgr.submit(_episode(steps=16))
+        mgr.flush()  # its write publishes a copy, and hands the swapped-out copy's retrievals to the bank
+        assert mgr.bank.entries()["n_retrieved"].sum() >= 2
+    finally:
+        mgr.close()
+
+
+def test_the_swap_setting_is_checked():
+    with pytest.raises(ValueError, match="replica_swap"):
+        ManagerConfig(read_replica=True, replica_swap="never")

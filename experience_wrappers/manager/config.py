@@ -145,6 +145,9 @@ class ManagerConfig:
             :class:`~experience_wrappers.bank.BankReplica`) swapped in whole at every poll (each
             rollout's end), instead of the bank itself: no retrieval ever waits for a write, and
             what they see lags the bank by up to one rollout (:mod:`experience_wrappers.manager.replicas`).
+        replica_swap: with ``read_replica``: ``"rollout"`` (a copy made at each poll, read from the
+            next one) or ``"write"`` (a copy made after each write of new entries, read from the
+            next retrieval: a copy per episode, and a lag of one episode's processing).
         extractor: every extractor setting, by :class:`~experience_wrappers.extractor.ExtractorConfig`
             field, with its meaning and default there: ``exp_dim`` (the bank's value width),
             ``hidden``, ``max_len`` (most steps read per segment; longer ones are subsampled),
@@ -190,6 +193,7 @@ class ManagerConfig:
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
     read_replica: bool = attrs.field(default=False, validator=is_bool)
+    replica_swap: str = attrs.field(default="rollout", validator=attrs.validators.in_(("rollout", "write")))
     extractor: dict = attrs.field(factory=dict, converter=_settings, eq=_effective)
 
     def __init__(self, **kwargs: Any) -> None:

@@ -113,7 +113,10 @@ class ExperienceManager:
             self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
             partial(attribute, self), self._stats_lock)
         #: the copy of the bank the wrappers' retrievals query (``config.read_replica``; None: the bank)
-        self.replicas: ReplicaHolder | None = ReplicaHolder(bank) if self.config.read_replica else None
+        self.replicas: ReplicaHolder | None = (ReplicaHolder(bank, self.config.replica_swap)
+                                               if self.config.read_replica else None)
+        if self.replicas is not None and self.config.replica_swap == "write":
+            self.writer.after_write = self.replicas.publish  # a copy after each write of new entries
         self.baseline = FreeBaseline(self.config.baseline_window)
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
@@ -309,7 +312,7 @@ class ExperienceManager:
     def reader(self) -> ExperienceBank | BankReplica:
         """What the wrappers' retrievals query: the bank, or its replica (``config.read_replica``)."""
         holder = self.replicas
-        return self.bank if holder is None else holder.current
+        return self.bank if holder is None else holder.reader()
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""

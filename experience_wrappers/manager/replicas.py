@@ -35,10 +35,13 @@ class ReplicaHolder:
     (2, 0)
     """
 
-    def __init__(self, bank: ExperienceBank) -> None:
+    def __init__(self, bank: ExperienceBank, swap: str = "rollout") -> None:
         self.bank = bank
+        #: ``"rollout"``: readers take a published copy at :meth:`swap`; ``"write"``: at their next read
+        self.swap_on = swap
         self.current: BankReplica = bank.replica()
         self._next: BankReplica | None = None
+        self._retired: list[BankReplica] = []  # swapped out by a reader: their counts go to the bank
         self._lock = threading.Lock()
         #: replicas swapped in so far
         self.swaps = 0
@@ -48,9 +51,27 @@ class ReplicaHolder:
         """Changes the bank has committed since the replica readers query now."""
         return self.bank.version - self.current.version
 
+    def reader(self) -> BankReplica:
+        """What a read queries now: with ``swap="write"`` the latest published copy (taken here),
+        else :attr:`current`."""
+        if self._next is not None and self.swap_on == "write":
+            with self._lock:
+                published, self._next = self._next, None
+                if published is not None:
+                    self._retired.append(self.current)
+                    self.current = published
+                    self.swaps += 1
+        return self.current
+
     def publish(self, replica: BankReplica | None = None) -> None:
         """Writer side: copy the bank for the next swap, unless the latest copy is of this version;
         or publish ``replica``, a copy made elsewhere (an experience service's, for its clients)."""
+        with self._lock:
+            retired, self._retired = self._retired, []
+        for old in retired:  # copies a reader swapped out: their retrievals reach the bank here
+            hits = old.take_hits()
+            if len(hits):
+                self.bank.record_retrievals(hits)
         if replica is None:
             with self._lock:
                 latest = self._next or self.current

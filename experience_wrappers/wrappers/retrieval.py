@@ -159,7 +159,7 @@ class Retriever:
     def reader(self) -> ExperienceBank | BankReplica:
         """What the queries read: the bank, or the manager's replica of it (``read_replica``)."""
         holder = self.replicas
-        return self.bank if holder is None else holder.current
+        return self.bank if holder is None else holder.reader()
 
     def _query_keys(self, keys: np.ndarray, task_ids: np.ndarray, record: bool,
                     rng: np.random.Generator | None) -> QueryResult:
