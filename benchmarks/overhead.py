@@ -68,6 +68,7 @@ from integrations.sb3.env_families import build_env, family_of
 from .config import load_hyperparams
 from .result_file import write_result
 from .run import PPO_KEYS, versions
+from .zoo import schedule
 
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -107,7 +108,7 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
         policy_kwargs = crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs)
     policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
     model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs,
-                **{k: hyper[k] for k in PPO_KEYS if k in hyper})
+                **{k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper})  # "lin_1e-3": a linear schedule
     callback = CRLCallback() if crl else None
     if crl:  # a learner process is started (spawn, imports) before the clock starts, as the env is
         find_experience(env)[0][0].flush()
