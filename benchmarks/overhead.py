@@ -107,8 +107,8 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
         base_cls, base_kwargs = fam.base_extractor or (None, None)
         policy_kwargs = crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs)
     policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
-    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs,
-                **{k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper})  # "lin_1e-3": a linear schedule
+    ppo_kwargs: dict[str, Any] = {k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper}  # "lin_1e-3": a schedule
+    model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, **ppo_kwargs)
     callback = CRLCallback() if crl else None
     if crl:  # a learner process is started (spawn, imports) before the clock starts, as the env is
         find_experience(env)[0][0].flush()
