@@ -26,7 +26,7 @@ from .index import HnswIndex
 from .lock import RWLock
 from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
-from .search import nearest, run_query
+from .search import nearest, record_hits, run_query
 from .state import BankState
 from .transaction import Transaction, interrupts_deferred, transaction
 from .usage import bank_stats
@@ -360,9 +360,7 @@ class ExperienceBank:
             slots = self._store.find(ids_arr)
             found = slots[slots >= 0]
             if len(found):
-                np.add.at(self._store.cols["n_retrieved"], found, 1)
-                self._store.cols["last_retrieved"][found] = self._tick
-                self._tick += 1
+                self._tick = record_hits(self._store, found, None, self._tick)
             return len(found)
 
     def stats(self) -> dict[str, float]:
