@@ -33,6 +33,7 @@ from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceSource
+from ..manager.replicas import ReplicaHolder
 from .compact import check_experience_input, compact_experience
 from .options import ExperienceOptions, ExperimentalOptions
 from .spaces import BASE_KEY, experience_space
@@ -88,7 +89,7 @@ class Retriever:
         self.compact_input = self.experience_input == "compact"
         self.key_encoder, self.bank = key_encoder, bank
         #: the manager's replicas of the bank, read instead of it (set by :meth:`for_manager`; None: the bank)
-        self.replicas: Any = None
+        self.replicas: ReplicaHolder | None = None
         self.k, self.query_mode, self.filter_by_task = k, query_mode, filter_by_task
         self.exp_dim, self.prior_dim, self.action_prior = exp_dim, prior_dim, action_prior
         self.prior_source, self.prior_k = prior_source, prior_k
