@@ -41,6 +41,9 @@ and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
     slots): can a run's failed trials steer it somewhere new once the policy sees where they went?
     ``crl-trials-default-imitate``: the default method (the novelty bonus, failures not written)
     with the entry-imitation loss as well: does following a shown success need a loss on it?
+    ``crl-trials-default-index``: that arm with the trial's index in its run shown to the
+    policy (``TrialMemory(trial_index=True)``; guided and free trials alike): does a plan across
+    trials need how many trials came before, rather than what they found?
     ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
     the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
     Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
@@ -91,6 +94,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-novelty-frozen": {**METHOD, "novelty_bonus": 0.02, "train_extractor": False},
     "crl-trials-novelty-paths": {**METHOD, "novelty_bonus": 0.02, "k": 24, "per_trial": 2, "path": 6},
     "crl-trials-default-imitate": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True},
+    "crl-trials-default-index": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True,
+                                 "trial_index": True},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "recurrent-ppo-trials": {"kind": "recurrent"},

@@ -605,3 +605,31 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
         assert done and info["trial_success"]
         found.reset()
         assert found.step(2)[1] == after  # (0, 1): new to the run, after its success
+
+
+def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_it() -> None:
+    from experience_wrappers.trials import TRIAL_INDEX_KEY
+
+    proto = HiddenGoalRoom()
+    plain = TrialsWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space, horizon=25),
+                          instances=[99], trials=3)
+    assert TRIAL_INDEX_KEY not in plain.observation_space.spaces
+    assert TRIAL_INDEX_KEY not in plain.reset()[0]
+    mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25, trial_index=True)
+    seen = []
+    for guided in (True, False):  # guided or free: the index is not experience, both see it
+        env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=3, guided=guided)
+        assert env.observation_space[TRIAL_INDEX_KEY].shape == (3,)
+        for _ in range(4):  # three trials of a run, then the next run's first
+            obs, _ = env.reset()
+            assert env.observation_space.contains(obs)
+            seen.append(obs[TRIAL_INDEX_KEY].tolist())
+            done = False
+            while not done:
+                obs, _, term, trunc, info = env.step(0)
+                done = term or trunc
+                assert obs[TRIAL_INDEX_KEY].argmax() == info["trial"]["index"]
+    assert seen == [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]] * 2
+    # the features extractor takes it among the observation's own keys
+    extractor = TrialsFeaturesExtractor(env.observation_space)
+    assert TRIAL_INDEX_KEY in extractor.base_keys

@@ -84,6 +84,11 @@ class TrialMemory:
             success ties (0.54 and 0.53); without the bonus, 0.90 against 0.79, tying again.
             ``True`` is the failures-written arm (``crl-trials``, ``crl-trials-novelty``).
         train_extractor: train the extractor by paired credit (False: the frozen-extractor ablation).
+        trial_index: show every trial env's policy the trial's index in its run (a one-hot
+            ``trials`` wide, observation key ``trial_index``), guided or free, with or without
+            experience. It is not experience of the instance: it says how many trials of this
+            run came before, which a plan across trials needs and which an LSTM carried across
+            trials (RL^2) counts for itself. False (the default): not shown.
         batch_size: credited entries per extractor update.
         hidden, max_len, lr: the extractor's LSTM width, the most steps it reads of a trial's rest,
             and its learning rate (see :class:`~experience_wrappers.extractor.ExtractorConfig`).
@@ -100,7 +105,8 @@ class TrialMemory:
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
                  k: int = 8, per_trial: int = 2, path: int = 0, key_encoder: KeyEncoder | None = None,
                  exp_dim: int = 8,
-                 scope: str = "instance", write_failures: bool = False, train_extractor: bool = True, batch_size: int = 256,
+                 scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
+                 trial_index: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -111,6 +117,7 @@ class TrialMemory:
         self.scope = scope
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
+        self.trial_index = bool(trial_index)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         if key_encoder is None:
             self.key_dim = flat_dim(observation_space)

@@ -30,6 +30,8 @@ from .memory import TrialMemory
 __all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "trials_env_fns"]
 
 TRIAL_INFO_KEY = "trial"
+#: the observation key of the trial's index in its run (a one-hot), with ``TrialMemory(trial_index=True)``
+TRIAL_INDEX_KEY = "trial_index"
 ENTRIES_KEY = "trial_entries"
 MASK_KEY = "trial_mask"
 
@@ -65,7 +67,9 @@ class TrialsWrapper(gym.Wrapper):
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
     ``"observation"``), ``trial_entries`` ``(k, row_dim)`` (see
-    :class:`~experience_wrappers.trials.EntryLayout`) and ``trial_mask`` ``(k,)``. ``info["trial"]``
+    :class:`~experience_wrappers.trials.EntryLayout`) and ``trial_mask`` ``(k,)``; with
+    ``TrialMemory(trial_index=True)`` also ``trial_index`` ``(trials,)``, the trial's index in
+    its run as a one-hot. ``info["trial"]``
     carries ``instance``, ``index`` (0-based), ``run`` and ``guided``; at a trial's end
     ``info["trial_success"]``.
     """
@@ -108,6 +112,7 @@ class TrialsWrapper(gym.Wrapper):
             **(dict(base.spaces) if isinstance(base, spaces.Dict) else {"observation": base}),
             ENTRIES_KEY: spaces.Box(-np.inf, np.inf, (memory.k, lay.row_dim), np.float32),
             MASK_KEY: spaces.Box(0.0, 1.0, (memory.k,), np.float32),
+            **({TRIAL_INDEX_KEY: spaces.Box(0.0, 1.0, (self.trials,), np.float32)} if memory.trial_index else {}),
         })
         self.run = -1
         self.trial = 0
@@ -175,6 +180,8 @@ class TrialsWrapper(gym.Wrapper):
         out = dict(obs) if self._dict_obs else {"observation": obs}
         out[ENTRIES_KEY] = self._rows.copy()
         out[MASK_KEY] = self._mask.copy()
+        if self.memory.trial_index:
+            out[TRIAL_INDEX_KEY] = np.eye(self.trials, dtype=np.float32)[self.trial]
         return out
 
     def _info(self) -> dict[str, Any]:
