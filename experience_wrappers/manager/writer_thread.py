@@ -1,9 +1,11 @@
-"""A thread that runs the bank's writes in order, off the caller's thread.
+"""A thread that runs jobs in order, off the caller's thread.
 
-``process`` mode with ``ManagerConfig(read_replica=True)``: the actor's retrievals read a
-replica, so what still touches the bank on the actor's side (an episode's credit, the hand-over
-to the learner process, the writes of the entries it proposes, the replica's copy) runs here,
-one job after another, and the actor's step only enqueues (:class:`~.process_backend.ProcessBackend`).
+Two users: ``async`` mode's learner (:class:`~.thread_backend.ThreadBackend`: credit,
+distillation and training), and ``process`` mode with ``ManagerConfig(read_replica=True)``, where
+the actor's retrievals read a replica, so what still touches the bank on the actor's side (an
+episode's credit, the hand-over to the learner process, the writes of the entries it proposes,
+the replica's copy) runs here and the actor's step only enqueues
+(:class:`~.process_backend.ProcessBackend`).
 """
 
 from __future__ import annotations
@@ -12,17 +14,21 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = ["WriterThread"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class WriterThread:
     """Runs jobs in the order given on one daemon thread (started on the first job).
 
     A job's failure is kept and raised by the next :meth:`check` (every caller-facing call
-    checks); the jobs after it still run.
+    checks) as a ``RuntimeError`` saying ``failure`` (default: "the NAME thread failed"), the
+    job's exception as its cause; the jobs after it still run.
 
     >>> out = []
     >>> w = WriterThread("doc")
@@ -31,8 +37,9 @@ class WriterThread:
     >>> w.close()
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, failure: str | None = None) -> None:
         self.name = name
+        self.failure = failure or f"the {name} thread failed"
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -48,6 +55,39 @@ class WriterThread:
             self._thread.start()
         self._queue.put(job)
 
+    @property
+    def started(self) -> bool:
+        """Whether a job was ever given (the thread runs from the first)."""
+        return self._thread is not None
+
+    def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``fn`` on the thread after the jobs given so far, wait for it and return its result.
+
+        Raises:
+            TimeoutError: it had not run within ``timeout`` seconds.
+            RuntimeError: an earlier job failed (see :meth:`check`); raised instead of ``fn``'s
+                own error.
+            Exception: what ``fn`` raised.
+        """
+        done = threading.Event()
+        out: list[tuple[bool, Any]] = []
+
+        def job() -> None:
+            try:
+                out.append((True, fn()))
+            except Exception as exc:  # noqa: BLE001 - the caller's error: raised in call
+                out.append((False, exc))
+            finally:
+                done.set()
+        self.put(job)
+        if not done.wait(timeout):
+            raise TimeoutError(f"the {self.name} thread did not run what was queued within {timeout} s")
+        self.check()
+        ok, value = out[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
     def join(self) -> None:
         """Wait until every job given so far has run."""
         if self._thread is not None:
@@ -56,7 +96,7 @@ class WriterThread:
     def check(self) -> None:
         if self._error is not None:
             err, self._error = self._error, None
-            raise RuntimeError(f"the {self.name} thread failed") from err
+            raise RuntimeError(self.failure) from err
 
     def close(self) -> None:
         """Run what is queued, then stop the thread."""
