@@ -37,7 +37,7 @@ from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
 from .priors import prior_dim
 from .process_backend import ProcessBackend
-from .replicas import ReplicaHolder
+from .replicas import ReplicaHolder, read_target
 from .save_restore import restore_manager, save_manager
 from .stats import manager_stats
 from .thread_backend import ThreadBackend
@@ -311,8 +311,7 @@ class ExperienceManager:
     @property
     def reader(self) -> ExperienceBank | BankReplica:
         """What the wrappers' retrievals query: the bank, or its replica (``config.read_replica``)."""
-        holder = self.replicas
-        return self.bank if holder is None else holder.reader()
+        return read_target(self.bank, self.replicas)
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""

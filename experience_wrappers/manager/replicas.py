@@ -20,7 +20,12 @@ import numpy as np
 
 from ..bank import BankReplica, ExperienceBank
 
-__all__ = ["ReplicaHolder"]
+__all__ = ["ReplicaHolder", "read_target"]
+
+
+def read_target(bank: ExperienceBank, holder: ReplicaHolder | None) -> ExperienceBank | BankReplica:
+    """What a retrieval queries: the bank itself, or the holder's replica of it (``read_replica``)."""
+    return bank if holder is None else holder.reader()
 
 
 class ReplicaHolder:

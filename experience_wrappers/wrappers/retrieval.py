@@ -33,7 +33,7 @@ from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceSource
-from ..manager.replicas import ReplicaHolder
+from ..manager.replicas import ReplicaHolder, read_target
 from .compact import check_experience_input, compact_experience
 from .options import ExperienceOptions, ExperimentalOptions
 from .spaces import BASE_KEY, experience_space
@@ -159,8 +159,7 @@ class Retriever:
     @property
     def reader(self) -> ExperienceBank | BankReplica:
         """What the queries read: the bank, or the manager's replica of it (``read_replica``)."""
-        holder = self.replicas
-        return self.bank if holder is None else holder.reader()
+        return read_target(self.bank, self.replicas)
 
     def _query_keys(self, keys: np.ndarray, task_ids: np.ndarray, record: bool,
                     rng: np.random.Generator | None) -> QueryResult:
