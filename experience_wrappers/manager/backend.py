@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["Credit", "CreditRule", "LearnerBackend", "LearnerFigures", "Restore"]
 
 #: one credit of an episode: the credited entries' ids, their fields (``crediting.CREDITED_FIELDS``)
-#: and the extractor's reward for each
-Credit = tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]
+#: and the extractor's reward (one for all, or one per entry; the learner's ``add_credit`` spreads it)
+Credit = tuple[np.ndarray, dict[str, np.ndarray], float | np.ndarray]
 
 #: the manager's credit rule: an episode's credits (run by the backend, where its mode says)
 CreditRule = Callable[[Episode], list[Credit]]

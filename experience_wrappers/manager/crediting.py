@@ -96,7 +96,6 @@ def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, s
     ids = ids[found]
     if not ids.size:
         return []
-    rewards = np.broadcast_to(np.asarray(reward if shares is None else reward * shares[found], dtype=np.float64),
-                              ids.shape)
+    rewards = reward if shares is None else reward * shares[found]
     entries = mgr.bank.get(ids)
     return [(ids, {k: entries[k] for k in CREDITED_FIELDS}, rewards)]
