@@ -44,6 +44,8 @@ and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
     ``crl-trials-default-index``: that arm with the trial's index in its run shown to the
     policy (``TrialMemory(trial_index=True)``; guided and free trials alike): does a plan across
     trials need how many trials came before, rather than what they found?
+    ``crl-trials-1000`` (mazes only): the method trained on 1,000 mazes instead of 200, the
+    held-out mazes the same: does reading a new maze's demonstration need more training mazes?
     ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
     the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
     Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
@@ -96,6 +98,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-default-imitate": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True},
     "crl-trials-default-index": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True,
                                  "trial_index": True},
+    "crl-trials-1000": {**METHOD, "train_instances": 1000},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "recurrent-ppo-trials": {"kind": "recurrent"},
@@ -148,7 +151,7 @@ def keydoor_family() -> dict[str, Any]:
             "trials": 4, "demonstration": demonstration}
 
 
-def maze_family() -> dict[str, Any]:
+def maze_family(train_mazes: int = 200) -> dict[str, Any]:
     from itertools import count
 
     from integrations.minihack import GlyphCNNExtractor
@@ -158,7 +161,7 @@ def maze_family() -> dict[str, Any]:
         position_key_encoder,
         split_mazes,
     )
-    train, held_out = split_mazes(200, 20)
+    train, held_out = split_mazes(train_mazes, 20)
     seeds = count()
     return {"task": "MiniHack-MazeWalk-9x9-v0, 3 random moves before each episode, cap 1.5x the shortest path",
             "make": lambda: InContextMaze(seed=next(seeds)), "train": train, "held_out": held_out, "horizon": 40,
@@ -220,8 +223,11 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     from integrations.sb3.trials_method import build_trials_method
 
     torch.set_num_threads(1)
-    fam = FAMILIES[family]()
     spec = dict(ARMS[arm])
+    train_instances = spec.pop("train_instances", None)  # an arm may train on more instances than its family's
+    if train_instances and family != "maze":
+        raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
+    fam = FAMILIES[family](train_instances) if train_instances else FAMILIES[family]()
     kind = spec.pop("kind")
     demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
     if demo_ratio:  # a family may give its demonstrations to every guided run (the in-context mazes)

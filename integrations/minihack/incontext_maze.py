@@ -42,7 +42,7 @@ def split_mazes(train: int = 200, held_out: int = 20) -> tuple[list[int], list[i
     return list(range(check_int("train", train, minimum=1))), list(range(100_000, 100_000 + held_out))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def maze_distances(seed: int) -> np.ndarray:
     """Moves from every screen cell (row, col) of maze ``seed`` to its stairs (-1: unreachable)."""
     env = make_minihack_env(MAZE_ID.replace("MazeWalk-", "MazeWalk-Mapped-"), observation_keys=("chars", "glyphs"))
@@ -59,7 +59,7 @@ def maze_distances(seed: int) -> np.ndarray:
     return step_distances((int(stairs[0][0]), int(stairs[0][1])), passable, door_mask(glyphs))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def _demo(seed: int, keys: tuple[str, ...]) -> tuple[dict[str, np.ndarray], np.ndarray]:
     planner = make_minihack_env(MAZE_ID.replace("MazeWalk-", "MazeWalk-Mapped-"), observation_keys=NAVIGATOR_KEYS)
     try:
