@@ -15,7 +15,8 @@ from benchmarks.trials_report import (
 )
 
 
-def write(root: Path, arm: str, seed: int, with_exp: list[float] | None, without: list[float]) -> None:
+def write(root: Path, arm: str, seed: int, with_exp: list[float] | None, without: list[float],
+          train_instances: int = 79) -> None:
     def cond(s: list[float]) -> dict:
         cum = [max(s[: i + 1]) for i in range(len(s))]
         return {"success_by_trial": s, "cumulative_by_trial": cum, "after_first_success": 1.0, "runs": 100}
@@ -23,7 +24,7 @@ def write(root: Path, arm: str, seed: int, with_exp: list[float] | None, without
     if with_exp is not None:
         heldout["with_experience"] = cond(with_exp)
     res = {"suite": "trials-darkroom", "task": "T", "arm": arm, "seed": seed, "steps": 1000, "trials": 4,
-           "train_instances": 79, "heldout_instances": list(range(20)), "train": {}, "heldout": heldout}
+           "train_instances": train_instances, "heldout_instances": list(range(20)), "train": {}, "heldout": heldout}
     path = root / "trials-darkroom" / arm / f"seed{seed}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(res))
@@ -41,6 +42,9 @@ def test_tables_and_comparisons(tmp_path: Path) -> None:
     assert "above" in ppo_row  # cumulative 0.96 against 0.21, every seed
     text = "\n".join(trials_section(tmp_path))
     assert "trials-darkroom" in text and "0.20 / 0.90 / 0.90 / 0.96" in text
+    assert "trained on 79 instances" in text
+    write(tmp_path, "crl-trials-more", 0, [0.3] * 4, [0.2] * 4, train_instances=500)
+    assert "trained on 79 (but `crl-trials-more` on 500) instances" in "\n".join(trials_section(tmp_path))
     head = headline(tmp_path)
     assert head[2].startswith("| crl-trials | 3 |") and "n/a" in head[3]  # ppo has no demonstration condition
 
