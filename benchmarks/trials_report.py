@@ -62,6 +62,24 @@ IMITATE_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
 ]
 
+#: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
+#: against its own weights shown nothing of the run but the index
+INDEX_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-default-imitate", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-default-imitate", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-default-index", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+]
+
+#: more training mazes (``crl-trials-1000``): against the method on 200 and the peers, one demonstration
+MAZES_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-default-imitate", "with_demonstration", "with_demonstration", "trial1"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-sil", "with_demonstration", "without_experience", "trial1"),
+]
+
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
 
 
@@ -162,7 +180,9 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                 f"--family {family} --arms ARM --seeds ...`.", ""]
         out += table(arms) + [""]
         for method, comparisons in (("crl-trials", COMPARISONS), ("crl-trials-novelty", NOVELTY_COMPARISONS),
-                                    ("crl-trials-default-imitate", IMITATE_COMPARISONS)):
+                                    ("crl-trials-default-imitate", IMITATE_COMPARISONS),
+                                    ("crl-trials-default-index", INDEX_COMPARISONS),
+                                    ("crl-trials-1000", MAZES_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
