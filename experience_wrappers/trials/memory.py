@@ -88,7 +88,10 @@ class TrialMemory:
             ``trials`` wide, observation key ``trial_index``), guided or free, with or without
             experience. It is not experience of the instance: it says how many trials of this
             run came before, which a plan across trials needs and which an LSTM carried across
-            trials (RL^2) counts for itself. False (the default): not shown.
+            trials (RL^2) counts for itself. A policy trained with it needs it at evaluation too:
+            build the evaluation memories with the same setting. Measured on the hidden-goal room
+            (5 seeds): cumulative success by trial 4 0.59 against 0.51, the same with the memory
+            or without it. False (the default): not shown.
         batch_size: credited entries per extractor update.
         hidden, max_len, lr: the extractor's LSTM width, the most steps it reads of a trial's rest,
             and its learning rate (see :class:`~experience_wrappers.extractor.ExtractorConfig`).
