@@ -34,6 +34,8 @@ COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-successes", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-frozen", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-random", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-nodemos", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-nodemos", "with_demonstration", "with_demonstration", "trial1"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "after_first_success"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
