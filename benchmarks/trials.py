@@ -170,7 +170,7 @@ def maze_family(train_mazes: int = 200) -> dict[str, Any]:
             "features_kwargs": {"base_extractor_class": GlyphCNNExtractor}}
 
 
-FAMILIES: dict[str, Callable[[], dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
+FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
                                                       "maze": maze_family}
 
 
