@@ -171,10 +171,9 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
         if not arms:
             continue
         first = next(iter(arms.values()))[0]
-        counts = {r["train_instances"] for runs in arms.values() for r in runs}
         others = ", ".join(f"`{arm}` on {runs[0]['train_instances']}" for arm, runs in arms.items()
                            if runs[0]["train_instances"] != first["train_instances"])
-        trained = f"{first['train_instances']}" + (f" (but {others})" if len(counts) > 1 else "")
+        trained = f"{first['train_instances']}" + (f" (but {others})" if others else "")
         out += [f"### {SUITES[family]}: {first['task']}", "",
                 f"{first['trials']} trials per run; trained on {trained} instances, evaluated on "
                 f"{len(first['heldout_instances'])} held-out instances with frozen weights (stochastic policy). "

@@ -57,7 +57,7 @@ class WriterThread:
 
     @property
     def started(self) -> bool:
-        """Whether a job was ever given (the thread runs from the first)."""
+        """Whether a job was given since the thread was made or last closed (it starts on the first)."""
         return self._thread is not None
 
     def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:

@@ -11,12 +11,12 @@ from .memory import SCOPES, TrialMemory
 from .meta_episode import MetaEpisode
 from .play import RetrieveAndPlay
 from .wrapper import (
-           ENTRIES_KEY,
-           MASK_KEY,
-           TRIAL_INDEX_KEY,
-           TRIAL_INFO_KEY,
-           TrialsWrapper,
-           trials_env_fns,
+    ENTRIES_KEY,
+    MASK_KEY,
+    TRIAL_INDEX_KEY,
+    TRIAL_INFO_KEY,
+    TrialsWrapper,
+    trials_env_fns,
 )
 
 __all__ = ["EntryLayout", "TrialMemory", "TrialsWrapper", "trials_env_fns", "MetaEpisode", "RetrieveAndPlay", "SCOPES", "ENTRIES_KEY", "MASK_KEY",
