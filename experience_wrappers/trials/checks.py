@@ -1,0 +1,181 @@
+"""Checks at the trials path's boundary: one home for each, used wherever the value enters.
+
+:func:`check_instances` checks the reset seeds a run is drawn from (the wrapper, the env
+constructors, the one-call method and the evaluation take them); :func:`checked_observations`
+checks a batch of observations that did not come from the env (a demonstration) with the
+main path's checks (:mod:`experience_wrappers.wrappers.env_checks`), worded for their source;
+:func:`trials_observation_space` is the Dict observation a trial env shows and
+:func:`space_mismatch` says, key by key, how a policy's observation space differs from it.
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+import warnings
+from collections.abc import Sequence
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..validators import integral
+from ..wrappers.env_checks import Check, check_finite_observation
+
+__all__ = ["check_instances", "checked_observations", "trials_observation_space", "space_mismatch",
+           "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY"]
+
+#: the observation keys a trial env adds to the env's own
+ENTRIES_KEY = "trial_entries"
+MASK_KEY = "trial_mask"
+#: the observation key of the trial's index in its run (a one-hot), with ``TrialMemory(trial_index=True)``
+TRIAL_INDEX_KEY = "trial_index"
+
+_short = reprlib.Repr()
+_short.maxlist = _short.maxtuple = 8
+_short.maxstring = 40
+_short.maxother = 60
+
+
+def check_instances(instances: object, name: str = "instances") -> list[int]:
+    """The reset seeds that runs are drawn from, as Python ints; anything else is one error naming the value.
+
+    ``instances`` must be a non-empty sequence (a list, tuple, range or 1-D array) of ints
+    ``>= 0`` (a float that holds an int, ``3.0``, passes): a str is not a list of digits,
+    ``1.7`` is not seed 1, and a bare int is not a list of one.
+
+    Raises:
+        TypeError: not a sequence (a bare int, a str, a set, a generator), or an item that is not a number.
+        ValueError: empty, or an item that is negative, NaN, infinite or not whole.
+
+    >>> check_instances(np.array([3, 5])), check_instances((2.0,))
+    ([3, 5], [2])
+    >>> check_instances("123")
+    Traceback (most recent call last):
+    ...
+    TypeError: instances must be a non-empty sequence of reset seeds (ints >= 0), got '123' (a str)
+    >>> check_instances([1.7])
+    Traceback (most recent call last):
+    ...
+    ValueError: instances must be a non-empty sequence of reset seeds (ints >= 0), got [1.7]: item 0 is 1.7, not a whole number
+    """
+    what = f"{name} must be a non-empty sequence of reset seeds (ints >= 0), got {_short.repr(instances)}"
+    if isinstance(instances, np.ndarray):
+        if instances.ndim != 1:
+            raise ValueError(f"{what}: an array of shape {instances.shape}, not one axis")
+        items = instances.tolist()
+    elif isinstance(instances, Sequence) and not isinstance(instances, str | bytes):
+        items = list(instances)
+    else:
+        raise TypeError(f"{what} (a {type(instances).__name__})")
+    if not items:
+        raise ValueError(f"{what}: it is empty")
+    out = []
+    for i, x in enumerate(items):
+        if integral(x, numpy=True):
+            value = int(x)
+        elif isinstance(x, bool | np.bool_) or not isinstance(x, Real | np.floating):
+            raise TypeError(f"{what}: item {i} is {_short.repr(x)} (a {type(x).__name__}), not an int")
+        elif not math.isfinite(float(x)) or float(x) != round(float(x)):
+            raise ValueError(f"{what}: item {i} is {x!r}, not a whole number")
+        else:
+            value = int(float(x))
+        if value < 0:
+            raise ValueError(f"{what}: item {i} is {value}, a reset seed must be >= 0")
+        out.append(value)
+    return out
+
+
+def checked_observations(check: Check, batch: Any, where: str, source: str) -> None:
+    """Check a batch of observations that ``source`` gave (not the env) as the env's are checked.
+
+    The main path's checks (:func:`~experience_wrappers.wrappers.env_checks.check_finite_observation`
+    and an :func:`~experience_wrappers.wrappers.env_checks.observation_checker`): NaN or inf, a
+    wrong shape, a value the space refuses raise ValueError; Box values outside the bounds warn
+    once per checker. Their messages name ``source`` instead of the env.
+
+    Args:
+        check: the checker of the space (built once, so that its warning is said once).
+        batch: the observations, with a leading batch axis.
+        where: where in ``source`` they are (for the message).
+        source: what gave them (``"demonstrations(5)"``).
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            check_finite_observation(batch, where)
+            check(batch, where)
+        except ValueError as exc:
+            raise ValueError(_reworded(str(exc), source)) from None
+    for w in caught:
+        warnings.warn(_reworded(str(w.message), source), w.category, stacklevel=3)
+
+
+def _reworded(message: str, source: str) -> str:
+    return message.replace("the env returned an observation", f"{source} gave an observation", 1)
+
+
+def trials_observation_space(base: spaces.Space, k: int, row_dim: int, trials: int | None) -> spaces.Dict:
+    """The Dict observation a trial env shows: the env's own keys (or ``"observation"``), the ``k``
+    entry rows, their mask and, with ``trials`` (``TrialMemory(trial_index=True)``), the trial's index."""
+    return spaces.Dict({
+        **(dict(base.spaces) if isinstance(base, spaces.Dict) else {"observation": base}),
+        ENTRIES_KEY: spaces.Box(-np.inf, np.inf, (k, row_dim), np.float32),
+        MASK_KEY: spaces.Box(0.0, 1.0, (k,), np.float32),
+        **({TRIAL_INDEX_KEY: spaces.Box(0.0, 1.0, (trials,), np.float32)} if trials is not None else {}),
+    })
+
+
+def space_mismatch(policy: spaces.Space, env: spaces.Space) -> str | None:
+    """How the observation space a policy was trained on differs from what trial envs show (None: it does not).
+
+    The trial keys are compared by shape, each named with what it means: the entries' shape
+    is ``(k, row width)`` (the row width follows the key width, the action space and
+    ``exp_dim``), ``trial_index`` is ``TrialMemory(trial_index=True)`` and its width the number
+    of trials. The env's own keys are compared by kind and shape (an image's channel axis may
+    have moved: SB3 transposes images itself).
+
+    >>> a = trials_observation_space(spaces.Box(0, 1, (2,)), 4, 18, None)
+    >>> print(space_mismatch(a, trials_observation_space(spaces.Box(0, 1, (2,)), 8, 18, 4)))
+    trial_entries: the policy reads (4, 18) (k=4, rows 18 wide), the envs show (8, 18) (k=8, rows 18 wide); trial_index: the envs show it (their memories have trial_index=True), the policy was trained without it (TrialMemory(trial_index=False))
+    """
+    if not isinstance(policy, spaces.Dict) or not isinstance(env, spaces.Dict):
+        return None if _alike(policy, env) else f"the policy reads {policy}, the envs show {env}"
+    said: list[str] = []
+    for key in sorted(set(policy.spaces) | set(env.spaces)):
+        p, e = policy.spaces.get(key), env.spaces.get(key)
+        if key == TRIAL_INDEX_KEY and (p is None or e is None):
+            if p is not None or e is not None:
+                said.append(f"{key}: the policy was trained with it (TrialMemory(trial_index=True)), the envs do not "
+                            "show it (their memories have trial_index=False)" if e is None else
+                            f"{key}: the envs show it (their memories have trial_index=True), the policy was trained "
+                            "without it (TrialMemory(trial_index=False))")
+        elif p is None or e is None:
+            said.append(f"{key}: the policy reads it, the envs do not show it" if e is None else
+                        f"{key}: the envs show it, the policy was trained without it")
+        elif key == ENTRIES_KEY and p.shape != e.shape and p.shape and e.shape:
+            said.append(f"{key}: the policy reads {p.shape} (k={p.shape[0]}, rows {p.shape[-1]} wide), the envs show "
+                        f"{e.shape} (k={e.shape[0]}, rows {e.shape[-1]} wide)")
+        elif key == MASK_KEY and any(x.startswith(ENTRIES_KEY) for x in said):
+            continue  # the mask is k wide: said with the entries
+        elif key == TRIAL_INDEX_KEY and p.shape != e.shape:
+            said.append(f"{key}: the policy was trained with trials={_width(p)}, the envs run trials={_width(e)}")
+        elif not _alike(p, e):
+            said.append(f"{key}: the policy reads {p}, the envs show {e}")
+    return "; ".join(said) or None
+
+
+def _alike(a: spaces.Space, b: spaces.Space) -> bool:
+    """The same kind of space of the same shape (up to the order of its axes)."""
+    if isinstance(a, spaces.Dict) or isinstance(b, spaces.Dict):
+        return space_mismatch(a, b) is None if type(a) is type(b) else False
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, spaces.Discrete) and isinstance(b, spaces.Discrete):
+        return int(a.n) == int(b.n)
+    return a.shape == b.shape or sorted(a.shape or ()) == sorted(b.shape or ())
+
+
+def _width(space: spaces.Space) -> object:
+    return space.shape[0] if space.shape else "?"
