@@ -43,6 +43,8 @@ from ..extractor import (
 from ..keys import KeyEncoder, batch_flatten, flat_dim
 from ..keys.base import checked_keys
 from ..validators import check_int
+from ..wrappers.env_checks import observation_checker
+from .checks import checked_observations
 from .layout import EntryLayout
 
 __all__ = ["TrialMemory", "SCOPES"]
@@ -137,6 +139,7 @@ class TrialMemory:
                                   hidden=hidden, max_len=max_len, lr=lr, seed=seed,
                                   discrete_actions=isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete)))
             self.trainer = ExtractorTrainer(ExperienceExtractor(cfg))  # seeded by cfg.seed, global RNG untouched
+        self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
         self.generator = torch.Generator().manual_seed(seed)
         self.max_len = int(max_len)
         self.pairs = PairedCredit()
@@ -249,13 +252,28 @@ class TrialMemory:
             return np.zeros(0, np.int64)
         return self.write(scope, observations, actions, rewards)
 
-    def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None
-                          ) -> np.ndarray:
+    def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
+                          source: str = "a demonstration") -> np.ndarray:
         """Place a demonstration of the scope's instance in the scope (no learning, no retraining).
 
-        ``rewards`` None: a successful demonstration, return 1 on its last step.
+        ``rewards`` None: a successful demonstration, return 1 on its last step. Its observations
+        get the checks of the env's (:func:`~experience_wrappers.trials.checks.checked_observations`):
+        one of the wrong shape (width), NaN or a value the space refuses is a ValueError naming
+        ``source``; Box values outside the bounds warn once per memory.
+
+        Raises:
+            ValueError: an empty demonstration (no steps: give None where there is none), or
+                observations as above.
         """
-        n = len(actions)
+        n = len(actions) if np.ndim(actions) else 0
+        if n == 0:
+            raise ValueError(f"{source} gave a demonstration without actions ({actions!r}); give None where an "
+                             "instance has no demonstration")
+        checked_observations(self._check_demo, observations, "its steps", source)
+        m = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
+        if m != n:
+            raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "
+                             "each action was taken from, one per action")
         if rewards is None:
             rewards = np.zeros(n)
             if n:
@@ -369,6 +387,37 @@ class TrialMemory:
         return folder
 
     def load(self, folder: str | Path) -> None:
-        """Load an extractor saved by :meth:`save` into this memory."""
-        if self.trainer is not None:
-            self.trainer = ExtractorTrainer.load(Path(folder) / "extractor.pt")
+        """Load an extractor saved by :meth:`save` into this memory (one built with the same settings).
+
+        Raises:
+            ValueError: the saved extractor reads other widths than this memory writes (another
+                key width, action space, ``exp_dim`` or ``max_len``; or one of the two has no
+                extractor, ``exp_dim=0``); the memory is left as it was.
+            ExtractorFileError: the file is missing or damaged.
+        """
+        path = Path(folder) / "extractor.pt"
+        if self.trainer is None:
+            if path.exists():
+                raise ValueError(f"cannot load {str(path)!r} into this TrialMemory: it has exp_dim=0 (no extractor) "
+                                 "and the folder holds one; build the memory with the exp_dim of training")
+            return
+        trainer = ExtractorTrainer.load(path)
+        self.check_extractor(trainer.config.to_dict(), str(path))
+        self.trainer = trainer
+
+    def check_extractor(self, saved: dict[str, Any], source: str) -> None:
+        """Refuse an extractor config (``ExtractorConfig.to_dict()``) whose widths differ from this memory's.
+
+        Raises:
+            ValueError: naming each setting that differs, as saved and as here.
+        """
+        assert self.trainer is not None
+        mine = self.trainer.config.to_dict()
+        names = {"state_dim": "key_dim", "action_dim": "action width", "exp_dim": "exp_dim", "max_len": "max_len",
+                 "discrete_actions": "discrete actions"}
+        differ = [f"{label} {saved.get(key)!r} there, {mine[key]!r} here" for key, label in names.items()
+                  if saved.get(key) != mine[key]]
+        if differ:
+            raise ValueError(f"cannot load the extractor of {source} into this TrialMemory: {'; '.join(differ)}; "
+                             "build the memory with the observation space, key encoder, action space, exp_dim and "
+                             "max_len of training")

@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from ..manager import success_from_info
 from ..validators import check_int
+from .checks import check_instances
 from .wrapper import TRIAL_INFO_KEY
 
 __all__ = ["MetaEpisode"]
@@ -50,9 +51,7 @@ class MetaEpisode(gym.Wrapper):
         if not isinstance(env.action_space, spaces.Discrete):
             raise ValueError(f"MetaEpisode feeds back one-hot actions: it needs a Discrete action space, got "
                              f"{env.action_space}")
-        self.instances = [int(i) for i in instances]
-        if not self.instances:
-            raise ValueError("instances must hold at least one reset seed")
+        self.instances = check_instances(instances)
         self.trials = check_int("trials", trials, minimum=1)
         self._rng = np.random.default_rng(int(seed))
         self.n_actions = int(env.action_space.n)

@@ -20,8 +20,16 @@ def success_actions(rows: np.ndarray, mask: np.ndarray, layout: EntryLayout,
     Among the entries whose trial return is positive and whose distance is at most
     ``max_distance``, the nearest, then the one fewest steps from its trial's end.
     Returns ``(actions (n,), found (n,) bool)``; ``actions`` is 0 where none was found.
+
+    Raises:
+        ValueError: ``rows`` are not ``(n, k, layout.row_dim)`` (rows of another memory's layout,
+            whose columns would be read as the wrong fields).
     """
     rows = np.asarray(rows)
+    if rows.ndim != 3 or rows.shape[-1] != layout.row_dim:
+        raise ValueError(f"the entry rows are {rows.shape[-1] if rows.ndim else 0} wide (shape {rows.shape}), and "
+                         f"the layout read with reads rows {layout.row_dim} wide ({layout}): use the layout of the "
+                         "memory the envs read (memory.layout)")
     won = (np.asarray(mask) > 0.5) & (rows[..., layout.row_return_col] > 0)
     won &= rows[..., layout.row_distance_col] <= max_distance
     dist = np.where(won, rows[..., layout.row_distance_col], np.inf)
@@ -47,6 +55,9 @@ class RetrieveAndPlay:
         action_space: a Discrete action space.
         seed: seed of the random actions.
 
+    Rows of another width than the layout's are refused (:func:`success_actions`), and so
+    is a layout of another layout's envs in :func:`~integrations.sb3.trials_evaluation.run_trials`.
+
     >>> lay = EntryLayout(key_dim=2, action_dim=3, exp_dim=0, horizon=10)
     >>> rows = np.zeros((1, 2, lay.row_dim), np.float32)
     >>> rows[0, 1, lay.row_action_slice()] = [0, 0, 1]; rows[0, 1, lay.row_return_col] = 1.0
@@ -58,6 +69,10 @@ class RetrieveAndPlay:
         if not isinstance(action_space, spaces.Discrete):
             raise ValueError(f"retrieve-and-play plays one-hot actions back: it needs a Discrete action space, got "
                              f"{action_space}")
+        if layout.action_dim != int(action_space.n):
+            raise ValueError(f"retrieve-and-play: the layout's actions are {layout.action_dim} wide, the action space "
+                             f"{action_space} has {int(action_space.n)}: use the layout of the memory built for this "
+                             "action space (memory.layout)")
         self.layout = layout
         self.n = int(action_space.n)
         self.rng = np.random.default_rng(seed)

@@ -25,15 +25,19 @@ from gymnasium import spaces
 from ..keys.base import add_batch_axis, stack_observations
 from ..manager import success_from_info
 from ..validators import check_int
+from ..wrappers.env_checks import check_finite_observation, env_name, observation_checker
+from .checks import (
+    ENTRIES_KEY,
+    MASK_KEY,
+    TRIAL_INDEX_KEY,
+    check_instances,
+    trials_observation_space,
+)
 from .memory import TrialMemory
 
-__all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "trials_env_fns"]
+__all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trials_env_fns"]
 
 TRIAL_INFO_KEY = "trial"
-#: the observation key of the trial's index in its run (a one-hot), with ``TrialMemory(trial_index=True)``
-TRIAL_INDEX_KEY = "trial_index"
-ENTRIES_KEY = "trial_entries"
-MASK_KEY = "trial_mask"
 
 #: ``demonstrations(instance)`` -> ``(observations, actions)`` of one demonstration of it, or None
 DemoSource = Callable[[int], tuple[Any, Any] | None]
@@ -45,7 +49,8 @@ class TrialsWrapper(gym.Wrapper):
     Args:
         env: an env whose ``reset(seed=s)`` gives instance ``s`` every time.
         memory: the :class:`TrialMemory` every wrapper of the VecEnv shares.
-        instances: the reset seeds to draw runs from (training or held-out instances).
+        instances: the reset seeds to draw runs from (training or held-out instances): a non-empty
+            sequence of ints >= 0 (a str, a bare int, ``1.7``, NaN or a negative seed is refused).
         trials: trials per run (``K``).
         group, member, group_size: this env's group and place in it; members of a group run
             the same instances in the same order.
@@ -72,6 +77,15 @@ class TrialsWrapper(gym.Wrapper):
     its run as a one-hot. ``info["trial"]``
     carries ``instance``, ``index`` (0-based), ``run`` and ``guided``; at a trial's end
     ``info["trial_success"]``.
+
+    The env's observations get the main path's checks
+    (:mod:`~experience_wrappers.wrappers.env_checks`): NaN or inf, and values the space refuses,
+    raise a ValueError naming the env, the trial and the step; Box values outside the bounds
+    warn once. A demonstration is checked the same way (:meth:`TrialMemory.add_demonstration`).
+
+    Raises:
+        TypeError, ValueError: ``instances`` is not a non-empty sequence of ints >= 0, or the
+            memory was built for another observation or action space than the env's.
     """
 
     def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
@@ -83,9 +97,8 @@ class TrialsWrapper(gym.Wrapper):
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
         self.memory = memory
-        self.instances = [int(i) for i in instances]
-        if not self.instances:
-            raise ValueError("instances must hold at least one reset seed")
+        self.instances = check_instances(instances)
+        _check_spaces(env, memory)
         self.trials = check_int("trials", trials, minimum=1)
         self.group_size = check_int("group_size", group_size, minimum=1)
         self.member = check_int("member", member, minimum=0, maximum=self.group_size - 1)
@@ -107,13 +120,10 @@ class TrialsWrapper(gym.Wrapper):
         self._donor_rng = np.random.default_rng([int(seed), self.group, self.member, 0xD0])
         base = env.observation_space
         self._dict_obs = isinstance(base, spaces.Dict)
+        self._check_obs = observation_checker(base)  # the main path's checks: refused values, bounds warned once
         lay = memory.layout
-        self.observation_space = spaces.Dict({
-            **(dict(base.spaces) if isinstance(base, spaces.Dict) else {"observation": base}),
-            ENTRIES_KEY: spaces.Box(-np.inf, np.inf, (memory.k, lay.row_dim), np.float32),
-            MASK_KEY: spaces.Box(0.0, 1.0, (memory.k,), np.float32),
-            **({TRIAL_INDEX_KEY: spaces.Box(0.0, 1.0, (self.trials,), np.float32)} if memory.trial_index else {}),
-        })
+        self.observation_space = trials_observation_space(base, memory.k, lay.row_dim,
+                                                          self.trials if memory.trial_index else None)
         self.run = -1
         self.trial = 0
         self.instance = -1
@@ -146,9 +156,13 @@ class TrialsWrapper(gym.Wrapper):
         self.scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
         if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
+            source = f"demonstrations({self.instance})"
             demo = self.demonstrations(self.instance)
             if demo is not None:
-                self.memory.add_demonstration(self.scope, *demo)
+                if not isinstance(demo, tuple | list) or len(demo) not in (2, 3):
+                    raise TypeError(f"{source} must return (observations, actions) of one demonstration, or None, "
+                                    f"got a {type(demo).__name__}")
+                self.memory.add_demonstration(self.scope, *demo, source=source)
                 self._run_found = True
 
     def _end_run(self) -> None:
@@ -201,6 +215,7 @@ class TrialsWrapper(gym.Wrapper):
         else:
             self._start_run()
         obs, info = self.env.reset(seed=self.instance, options=options)
+        self._check(obs, "reset")
         self._obs, self._actions, self._rewards, self._shown = [obs], [], [], set()
         self._in_trial = True
         self._visited.add(_obs_key(obs))
@@ -209,6 +224,7 @@ class TrialsWrapper(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
+        self._check(obs, f"step {len(self._actions) + 1}")
         self._actions.append(action)
         self._rewards.append(float(reward))
         info = {**info, **self._info()}
@@ -229,6 +245,12 @@ class TrialsWrapper(gym.Wrapper):
             self._read(obs)
         return self._wrap(obs), reward, terminated, truncated, info
 
+    def _check(self, obs: Any, when: str) -> None:
+        """The main path's checks of an observation the env returned, naming the env, the trial and the step."""
+        where = f"{when} of trial {self.trial} (run {self.run}, instance {self.instance}) of {env_name(self.env)}"
+        check_finite_observation(obs, where)
+        self._check_obs(add_batch_axis(obs), where)
+
     def _finish(self, success: bool) -> None:
         mem = self.memory
         # a trial is written where someone reads it: the run's later trials, or (scope "other") other runs;
@@ -242,6 +264,16 @@ class TrialsWrapper(gym.Wrapper):
                              members=self.group_size, free=self.free_members, shown=self._shown)
         if self.trial >= self.trials - 1:
             self._end_run()
+
+
+def _check_spaces(env: gym.Env, memory: TrialMemory) -> None:
+    """Refuse a memory built for another observation or action space than the env's (its keys and
+    action codes would not mean what they say)."""
+    for what, mine, theirs in (("observation", env.observation_space, memory.observation_space),
+                               ("action", env.action_space, memory.action_space)):
+        if mine != theirs:
+            raise ValueError(f"TrialsWrapper: the memory was built for the {what} space {theirs}, and "
+                             f"{env_name(env)} has {mine}; build the TrialMemory with the env's {what}_space")
 
 
 def _obs_key(obs: Any) -> bytes:
@@ -262,8 +294,11 @@ def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs:
 
     Raises:
         ValueError: ``n_envs`` is not a multiple of ``group_size``.
+        TypeError, ValueError: ``instances`` is not a non-empty sequence of ints >= 0
+            (:func:`~experience_wrappers.trials.checks.check_instances`).
     """
     n_envs = check_int("n_envs", n_envs, minimum=1)
+    instances = check_instances(instances)
     group_size = check_int("group_size", group_size, minimum=1)
     if n_envs % group_size:
         raise ValueError(f"n_envs must be a multiple of group_size ({group_size}), got n_envs={n_envs}")

@@ -10,11 +10,12 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from experience_wrappers.trials import TRIAL_INFO_KEY, TrialMemory, TrialsWrapper
+from experience_wrappers.trials import TRIAL_INFO_KEY, RetrieveAndPlay, TrialMemory, TrialsWrapper
+from experience_wrappers.trials.checks import check_instances, space_mismatch
 from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int
 
-__all__ = ["run_trials", "trial_metrics", "evaluate_trials", "CONDITIONS"]
+__all__ = ["run_trials", "trial_metrics", "evaluate_trials", "check_reader", "CONDITIONS"]
 
 #: the conditions of :func:`evaluate_trials`
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
@@ -34,9 +35,18 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
     Nothing is learned here: pass envs built with ``learn=False``.
 
     Rows are ordered by env, then run.
+
+    Raises:
+        ValueError: before any step, when the envs run another number of trials per run than
+            ``trials`` (their ``trials`` attribute), when ``predict`` is an SB3 model's and the
+            model was trained on other observations than the envs show (another ``k``,
+            ``exp_dim``, key width or ``trial_index`` setting, or another number of trials with
+            ``trial_index``), or when it is a :class:`~experience_wrappers.trials.RetrieveAndPlay`
+            of another layout than the envs' memory.
     """
     runs_per_env = check_int("runs_per_env", runs_per_env, minimum=1)
     trials = check_int("trials", trials, minimum=1)
+    check_reader(venv, predict, trials)
     n = venv.num_envs
     done_runs: list[list[list[float]]] = [[] for _ in range(n)]
     current: list[list[float]] = [[] for _ in range(n)]
@@ -67,6 +77,37 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
         if steps > max_steps:
             raise RuntimeError(f"run_trials: fewer than {runs_per_env} runs per env after {max_steps} steps")
     return np.array([run for per_env in done_runs for run in per_env[:runs_per_env]], dtype=np.float64)
+
+
+def check_reader(venv: VecEnv, predict: Predict, trials: int) -> None:
+    """Refuse, before any step, envs and a ``predict`` that do not fit (see :func:`run_trials`)."""
+    if not callable(predict):
+        raise TypeError(f"predict must be a policy's predict function (model.predict), got {type(predict).__name__}")
+    counts = _env_attr(venv, "trials")
+    if counts is not None and any(c != trials for c in counts):
+        raise ValueError(f"run_trials(trials={trials}): the envs run {sorted(set(counts))} trials per run "
+                         f"(their wrappers' trials); pass the envs' count, or build the envs with trials={trials}")
+    reader = getattr(predict, "__self__", None)
+    if isinstance(reader, RetrieveAndPlay):
+        for mem in _env_attr(venv, "memory") or []:
+            if isinstance(mem, TrialMemory) and mem.layout != reader.layout:
+                raise ValueError(f"RetrieveAndPlay reads the layout {reader.layout}, and the envs' memory writes "
+                                 f"{mem.layout}: build it with the envs' memory.layout")
+        return
+    space = getattr(reader, "observation_space", None)
+    if isinstance(space, gym.spaces.Space):
+        why = space_mismatch(space, venv.observation_space)
+        if why:
+            raise ValueError(f"the policy was trained on other observations than these envs show: {why}; evaluate "
+                             "with envs and memories built as in training (k, exp_dim, max_len, trial_index, trials)")
+
+
+def _env_attr(venv: VecEnv, name: str) -> list[Any] | None:
+    """Every env's ``name`` (through its wrappers), or None where an env has none."""
+    try:
+        return list(venv.get_attr(name))
+    except AttributeError:
+        return None
 
 
 def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
@@ -113,11 +154,26 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     Returns ``{"instances", "trials", "repeats", condition: trial_metrics(...)}``.
 
     Raises:
-        ValueError: an unknown condition, or ``"with_demonstration"`` without ``demonstrations``.
+        TypeError: ``memory`` is a memory, not a function that makes one; ``instances`` is not
+            a sequence of ints; ``conditions`` is a str.
+        ValueError: an unknown or no condition; ``"with_demonstration"`` without
+            ``demonstrations``, or with a ``demonstrations(instance)`` that gives None or an
+            empty demonstration (runs shown nothing are not reported as demonstrated); a policy
+            trained on other observations than the envs show (see :func:`run_trials`).
     """
+    if isinstance(memory, TrialMemory) or not callable(memory):
+        raise TypeError(f"memory must be a function that makes a fresh TrialMemory (called once per condition, "
+                        f"e.g. lambda: TrialMemory(...)), got a {type(memory).__name__}")
+    instances = check_instances(instances)
+    trials = check_int("trials", trials, minimum=1)
+    repeats = check_int("repeats", repeats, minimum=1)
+    if isinstance(conditions, str):
+        raise TypeError(f"conditions must be a sequence of condition names, got the str {conditions!r}; "
+                        f"e.g. [{conditions!r}]")
     unknown = sorted(set(conditions) - set(CONDITIONS))
-    if unknown:
-        raise ValueError(f"unknown conditions {unknown}; choose from {CONDITIONS}")
+    if unknown or not conditions:
+        raise ValueError(f"unknown conditions {unknown}; choose from {CONDITIONS}" if unknown else
+                         f"conditions is empty; choose from {CONDITIONS}")
     if "with_demonstration" in conditions and demonstrations is None:
         raise ValueError("the with_demonstration condition needs demonstrations=fn(instance) -> (observations, actions)")
     out: dict[str, Any] = {"instances": len(instances), "trials": trials, "repeats": repeats}
@@ -125,7 +181,7 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
         mem = memory()
         th.manual_seed(seed)  # each condition's sampled actions start from the same seed
         guided = cond != "without_experience"
-        demos = demonstrations if cond == "with_demonstration" else None
+        demos = _required(demonstrations) if cond == "with_demonstration" and demonstrations is not None else None
 
         def env_fn(instance: int, mem: TrialMemory = mem, guided: bool = guided,
                    demos: DemoSource | None = demos) -> Callable[[], gym.Env]:
@@ -139,3 +195,15 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
         finally:
             venv.close()
     return out
+
+
+def _required(demonstrations: DemoSource) -> DemoSource:
+    """``demonstrations`` for the with_demonstration condition: an instance without one is an error."""
+    def demos(instance: int) -> tuple[Any, Any]:
+        demo = demonstrations(instance)
+        if demo is None:
+            raise ValueError(f"evaluate_trials: demonstrations({instance}) gave None, and the with_demonstration "
+                             "condition reports runs shown a demonstration; give one for every instance evaluated, "
+                             "or leave the condition out")
+        return demo
+    return demos
