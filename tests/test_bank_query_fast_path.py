@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import experience_wrappers.bank.search as search_module
+import experience_wrappers.bank.writes as writes
 from experience_wrappers.bank import ExperienceBank
 from experience_wrappers.bank.idmap import SortedIds
 
@@ -108,11 +109,14 @@ def test_sorted_ids_follow_adds_removals_rollbacks_and_loads(tmp_path, monkeypat
     def fail(*args):
         raise RuntimeError("injected")
 
-    with monkeypatch.context() as m, pytest.raises(RuntimeError, match="injected"):
-        m.setattr(bank._index, "add", fail)  # the add evicts, appends, then fails and rolls back
-        bank.add(np.ones((250, 6), F32), np.zeros((250, 3)), prior=np.zeros((250, 2)))
-    assert bank._store is not None
-    np.testing.assert_array_equal(bank._store.find(every), before)
+    for rebuild in (False, True):  # the index's add, or its rebuild at the bound, fails
+        with monkeypatch.context() as m, pytest.raises(RuntimeError, match="injected"):
+            m.setattr(bank._index, "needs_rebuild", lambda n, rebuild=rebuild: rebuild)
+            m.setattr(bank._index, "add", fail)  # the add evicts, appends, then fails and rolls back
+            m.setattr(writes, "rebuild_index", fail)
+            bank.add(np.ones((250, 6), F32), np.zeros((250, 3)), prior=np.zeros((250, 2)))
+        assert bank._store is not None
+        np.testing.assert_array_equal(bank._store.find(every), before)
     bank.check_consistency()
     loaded = ExperienceBank.load(bank.save(tmp_path / "bank"))
     np.testing.assert_array_equal(loaded._store.find(every), before)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from experience_wrappers.bank import ExperienceBank
+from experience_wrappers.bank.index import INDEX_SLACK
 
 F32 = np.float32
 K = 8
@@ -52,13 +53,13 @@ def test_recall_at_8_on_20k_clustered_vectors():
 
 @pytest.mark.slow
 def test_recall_after_heavy_churn():
-    """A bank that keeps evicting (slots reused in the index) still finds its neighbours."""
+    """A bank that keeps evicting (deleted elements in the index, rebuilt at its bound) still finds its neighbours."""
     rng = np.random.default_rng(1)
     keys, sample = clustered(12_000, 32, 100, spread=0.8, rng=rng)
     bank = ExperienceBank(capacity=3000, dedup_threshold=0.0, ef_construction=100, seed=0)
     for lo in range(0, len(keys), 500):
         bank.add(keys[lo:lo + 500], np.zeros((500, 1), F32), utility=rng.normal(size=500))
-    assert len(bank) == 3000 and bank._index.max_elements == 3000
+    assert len(bank) == 3000 and bank._index.max_elements <= INDEX_SLACK * 3000
     ent = bank.entries()
     queries = sample(500)
     res = bank.query(queries, k=K, mode="knn", record=False)

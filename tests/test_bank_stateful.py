@@ -25,6 +25,7 @@ from hypothesis.stateful import (
 )
 
 from experience_wrappers.bank import ExperienceBank, Provenance
+from experience_wrappers.bank.index import INDEX_SLACK
 
 CAPACITY = 12
 DIM = 2
@@ -329,7 +330,7 @@ class BankMachine(RuleBasedStateMachine):
         bank, model = self.bank, self.model
         assert len(bank) <= CAPACITY
         if bank._index is not None:
-            assert bank._index.max_elements <= CAPACITY
+            assert bank._index.max_elements <= INDEX_SLACK * CAPACITY
         ent = bank.entries()
         if not ent:
             assert not model.entries

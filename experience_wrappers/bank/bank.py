@@ -28,6 +28,7 @@ from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
 from .search import nearest, record_hits, run_query
 from .state import BankState
+from .task_members import TaskMembers
 from .transaction import Transaction, interrupts_deferred, transaction
 from .usage import bank_stats
 from .utility import credit
@@ -106,7 +107,7 @@ class ExperienceBank:
         #: changes committed so far (every write transaction): a replica records the one it copies
         self._version = 0
         self._task_counts: Counter[int] = Counter()
-        self._task_sets: dict[int, frozenset[int]] = {}
+        self._members = TaskMembers()  # each task's entries, for task-filtered search
         self._store: EntryStore | None = None
         self._index: HnswIndex | None = None
         self._txn: Transaction | None = None
@@ -188,15 +189,6 @@ class ExperienceBank:
 
 
     # ------------------------------------------------------------------ search
-    def _task_set(self, task: int) -> frozenset[int]:
-        s = self._task_sets.get(task)
-        if s is None:
-            store = self._store
-            assert store is not None
-            s = frozenset(store.view("id")[store.view("task_id") == task].tolist())
-            self._task_sets[task] = s
-        return s
-
     def _keys_of(self, ids: np.ndarray) -> np.ndarray:
         """Stored keys of entry ids (any shape); an id not in the bank (-1) gets the first entry's key."""
         assert self._store is not None
@@ -205,7 +197,7 @@ class ExperienceBank:
     def _nearest(self, keys: np.ndarray, m: int, tasks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Up to ``m`` nearest ids per row (same task when ``tasks`` is given); see :func:`.search.nearest`."""
         assert self._store is not None and self._index is not None
-        return nearest(self._store, self._index, keys, m, tasks, self._task_counts, self._task_set,
+        return nearest(self._store, self._index, keys, m, tasks, self._task_counts, self._members,
                        self.config.space)
 
     # ------------------------------------------------------------------- query
@@ -440,7 +432,7 @@ class ExperienceBank:
         self._next_id, self._tick = state.next_id, state.tick
         self._store, self._index = state.store, state.index
         self._task_counts = Counter() if state.store is None else Counter(state.store.view("task_id").tolist())
-        self._task_sets = {}
+        self._members = TaskMembers()
         self._save_id = state.save_id
         self._lineage = [] if state.save_id is None else [state.save_id]
 

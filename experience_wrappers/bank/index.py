@@ -9,15 +9,23 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-__all__ = ["HnswIndex"]
+__all__ = ["HnswIndex", "INDEX_SLACK"]
+
+#: the index holds at most this many times the bank's capacity, deleted elements included
+INDEX_SLACK = 2
 
 
 class HnswIndex:
-    """hnswlib index with deletion reuse and a hard element bound.
+    """hnswlib index with a hard element bound: live entries and deleted ones together.
 
-    The index starts small and doubles up to ``capacity``; deleted labels are marked and
-    their slots reused by later adds (``allow_replace_deleted``), so the index never grows
-    past ``capacity`` elements however many entries come and go.
+    The index starts small and doubles up to :attr:`bound` (``INDEX_SLACK`` x ``capacity``)
+    elements; removed labels are marked deleted and stay in the graph, which routes through
+    them. A deleted element's slot is never reused: hnswlib's ``replace_deleted`` repairs the
+    graph around the replaced node in a way that can leave it unreachable where many keys are
+    at equal distances (one-hot keys: a quarter of exact matches missed after six cycles of
+    20 tasks added and removed; ``tests/test_bank_churn.py``). When an add would pass the
+    bound, the owner rebuilds the index from its live entries (:meth:`needs_rebuild`), at
+    most once per ``capacity`` removals.
     """
 
     def __init__(self, space: str, dim: int, capacity: int, M: int, ef_construction: int,
@@ -25,13 +33,21 @@ class HnswIndex:
         self.space, self.dim, self.capacity = space, int(dim), int(capacity)
         self.M, self.ef_construction, self.ef_search, self.seed = M, ef_construction, ef_search, seed
         self._index = hnswlib.Index(space=space, dim=self.dim)
-        self._index.init_index(max_elements=min(self.capacity, initial), M=M,
-                               ef_construction=ef_construction, random_seed=seed,
-                               allow_replace_deleted=True)
+        self._index.init_index(max_elements=min(self.bound, initial), M=M,
+                               ef_construction=ef_construction, random_seed=seed)
         self._index.set_ef(ef_search)
         self._ef = ef_search
         self.live = 0  # non-deleted elements
-        self.deleted = 0  # marked-deleted slots available for reuse
+        self.deleted = 0  # marked-deleted elements, still in the graph
+
+    @property
+    def bound(self) -> int:
+        """Most elements the index holds, deleted ones included."""
+        return INDEX_SLACK * self.capacity
+
+    def needs_rebuild(self, n: int) -> bool:
+        """Whether adding ``n`` elements would pass :attr:`bound`: rebuild from the live entries instead."""
+        return self.live + self.deleted + n > self.bound
 
     @property
     def max_elements(self) -> int:
@@ -46,19 +62,13 @@ class HnswIndex:
         n = len(ids)
         if n == 0:
             return
-        if self.live + n > self.capacity:
-            raise RuntimeError("index would exceed capacity; evict first")  # bank invariant
-        reuse = min(n, self.deleted)
-        needed = self.live + self.deleted + (n - reuse)
+        if self.live + n > self.capacity or self.needs_rebuild(n):
+            raise RuntimeError("index would exceed its bound; evict or rebuild first")  # bank invariant
+        needed = self.live + self.deleted + n
         if needed > self.max_elements:
-            self._index.resize_index(min(self.capacity, max(needed, 2 * self.max_elements)))
-        # reuse deleted slots first, then fresh ones
-        if reuse:
-            self._index.add_items(keys[:reuse], ids[:reuse], num_threads=1, replace_deleted=True)
-        if n > reuse:
-            self._index.add_items(keys[reuse:], ids[reuse:], num_threads=1)
+            self._index.resize_index(min(self.bound, max(needed, 2 * self.max_elements)))
+        self._index.add_items(keys, ids, num_threads=1)
         self.live += n
-        self.deleted -= reuse
 
     def remove(self, ids: np.ndarray) -> None:
         for i in np.asarray(ids).tolist():
@@ -97,8 +107,7 @@ class HnswIndex:
         self.space, self.dim, self.capacity = space, int(dim), int(capacity)
         self.M, self.ef_construction, self.ef_search, self.seed = M, ef_construction, ef_search, seed
         self._index = hnswlib.Index(space=space, dim=self.dim)
-        self._index.load_index(str(path), max_elements=max(live + deleted, 1),
-                               allow_replace_deleted=True)
+        self._index.load_index(str(path), max_elements=max(live + deleted, 1))
         self._index.set_ef(ef_search)
         self._ef = ef_search
         self.live, self.deleted = int(live), int(deleted)

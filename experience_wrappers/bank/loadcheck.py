@@ -31,7 +31,7 @@ from ..validators import integral
 from .config import MAX_DIM, BankConfig
 from .entries import DIM_NAMES
 from .folder import _fail
-from .index import HnswIndex
+from .index import INDEX_SLACK, HnswIndex
 from .provenance import Provenance
 
 __all__ = ["MAX_COUNTER", "SPOT_CHECKS", "check_counters", "check_dims", "check_columns", "check_index"]
@@ -62,13 +62,15 @@ def check_counters(path: Path, meta: dict, config: BankConfig) -> tuple[int, int
 
 
 def check_index_counts(path: Path, meta: dict, size: int, config: BankConfig) -> tuple[int, int]:
-    """``index.live`` and ``index.deleted`` of ``meta``: ints, ``live == size``, ``live + deleted <= capacity``."""
+    """``index.live`` and ``index.deleted`` of ``meta``: ints, ``live == size``, ``live + deleted`` within
+    the index's bound (``INDEX_SLACK * capacity``; a bank saved before the bound held at most ``capacity``)."""
     counts = meta.get("index")
     if not isinstance(counts, dict):
         raise _fail(path, f"meta.json field index must be an object with live and deleted counts, got {counts!r}")
     live = _int_field(path, "index.live", counts.get("live"), 0, MAX_COUNTER, "0", "2**62")
-    deleted = _int_field(path, "index.deleted", counts.get("deleted"), 0, config.capacity - live + 1, "0",
-                         f"capacity - index.live + 1 = {config.capacity - live + 1}")
+    most = INDEX_SLACK * config.capacity - live + 1
+    deleted = _int_field(path, "index.deleted", counts.get("deleted"), 0, most, "0",
+                         f"{INDEX_SLACK} * capacity - index.live + 1 = {most}")
     if live != size:
         raise _fail(path, f"meta.json says the index holds {live} live elements (index.live) but {size} "
                           "entries (size)")

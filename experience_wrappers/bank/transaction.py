@@ -98,7 +98,7 @@ class Transaction:
 
     def rollback(self) -> None:
         bank = self.bank
-        bank._task_sets.clear()
+        bank._members.clear()
         bank._next_id = self.next_id
         bank._task_counts = self.task_counts
         if self.store is None:  # the change created the store: drop it again

@@ -13,7 +13,7 @@ import numpy as np
 from .dedup import dedup_targets, plan_new_items
 from .merge import combine_cluster, plan_clusters, refresh_entry, same_kind
 from .results import AddResult, MergeResult
-from .transaction import Transaction
+from .transaction import Transaction, rebuild_index
 from .utility import eviction_order
 
 if TYPE_CHECKING:
@@ -52,7 +52,10 @@ def add_locked(bank: ExperienceBank, items: dict[str, Any], txn: Transaction) ->
     evicted = evict_locked(bank, excess) if excess > 0 else np.zeros(0, dtype=np.int64)
     new_ids = append_locked(bank, items, kept_items, kept_src)
     txn.index_touched = True
-    index.add(keys_arr[kept_items], new_ids)
+    if index.needs_rebuild(len(kept_items)):  # deleted elements fill the index: rebuild from the entries
+        bank._index = rebuild_index(bank)  # the store holds the new entries already
+    else:
+        index.add(keys_arr[kept_items], new_ids)
 
     result_ids[kept_items] = new_ids
     id_of_item = dict(zip(kept_items.tolist(), new_ids.tolist(), strict=True))
@@ -85,7 +88,7 @@ def append_locked(bank: ExperienceBank, items: dict[str, Any], kept: np.ndarray,
         c[name][slots] = items[name][rows] if isinstance(items[name], np.ndarray) else items[name]
     store.reindex(slots)
     bank._task_counts.update(items["task_id"][kept].tolist())
-    bank._task_sets.clear()
+    bank._members.clear()
     return new_ids
 
 
@@ -106,7 +109,7 @@ def remove_locked(bank: ExperienceBank, ids: np.ndarray) -> None:
     assert store is not None and index is not None
     bank._task_counts.subtract(store.view("task_id")[store.slots_of(ids)].tolist())
     bank._task_counts = +bank._task_counts
-    bank._task_sets.clear()
+    bank._members.clear()
     store.remove_ids(ids)
     if bank._txn is not None:
         bank._txn.index_touched = True
