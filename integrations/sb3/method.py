@@ -24,6 +24,7 @@ the same callback with the same self-imitation defaults.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import time
@@ -40,6 +41,7 @@ from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager
+from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, instance_seeds
@@ -50,9 +52,18 @@ from .env_families import Family, build_env, family_of
 from .evaluation import evaluate_with_and_without_experience, run_episodes
 from .experience_features import crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
+from .method_settings import (
+    check_demonstrations,
+    check_seed,
+    load_arguments,
+    options,
+    resolve_algorithm,
+    saved_algorithm,
+    settings_to_json,
+)
 from .rollin_callbacks import RollInCallback, RollInView
 from .rollin_env import GuidedRollInVecEnv
-from .run_persistence import REPLAY_FILE, load_crl, save_crl
+from .run_persistence import METHOD_FILE, RUN_NAMES, load_crl, load_run, save_run
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
 
 __all__ = ["ComplementaryRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE"]
@@ -70,20 +81,6 @@ DEMO_SEED_OFFSET = 20_000
 ROLLIN_DEFAULTS: dict[str, Any] = {"on_demonstrated": True, "rollin_ratio": 1.0, "guide": {"max_distance": 0.5},
                                    "curriculum": {"threshold": 0.5, "window": 8, "shrink_step": 1}}
 
-#: the settings file inside a :meth:`ComplementaryRL.save` folder
-METHOD_FILE = "method.json"
-
-
-def _options(value: bool | Mapping[str, Any] | None, defaults: Mapping[str, Any], name: str) -> dict[str, Any] | None:
-    """``True`` -> the defaults; ``False``/None -> None; a mapping -> the defaults updated by it."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return dict(defaults)
-    if isinstance(value, Mapping):
-        return {**defaults, **value}
-    raise TypeError(f"{name} must be True, False or a mapping of its arguments, got {value!r}")
-
 
 class ComplementaryRL:
     """The method, assembled: bank, wrapped env, replay, callbacks and an SB3 on-policy model.
@@ -92,11 +89,14 @@ class ComplementaryRL:
         env: a gymnasium env id (MiniHack ids get MiniHack's factory, glyph CNN and key
             encoder; ``Meta-World/MT10`` the MT10 factory; any other id ``gym.make``) or a
             factory ``() -> gym.Env``.
-        algorithm: an SB3 on-policy algorithm class (PPO by default; self-imitation needs PPO).
+        algorithm: an SB3 on-policy algorithm class or its name in SB3 or sb3_contrib
+            (``"PPO"``, the default; self-imitation needs PPO).
         policy: the policy (default: ``"MultiInputPolicy"`` with the experience features
-            extractor, or SB3's default network for ``experience=False``).
+            extractor, or SB3's default network for ``experience=False``). It and
+            ``policy_kwargs`` are saved with the run (classes by their importable names).
         n_envs: training envs (one :class:`~stable_baselines3.common.vec_env.DummyVecEnv`).
-        seed: seeds the envs, the bank, the manager, the demonstrations and the model.
+        seed: seeds the envs, the bank, the manager, the demonstrations and the model: an int
+            in ``[0, 2**31)``, or None for one drawn at random (``run.seed``, saved with the run).
         experience: False: no bank, no wrapper, no :class:`CRLCallback`: plain PPO plus what
             else is asked for (the benchmarks' peers, e.g. self-imitation from a plain buffer).
         demonstrations: an int (that many scripted demonstrations, recorded from reset seeds
@@ -131,8 +131,8 @@ class ComplementaryRL:
         model, env, bank, manager, replay, demonstrations, rollin_env, callbacks.
     """
 
-    def __init__(self, env: str | Callable[[], gym.Env], *, algorithm: type[BaseAlgorithm] = PPO,
-                 policy: Any = None, n_envs: int = 8, seed: int = 0, experience: bool = True,
+    def __init__(self, env: str | Callable[[], gym.Env], *, algorithm: type[BaseAlgorithm] | str = PPO,
+                 policy: Any = None, n_envs: int = 8, seed: int | None = 0, experience: bool = True,
                  demonstrations: int | Sequence[Any] = 0, self_imitation: bool | Mapping[str, Any] = True,
                  rollin: bool | Mapping[str, Any] = False, group_size: int | None = None,
                  bank: ExperienceBank | None = None, bank_kwargs: Mapping[str, Any] | None = None,
@@ -148,19 +148,24 @@ class ComplementaryRL:
             raise ValueError(f"n_envs must be an int >= 1, got {n_envs!r}")
         if bank is not None and not experience:
             raise ValueError("a bank was given with experience=False: the run would never use it")
+        if bank is not None and not isinstance(bank, ExperienceBank):
+            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+        algorithm = resolve_algorithm(algorithm)
+        demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
         self.experience = experience
-        self.self_imitation = _options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
-        self.rollin = _options(rollin, ROLLIN_DEFAULTS, "rollin")
+        self.self_imitation = options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
+        self.rollin = options(rollin, ROLLIN_DEFAULTS, "rollin")
         self.group_size = group_size
         self._settings: dict[str, Any] = {
             "env": env if isinstance(env, str) else None, "algorithm": algorithm.__name__, "n_envs": n_envs,
             "seed": self.seed, "experience": experience, "self_imitation": self.self_imitation,
             "rollin": self.rollin, "group_size": group_size,
             "demonstrations": demonstrations if isinstance(demonstrations, int) else len(demonstrations),
-            "demonstrations_scripted": isinstance(demonstrations, int),
+            "demonstrations_scripted": isinstance(demonstrations, int), "policy": policy,
             **{name: dict(v or {}) for name, v in (("bank_kwargs", bank_kwargs), ("wrapper_kwargs", wrapper_kwargs),
+                                                  ("policy_kwargs", policy_kwargs),
                                                   ("manager_kwargs", manager_kwargs),
                                                   ("callback_kwargs", callback_kwargs),
                                                   ("ingest_kwargs", ingest_kwargs),
@@ -168,7 +173,9 @@ class ComplementaryRL:
         fam = family_of(env)
         self.family: Family = fam
         self._check(fam, demonstrations)
-        self.bank = (bank or ExperienceBank(seed=self.seed, **dict(bank_kwargs or {}))) if experience else None
+        # ``is None``: an empty bank is falsy, and the caller's must be the one the run fills
+        self.bank = (ExperienceBank(seed=self.seed, **dict(bank_kwargs or {})) if bank is None else bank) \
+            if experience else None
         self.env: VecEnv = build_env(env, n_envs, self.seed, self.bank, dict(wrapper_kwargs or {}),
                                      dict(manager_kwargs or {}), fam, group_size=group_size)
         # the bank's own manager: build_env wraps the envs on a bank of this process
@@ -203,12 +210,12 @@ class ComplementaryRL:
         self.sil_callback: SelfImitationCallback | None = None
         self.rollin_callback: RollInCallback | None = None
         self.callbacks: list[BaseCallback] = self._callbacks(dict(callback_kwargs or {}))
+        #: the run-folder saves this run descends from (loaded from, then written): stale saves are refused
+        self._lineage: list[str] = []
 
     # ------------------------------------------------------------------ assembly
     def _check(self, fam: Family, demonstrations: int | Sequence[Any]) -> None:
-        n = demonstrations if isinstance(demonstrations, int) else len(demonstrations)
-        if isinstance(demonstrations, bool) or (isinstance(demonstrations, int) and demonstrations < 0):
-            raise ValueError(f"demonstrations must be an int >= 0 or a sequence of demonstrations, got {demonstrations!r}")
+        n = demonstrations if isinstance(demonstrations, int) else len(demonstrations)  # checked: check_demonstrations
         if isinstance(demonstrations, int) and n and fam.demonstrator is None:
             raise ValueError(f"demonstrations={n} asks for scripted demonstrations, but {self.env_id!r} has no "
                              "scripted demonstrator (MiniHack navigation tasks have one); pass a list of "
@@ -348,60 +355,86 @@ class ComplementaryRL:
                 self.model._last_obs = self.rollin_env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
 
     def save(self, folder: str | Path) -> Path:
-        """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``
-        and ``method.json`` (its settings; :meth:`load` rebuilds from them)."""
-        folder = Path(folder)
-        if self.experience:
-            save_crl(folder, self.model, self.env, self.replay)
-        else:
-            folder.mkdir(parents=True, exist_ok=True)
-            self.model.save(folder / "model.zip")
-            if self.replay is not None:
-                self.replay.save(folder / REPLAY_FILE)
-        (folder / METHOD_FILE).write_text(json.dumps(self._settings, indent=1, default=str))
-        return folder
+        """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``,
+        ``meta.json`` and ``method.json`` (its settings; :meth:`load` rebuilds from them).
+
+        Whole and atomic, with experience or without (:func:`~integrations.sb3.run_persistence.save_run`):
+        a folder holding anything but a saved run is refused, and so is a stale save (the
+        folder holds a save this run neither loaded nor wrote: another run saved there since),
+        with :class:`~experience_wrappers.errors.RunFileError` naming both saves. A setting that
+        ``method.json`` cannot hold so that it loads (a lambda schedule in ``algorithm_kwargs``)
+        is refused by name (``TypeError``) before anything is written."""
+        settings = settings_to_json(self._settings)  # refuses, by name, what cannot be saved
+
+        def files(save_id: str) -> dict[str, bytes]:
+            return {METHOD_FILE: json.dumps({**settings, "save_id": save_id}, indent=1).encode()}
+
+        replay = self.replay if self.replay is not None or self.manager is None else self.manager.replay
+        return save_run(Path(folder), self.model, self.manager, replay, files=files,
+                        own=RUN_NAMES | {METHOD_FILE}, lineage=self._lineage)
 
     @classmethod
     def load(cls, folder: str | Path, env: str | Callable[[], gym.Env] | None = None,
-             algorithm: type[BaseAlgorithm] | None = None, **overrides: Any) -> ComplementaryRL:
+             algorithm: type[BaseAlgorithm] | str | None = None, **overrides: Any) -> ComplementaryRL:
         """Rebuild a saved run with its settings and restore its model, bank, extractor and replay.
 
         ``env``: needed when the run was built from a factory (an id is saved). ``algorithm``:
-        needed when it was not PPO. Scripted demonstrations are recorded again for roll-in's
-        guide and curriculum, not added again."""
+        needed when it is not SB3's or sb3_contrib's (it is found by its saved name). Scripted
+        demonstrations are recorded again for roll-in's guide and curriculum, not added again.
+
+        ``overrides`` (the constructor's arguments) are applied or refused by name (see
+        :func:`~integrations.sb3.method_settings.load_arguments`): ``experience``, ``policy``,
+        ``policy_kwargs``, ``bank_kwargs`` and ``ingest_kwargs`` are the saved files' (refused
+        unless equal); ``demonstrations`` serve roll-in only; the others are applied (``seed``
+        to the envs and the model's generators, ``algorithm_kwargs`` over the saved model's)."""
         folder = Path(folder)
         path = folder / METHOD_FILE
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by "
                                     "ComplementaryRL.save")
-        settings = json.loads(path.read_text())
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError) as exc:
+            raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} cannot be read ({exc})") from exc
+        if not isinstance(saved, dict) or "algorithm" not in saved:
+            raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is not a run's settings")
+        method_save_id = saved.pop("save_id", None)
+        settings, load_kwargs = load_arguments(saved, overrides, inspect.signature(cls.__init__).parameters)
         # a run saved before ManagerConfig.extractor held every extractor setting: moved silently
         settings["manager_kwargs"] = move_deprecated(settings.get("manager_kwargs") or {}, warn=False)
-        env = env if env is not None else settings.pop("env")
+        env = env if env is not None else settings.get("env")
         settings.pop("env", None)
         if env is None:
             raise ValueError("this run was built from an env factory: pass env=the same factory")
-        name = settings.pop("algorithm")
-        if algorithm is None:
-            if name != "PPO":
-                raise ValueError(f"this run trained {name}: pass algorithm={name}")
-            algorithm = PPO
-        elif algorithm.__name__ != name:
-            raise ValueError(f"this run trained {name}, not {algorithm.__name__}")
+        algorithm = saved_algorithm(settings.pop("algorithm"), algorithm)
         demos, scripted = settings.pop("demonstrations"), settings.pop("demonstrations_scripted")
         if settings["rollin"] is None:
+            if "demonstrations" in overrides:
+                raise ValueError("ComplementaryRL.load cannot apply demonstrations: a loaded run uses them for "
+                                 "roll-in only (the saved bank and replay hold the run's own), and this run has "
+                                 "no roll-in; add them with integrations.demos.ingest_demonstrations(run.manager, ...)")
             demos = 0  # the bank and the replay hold them; only roll-in needs them again
         elif not scripted and "demonstrations" not in overrides:
             raise ValueError("this run rolled in from demonstrations it was given: pass demonstrations=the same "
                              "ones (they are not added to the bank or the replay again)")
-        run = cls(env, algorithm=algorithm, **{"demonstrations": demos, **settings, **overrides}, add_demonstrations=False)
-        if run.experience:
-            run.model = load_crl(folder, run.rollin_env or run.env, algorithm)
-            run.replay = run.manager.replay if run.manager is not None else None
-        else:
-            run.model = algorithm.load(folder / "model.zip", env=run.rollin_env or run.env)
-            if (folder / REPLAY_FILE).exists():
-                run.replay = SuccessReplay.load(folder / REPLAY_FILE)
+        run = cls(env, algorithm=algorithm, **{"demonstrations": demos, **settings}, add_demonstrations=False)
+        try:
+            train_env = run.rollin_env or run.env
+            if run.experience:
+                run.model = load_crl(folder, train_env, algorithm, lineage=run._lineage, **load_kwargs)
+                run.replay = run.manager.replay if run.manager is not None else None
+            else:
+                run.model, run.replay = load_run(folder, train_env, algorithm, lineage=run._lineage, **load_kwargs)
+            if method_save_id is not None and run._lineage[:1] != [method_save_id]:
+                raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is of save {method_save_id}, "
+                                   f"the run's files of save {run._lineage[0] if run._lineage else None} (the folder "
+                                   "was replaced while it was read, or written by save_crl since): load it again")
+        except BaseException:
+            run.close()
+            raise
+        if "seed" in overrides:  # the loaded model keeps its saved seed and generators otherwise
+            run.model.seed = run.seed
+            run.model.set_random_seed(run.seed)
         if run.replay is not None and run.sil_callback is not None:
             run.sil_callback.replay = run.replay
         return run

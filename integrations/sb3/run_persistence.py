@@ -6,6 +6,7 @@ import io
 import json
 import uuid
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from .discovery import find_experience
 from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
-__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "REPLAY_FILE", "RUN_FORMAT"]
+__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "save_run", "load_run",
+           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
@@ -31,6 +33,8 @@ REPLAY_FILE = "replay.npz"
 #: a :func:`save_crl` folder's format (its ``meta.json``) and the names a save writes there
 RUN_FORMAT, RUN_VERSION = "complementary-rl-run", 1
 RUN_NAMES = frozenset({"model.zip", "experience", REPLAY_FILE, META})
+#: the settings file of a :meth:`~integrations.sb3.ComplementaryRL.save` folder (a run folder besides)
+METHOD_FILE = "method.json"
 
 
 def experience_dir_of(model_zip: str | Path) -> Path:
@@ -58,7 +62,7 @@ def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None =
 
 
 def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
-             replay: SuccessReplay | None = None) -> Path:
+             replay: SuccessReplay | None = None, *, lineage: list[str] | None = None) -> Path:
     """Write a run folder: ``path/model.zip``, ``path/experience/`` (bank, extractor, manager
     state), the self-imitation replay as ``path/replay.npz`` (``replay``, or else the manager's
     own, ``manager.replay``, which :class:`CRLCallback` keeps, if any) and ``path/meta.json``.
@@ -71,28 +75,67 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
     by this function is refused (:class:`~experience_wrappers.errors.RunFileError`), so an
     unrelated ``model.zip`` is never replaced.
 
+    ``lineage``: the save ids of the run that saves (see :func:`save_run`); with it, a stale
+    save (the folder holds a save the run neither loaded nor wrote) is refused.
+
     The model is saved with its own ``normalize_advantage`` (which :class:`CRLCallback`
     turns off while it trains), so ``PPO.load`` alone gives a plain PPO agent.
     """
+    manager = _one_manager(env or model.get_env(), "save_crl")
+    return save_run(path, model, manager, manager.replay if replay is None else replay, lineage=lineage)
+
+
+def save_run(path: str | Path, model: BaseAlgorithm, manager: ExperienceSource | None,
+             replay: SuccessReplay | None = None, *, files: Callable[[str], Mapping[str, bytes]] | None = None,
+             own: frozenset[str] = RUN_NAMES, lineage: list[str] | None = None) -> Path:
+    """Write a run folder whole and atomically: ``model.zip``, ``experience/`` (where there is a
+    ``manager``), ``replay.npz`` (where there is a ``replay``), ``meta.json`` with a new save id,
+    and ``files(save_id)`` (name -> bytes; ``own`` must name them).
+
+    The folder is swapped in by :func:`~experience_wrappers.bank.save_load.replaced_folder`: a
+    folder that is not empty and not a run folder is refused, the user's files in it are kept,
+    and a failed save leaves the previous run as it was.
+
+    ``lineage``: the save ids this run descends from (the save it was loaded from, then those it
+    wrote), as the bank keeps them. When it is not empty, a folder holding a save outside it
+    is refused (:class:`~experience_wrappers.errors.RunFileError` naming both saves): another
+    run saved there since, and saving would drop it. The new save's id is appended once
+    committed. An empty lineage (a run never loaded nor saved) may replace any run folder.
+    """
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"save_crl writes a folder, and {str(path)!r} is a file; give a folder path")
-    manager = _one_manager(env or model.get_env(), "save_crl")
-    if replay is None:
-        replay = manager.replay
+        raise ValueError(f"a run is saved as a folder, and {str(path)!r} is a file; give a folder path")
     _adopt_earlier_run_folder(path)
-    with replaced_folder(path, RUN_FORMAT, RUN_NAMES.__contains__, RunFileError) as tmp:
-        manager.save(tmp / "experience")
+    save_id = uuid.uuid4().hex[:16]
+    with replaced_folder(path, RUN_FORMAT, own.__contains__, RunFileError) as tmp:
+        _check_not_stale(path, lineage)  # under the folder's lock: no save can commit in between
+        if manager is not None:
+            manager.save(tmp / "experience")
         if replay is not None:
             replay.save(tmp / REPLAY_FILE)
         with advantage_normalisation_as_configured(model):
             model.save(tmp / "model.zip")
-        (tmp / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION,
-                                            "save_id": uuid.uuid4().hex[:16]}))
+        for name, data in (files(save_id) if files is not None else {}).items():
+            (tmp / name).write_bytes(data)
+        (tmp / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION, "save_id": save_id}))
+    if lineage is not None:
+        lineage.append(save_id)
     return path
 
 
-def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, **kwargs: Any) -> BaseAlgorithm:
+def _check_not_stale(path: Path, lineage: list[str] | None) -> None:
+    """Refuse to replace a run save that the saving run neither loaded nor wrote (the bank's rule)."""
+    current = _run_meta(path).get("save_id") if lineage and (path / META).is_file() else None  # type: ignore[union-attr]
+    if not lineage or not isinstance(current, str) or current in lineage:
+        return
+    raise RunFileError(
+        f"refusing to save into {str(path)!r}: it holds run save {current}, written since this run was loaded from "
+        f"or last saved to it (this run's latest save: {lineage[-1]}), so saving would drop run save {current}. "
+        "Load that save to go on from it, or save this run into a new folder")
+
+
+def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, *,
+             lineage: list[str] | None = None, **kwargs: Any) -> BaseAlgorithm:
     """Load the model onto ``env`` and restore the env's manager (bank, extractor, schedules).
 
     ``path`` is a folder written by :func:`save_crl`, or a checkpoint zip written by
@@ -106,6 +149,10 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
     before the manager changes, so a load that fails (another observation space, a damaged
     ``model.zip``) leaves the env's bank as it was. A run folder that a save replaces while
     it is read is read again.
+
+    ``lineage``: where given, it becomes ``[the save id read]`` (empty for a checkpoint zip or
+    a folder of an earlier version): pass it to :func:`save_crl` to refuse stale saves.
+    Other keyword arguments go to the algorithm's ``load``.
     """
     check_vec_env(env, "load_crl")
     path = Path(path)
@@ -119,21 +166,46 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
             raise FileNotFoundError(f"{need} not found: load_crl needs a save_crl folder or a "
                                     "CRLCheckpointCallback zip with its _experience folder beside it")
     manager = _one_manager(env, "load_crl")
+    return _read_run(path, model_zip, experience, manager, env, algorithm, kwargs, lineage)[0]
+
+
+def load_run(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, *,
+             lineage: list[str] | None = None, **kwargs: Any) -> tuple[BaseAlgorithm, SuccessReplay | None]:
+    """The model (onto ``env``) and the replay of a run folder written without experience
+    (:func:`save_run` with no manager), read as :func:`load_crl` reads (one save, whole).
+
+    ``lineage`` and ``kwargs`` as for :func:`load_crl`.
+    """
+    check_vec_env(env, "load_run")
+    path = Path(path)
+    if not (path / "model.zip").is_file():
+        raise FileNotFoundError(f"{path / 'model.zip'} not found: not a saved run folder")
+    return _read_run(path, path / "model.zip", None, None, env, algorithm, kwargs, lineage)
+
+
+def _read_run(path: Path, model_zip: Path, experience: Path | None, manager: ExperienceSource | None, env: VecEnv,
+              algorithm: type[BaseAlgorithm], kwargs: dict[str, Any],
+              lineage: list[str] | None) -> tuple[BaseAlgorithm, SuccessReplay | None]:
+    """Read the model, the replay and (with a manager) the experience, all of one save."""
     for _ in range(READ_ATTEMPTS):
         meta = _run_meta(path) if path.is_dir() else None
         model = _load_model(algorithm, model_zip, env, kwargs)  # checks the spaces: nothing has changed yet
         replay_file = path / REPLAY_FILE if path.is_dir() else None
         replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
-        manager.restore(experience)  # reads and checks everything before it changes the manager
+        if manager is not None and experience is not None:
+            manager.restore(experience)  # reads and checks everything before it changes the manager
         if not path.is_dir() or _run_meta(path) == meta:
             break
         # a save replaced the run folder while it was read: read it again, whole
     else:
         raise RunFileError(f"cannot load run from {str(path)!r}: the folder kept changing while it was read "
                            "(saves in progress?)")
-    if replay is not None:
+    if replay is not None and manager is not None:
         manager.replay = replay
-    return model
+    if lineage is not None:
+        save_id = meta.get("save_id") if meta is not None else None
+        lineage[:] = [save_id] if isinstance(save_id, str) else []
+    return model, replay
 
 
 def _one_manager(venv: VecEnv | None, caller: str) -> ExperienceSource:
@@ -177,12 +249,18 @@ def _run_meta(path: Path) -> dict[str, Any] | None:
 
 def _adopt_earlier_run_folder(path: Path) -> None:
     """Give a run folder of an earlier version (model.zip, experience/, no meta.json) its
-    ``meta.json``, so that a new save may replace it; any other folder is left for
-    :func:`replaced_folder` to refuse."""
+    ``meta.json``, so that a new save may replace it (and a ``ComplementaryRL`` folder saved
+    without experience by an earlier version: model.zip and its method.json); any other folder
+    is left for :func:`replaced_folder` to refuse."""
     if not path.is_dir() or (path / META).exists():
         return
     try:
-        manager_meta = json.loads((path / "experience" / META).read_bytes())
+        if (path / "model.zip").is_file() and not (path / "experience").exists():
+            settings = json.loads((path / METHOD_FILE).read_bytes())
+            manager_meta = {"format": ExperienceManager.STATE_FORMAT} if (
+                isinstance(settings, dict) and settings.get("experience") is False) else None
+        else:
+            manager_meta = json.loads((path / "experience" / META).read_bytes())
     except (OSError, ValueError, RecursionError):
         return
     if isinstance(manager_meta, dict) and manager_meta.get("format") == ExperienceManager.STATE_FORMAT:

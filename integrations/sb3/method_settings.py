@@ -1,0 +1,300 @@
+"""What :class:`~integrations.sb3.ComplementaryRL` takes and writes: its arguments checked at
+the boundary, and its settings turned into ``method.json`` and back.
+
+``method.json`` holds plain JSON only. Classes and functions (an activation, a features
+extractor, a policy class) are written as a reference to their importable name
+(``{"__object__": "module:qualname"}``) and imported again at load; a value that can be neither
+(a lambda schedule, a local class, an object) is refused at save with the setting's name, never
+written as its ``repr``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+__all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "settings_to_json", "settings_from_json",
+           "to_json", "from_json", "load_arguments", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
+           "UPDATED_ON_LOAD"]
+
+log = logging.getLogger(__name__)
+
+#: the key of a reference to an importable class or function in ``method.json``
+OBJECT_KEY = "__object__"
+#: seeds are ints in ``[0, SEED_LIMIT)`` (the envs, the demonstrations and SB3 add to them)
+SEED_LIMIT = 2**31
+#: where an algorithm given by name is looked up, in this order
+ALGORITHM_MODULES = ("stable_baselines3", "sb3_contrib")
+
+
+def resolve_algorithm(algorithm: Any, name: str = "algorithm") -> type[BaseAlgorithm]:
+    """An SB3 algorithm class, given as the class or as its name in SB3 or sb3_contrib.
+
+    >>> resolve_algorithm("A2C").__name__
+    'A2C'
+
+    Raises:
+        ValueError: a name that is no algorithm of SB3 or sb3_contrib.
+        TypeError: anything but a class of :class:`BaseAlgorithm` or a string.
+    """
+    if isinstance(algorithm, str):
+        for module_name in ALGORITHM_MODULES:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            found = getattr(module, algorithm, None)
+            if isinstance(found, type) and issubclass(found, BaseAlgorithm):
+                return found
+        raise ValueError(f"{name}={algorithm!r} is not an algorithm of stable_baselines3 or sb3_contrib (e.g. "
+                         "'PPO', 'A2C', 'RecurrentPPO'); pass the algorithm class itself")
+    if isinstance(algorithm, type) and issubclass(algorithm, BaseAlgorithm):
+        return algorithm
+    raise TypeError(f"{name} must be an SB3 algorithm class or its name (e.g. PPO or 'PPO'), got {algorithm!r}")
+
+
+def saved_algorithm(name: str, given: type[BaseAlgorithm] | str | None) -> type[BaseAlgorithm]:
+    """The algorithm of a saved run: ``given``, which must be the one saved, or found by its saved name."""
+    if given is not None:
+        algorithm = resolve_algorithm(given)
+        if algorithm.__name__ != name:
+            raise ValueError(f"this run trained {name}, not {algorithm.__name__}")
+        return algorithm
+    try:
+        return resolve_algorithm(name)
+    except (ValueError, TypeError):
+        raise ValueError(f"this run trained {name!r}, which is not an algorithm of SB3 or sb3_contrib: pass "
+                         "algorithm=the class") from None
+
+
+def options(value: bool | Mapping[str, Any] | None, defaults: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """``True`` -> the defaults; ``False``/None -> None; a mapping -> the defaults updated by it."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return dict(defaults)
+    if isinstance(value, Mapping):
+        return {**defaults, **value}
+    raise TypeError(f"{name} must be True, False or a mapping of its arguments, got {value!r}")
+
+
+def check_seed(seed: Any) -> int:
+    """The run's seed: an int in ``[0, 2**31)``; None draws one at random (logged, and saved with the run).
+
+    Raises:
+        TypeError: not an int (a bool, a float, a string).
+        ValueError: an int outside the range.
+    """
+    if seed is None:
+        drawn = int(np.random.SeedSequence().entropy % SEED_LIMIT)  # type: ignore[operator]  # entropy is an int here
+        log.info("seed=None: this run draws seed %d (saved with the run)", drawn)
+        return drawn
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int (or None for a random one), got {seed!r}")
+    if not 0 <= int(seed) < SEED_LIMIT:
+        raise ValueError(f"seed must be an int in [0, 2**31), got {seed!r}")
+    return int(seed)
+
+
+def check_demonstrations(demonstrations: Any) -> int | list[Any]:
+    """An int >= 0 (that many scripted demonstrations) or a list of demonstrations.
+
+    Each item is a :class:`~integrations.demos.Demonstration`, or what
+    :func:`~integrations.demos.as_demonstration` turns into one (a dict of observations and
+    actions, an ``imitation`` trajectory); the list returned holds Demonstration objects.
+
+    Raises:
+        TypeError: a bool, a float, a string, a mapping or another non-sequence.
+        ValueError: a negative count, or an item that is no demonstration (named by its index).
+    """
+    if isinstance(demonstrations, (bool, np.bool_)):
+        raise TypeError(f"demonstrations must be an int >= 0 or a sequence of demonstrations, got {demonstrations!r}")
+    if isinstance(demonstrations, (int, np.integer)):
+        if demonstrations < 0:
+            raise ValueError(f"demonstrations must be an int >= 0 or a sequence of demonstrations, "
+                             f"got {demonstrations!r}")
+        return int(demonstrations)
+    if isinstance(demonstrations, (str, bytes, Mapping)) or not isinstance(demonstrations, Iterable):
+        raise TypeError(f"demonstrations must be an int >= 0 (that many scripted ones) or a sequence of "
+                        f"Demonstration objects, got {type(demonstrations).__name__} {demonstrations!r}")
+    from integrations.demos.trajectories import Demonstration, as_demonstration
+
+    out: list[Demonstration] = []
+    for i, item in enumerate(demonstrations):
+        if isinstance(item, (str, bytes, int, float, np.number)) or item is None:
+            raise ValueError(f"demonstrations[{i}] is {item!r}, not a demonstration (a Demonstration, or a dict "
+                             "of observations and actions)")
+        try:
+            out.append(as_demonstration(item))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"demonstrations[{i}] is not a demonstration: {exc}") from exc
+    return out
+
+
+def to_json(value: Any, name: str) -> Any:
+    """``value`` as plain JSON for ``method.json``; classes and functions as references to their names.
+
+    Tuples become lists, numpy scalars and numeric arrays Python numbers and lists.
+
+    >>> to_json({"net_arch": (8, 8), "lr": np.float32(0.5)}, "policy_kwargs")
+    {'net_arch': [8, 8], 'lr': 0.5}
+
+    Raises:
+        TypeError: naming the setting (``name``, e.g. ``algorithm_kwargs['learning_rate']``)
+            that cannot be saved so that it loads.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic) and isinstance(value.item(), (bool, int, float)):
+        return value.item()
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return value.tolist()
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or key == OBJECT_KEY:
+                raise TypeError(f"{name} has the key {key!r}: method.json holds mappings with string keys only "
+                                f"(and none named {OBJECT_KEY!r}), so this run cannot be saved")
+            out[key] = to_json(item, f"{name}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [to_json(item, f"{name}[{i}]") for i, item in enumerate(value)]
+    ref = _reference(value)
+    if ref is not None:
+        return {OBJECT_KEY: ref}
+    if callable(value):
+        raise TypeError(f"{name} = {value!r} cannot be saved in method.json: a callable is saved by its importable "
+                        "name, and a lambda or a function or class defined inside another has none (a learning-rate "
+                        "schedule?); use a constant, or a function or class defined at the top of a module")
+    raise TypeError(f"{name} = {value!r} ({type(value).__name__}) cannot be saved in method.json, which holds "
+                    "numbers, strings, lists, mappings and importable classes or functions only")
+
+
+def from_json(value: Any, name: str) -> Any:
+    """The inverse of :func:`to_json`: references imported again.
+
+    Raises:
+        ValueError: a reference that cannot be imported here, naming the setting.
+    """
+    if isinstance(value, dict):
+        if set(value) == {OBJECT_KEY}:
+            return _resolve(value[OBJECT_KEY], name)
+        return {k: from_json(v, f"{name}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json(v, f"{name}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def settings_to_json(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting as plain JSON (:func:`to_json`, each named by its key)."""
+    return {key: to_json(value, key) for key, value in settings.items()}
+
+
+def settings_from_json(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting from ``method.json`` (:func:`from_json`, each named by its key)."""
+    return {key: from_json(value, key) for key, value in settings.items()}
+
+
+def _reference(value: Any) -> str | None:
+    """``"module:qualname"`` of a class or function that importing that name gives back, else None."""
+    if not (isinstance(value, type) or inspect.isfunction(value) or inspect.isbuiltin(value)):
+        return None
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", "")
+    if not isinstance(module, str) or not qualname or "<" in qualname:
+        return None
+    ref = f"{module}:{qualname}"
+    try:
+        found = _resolve(ref, "")
+    except ValueError:
+        return None
+    return ref if found is value else None
+
+
+def _resolve(ref: Any, name: str) -> Any:
+    if not isinstance(ref, str) or ref.count(":") != 1:
+        raise ValueError(f"method.json: {name} is a damaged reference {ref!r} (expected 'module:name')")
+    module_name, qualname = ref.split(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"method.json names {ref} for {name}, which cannot be imported here ({exc}): define or "
+                         "import it where the run is loaded") from exc
+    return obj
+
+
+#: load overrides that the saved files decide: one that differs from the saved value is refused
+RESTORED_ON_LOAD: dict[str, str] = {
+    "experience": "whether the run has experience is the saved run's",
+    "policy": "the policy is the saved model's (model.zip)",
+    "policy_kwargs": "the policy's settings are the saved model's (model.zip)",
+    "bank_kwargs": "the bank's config is restored with its entries",
+    "ingest_kwargs": "a loaded run does not ingest its demonstrations again (the saved bank holds them)",
+}
+#: mapping settings a load override updates (key by key, over the saved mapping)
+UPDATED_ON_LOAD = ("wrapper_kwargs", "manager_kwargs", "callback_kwargs", "algorithm_kwargs")
+
+
+def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any],
+                   accepted: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The constructor's arguments for a loaded run and the keyword arguments of the algorithm's ``load``.
+
+    Args:
+        saved: the settings of ``method.json`` as written (plain JSON, before :func:`settings_from_json`).
+        overrides: what the caller passed to ``load``.
+        accepted: the constructor's argument names.
+
+    Every override is applied or refused by name: those of :data:`RESTORED_ON_LOAD` must equal
+    the saved value (a file of an earlier version that lacks one takes it as given); those of
+    :data:`UPDATED_ON_LOAD` update the saved mapping (``algorithm_kwargs`` and
+    ``tensorboard_log`` are also given to the algorithm's ``load``, over the saved model's);
+    the others replace the saved value (a new ``seed`` leaves the saved extractor's seed as
+    saved). ``demonstrations`` serve roll-in only.
+
+    Raises:
+        TypeError: an unknown name, or a mapping setting given as something else.
+        ValueError: an override the saved files decide, different from the saved value.
+    """
+    accepted = set(accepted) - {"env", "algorithm", "add_demonstrations", "self"}
+    unknown = sorted(set(overrides) - accepted)
+    if unknown:
+        raise TypeError(f"ComplementaryRL.load got {unknown}, which are not settings of a run "
+                        f"(those are {sorted(accepted)})")
+    kwargs = settings_from_json(saved)
+    load_kwargs: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if name in RESTORED_ON_LOAD:
+            if name in saved and _json_or_none(value, name) != saved[name]:
+                raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: {RESTORED_ON_LOAD[name]} "
+                                 f"(saved: {saved[name]!r}); build a new run to change it")
+        elif name in UPDATED_ON_LOAD:
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{name} must be a mapping, got {value!r}")
+            kwargs[name] = {**(kwargs.get(name) or {}), **value}
+            if name == "algorithm_kwargs":
+                load_kwargs.update(value)
+            continue
+        elif name == "tensorboard_log":
+            load_kwargs[name] = value
+        kwargs[name] = value
+    manager_kwargs = dict(kwargs.get("manager_kwargs") or {})
+    if "seed" in overrides and "seed" in saved and "seed" not in manager_kwargs \
+            and "seed" not in (manager_kwargs.get("extractor") or {}):
+        # the saved extractor was seeded by the saved run's seed; a restore must find the same config
+        kwargs["manager_kwargs"] = {**manager_kwargs, "extractor": {**(manager_kwargs.get("extractor") or {}),
+                                                                    "seed": saved["seed"]}}
+    return kwargs, load_kwargs
+
+
+def _json_or_none(value: Any, name: str) -> Any:
+    try:
+        return to_json(value, name)
+    except TypeError:
+        return object()  # cannot be saved: equal to no saved value

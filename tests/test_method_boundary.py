@@ -1,0 +1,252 @@
+"""``ComplementaryRL`` at its boundary (issue 36, items 1, 2, 5, 6, 7 and 14): saves never replace
+what is not theirs, settings save so that they load, and what a user gives is applied or refused
+by name. Tiny runs on CartPole and a 5x5 image grid."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+from experience_wrappers import ExperienceBank
+from experience_wrappers.errors import RunFileError
+from integrations.sb3 import ComplementaryRL
+from integrations.sb3.method import METHOD_FILE
+
+SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 1}
+TINY = {"net_arch": [8]}
+
+
+def _run(experience: bool = True, **kw: Any) -> ComplementaryRL:
+    kw = {"n_envs": 1, "seed": 0, "algorithm_kwargs": SMALL, "policy_kwargs": TINY, "self_imitation": False, **kw}
+    return ComplementaryRL("CartPole-v1", experience=experience, **kw)
+
+
+class Grid(gym.Env):
+    """A 5x5 one-channel image: SB3's default CNN cannot read it (its first kernel is 8x8)."""
+
+    observation_space = gym.spaces.Box(0, 255, (5, 5, 1), np.uint8)
+    action_space = gym.spaces.Discrete(4)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros((5, 5, 1), np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full((5, 5, 1), self.t, np.uint8), float(action == 0), self.t >= 4, False, {}
+
+
+class FlatExtractor(BaseFeaturesExtractor):
+    """Every key flattened and concatenated: what the grid run needs instead of the CNN."""
+
+    def __init__(self, observation_space: gym.spaces.Dict) -> None:
+        dims = [int(np.prod(space.shape or ())) for space in observation_space.spaces.values()]
+        super().__init__(observation_space, sum(dims))
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        return th.cat([th.flatten(v.float(), 1) for v in observations.values()], dim=1)
+
+
+# ------------------------------------------------------------------ item 1
+@pytest.mark.parametrize("experience", [True, False])
+def test_item1_a_save_refuses_a_folder_that_is_not_a_saved_run_in_every_configuration(tmp_path, experience) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "model.zip").write_bytes(b"my own model")
+    (folder / METHOD_FILE).write_text("my notes")
+    run = _run(experience)
+    with pytest.raises(RunFileError, match="not empty and is not a saved folder"):
+        run.save(folder)
+    assert (folder / "model.zip").read_bytes() == b"my own model" and (folder / METHOD_FILE).read_text() == "my notes"
+    run.close()
+
+
+def test_item1_a_save_without_experience_is_atomic_and_keeps_the_users_files(tmp_path) -> None:
+    run = _run(False)
+    run.save(tmp_path / "r")
+    (tmp_path / "r" / "notes.txt").write_text("mine")
+    assert json.loads((tmp_path / "r" / "meta.json").read_text())["format"] == "complementary-rl-run"
+    run.learn(32)
+    run.save(tmp_path / "r")  # its own earlier save: replaced whole, the user's file kept
+    assert (tmp_path / "r" / "notes.txt").read_text() == "mine"
+    assert not list(tmp_path.glob(".r.*"))  # no temporary folder left
+    back = ComplementaryRL.load(tmp_path / "r")
+    assert back.model.num_timesteps == run.model.num_timesteps
+    run.close()
+    back.close()
+
+
+# ------------------------------------------------------------------ item 2
+@pytest.mark.parametrize("experience", [True, False])
+def test_item2_a_stale_save_is_refused_naming_both_saves(tmp_path, experience) -> None:
+    f = tmp_path / "f"
+    a, b = _run(experience), _run(experience, seed=1)
+    a.save(f)
+    a_id = json.loads((f / "meta.json").read_text())["save_id"]
+    b.save(f)  # b was never loaded: it may replace any run folder, as a bank may
+    b_id = json.loads((f / "meta.json").read_text())["save_id"]
+    a.learn(32)
+    with pytest.raises(RunFileError, match=f"holds run save {b_id}.*latest save: {a_id}"):
+        a.save(f)
+    assert json.loads((f / "meta.json").read_text())["save_id"] == b_id  # B's run is intact
+    assert json.loads((f / METHOD_FILE).read_text())["seed"] == 1
+    a.save(tmp_path / "elsewhere")  # a new folder is fine
+    b.learn(32)
+    b.save(f)  # b wrote what f holds: not stale
+    back = ComplementaryRL.load(f)
+    back.save(f)  # a loaded run descends from what it loaded
+    a.close()
+    b.close()
+    back.close()
+
+
+def test_item2_a_loaded_run_is_stale_once_another_run_saved_over_its_folder(tmp_path) -> None:
+    f = tmp_path / "f"
+    first = _run()
+    first.save(f)
+    loaded = ComplementaryRL.load(f)
+    first.learn(32)
+    first.save(f)
+    with pytest.raises(RunFileError, match="refusing to save"):
+        loaded.save(f)
+    first.close()
+    loaded.close()
+
+
+# ------------------------------------------------------------------ item 5
+def test_item5_an_empty_bank_given_is_the_one_the_run_fills(tmp_path) -> None:
+    bank = ExperienceBank(capacity=50, seed=0)
+    assert len(bank) == 0 and not bank  # falsy when empty: the run must not build its own
+    run = _run(bank=bank)
+    assert run.bank is bank and run.manager is not None and run.manager.bank is bank
+    run.learn(128)
+    assert len(bank) > 0
+    with pytest.raises(TypeError, match="bank must be an ExperienceBank"):
+        _run(bank={"capacity": 50})
+    run.close()
+
+
+# ------------------------------------------------------------------ item 6
+def _schedule(progress: float) -> float:
+    return 3e-4 * progress
+
+
+@pytest.mark.parametrize("experience", [True, False])
+def test_item6_a_setting_that_cannot_be_saved_is_refused_by_name_and_nothing_is_written(tmp_path, experience) -> None:
+    run = _run(experience, algorithm_kwargs={**SMALL, "learning_rate": lambda p: 3e-4 * p})
+    with pytest.raises(TypeError, match=r"algorithm_kwargs\['learning_rate'\].*cannot be saved"):
+        run.save(tmp_path / "r")
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+    run.close()
+    class LocalTanh(th.nn.Tanh):  # defined inside a function: no importable name
+        pass
+
+    run = _run(experience, policy_kwargs={"net_arch": [8], "activation_fn": LocalTanh})
+    with pytest.raises(TypeError, match=r"policy_kwargs\['activation_fn'\] = .*LocalTanh.* cannot be saved"):
+        run.save(tmp_path / "r")
+    run.close()
+
+
+def test_item6_an_importable_schedule_and_classes_are_saved_by_name_and_load(tmp_path) -> None:
+    run = _run(False, algorithm_kwargs={**SMALL, "learning_rate": _schedule},
+               policy_kwargs={"net_arch": [8], "activation_fn": th.nn.ReLU})
+    run.save(tmp_path / "r")
+    settings = json.loads((tmp_path / "r" / METHOD_FILE).read_text())
+    assert settings["algorithm_kwargs"]["learning_rate"] == {"__object__": f"{__name__}:_schedule"}
+    back = ComplementaryRL.load(tmp_path / "r")
+    assert back.model.lr_schedule(1.0) == pytest.approx(3e-4)
+    policy: Any = back.model.policy
+    assert isinstance(policy.mlp_extractor.policy_net[1], th.nn.ReLU)
+    back.learn(32, reset_num_timesteps=False)
+    run.close()
+    back.close()
+
+
+# ------------------------------------------------------------------ item 7
+def test_item7_load_overrides_are_applied_or_refused_by_name(tmp_path) -> None:
+    run = _run(bank_kwargs={"capacity": 500})
+    run.save(tmp_path / "r")
+    with pytest.raises(ValueError, match="cannot apply bank_kwargs=.*bank's config is restored"):
+        ComplementaryRL.load(tmp_path / "r", bank_kwargs={"capacity": 7})
+    with pytest.raises(ValueError, match="cannot apply policy_kwargs"):
+        ComplementaryRL.load(tmp_path / "r", policy_kwargs={"net_arch": [16]})
+    with pytest.raises(ValueError, match="cannot apply experience"):
+        ComplementaryRL.load(tmp_path / "r", experience=False)
+    with pytest.raises(ValueError, match="cannot apply demonstrations"):
+        ComplementaryRL.load(tmp_path / "r", demonstrations=[])
+    with pytest.raises(TypeError, match=r"got \['banks'\], which are not settings"):
+        ComplementaryRL.load(tmp_path / "r", banks=3)
+    same = ComplementaryRL.load(tmp_path / "r", bank_kwargs={"capacity": 500})  # the saved value: fine
+    assert same.bank is not None and same.bank.config.capacity == 500
+    same.close()
+    # applied: the model's hyperparameters, the envs, the seed
+    back = ComplementaryRL.load(tmp_path / "r", algorithm_kwargs={"ent_coef": 0.25}, n_envs=2, seed=5)
+    model: Any = back.model
+    assert model.ent_coef == 0.25 and model.n_steps == SMALL["n_steps"] and model.n_envs == 2
+    assert back.seed == 5 and back.model.seed == 5
+    assert back._settings["algorithm_kwargs"] == {**SMALL, "ent_coef": 0.25}
+    back.learn(64, reset_num_timesteps=False)
+    run.close()
+    back.close()
+
+
+# ------------------------------------------------------------------ item 14
+def test_item14_seed_none_draws_one_and_saves_it(tmp_path) -> None:
+    run = _run(seed=None)
+    assert isinstance(run.seed, int) and 0 <= run.seed < 2**31
+    run.save(tmp_path / "r")
+    assert ComplementaryRL.load(tmp_path / "r").seed == run.seed
+    for bad, err in (("1", TypeError), (1.5, TypeError), (True, TypeError), (-1, ValueError)):
+        with pytest.raises(err, match="seed must be an int"):
+            _run(seed=bad)
+    run.close()
+
+
+def test_item14_algorithm_by_name(tmp_path) -> None:
+    run = _run(algorithm="A2C", algorithm_kwargs={"n_steps": 8})
+    assert isinstance(run.model, A2C)
+    run.save(tmp_path / "r")
+    back = ComplementaryRL.load(tmp_path / "r")  # found by its saved name, not restated
+    assert isinstance(back.model, A2C)
+    assert isinstance(_run(algorithm=PPO).model, PPO)
+    with pytest.raises(ValueError, match="algorithm='PP0' is not an algorithm of stable_baselines3"):
+        _run(algorithm="PP0")
+    with pytest.raises(TypeError, match="algorithm must be an SB3 algorithm class or its name"):
+        _run(algorithm=3)
+    with pytest.raises(ValueError, match="this run trained A2C, not PPO"):
+        ComplementaryRL.load(tmp_path / "r", algorithm="PPO")
+    run.close()
+    back.close()
+
+
+@pytest.mark.parametrize(("demos", "err", "match"), [
+    ("abc", TypeError, "demonstrations must be an int >= 0 .* got str 'abc'"),
+    ([1, 2], ValueError, r"demonstrations\[0\] is 1, not a demonstration"),
+    (2.5, TypeError, "demonstrations must be an int >= 0 .* got float 2.5"),
+    ([{"observations": [0]}], ValueError, r"demonstrations\[0\] is not a demonstration"),
+    (-1, ValueError, "demonstrations must be an int >= 0"),
+])
+def test_item14_demonstrations_that_are_none_are_refused_by_name(demos, err, match) -> None:
+    with pytest.raises(err, match=match):
+        _run(demonstrations=demos)
+
+
+def test_item14_a_run_with_its_own_policy_loads_without_restating_it(tmp_path) -> None:
+    kw: dict[str, Any] = {"policy": "MultiInputPolicy", "policy_kwargs": {"features_extractor_class": FlatExtractor, "net_arch": [8]}}
+    run = ComplementaryRL(Grid, n_envs=1, seed=0, algorithm_kwargs=SMALL, self_imitation=False, **kw)
+    run.learn(32)
+    run.save(tmp_path / "r")
+    back = ComplementaryRL.load(tmp_path / "r", env=Grid)  # the default CNN cannot read a 5x5 grid
+    assert isinstance(back.model.policy.features_extractor, FlatExtractor)
+    back.learn(32, reset_num_timesteps=False)
+    assert ComplementaryRL.load(tmp_path / "r", env=Grid, **kw).model.num_timesteps == 32  # restating: the same
+    run.close()
+    back.close()
