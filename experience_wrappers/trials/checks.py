@@ -60,7 +60,8 @@ def check_instances(instances: object, name: str = "instances") -> list[int]:
     ...
     ValueError: instances must be a non-empty sequence of reset seeds (ints >= 0), got [1.7]: item 0 is 1.7, not a whole number
     """
-    what = f"{name} must be a non-empty sequence of reset seeds (ints >= 0), got {_short.repr(instances)}"
+    shown = " ".join(_short.repr(instances).split())  # one line, whatever numpy prints
+    what = f"{name} must be a non-empty sequence of reset seeds (ints >= 0), got {shown}"
     if isinstance(instances, np.ndarray):
         if instances.ndim != 1:
             raise ValueError(f"{what}: an array of shape {instances.shape}, not one axis")

@@ -1,0 +1,278 @@
+"""The trials path's boundary (issue 36, items 3, 8-13 and 15): every case a hostile user tried is
+refused at once, in one line that names what was given, or is warned about as the main path does.
+
+Real SB3 and real trial envs: a 5x5 hidden-goal grid in pure Python (``reset(seed=s)`` puts the
+goal on cell ``s``), tiny nets, no training beyond what a case needs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from experience_wrappers.errors import RunFileError
+from experience_wrappers.trials import (
+    EntryLayout,
+    MetaEpisode,
+    RetrieveAndPlay,
+    TrialMemory,
+    TrialsWrapper,
+    trials_env_fns,
+)
+from integrations.sb3.trials_evaluation import evaluate_trials, run_trials
+from integrations.sb3.trials_method import TrialsRun, build_trials_method
+
+SIZE = 5
+MOVES = ((0, -1), (1, 0), (0, 1), (-1, 0))
+
+
+class Grid(gym.Env):
+    """A 5x5 room, the goal on cell ``seed`` (hidden: the observation is the position); ``nan_at``: the
+    step whose observation is NaN."""
+
+    def __init__(self, max_steps: int = 6, nan_at: int | None = None) -> None:
+        self.observation_space = spaces.Box(0.0, SIZE - 1.0, (2,), np.float32)
+        self.action_space = spaces.Discrete(4)
+        self.max_steps, self.nan_at = max_steps, nan_at
+        self.goal, self.pos, self.t = (1, 0), np.zeros(2), 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.goal = (seed % SIZE, seed // SIZE)
+        self.pos, self.t = np.zeros(2), 0
+        return self.pos.astype(np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.pos = np.clip(self.pos + MOVES[int(action)], 0, SIZE - 1)
+        self.t += 1
+        won = tuple(int(v) for v in self.pos) == self.goal
+        obs = self.pos.astype(np.float32)
+        if self.t == self.nan_at:
+            obs[0] = np.nan
+        return obs, float(won), won, self.t >= self.max_steps and not won, {"success": won}
+
+
+def demo(goal: int) -> tuple[np.ndarray, np.ndarray]:
+    """A shortest path to ``goal``: east, then south; the positions its steps start from and its moves."""
+    actions = [1] * (goal % SIZE) + [2] * (goal // SIZE)
+    pos, obs = np.zeros(2, np.float32), []
+    for a in actions:
+        obs.append(pos.copy())
+        pos = pos + np.asarray(MOVES[a], np.float32)
+    return np.stack(obs), np.asarray(actions)
+
+
+SPACE = Grid().observation_space
+ACT = Grid().action_space
+
+
+def memory(space: spaces.Space = SPACE, **kw: Any) -> TrialMemory:
+    return TrialMemory(space, ACT, horizon=6, **{"k": 4, "exp_dim": 2, "hidden": 8, "write_failures": True, **kw})
+
+
+def tiny_run(mem: TrialMemory, trials: int = 2) -> TrialsRun:
+    return build_trials_method(Grid, [3, 7, 12], memory=mem, n_envs=2, group_size=2, trials=trials, sil=False,
+                               imitate=False, ppo_kwargs={"n_steps": 16, "batch_size": 32, "n_epochs": 1},
+                               features_kwargs={"hidden": 8})
+
+
+def wrapper(mem: TrialMemory, **kw: Any) -> TrialsWrapper:
+    return TrialsWrapper(Grid(), mem, **{"instances": [7], "trials": 2, "guided": True, "learn": False,
+                                         "group_size": 1, "free_members": 0, **kw})
+
+
+# ------------------------------------------------------------------ items 8 and 15: instances
+BAD_INSTANCES = [("123", TypeError), ([1.7], ValueError), ([-1], ValueError), ([float("nan")], ValueError),
+                 (5, TypeError), (["a"], TypeError), ([], ValueError), ([True], TypeError),
+                 (np.zeros((2, 2), int), ValueError)]
+
+
+@pytest.mark.parametrize(("bad", "error"), BAD_INSTANCES, ids=[" ".join(repr(b).split())[:24] for b, _ in BAD_INSTANCES])
+def test_instances_must_be_a_sequence_of_reset_seeds_wherever_they_enter(bad: Any, error: type) -> None:
+    mem = memory()
+    said = "instances must be a non-empty sequence of reset seeds"
+    entries = [lambda: wrapper(mem, instances=bad),
+               lambda: trials_env_fns(Grid, mem, 2, instances=bad, group_size=2),
+               lambda: MetaEpisode(Grid(), instances=bad),
+               lambda: build_trials_method(Grid, bad, memory=mem, n_envs=2, group_size=2),
+               lambda: evaluate_trials(lambda o, **_: (np.zeros(1, int), None), Grid, memory, bad)]
+    for enter in entries:
+        with pytest.raises(error, match=said) as info:
+            enter()
+        assert "\n" not in str(info.value)
+    assert wrapper(mem, instances=np.array([3, 5])).instances == [3, 5]
+    assert wrapper(mem, instances=(2.0, 4)).instances == [2, 4]
+    assert wrapper(mem, instances=range(1, 3)).instances == [1, 2]
+
+
+# ------------------------------------------------------------------ items 3 and 15: saving a run
+def test_a_run_is_never_saved_over_files_that_are_not_a_saved_run(tmp_path: Path) -> None:
+    run = tiny_run(memory())
+    foreign = tmp_path / "other"
+    foreign.mkdir()
+    (foreign / "model.zip").write_bytes(b"someone else's model")
+    with pytest.raises(RunFileError, match="not empty and is not a saved folder"):
+        run.save(foreign)
+    assert (foreign / "model.zip").read_bytes() == b"someone else's model"
+    a_file = tmp_path / "a_file"
+    a_file.write_text("mine")
+    with pytest.raises(ValueError, match=r"TrialsRun.save writes a folder, and .*a_file' is a file"):
+        run.save(a_file)
+    assert a_file.read_text() == "mine"
+    folder = run.save(tmp_path / "run")
+    (folder / "notes.txt").write_text("kept")
+    run.save(folder)  # its own save: replaced whole, the user's notes kept
+    assert (folder / "notes.txt").read_text() == "kept"
+    before = (folder / "model.zip").read_bytes()
+
+    def broken(path: Any) -> None:
+        raise OSError("disk full")
+
+    run.memory.save = broken  # type: ignore[method-assign,assignment]
+    with pytest.raises(OSError, match="disk full"):
+        run.save(folder)
+    assert (folder / "model.zip").read_bytes() == before  # all or nothing: the previous save stands
+    assert TrialsRun.load_policy(folder, memory(train_extractor=False)) is not None
+
+
+# ------------------------------------------------------------------ items 9 and 15: loading into another memory
+def test_load_policy_refuses_a_memory_of_other_widths_and_changes_nothing(tmp_path: Path) -> None:
+    folder = tiny_run(memory()).save(tmp_path / "run")
+    wide = spaces.Box(0.0, SIZE - 1.0, (3,), np.float32)
+    cases = [(memory(wide), r"observation: .*\(2,\).*\(3,\).*trial_entries: the policy reads \(4, 12\).*the envs show \(4, 13\)"),
+             (memory(exp_dim=4), r"rows 12 wide.*rows 14 wide"),
+             (memory(k=2), r"k=4.*k=2"),
+             (memory(trial_index=True), "trial_index: the envs show it"),
+             (memory(max_len=8), "max_len 16 there, 8 here"),
+             (memory(exp_dim=0), "rows 12 wide.*rows 10 wide")]
+    for mem, said in cases:
+        trainer = mem.trainer
+        with pytest.raises(ValueError, match=said) as info:
+            TrialsRun.load_policy(folder, mem)
+        assert "\n" not in str(info.value)
+        assert mem.trainer is trainer  # nothing loaded
+    with pytest.raises(ValueError, match="key_dim 2 there, 3 here"):
+        memory(wide).load(folder / "memory")  # the extractor alone, into a memory of another key width
+    saved_crl_like = tmp_path / "crl"
+    saved_crl_like.mkdir()
+    (saved_crl_like / "model.zip").write_bytes((folder / "model.zip").read_bytes())
+    (saved_crl_like / "meta.json").write_text('{"format": "complementary-rl-run", "version": 1}')
+    with pytest.raises(RunFileError, match="not a TrialsRun.save folder"):
+        TrialsRun.load_policy(saved_crl_like, memory())
+
+
+# ------------------------------------------------------------------ item 15: evaluating with other settings
+def test_evaluation_refuses_a_policy_trained_on_other_observations_before_any_step() -> None:
+    indexed = tiny_run(memory(trial_index=True)).model
+    plain = tiny_run(memory()).model
+    cases = [(indexed, lambda: memory(trial_index=True, k=2), 2, r"k=4.*k=2"),
+             (indexed, lambda: memory(trial_index=True, exp_dim=4), 2, r"rows 12 wide.*rows 14 wide"),
+             (indexed, lambda: memory(trial_index=True), 3, "trained with trials=2, the envs run trials=3"),
+             (indexed, memory, 2, "trial_index: the policy was trained with it"),
+             (plain, lambda: memory(trial_index=True), 2, "trial_index: the envs show it")]
+    for model, factory, trials, said in cases:
+        with pytest.raises(ValueError, match=f"trained on other observations than these envs show: .*{said}"):
+            evaluate_trials(model.predict, Grid, factory, [7], trials=trials, repeats=1,
+                            conditions=["with_experience"])
+    res = evaluate_trials(plain.predict, Grid, memory, [7], trials=2, repeats=1, conditions=["with_experience"])
+    assert res["with_experience"]["runs"] == 1
+
+
+def test_evaluation_refuses_a_memory_object_and_a_str_of_conditions() -> None:
+    play = RetrieveAndPlay(memory().layout, ACT).predict
+    with pytest.raises(TypeError, match="memory must be a function that makes a fresh TrialMemory.*got a TrialMemory"):
+        evaluate_trials(play, Grid, memory(), [7])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="conditions must be a sequence of condition names"):
+        evaluate_trials(play, Grid, memory, [7], conditions="with_experience")
+
+
+# ------------------------------------------------------------------ item 10: a demonstration condition shown nothing
+@pytest.mark.parametrize(("demos", "said"), [
+    (lambda g: None, r"demonstrations\(7\) gave None"),
+    (lambda g: (np.zeros((0, 2), np.float32), np.zeros(0, int)), r"demonstrations\(7\) gave a demonstration without "
+                                                                  "actions")])
+def test_with_demonstration_is_never_reported_for_runs_shown_nothing(demos: Any, said: str) -> None:
+    play = RetrieveAndPlay(memory().layout, ACT).predict
+    with pytest.raises(ValueError, match=said):
+        evaluate_trials(play, Grid, memory, [7], trials=2, repeats=1, conditions=["with_demonstration"],
+                        demonstrations=demos)
+
+
+# ------------------------------------------------------------------ items 11 and 15: demonstrations outside the space
+def test_demonstrations_get_the_checks_of_the_envs_observations() -> None:
+    wide = lambda g: (np.zeros((2, 3), np.float32), np.array([1, 1]))  # noqa: E731
+    with pytest.raises(ValueError, match=r"demonstrations\(7\) gave an observation outside its space .*shape \(3,\)"):
+        wrapper(memory(), demonstrations=wide).reset()
+    nan = lambda g: (np.array([[0.0, np.nan]], np.float32), np.array([1]))  # noqa: E731
+    with pytest.raises(ValueError, match=r"demonstrations\(7\) gave an observation with NaN"):
+        wrapper(memory(), demonstrations=nan).reset()
+    short = lambda g: (np.zeros((1, 2), np.float32), np.array([1, 1]))  # noqa: E731
+    with pytest.raises(ValueError, match=r"demonstrations\(7\) gave 1 observations for 2 actions"):
+        wrapper(memory(), demonstrations=short).reset()
+    outside = lambda g: (np.array([[9.0, 9.0]], np.float32), np.array([1]))  # noqa: E731
+    env = wrapper(memory(), demonstrations=outside, trials=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # three runs of one trial, three demonstrations: one warning
+            env.reset()
+    said = [str(w.message) for w in caught if "outside its Box bounds" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("demonstrations(7) gave an observation"), said
+
+
+# ------------------------------------------------------------------ item 12: retrieve-and-play of another layout
+def test_retrieve_and_play_refuses_rows_of_another_layout() -> None:
+    mem = memory(exp_dim=1)  # rows 2 + 1 + 1 + 4 + 2 + 1 = 11 wide
+    venv = DummyVecEnv([lambda: wrapper(mem, demonstrations=demo)])
+    narrow = RetrieveAndPlay(EntryLayout(key_dim=2, action_dim=4, exp_dim=0, horizon=6), ACT)
+    with pytest.raises(ValueError, match="the entry rows are 11 wide .* reads rows 10 wide"):
+        narrow.predict(venv.reset())  # type: ignore[arg-type]
+    same_width = RetrieveAndPlay(EntryLayout(key_dim=3, action_dim=4, exp_dim=0, horizon=6), ACT)
+    assert same_width.layout.row_dim == mem.layout.row_dim
+    with pytest.raises(ValueError, match="RetrieveAndPlay reads the layout .* the envs' memory writes"):
+        run_trials(venv, same_width.predict, runs_per_env=1, trials=2, max_steps=200)
+    with pytest.raises(ValueError, match="actions are 4 wide, the action space Discrete\\(8\\) has 8"):
+        RetrieveAndPlay(mem.layout, spaces.Discrete(8))
+    venv.close()
+
+
+# ------------------------------------------------------------------ item 13: another trial count
+def test_run_trials_refuses_another_trial_count_before_any_step() -> None:
+    venv = DummyVecEnv([lambda: wrapper(memory(), trials=2)])
+    calls = []
+
+    def predict(obs: Any, **_: Any) -> tuple[np.ndarray, None]:
+        calls.append(1)
+        return np.zeros(1, int), None
+
+    with pytest.raises(ValueError, match=r"run_trials\(trials=4\): the envs run \[2\] trials per run"):
+        run_trials(venv, predict, runs_per_env=1, trials=4, max_steps=500)
+    assert not calls
+    assert run_trials(venv, predict, runs_per_env=1, trials=2).shape == (1, 2)
+    venv.close()
+
+
+# ------------------------------------------------------------------ item 15: the env's observations, the memory's space
+def test_a_nan_observation_names_the_env_the_trial_and_the_step() -> None:
+    env = TrialsWrapper(Grid(nan_at=3), memory(), instances=[24], trials=2, guided=True, learn=False, group_size=1,
+                        free_members=0)
+    env.reset()
+    env.step(1)
+    env.step(1)
+    with pytest.raises(ValueError, match=r"NaN or inf at step 3 of trial 0 \(run 0, instance 24\) of Grid"):
+        env.step(1)
+
+
+def test_a_memory_for_another_observation_space_is_refused_at_the_wrapper() -> None:
+    other = memory(spaces.Box(0.0, 9.0, (2,), np.float32))
+    with pytest.raises(ValueError, match=r"the memory was built for the observation space Box\(0.0, 9.0"):
+        wrapper(other)
+    with pytest.raises(ValueError, match="the memory was built for the action space Discrete\\(8\\)"):
+        TrialsWrapper(Grid(), TrialMemory(SPACE, spaces.Discrete(8), horizon=6), instances=[7])
