@@ -293,3 +293,26 @@ def test_a_replica_swapped_on_write_shows_new_entries_at_the_next_retrieval(mode
 def test_the_swap_setting_is_checked():
     with pytest.raises(ValueError, match="replica_swap"):
         ManagerConfig(read_replica=True, replica_swap="never")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "process"])
+def test_a_save_right_after_retrievals_holds_what_the_replica_counted(mode, tmp_path):
+    """The retrievals a replica counted since the last poll are in the save (they were left out: 0 saved)."""
+    mgr = _cartpole_manager(mode)
+    try:
+        mgr.submit(_episode())
+        mgr.flush()
+        for _ in range(3):  # the entries reach the bank, then the replica
+            mgr.poll()
+            mgr.flush()
+        retriever = Retriever.for_manager(mgr, 2, ExperienceOptions(k=2, query_mode="knn"))
+        res = retriever.retrieve(np.arange(2), np.zeros((2, 4), F32), np.zeros(2, np.int64))
+        assert res.mask.sum() == 4
+        saved = ExperienceBank.load(mgr.save(tmp_path / "run") / "bank")
+        assert saved.entries()["n_retrieved"].sum() == 4
+        assert mgr.bank.entries()["n_retrieved"].sum() == 4  # counted once, not again at the next poll
+        mgr.poll()
+        mgr.flush()
+        assert mgr.bank.entries()["n_retrieved"].sum() == 4
+    finally:
+        mgr.close()

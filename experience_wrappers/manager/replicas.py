@@ -68,15 +68,25 @@ class ReplicaHolder:
                     self.swaps += 1
         return self.current
 
+    def hand_in(self, current: bool = False) -> int:
+        """Count in the bank the retrievals the swapped-out copies counted (and, with ``current``,
+        the copy readers query now: what a save must hold); returns how many."""
+        with self._lock:
+            copies, self._retired = self._retired, []
+        if current:
+            copies.append(self.current)
+        n = 0
+        for old in copies:
+            hits = old.take_hits()
+            if len(hits):
+                n += len(hits)
+                self.bank.record_retrievals(hits)
+        return n
+
     def publish(self, replica: BankReplica | None = None) -> None:
         """Writer side: copy the bank for the next swap, unless the latest copy is of this version;
         or publish ``replica``, a copy made elsewhere (an experience service's, for its clients)."""
-        with self._lock:
-            retired, self._retired = self._retired, []
-        for old in retired:  # copies a reader swapped out: their retrievals reach the bank here
-            hits = old.take_hits()
-            if len(hits):
-                self.bank.record_retrievals(hits)
+        self.hand_in()  # copies a reader swapped out: their retrievals reach the bank here
         if replica is None:
             with self._lock:
                 latest = self._next or self.current
@@ -100,8 +110,6 @@ class ReplicaHolder:
 
     def refresh(self) -> None:
         """Both sides on this thread: count the retrievals, copy the bank, swap the copy in."""
-        hits = self.current.take_hits()
-        if len(hits):
-            self.bank.record_retrievals(hits)
+        self.hand_in(current=True)
         self.publish()
         self.swap()
