@@ -13,6 +13,7 @@ import pytest
 import torch as th
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.utils import LinearSchedule
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.errors import RunFileError
@@ -166,6 +167,13 @@ def test_item6_an_importable_schedule_and_classes_are_saved_by_name_and_load(tmp
     policy: Any = back.model.policy
     assert isinstance(policy.mlp_extractor.policy_net[1], th.nn.ReLU)
     back.learn(32, reset_num_timesteps=False)
+    run.close()
+    back.close()
+    # SB3's own schedule objects are saved with their arguments, checked to rebuild as they are
+    run = _run(algorithm_kwargs={**SMALL, "learning_rate": LinearSchedule(1e-3, 0.0, 1.0)})
+    run.save(tmp_path / "s")
+    back = ComplementaryRL.load(tmp_path / "s")
+    assert back.model.lr_schedule(0.5) == pytest.approx(5e-4)
     run.close()
     back.close()
 

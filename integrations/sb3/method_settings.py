@@ -3,9 +3,10 @@ the boundary, and its settings turned into ``method.json`` and back.
 
 ``method.json`` holds plain JSON only. Classes and functions (an activation, a features
 extractor, a policy class) are written as a reference to their importable name
-(``{"__object__": "module:qualname"}``) and imported again at load; a value that can be neither
-(a lambda schedule, a local class, an object) is refused at save with the setting's name, never
-written as its ``repr``.
+(``{"__object__": "module:qualname"}``) and imported again at load; so is a plain object of an
+importable class whose attributes are its constructor's arguments (SB3's ``LinearSchedule``),
+with them (``"arguments"``), checked at save to rebuild as it is. Any other value (a lambda
+schedule, a local class) is refused at save with the setting's name, never written as its ``repr``.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 __all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "settings_to_json", "settings_from_json",
-           "to_json", "from_json", "load_arguments", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
+           "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
 log = logging.getLogger(__name__)
 
 #: the key of a reference to an importable class or function in ``method.json``
 OBJECT_KEY = "__object__"
+#: beside :data:`OBJECT_KEY`: the constructor's arguments of a saved plain object
+ARGUMENTS_KEY = "arguments"
 #: seeds are ints in ``[0, SEED_LIMIT)`` (the envs, the demonstrations and SB3 add to them)
 SEED_LIMIT = 2**31
 #: where an algorithm given by name is looked up, in this order
@@ -168,6 +171,9 @@ def to_json(value: Any, name: str) -> Any:
     ref = _reference(value)
     if ref is not None:
         return {OBJECT_KEY: ref}
+    plain = _plain_object(value, name)
+    if plain is not None:
+        return plain
     if callable(value):
         raise TypeError(f"{name} = {value!r} cannot be saved in method.json: a callable is saved by its importable "
                         "name, and a lambda or a function or class defined inside another has none (a learning-rate "
@@ -185,6 +191,13 @@ def from_json(value: Any, name: str) -> Any:
     if isinstance(value, dict):
         if set(value) == {OBJECT_KEY}:
             return _resolve(value[OBJECT_KEY], name)
+        if set(value) == {OBJECT_KEY, ARGUMENTS_KEY} and isinstance(value[ARGUMENTS_KEY], dict):
+            cls = _resolve(value[OBJECT_KEY], name)
+            try:
+                return cls(**from_json(value[ARGUMENTS_KEY], name))
+            except Exception as exc:  # a class changed since the save: name the setting
+                raise ValueError(f"method.json: {name} cannot be rebuilt as {value[OBJECT_KEY]}"
+                                 f"({value[ARGUMENTS_KEY]}) ({type(exc).__name__}: {exc})") from exc
         return {k: from_json(v, f"{name}[{k!r}]") for k, v in value.items()}
     if isinstance(value, list):
         return [from_json(v, f"{name}[{i}]") for i, v in enumerate(value)]
@@ -214,6 +227,29 @@ def _reference(value: Any) -> str | None:
     except ValueError:
         return None
     return ref if found is value else None
+
+
+def _plain_object(value: Any, name: str) -> dict[str, Any] | None:
+    """``value`` as its class's reference and its constructor's arguments, where its attributes are
+    exactly those arguments and rebuilding it from them gives the same attributes; else None."""
+    cls = type(value)
+    ref = _reference(cls)
+    attributes = getattr(value, "__dict__", None)
+    if ref is None or not isinstance(attributes, dict):
+        return None
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return None
+    if set(params) != set(attributes) or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):
+        return None
+    try:
+        arguments = {key: to_json(item, f"{name}.{key}") for key, item in attributes.items()}
+        rebuilt = cls(**from_json(arguments, name))
+        same = {key: to_json(item, key) for key, item in vars(rebuilt).items()} == arguments
+    except Exception:  # noqa: BLE001 - whatever fails, the object is not one that saves as its arguments
+        return None
+    return {OBJECT_KEY: ref, ARGUMENTS_KEY: arguments} if same else None
 
 
 def _resolve(ref: Any, name: str) -> Any:
