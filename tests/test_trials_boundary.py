@@ -243,6 +243,15 @@ def test_retrieve_and_play_refuses_rows_of_another_layout() -> None:
     venv.close()
 
 
+def test_entry_imitation_of_another_layout_is_refused_at_its_first_rollout() -> None:
+    """The same kind as item 12: the imitation callback reads the rows with the layout it was given."""
+    from integrations.sb3.trials_imitation import EntryImitationCallback
+
+    run = tiny_run(memory(exp_dim=2))
+    with pytest.raises(ValueError, match="the entry rows are 12 wide .* reads rows 14 wide"):
+        run.model.learn(32, callback=EntryImitationCallback(memory(exp_dim=4).layout))
+
+
 # ------------------------------------------------------------------ item 13: another trial count
 def test_run_trials_refuses_another_trial_count_before_any_step() -> None:
     venv = DummyVecEnv([lambda: wrapper(memory(), trials=2)])
