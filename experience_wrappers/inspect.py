@@ -33,15 +33,29 @@ __all__ = ["find_bank_folder", "summarise", "format_summary", "plot", "main"]
 def find_bank_folder(path: str | Path) -> Path:
     """The bank folder in ``path``: the folder itself, its ``bank/``, or its ``experience/bank/``.
 
+    A candidate counts when its ``meta.json`` says it is a bank: a run folder (``save_crl``'s)
+    and a manager's folder have a ``meta.json`` of their own, and their bank is inside.
+
     Raises:
         FileNotFoundError: none of them holds a saved bank.
     """
     path = Path(path)
     for cand in (path, path / "bank", path / "experience" / "bank"):
-        if (cand / "meta.json").is_file():
+        if _bank_format(cand / "meta.json"):
             return cand
-    raise FileNotFoundError(f"no saved bank in {path} (looked for meta.json in it, in bank/ and in "
+    raise FileNotFoundError(f"no saved bank in {path} (looked for a bank's meta.json in it, in bank/ and in "
                             "experience/bank/); write one with bank.save(path) or save_crl(path, model)")
+
+
+def _bank_format(meta: Path) -> bool:
+    """Whether ``meta`` is a file that names the bank's format (a damaged one counts: the load says why)."""
+    if not meta.is_file():
+        return False
+    try:
+        found = json.loads(meta.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return True
+    return not isinstance(found, dict) or found.get("format") in (None, ExperienceBank.FORMAT)
 
 
 def _quantiles(x: np.ndarray) -> dict[str, float]:

@@ -160,3 +160,22 @@ def test_a_run_file_without_plot_is_refused(rng, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main([str(tmp_path / "bank"), "--run", str(tmp_path / "run.json")])
     assert stop.value.code == 2 and "--run needs --plot" in capsys.readouterr().err
+
+
+def test_a_saved_run_and_its_experience_folder_lead_to_the_bank_inside(tmp_path, capsys):
+    """Issue 36, case 16: save_crl's folder and its experience/ have a meta.json of their own (a run's,
+    a manager's); the bank inside is found, not refused for its format."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    from experience_wrappers import ExperienceWrapper
+    from integrations.sb3 import CRLCallback, ExperiencePolicy, crl_policy_kwargs, save_crl
+
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0))
+    model = PPO(ExperiencePolicy, env, policy_kwargs=crl_policy_kwargs(), n_steps=64, batch_size=32, seed=0)
+    model.learn(128, callback=CRLCallback())
+    save_crl(tmp_path / "run", model)
+    for where in (tmp_path / "run", tmp_path / "run" / "experience"):
+        assert main([str(where)]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"bank {tmp_path / 'run' / 'experience' / 'bank'}: ") and "entries" in out
