@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SKIPPED_KEYS", "NOTE_KEYS", "schedule", "check_values", "applied", "skipped"]
+__all__ = ["SKIPPED_KEYS", "NOTE_KEYS", "LinearToZero", "schedule", "check_values", "applied", "skipped"]
 
 #: rl-zoo3 keys the runner skips (said once), and why
 SKIPPED_KEYS = {"policy": "each arm chooses its policy",
@@ -41,9 +41,26 @@ def schedule(value: Any) -> float | Callable[[float], float]:
     (0.0005, 0.0003)
     """
     if isinstance(value, str) and value.startswith("lin_"):
-        start = float(value[4:])
-        return lambda progress_remaining: progress_remaining * start
+        return LinearToZero(float(value[4:]))
     return value
+
+
+class LinearToZero:
+    """``progress_remaining * start``: rl-zoo's ``lin_<start>``, as an object a saved run can hold
+    (its one attribute is its constructor's argument; a lambda cannot be saved).
+
+    >>> LinearToZero(0.001)(0.25)
+    0.00025
+    """
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+
+    def __call__(self, progress_remaining: float) -> float:
+        return progress_remaining * self.start
+
+    def __repr__(self) -> str:
+        return f"LinearToZero({self.start!r})"
 
 
 def _number(key: str, value: Any) -> float:

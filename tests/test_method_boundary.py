@@ -176,6 +176,15 @@ def test_item6_an_importable_schedule_and_classes_are_saved_by_name_and_load(tmp
     assert back.model.lr_schedule(0.5) == pytest.approx(5e-4)
     run.close()
     back.close()
+    # and the benchmarks' rl-zoo "lin_<x>" values (once lambdas, refused at save after training)
+    from benchmarks.zoo import schedule
+
+    run = _run(algorithm_kwargs={**SMALL, "learning_rate": schedule("lin_0.002")})
+    run.save(tmp_path / "z")
+    back = ComplementaryRL.load(tmp_path / "z")
+    assert back.model.lr_schedule(0.25) == 0.25 * 0.002
+    run.close()
+    back.close()
 
 
 # ------------------------------------------------------------------ item 7
