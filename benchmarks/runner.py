@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from tqdm import tqdm
 from . import zoo
 from .algos import ALGOS, algorithm_class, check_algo_arm
 from .arms import ARMS
+from .cli_checks import bad_seeds, check_output_folder
 from .config import HYPERPARAMS, load_hyperparams, read_hyperparams_file, yaml_problem
 from .result_file import write_result
 from .suites import SUITES, Suite
@@ -121,27 +121,6 @@ def check_hyperparams(hyper: dict[str, Any], where: str) -> None:
     problems = zoo.check_values(hyper)
     if problems:
         raise ValueError(f"{where}: {'; '.join(problems)}")
-
-
-#: the seeds numpy (and so SB3's set_random_seed) accepts
-MAX_SEED = 2**32 - 1
-
-
-def check_output_folder(path: Path, flag: str) -> None:
-    """Raise ValueError (one line) if the runner could not make ``path`` a folder and write in it.
-
-    Checked before the first run, so a mistyped ``--results`` or ``--tensorboard`` does not
-    surface only after training, in the worker that writes there.
-    """
-    for part in (path, *path.parents):
-        if not part.exists():
-            continue
-        if not part.is_dir():
-            raise ValueError(f"{flag} {path}: {part} is a file, "
-                             + ("not a folder" if part == path else "so no folder can be made under it"))
-        if not os.access(part, os.W_OK | os.X_OK):
-            raise ValueError(f"{flag} {path}: {part} is not writable")
-        return
 
 
 def check_env_id(env_id: str) -> None:
@@ -290,10 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be {'positive' if name == 'steps' else '>= 0'}, got {value}")
     if args.jobs <= 0:
         p.error(f"--jobs must be positive, got {args.jobs}")
-    bad_seeds = [s for s in args.seeds or () if not 0 <= s <= MAX_SEED]
-    if bad_seeds:
-        p.error(f"--seeds: {', '.join(map(str, bad_seeds))} {'is' if len(bad_seeds) == 1 else 'are'} not in "
-                "[0, 2**32 - 1]")
+    seeds_problem = bad_seeds(args.seeds)
+    if seeds_problem:
+        p.error(seeds_problem)
     if args.env and args.envs:
         p.error("--envs selects within a --suite; with --env, list the env ids there")
     suite = _env_suite(args) if args.env else SUITES[args.suite]

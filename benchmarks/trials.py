@@ -70,6 +70,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.cli_checks import bad_seeds, check_output_folder
 from benchmarks.result_file import write_result
 from benchmarks.trials_report import SUITES
 from benchmarks.workers import Stopped, worker_pool
@@ -357,7 +358,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.steps <= 0 or args.repeats <= 0 or args.jobs <= 0:
         p.error("--steps, --repeats and --jobs must be positive")
+    seeds_problem = bad_seeds(args.seeds)
+    if seeds_problem:
+        p.error(seeds_problem)
     out = args.out or RESULTS / SUITES[args.family]
+    try:
+        check_output_folder(out, "--out")
+    except ValueError as exc:
+        p.error(str(exc))
     todo = []
     for arm in args.arms:
         for seed in args.seeds:

@@ -1,0 +1,45 @@
+"""The benchmark commands' argument checks, made before the first run: one line, exit code 2.
+
+A bad seed or an output path that cannot be a folder would otherwise surface in a worker, as a
+traceback after the first run's start, or only when the first result is written, after training.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["MAX_SEED", "bad_seeds", "check_output_folder"]
+
+#: the seeds numpy (and so SB3's set_random_seed) accepts
+MAX_SEED = 2**32 - 1
+
+
+def bad_seeds(seeds: Iterable[int] | None) -> str | None:
+    """What is wrong with ``--seeds`` (None: nothing).
+
+    >>> bad_seeds([0, 3]) is None, bad_seeds([-5, 1])
+    (True, '--seeds: -5 is not in [0, 2**32 - 1]')
+    """
+    bad = [s for s in seeds or () if not 0 <= s <= MAX_SEED]
+    if not bad:
+        return None
+    return f"--seeds: {', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not in [0, 2**32 - 1]"
+
+
+def check_output_folder(path: Path, flag: str) -> None:
+    """Raise ValueError (one line) if the command could not make ``path`` a folder and write in it.
+
+    Checked before the first run, so a mistyped ``--results``, ``--out`` or ``--tensorboard``
+    does not surface only after training, in the worker that writes there.
+    """
+    for part in (path, *path.parents):
+        if not part.exists():
+            continue
+        if not part.is_dir():
+            raise ValueError(f"{flag} {path}: {part} is a file, "
+                             + ("not a folder" if part == path else "so no folder can be made under it"))
+        if not os.access(part, os.W_OK | os.X_OK):
+            raise ValueError(f"{flag} {path}: {part} is not writable")
+        return
