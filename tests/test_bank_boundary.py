@@ -278,3 +278,14 @@ def test_a_swapped_folder_whose_old_copy_cannot_be_emptied_warns_and_keeps_the_u
     assert json.loads((path / "meta.json").read_text())["n"] == 2  # the new folder is in place
     kept = [p for p in tmp_path.iterdir() if p.name.startswith(".state.")]
     assert len(kept) == 1 and (kept[0] / "notes.txt").read_text() == "the user's"
+
+
+def test_a_result_object_given_as_ids_says_which_field_to_pass():
+    """``bank.remove(bank.add(...))`` read "ids must be integers, got array of shape (1,) and dtype object"."""
+    bank = ExperienceBank(dedup_threshold=0.0)
+    added = bank.add(np.eye(3, dtype=F32), np.ones((3, 1), F32))
+    with pytest.raises(TypeError, match=r"got an AddResult: pass its \.ids"):
+        bank.remove(added)
+    with pytest.raises(TypeError, match=r"got a QueryResult: pass result\.ids\[result\.mask\]"):
+        bank.update(bank.query(np.eye(3, dtype=F32), k=1), [1.0], 0.9)
+    assert len(bank) == 3 and bank.remove(added.ids) == 3

@@ -13,6 +13,7 @@ from ..validators import integral
 from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE
 from .provenance import Provenance
 from .reranking import MODES
+from .results import AddResult, QueryResult
 from .validation import (
     as_float_vector,
     as_int_vector,
@@ -127,7 +128,17 @@ def check_query(bank: ExperienceBank, k: Any, mode: Any, temperature: Any, recor
 
 
 def as_ids(ids: Any) -> np.ndarray:
-    """Entry ids as a checked int64 vector (one id becomes a vector of one)."""
+    """Entry ids as a checked int64 vector (one id becomes a vector of one).
+
+    >>> as_ids(AddResult(ids=np.array([3]), added=np.array([True]), evicted=np.array([], np.int64)))
+    Traceback (most recent call last):
+    ...
+    TypeError: ids must be entry ids, got an AddResult: pass its .ids
+    """
+    if isinstance(ids, AddResult):
+        raise TypeError("ids must be entry ids, got an AddResult: pass its .ids")
+    if isinstance(ids, QueryResult):
+        raise TypeError("ids must be entry ids, got a QueryResult: pass result.ids[result.mask]")
     ids_arr = np.atleast_1d(np.asarray(ids))
     return as_int_vector("ids", ids_arr, len(ids_arr))
 
