@@ -84,6 +84,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
                    "reward_scale": 0.1},
     "norm-b64": {"ppo": {**_TUNED, "batch_size": 64, "learning_rate": 3e-4},
                  "normalize": {"norm_obs": True, "norm_reward": True}},
+    # ablations: the tuned PPO without VecNormalize (reward scaled to 0-1 per step), and SB3's
+    # defaults with VecNormalize: which ingredient carries the learning?
+    "tuned-raw": {"ppo": _TUNED, "normalize": None, "reward_scale": 0.1},
+    "plain-norm": {"ppo": {"n_steps": 256, "batch_size": 64, "n_epochs": 10, "learning_rate": 3e-4},
+                   "normalize": {"norm_obs": True, "norm_reward": True}},
     "norm-term": {"ppo": _TUNED, "normalize": {"norm_obs": True, "norm_reward": True},
                   "terminate_on_success": True},
 }
