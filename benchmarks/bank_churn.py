@@ -118,7 +118,7 @@ def churn_size(n: int, kind: str, args: argparse.Namespace) -> dict:
             t0 = time.perf_counter()
             ids = bank.add(keys, np.zeros((len(keys), 1), F32), task_ids=tasks).ids
             slowest = max(slowest, time.perf_counter() - t0)
-            rebuilds += bank._index is not before
+            rebuilds += before is not None and bank._index is not before  # not the first add's new index
             for j in range(count):
                 live.append((next_task + j, ids[j * ts:(j + 1) * ts]))
             next_task += count

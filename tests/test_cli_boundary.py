@@ -112,13 +112,15 @@ def test_a_runner_killed_outright_takes_its_workers_with_it(tmp_path):
     (["--out", "a_file"], "--out a_file: a_file is a file, not a folder"),
     (["--out", "a_file/sub"], "--out a_file/sub: a_file is a file, so no folder can be made under it"),
 ], ids=["negative-seed", "out-is-a-file", "out-under-a-file"])
-def test_the_trials_command_refuses_bad_arguments_before_any_run(tmp_path, args, says):
+def test_the_trials_command_refuses_bad_arguments_before_any_run(tmp_path, monkeypatch, capsys, args, says):
     """Issue 36, case 16: a raw worker traceback after 11 s (a negative seed), or a failure after
     training (--out a file), before; now one line and exit code 2 at once."""
+    from benchmarks.trials import main
+
     (tmp_path / "a_file").write_text("not a folder")
-    done = subprocess.run([sys.executable, "-m", "benchmarks.trials", "--family", "darkroom", "--arms", "ppo",
-                           "--steps", "1000", "--jobs", "1", *args], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    assert done.returncode == 2, done.stderr[-2000:]
-    assert done.stderr.strip().splitlines()[-1].endswith(says) and "Traceback" not in done.stderr
-    assert "runs to do" not in done.stdout
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--family", "darkroom", "--arms", "ppo", "--steps", "1000", "--jobs", "1", *args])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and err.strip().splitlines()[-1].endswith(says), err
+    assert "runs to do" not in out
