@@ -114,11 +114,11 @@ def churn_size(n: int, kind: str, args: argparse.Namespace) -> dict:
             count = min(args.tasks_per_add, m - lo)
             keys = make(count * ts)
             tasks = np.repeat(np.arange(next_task, next_task + count), ts)
-            before = bank._index
+            before = bank.core.index
             t0 = time.perf_counter()
             ids = bank.add(keys, np.zeros((len(keys), 1), F32), task_ids=tasks).ids
             slowest = max(slowest, time.perf_counter() - t0)
-            rebuilds += before is not None and bank._index is not before  # not the first add's new index
+            rebuilds += before is not None and bank.core.index is not before  # not the first add's new index
             for j in range(count):
                 live.append((next_task + j, ids[j * ts:(j + 1) * ts]))
             next_task += count
@@ -136,7 +136,7 @@ def churn_size(n: int, kind: str, args: argparse.Namespace) -> dict:
     bank.check_consistency()
     row = {"n": n, "kind": kind, "entries": len(bank), "tasks": n_tasks, "fill_s": fill_s,
            "cycles": args.cycles, "removed_per_cycle": turn * ts, "rebuilds": rebuilds,
-           "slowest_add_s": slowest, "index_elements": bank._index.element_count if bank._index else 0,
+           "slowest_add_s": slowest, "index_elements": bank.core.index.element_count if bank.core.index else 0,
            "fresh": fresh, "churned": churned}
     print(f"n={n:>8} {kind:>8}  fresh: filtered exact {fresh['filtered']['exact_match']:.4f} "
           f"recall {fresh['filtered']['recall_at_k']:.4f}, unfiltered exact {fresh['unfiltered']['exact_match']:.4f} "

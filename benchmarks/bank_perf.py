@@ -140,7 +140,7 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
         raw_bytes = os.path.getsize(os.path.join(tmp, "raw.bin"))
     raw = None  # free it before the brute-force arm
 
-    store = bank._store
+    store = bank.core.store
     assert store is not None  # the bank holds entries
     entry_bytes = sum(col[: store.size].nbytes for col in store.cols.values())
     alloc_bytes = sum(col.nbytes for col in store.cols.values())

@@ -97,7 +97,7 @@ def fill_bank(n: int, dim: int, value_dim: int, rng: np.random.Generator, args: 
 
 def time_case(bank: ExperienceBank, keys: np.ndarray, batch: int, k: int) -> dict:
     """Per-call seconds of each arm on ``len(keys) // batch`` rounds of ``batch`` keys."""
-    index = bank._index
+    index = bank.core.index
     assert index is not None  # the bank holds entries
     raw = index._index  # the bank's own hnswlib index: same graph, same parameters
     replica = bank.replica()

@@ -171,7 +171,7 @@ def test_capacity_and_index_size_stay_bounded_over_many_cycles(rng):
         keys = rng.normal(size=(17, 8)).astype(F32)
         res = bank.add(keys, np.ones((17, 1), F32), utility=rng.normal(size=17), task_ids=cycle % 3)
         assert len(bank) <= cap
-        assert bank._index.max_elements <= INDEX_SLACK * cap
+        assert bank.core.index.max_elements <= INDEX_SLACK * cap
         # a task of at most EXACT_SCOPE entries is searched exactly: every key finds its own entry
         hit = bank.query(keys, k=1, mode="knn", task_ids=cycle % 3, record=False)
         self_hits.append(np.mean(hit.ids[:, 0] == res.ids))
@@ -181,7 +181,7 @@ def test_capacity_and_index_size_stay_bounded_over_many_cycles(rng):
             bank.merge(0.5)
         ids = bank.entries()["id"]
         assert len(np.unique(ids)) == len(ids) and ids.max() < 17 * (cycle + 1)
-    assert bank._index.max_elements <= INDEX_SLACK * cap  # bounded however many entries came and went
+    assert bank.core.index.max_elements <= INDEX_SLACK * cap  # bounded however many entries came and went
     assert np.mean(self_hits) == 1.0
 
 

@@ -110,7 +110,7 @@ def test_runs_one_at_a_time_through_a_large_bank_find_their_shared_start_state()
         ids = bank.add(path, np.zeros((9, 1), F32), task_ids=run).ids
         res = bank.query(path, k=8, mode="knn", task_ids=run, record=False)
         misses += int((res.distances[:, 0] > 1e-6).sum())
-        assert bank._index.deleted <= bank._index.live
+        assert bank.core.index.deleted <= bank.core.index.live
         bank.remove(ids)
     assert misses == 0
 
@@ -121,13 +121,13 @@ def test_the_index_is_rebuilt_when_deleted_elements_outnumber_live_ones():
     bank = ExperienceBank(capacity=cap, dedup_threshold=0.0, M=8, ef_construction=32, seed=0)
     rebuilt = 0
     for cycle in range(30):
-        index = bank._index
+        index = bank.core.index
         keys = one_hot(rng.integers(0, 64, 25))
         ids = bank.add(keys, np.zeros((25, 1), F32), task_ids=cycle).ids
-        rebuilt += index is not None and bank._index is not index
-        assert bank._index.element_count <= INDEX_SLACK * cap
-        assert bank._index.max_elements <= INDEX_SLACK * cap
-        assert bank._index.deleted <= bank._index.live
+        rebuilt += index is not None and bank.core.index is not index
+        assert bank.core.index.element_count <= INDEX_SLACK * cap
+        assert bank.core.index.max_elements <= INDEX_SLACK * cap
+        assert bank.core.index.deleted <= bank.core.index.live
         res = bank.query(keys, k=1, mode="knn", task_ids=cycle, record=False)
         assert (res.distances[:, 0] < 1e-6).all() and set(res.ids[:, 0].tolist()) <= set(ids.tolist())
         bank.check_consistency()

@@ -42,7 +42,7 @@ def assert_sound(bank: ExperienceBank, entries: dict[str, np.ndarray] | None = N
     bank.check_consistency()
     e = bank.entries() if entries is None else entries
     if len(e["id"]):
-        stored = np.asarray(bank._index._index.get_items(e["id"]), dtype=F32)  # raises for a missing id
+        stored = np.asarray(bank.core.index._index.get_items(e["id"]), dtype=F32)  # raises for a missing id
         np.testing.assert_array_equal(stored, e["key"])
         hit = bank.query(e["key"], k=1, mode="knn", task_ids=e["task_id"], record=False)
         assert np.mean(hit.ids[:, 0] == e["id"]) > 0.9
@@ -117,7 +117,7 @@ def run_with_fault(fn, delay: float, bank: ExperienceBank | None = None) -> tupl
             return
         name = frame.f_code.co_filename.replace(os.sep, "/")
         if not hit and name.endswith(_BANK_CODE) and not _in_rollback(frame):
-            hit.append((frame.f_code.co_name, bank is not None and bank._txn is not None))
+            hit.append((frame.f_code.co_name, bank is not None and bank.core.txn is not None))
             raise _Fault
         if not hit:
             signal.setitimer(signal.ITIMER_REAL, 20e-6)  # not in the bank's code: try again shortly
@@ -222,7 +222,7 @@ def _interrupt_adds(tmp_path) -> None:
 
 def test_journal_undoes_removals_appends_and_writes():
     bank = filled_bank(30)
-    store = bank._store
+    store = bank.core.store
     before = store.snapshot()
     store.journal = journal = Journal(store)
     store.remove_ids(store.view("id")[[3, 7, 29]].tolist())
@@ -242,7 +242,7 @@ def test_an_inconsistent_bank_is_not_saved_and_the_last_good_save_survives(tmp_p
     bank = filled_bank(40)
     path = bank.save(tmp_path / "bank")
     files = {n: (path / n).read_bytes() for n in folder_files(path)}
-    bank._index.remove(bank.entries()["id"][:1])  # what a half-done change used to leave
+    bank.core.index.remove(bank.entries()["id"][:1])  # what a half-done change used to leave
     with pytest.raises(BankStateError, match="40 entries but 39 live index elements"):
         bank.save(path)
     assert {n: (path / n).read_bytes() for n in folder_files(path)} == files

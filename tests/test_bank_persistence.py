@@ -75,7 +75,7 @@ def bank() -> ExperienceBank:
     b.add(near, np.ones((2, 4)), task_ids=b.entries()["task_id"][:2])
     assert b.merge(0.5).n_removed > 0
     b.remove(b.entries()["id"][-2:])
-    assert len(b) < 60 and b._index.deleted > 0  # deleted elements in the index
+    assert len(b) < 60 and b.core.index.deleted > 0  # deleted elements in the index
     assert np.isnan(b.entries()["sample_logp"]).any()  # merged entries: NaN survives the trip
     return b
 
@@ -103,7 +103,7 @@ def test_round_trip_is_exact(bank, tmp_path):
         a, b = bank.add(keys, vals), loaded.add(keys, vals)
         np.testing.assert_array_equal(a.ids, b.ids)
         np.testing.assert_array_equal(a.evicted, b.evicted)
-    assert loaded._index.max_elements <= INDEX_SLACK * loaded.config.capacity
+    assert loaded.core.index.max_elements <= INDEX_SLACK * loaded.config.capacity
     assert_entries_equal(bank.entries(), loaded.entries())
 
 

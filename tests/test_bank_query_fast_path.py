@@ -94,8 +94,8 @@ def test_queries_the_fast_path_does_not_take_are_unchanged(monkeypatch):
 
 def test_sorted_ids_follow_adds_removals_rollbacks_and_loads(tmp_path, monkeypatch):
     bank = churned_bank(5)
-    store = bank._store
-    every = np.arange(bank._next_id + 3)  # absent and removed ids too
+    store = bank.core.store
+    every = np.arange(bank.core.next_id + 3)  # absent and removed ids too
 
     def expected():
         return np.array([store._slot.get(int(i), -1) for i in every])
@@ -111,15 +111,15 @@ def test_sorted_ids_follow_adds_removals_rollbacks_and_loads(tmp_path, monkeypat
 
     for rebuild in (False, True):  # the index's add, or its rebuild at the bound, fails
         with monkeypatch.context() as m, pytest.raises(RuntimeError, match="injected"):
-            m.setattr(bank._index, "needs_rebuild", lambda n, rebuild=rebuild: rebuild)
-            m.setattr(bank._index, "add", fail)  # the add evicts, appends, then fails and rolls back
+            m.setattr(bank.core.index, "needs_rebuild", lambda n, rebuild=rebuild: rebuild)
+            m.setattr(bank.core.index, "add", fail)  # the add evicts, appends, then fails and rolls back
             m.setattr(writes, "rebuild_index", fail)
             bank.add(np.ones((250, 6), F32), np.zeros((250, 3)), prior=np.zeros((250, 2)))
-        assert bank._store is not None
-        np.testing.assert_array_equal(bank._store.find(every), before)
+        assert bank.core.store is not None
+        np.testing.assert_array_equal(bank.core.store.find(every), before)
     bank.check_consistency()
     loaded = ExperienceBank.load(bank.save(tmp_path / "bank"))
-    np.testing.assert_array_equal(loaded._store.find(every), before)
+    np.testing.assert_array_equal(loaded.core.store.find(every), before)
 
 
 def test_sorted_ids_rebuild_when_appends_are_not_past_the_last():

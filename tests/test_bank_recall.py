@@ -59,7 +59,7 @@ def test_recall_after_heavy_churn():
     bank = ExperienceBank(capacity=3000, dedup_threshold=0.0, ef_construction=100, seed=0)
     for lo in range(0, len(keys), 500):
         bank.add(keys[lo:lo + 500], np.zeros((500, 1), F32), utility=rng.normal(size=500))
-    assert len(bank) == 3000 and bank._index.max_elements <= INDEX_SLACK * 3000
+    assert len(bank) == 3000 and bank.core.index.max_elements <= INDEX_SLACK * 3000
     ent = bank.entries()
     queries = sample(500)
     res = bank.query(queries, k=K, mode="knn", record=False)

@@ -179,7 +179,7 @@ def test_retrievals_from_the_replica_never_wait_for_a_write():
         held, release = threading.Event(), threading.Event()
 
         def writer() -> None:
-            with mgr.bank._lock.write():  # a write in progress, as long as the test says
+            with mgr.bank.core.lock.write():  # a write in progress, as long as the test says
                 held.set()
                 release.wait(10)
 

@@ -329,8 +329,8 @@ class BankMachine(RuleBasedStateMachine):
     def agrees_with_model(self) -> None:
         bank, model = self.bank, self.model
         assert len(bank) <= CAPACITY
-        if bank._index is not None:
-            assert bank._index.max_elements <= INDEX_SLACK * CAPACITY
+        if bank.core.index is not None:
+            assert bank.core.index.max_elements <= INDEX_SLACK * CAPACITY
         ent = bank.entries()
         if not ent:
             assert not model.entries

@@ -269,7 +269,7 @@ def test_a_failed_manager_save_leaves_the_previous_folder_and_no_temporary_one(t
     mgr = _used_manager()
     path = mgr.save(tmp_path / "run")
     before = sorted(str(p.relative_to(path)) for p in path.rglob("*"))
-    mgr.bank._index.remove(mgr.bank.entries()["id"][:1])  # a bank whose index lost an entry
+    mgr.bank.core.index.remove(mgr.bank.entries()["id"][:1])  # a bank whose index lost an entry
     with pytest.raises(BankStateError):
         mgr.save(path)
     assert sorted(str(p.relative_to(path)) for p in path.rglob("*")) == before

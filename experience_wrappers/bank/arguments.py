@@ -25,12 +25,12 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
-    from .bank import ExperienceBank
+    from .core import BankCore
 
 __all__ = ["as_ids", "check_batch", "check_query", "check_widths", "empty_batch", "optional_column"]
 
 
-def empty_batch(bank: ExperienceBank, keys: Any, values: Any) -> bool:
+def empty_batch(core: BankCore, keys: Any, values: Any) -> bool:
     """Whether ``keys`` hold no items (then ``values`` must hold none either); widths of 2-D empties checked."""
     try:
         rows = np.shape(keys)
@@ -38,7 +38,7 @@ def empty_batch(bank: ExperienceBank, keys: Any, values: Any) -> bool:
         return False
     if len(rows) not in (1, 2) or rows[0] != 0:
         return False
-    dims = None if bank._store is None else bank._store.dims
+    dims = None if core.store is None else core.store.dims
     for name, x, width in (("keys", keys, None if dims is None else dims["key_dim"]),
                              ("values", values, None if dims is None else dims["value_dim"])):
         try:
@@ -52,24 +52,24 @@ def empty_batch(bank: ExperienceBank, keys: Any, values: Any) -> bool:
     return True
 
 
-def check_batch(bank: ExperienceBank, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
+def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
                  sample_logp: Any, provenance: Provenance | int, step: Any,
                  extractor_version: Any) -> dict[str, Any]:
     """The arguments of :meth:`add`, checked, as per-item fields (``provenance`` is one value for
     the batch; ``created_step`` and ``extractor_version`` one value or one per item)."""
-    keys_arr = as_matrix("keys", keys, None if bank._store is None else bank._store.dims["key_dim"])
+    keys_arr = as_matrix("keys", keys, None if core.store is None else core.store.dims["key_dim"])
     n = len(keys_arr)
-    vals = as_matrix("values", values, None if bank._store is None else bank._store.dims["value_dim"])
+    vals = as_matrix("values", values, None if core.store is None else core.store.dims["value_dim"])
     if len(vals) != n:
         raise ValueError(f"values must have {n} rows (one per key), got {len(vals)}")
     for name, arr in (("keys", keys_arr), ("values", vals)):
         if arr.shape[1] == 0:
             raise ValueError(f"{name} must have at least one column, got {arr.shape}")
     tasks = as_int_vector("task_ids", task_ids, n)
-    util = as_float_vector("utility", bank.config.initial_utility if utility is None else utility, n)
+    util = as_float_vector("utility", core.config.initial_utility if utility is None else utility, n)
     check_bounded("utility", util, MAX_UTILITY)
-    pri = optional_column(bank, "prior", prior, n, np.float32)
-    ctx = optional_column(bank, "context", context, n, np.float16)
+    pri = optional_column(core, "prior", prior, n, np.float32)
+    ctx = optional_column(core, "context", context, n, np.float16)
     logp = as_float_vector("sample_logp", 0.0 if sample_logp is None else sample_logp, n,
                            dtype=np.float32)
     try:
@@ -80,23 +80,23 @@ def check_batch(bank: ExperienceBank, keys: Any, values: Any, task_ids: Any, uti
         raise ValueError(f"provenance must be one of {[int(p) for p in Provenance]} (an int or a Provenance, "
                          f"e.g. Provenance.DEMO), got {provenance!r}") from exc
     step, extractor_version = check_int64s("step", step, n), check_int64s("extractor_version", extractor_version, n)
-    if bank._store is None:
+    if core.store is None:
         for name, width in (("keys", keys_arr.shape[1]), ("values", vals.shape[1]),
                             ("prior", pri.shape[1]), ("context", ctx.shape[1])):
             if width > MAX_DIM:
                 raise ValueError(f"{name} must have at most {MAX_DIM} columns, got {width}")
-    if bank.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
-        raise ValueError(f"keys must be non-zero for space {bank.config.space!r}")
+    if core.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
+        raise ValueError(f"keys must be non-zero for space {core.config.space!r}")
     return {"key": keys_arr, "value": vals, "task_id": tasks, "utility": util, "prior": pri, "context": ctx,
             "sample_logp": logp, "provenance": int(prov), "created_step": step,
             "extractor_version": extractor_version}
 
 
-def optional_column(bank: ExperienceBank, name: str, x: Any, n: int, dtype: type) -> np.ndarray:
-    if bank._store is None:
-        width = bank._fixed_widths.get(f"{name}_dim") or None  # given at construction, else the batch's
+def optional_column(core: BankCore, name: str, x: Any, n: int, dtype: type) -> np.ndarray:
+    if core.store is None:
+        width = core.fixed_widths.get(f"{name}_dim") or None  # given at construction, else the batch's
     else:
-        width = bank._store.dims[f"{name}_dim"]
+        width = core.store.dims[f"{name}_dim"]
     if x is None:
         return np.zeros((n, width or 0), dtype=dtype)
     if width == 0:
@@ -107,11 +107,11 @@ def optional_column(bank: ExperienceBank, name: str, x: Any, n: int, dtype: type
     return arr.astype(dtype)
 
 
-def check_query(bank: ExperienceBank, k: Any, mode: Any, temperature: Any, record: Any, rng: Any) -> tuple[int, float]:
+def check_query(core: BankCore, k: Any, mode: Any, temperature: Any, record: Any, rng: Any) -> tuple[int, float]:
     """The checked ``k`` and temperature of a :meth:`query` (ValueError/TypeError otherwise)."""
     if type(k) is int and 0 < k <= MAX_K and temperature is None and rng is None and type(record) is bool \
             and mode in MODES:
-        return k, bank.config.temperature  # the usual call: nothing else to check
+        return k, core.config.temperature  # the usual call: nothing else to check
     k = check_positive_int("k", k)
     if k > MAX_K:
         raise ValueError(f"k must be <= {MAX_K}, got {k}")
@@ -121,7 +121,7 @@ def check_query(bank: ExperienceBank, k: Any, mode: Any, temperature: Any, recor
         raise TypeError(f"record must be a bool, got {record!r}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    temp = bank.config.temperature if temperature is None else as_real("temperature", temperature)
+    temp = core.config.temperature if temperature is None else as_real("temperature", temperature)
     if not (np.isfinite(temp) and temp >= MIN_TEMPERATURE):
         raise ValueError(f"temperature must be finite and >= {MIN_TEMPERATURE}, got {temperature!r}")
     return k, temp
@@ -144,7 +144,7 @@ def as_ids(ids: Any) -> np.ndarray:
 
 
 def check_widths(dims: dict[str, int]) -> dict[str, int]:
-    """``dims`` (name -> width), each at most :data:`~experience_wrappers.bank.config.MAX_DIM` (else ``ValueError``)."""
+    """``dims`` (name -> width), each at most :data:`~experience_wrappers.core.config.MAX_DIM` (else ``ValueError``)."""
     for name, width in dims.items():
         if width > MAX_DIM:
             raise ValueError(f"{name} must be <= {MAX_DIM}, got {width}")

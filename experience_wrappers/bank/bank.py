@@ -1,7 +1,8 @@
 """The experience bank: entries, an HNSW index over their keys, and the rules that keep both.
 
-The bank is the public surface; the rules live beside it: :mod:`.arguments` (its checked
-arguments), :mod:`.writes` (a batch's refreshes and new entries, evictions, removals, merges),
+The bank is the public surface; what it holds is one :class:`~.core.BankCore` (``bank.core``:
+entries, index, counters, locks), and the rules beside it work on that, never on the bank's
+private attributes: :mod:`.arguments` (its checked arguments), :mod:`.writes` (a batch's refreshes and new entries, evictions, removals, merges),
 :mod:`.dedup` and :mod:`.merge` (how entries combine), :mod:`.search` (nearest entries and a
 query's steps), :mod:`.utility` (credit and eviction order), :mod:`.usage` (its figures),
 :mod:`.consistency` (checked before a save), :mod:`.save_load` (save/load, through
@@ -10,8 +11,6 @@ query's steps), :mod:`.utility` (credit and eviction order), :mod:`.usage` (its 
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,15 +20,12 @@ import numpy as np
 from .arguments import as_ids, check_batch, check_query, check_widths, empty_batch
 from .config import MAX_UTILITY, BankConfig, resolve_config, warn_if_sparse
 from .consistency import check_consistency
-from .entries import EntryStore
-from .index import HnswIndex
-from .lock import RWLock
+from .core import BankCore
 from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
-from .search import nearest, record_hits, run_query
+from .search import record_hits, run_query
 from .state import BankState
-from .task_members import TaskMembers
-from .transaction import Transaction, interrupts_deferred, transaction
+from .transaction import interrupts_deferred, transaction
 from .usage import bank_stats
 from .utility import credit
 from .validation import (
@@ -98,53 +94,39 @@ class ExperienceBank:
     def __init__(self, config: BankConfig | None = None, *, key_dim: int | None = None,
                  value_dim: int | None = None, prior_dim: int = 0, context_dim: int = 0,
                  **overrides: Any) -> None:
-        self.config = config = resolve_config(config, overrides)
-        self._lock = RWLock()
-        self._count_lock = threading.Lock()
-        self._rng = np.random.default_rng(config.seed)
-        self._next_id = 0
-        self._tick = 0
-        #: changes committed so far (every write transaction): a replica records the one it copies
-        self._version = 0
-        self._task_counts: Counter[int] = Counter()
-        self._members = TaskMembers()  # each task's entries, for task-filtered search
-        self._store: EntryStore | None = None
-        self._index: HnswIndex | None = None
-        self._txn: Transaction | None = None
+        config = resolve_config(config, overrides)
+        warn_if_sparse(config.M)
+        widths = check_widths({"prior_dim": check_non_negative_int("prior_dim", prior_dim),
+                               "context_dim": check_non_negative_int("context_dim", context_dim)})
+        #: the entries, index, counters and locks that the rule modules beside the bank work on
+        self.core = core = BankCore(config, widths)
         self._save_id: str | None = None  # the save this bank was loaded from (see persistence)
         #: the manager that serves this bank (one per bank; set by the manager built on it)
         self._manager: Any = None
         #: a loaded bank's saves: the one it was loaded from, then those it wrote (stale-save check)
         self._lineage: list[str] = []
-        warn_if_sparse(config.M)
-        widths = check_widths({"prior_dim": check_non_negative_int("prior_dim", prior_dim),
-                               "context_dim": check_non_negative_int("context_dim", context_dim)})
-        #: prior/context widths given without key_dim: used by the first add (0: taken from it)
-        self._fixed_widths = widths
         if key_dim is not None or value_dim is not None:
             if key_dim is None or value_dim is None:
                 raise ValueError(f"give both key_dim and value_dim, got {key_dim!r} and {value_dim!r}")
-            self._init_dims({"key_dim": check_positive_int("key_dim", key_dim),
-                             "value_dim": check_positive_int("value_dim", value_dim), **widths})
+            core.init_dims({"key_dim": check_positive_int("key_dim", key_dim),
+                            "value_dim": check_positive_int("value_dim", value_dim), **widths})
 
     # ------------------------------------------------------------------ basics
-    def _init_dims(self, dims: dict[str, int]) -> None:
-        check_widths(dims)
-        c = self.config
-        self._store = EntryStore(dims)
-        self._index = HnswIndex(c.space, dims["key_dim"], c.capacity, c.M, c.ef_construction,
-                                c.ef_search, seed=c.seed or 0)
+    @property
+    def config(self) -> BankConfig:
+        """The bank's :class:`BankConfig` (a loaded or restored bank takes the saved one)."""
+        return self.core.config
 
     @property
     def dims(self) -> dict[str, int] | None:
         """``key_dim``, ``value_dim``, ``prior_dim``, ``context_dim``; None before the first add."""
-        return None if self._store is None else dict(self._store.dims)
+        return None if self.core.store is None else dict(self.core.store.dims)
 
     def __len__(self) -> int:
-        return 0 if self._store is None else self._store.size
+        return 0 if self.core.store is None else self.core.store.size
 
     def __contains__(self, entry_id: object) -> bool:
-        return self._store is not None and isinstance(entry_id, (int, np.integer)) and entry_id in self._store
+        return self.core.store is not None and isinstance(entry_id, (int, np.integer)) and entry_id in self.core.store
 
     def __repr__(self) -> str:
         return f"ExperienceBank(size={len(self)}, capacity={self.config.capacity}, dims={self.dims})"
@@ -179,26 +161,14 @@ class ExperienceBank:
         Returns:
             :class:`AddResult` with, per item, the id it now lives in.
         """
-        if empty_batch(self, keys, values):
+        if empty_batch(self.core, keys, values):
             empty = np.zeros(0, dtype=np.int64)
             return AddResult(ids=empty, added=np.zeros(0, dtype=bool), evicted=empty.copy())
-        items = check_batch(self, keys, values, task_ids, utility, prior, context, sample_logp, provenance,
+        items = check_batch(self.core, keys, values, task_ids, utility, prior, context, sample_logp, provenance,
                                   step, extractor_version)
-        with interrupts_deferred(), self._lock.write(), transaction(self) as txn:
-            return add_locked(self, items, txn)
+        with interrupts_deferred(), self.core.lock.write(), transaction(self.core) as txn:
+            return add_locked(self.core, items, txn)
 
-
-    # ------------------------------------------------------------------ search
-    def _keys_of(self, ids: np.ndarray) -> np.ndarray:
-        """Stored keys of entry ids (any shape); an id not in the bank (-1) gets the first entry's key."""
-        assert self._store is not None
-        return self._store.cols["key"][np.maximum(self._store.find(ids), 0)]
-
-    def _nearest(self, keys: np.ndarray, m: int, tasks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Up to ``m`` nearest ids per row (same task when ``tasks`` is given); see :func:`.search.nearest`."""
-        assert self._store is not None and self._index is not None
-        return nearest(self._store, self._index, keys, m, tasks, self._task_counts, self._members,
-                       self.config.space)
 
     # ------------------------------------------------------------------- query
     def query(self, keys: Any, k: int = 4, *, task_ids: Any = None, mode: str = "utility",
@@ -219,13 +189,13 @@ class ExperienceBank:
         ``mask == False``. ``record=False`` leaves the retrieval counters alone (evaluation).
         The steps are those of :mod:`.search`.
         """
-        k, temp = check_query(self, k, mode, temperature, record, rng)
-        store = self._store
+        k, temp = check_query(self.core, k, mode, temperature, record, rng)
+        store = self.core.store
         dims = None if store is None else store.dims
         q = as_matrix("keys", keys, None if dims is None else dims["key_dim"])
         n = len(q)
         tasks = None if task_ids is None else as_int_vector("task_ids", task_ids, n)
-        return run_query(self, q, k, mode, temp, tasks, record, rng, dims)
+        return run_query(self.core, q, k, mode, temp, tasks, record, rng, dims)
 
     # ------------------------------------------------------------------ update
     def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
@@ -255,13 +225,13 @@ class ExperienceBank:
                       ) -> np.ndarray:
         """Run ``change(columns, slots, found)`` on the entries of ``ids`` that exist, as one
         transaction; returns the found mask (absent ids are skipped)."""
-        with interrupts_deferred(), self._lock.write(), transaction(self):
-            if self._store is None:
+        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+            if self.core.store is None:
                 return np.zeros(len(ids), dtype=bool)
-            slots = self._store.find(ids)
+            slots = self.core.store.find(ids)
             found = slots >= 0
-            self._store.touch(slots[found])
-            change(self._store.cols, slots[found], found)
+            self.core.store.touch(slots[found])
+            change(self.core.store.cols, slots[found], found)
             return found
 
     # ---------------------------------------------------------------- removals
@@ -269,19 +239,19 @@ class ExperienceBank:
         """Evict ``n`` entries, lowest utility first, then oldest; curated entries (demonstrations)
         only once no other entry is left. Returns their ids."""
         n = check_non_negative_int("n", n)
-        with interrupts_deferred(), self._lock.write(), transaction(self):
-            if self._store is None:
+        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+            if self.core.store is None:
                 return np.zeros(0, dtype=np.int64)
-            return evict_locked(self, n)
+            return evict_locked(self.core, n)
 
     def remove(self, ids: Any) -> int:
         """Remove entries by id (absent ids are ignored). Returns how many were removed."""
         ids_arr = as_ids(ids)
-        with interrupts_deferred(), self._lock.write(), transaction(self):
-            if self._store is None:
+        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+            if self.core.store is None:
                 return 0
-            present = np.unique(ids_arr[self._store.find(ids_arr) >= 0])
-            remove_locked(self, present)
+            present = np.unique(ids_arr[self.core.store.find(ids_arr) >= 0])
+            remove_locked(self.core, present)
             return len(present)
 
     # ------------------------------------------------------------------- merge
@@ -302,34 +272,34 @@ class ExperienceBank:
         thr = self.config.merge_threshold if threshold is None else as_real("threshold", threshold)
         if not (np.isfinite(thr) and thr >= 0):
             raise ValueError(f"threshold must be finite and >= 0, got {threshold!r}")
-        with interrupts_deferred(), self._lock.write(), transaction(self):
-            return merge_locked(self, thr)
+        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+            return merge_locked(self.core, thr)
 
     # ------------------------------------------------------------------- reads
     def get(self, ids: Any) -> dict[str, np.ndarray]:
         """Copies of every field of the given entries (KeyError names a missing id)."""
         ids_arr = as_ids(ids)
-        with self._lock.read():
-            if self._store is None:
+        with self.core.lock.read():
+            if self.core.store is None:
                 if len(ids_arr):
                     raise KeyError(f"no entry with id {int(ids_arr[0])}: the bank is empty")
                 return {}
-            slots = self._store.find(ids_arr)
+            slots = self.core.store.find(ids_arr)
             if np.any(slots < 0):
                 raise KeyError(f"no entry with id {int(ids_arr[np.argmax(slots < 0)])}")
-            return {name: col[slots].copy() for name, col in self._store.cols.items()}
+            return {name: col[slots].copy() for name, col in self.core.store.cols.items()}
 
     def entries(self) -> dict[str, np.ndarray]:
         """Copies of every column, one row per entry, in storage order."""
-        with self._lock.read():
-            return {} if self._store is None else self._store.snapshot()
+        with self.core.lock.read():
+            return {} if self.core.store is None else self.core.store.snapshot()
 
     # ---------------------------------------------------------------- replicas
     @property
     def version(self) -> int:
         """How many changes (write transactions) this bank has committed: a replica of an older
         version is stale. Retrieval counts are not changes."""
-        return self._version
+        return self.core.version
 
     def replica(self) -> BankReplica:
         """A read-only copy of the entries and the index, queried without locks and never
@@ -346,19 +316,19 @@ class ExperienceBank:
         """Count one retrieval of each id (a replica's queries, :meth:`BankReplica.take_hits`)
         at the next retrieval tick; ids no longer in the bank are skipped. Returns how many counted."""
         ids_arr = as_ids(ids)
-        with self._lock.read(), self._count_lock:
-            if self._store is None or len(ids_arr) == 0:
+        with self.core.lock.read(), self.core.count_lock:
+            if self.core.store is None or len(ids_arr) == 0:
                 return 0
-            slots = self._store.find(ids_arr)
+            slots = self.core.store.find(ids_arr)
             found = slots[slots >= 0]
             if len(found):
-                self._tick = record_hits(self._store, found, None, self._tick)
+                self.core.tick = record_hits(self.core.store, found, None, self.core.tick)
             return len(found)
 
     def stats(self) -> dict[str, float]:
         """Size, capacity, utilisation (share of entries retrieved in the last
         ``utilisation_window`` queries), mean/min/max utility and retrieval counts."""
-        return bank_stats(self)
+        return bank_stats(self.core)
 
     # ----------------------------------------------------------------- storage
     def save(self, path: str | Path) -> Path:
@@ -383,7 +353,7 @@ class ExperienceBank:
         """
         from .save_load import save_bank
 
-        with self._lock.read(), self._count_lock:
+        with self.core.lock.read(), self.core.count_lock:
             self.check_consistency()
             return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=self._lineage)
 
@@ -394,7 +364,7 @@ class ExperienceBank:
         against the entries, unique ids below the id counter, task counts, and finite utilities.
         Cost: a few passes over the ids.
         """
-        check_consistency(self)
+        check_consistency(self.core)
 
     def replace_with(self, other: ExperienceBank) -> None:
         """Take ``other``'s config and entries in place, so every holder of this object sees them.
@@ -406,7 +376,7 @@ class ExperienceBank:
             raise TypeError(f"other must be an ExperienceBank, got {type(other).__name__}")
         if other is self:
             return
-        with interrupts_deferred(), self._lock.write(), other._lock.read():
+        with interrupts_deferred(), self.core.lock.write(), other.core.lock.read():
             self._adopt(other.state())
 
     def state(self) -> BankState:
@@ -415,8 +385,7 @@ class ExperienceBank:
         It holds the bank's own entries and index, not copies: read it under the bank's
         lock and do not change it (:meth:`save` does both).
         """
-        return BankState(config=self.config, next_id=self._next_id, tick=self._tick, rng=self._rng,
-                         store=self._store, index=self._index, save_id=self._save_id)
+        return self.core.state(self._save_id)
 
     @classmethod
     def from_state(cls, state: BankState) -> ExperienceBank:
@@ -426,13 +395,7 @@ class ExperienceBank:
         return bank
 
     def _adopt(self, state: BankState) -> None:
-        self._version = getattr(self, "_version", 0) + 1
-        self.config = state.config
-        self._rng = state.rng
-        self._next_id, self._tick = state.next_id, state.tick
-        self._store, self._index = state.store, state.index
-        self._task_counts = Counter() if state.store is None else Counter(state.store.view("task_id").tolist())
-        self._members = TaskMembers()
+        self.core.adopt(state)
         self._save_id = state.save_id
         self._lineage = [] if state.save_id is None else [state.save_id]
 

@@ -75,6 +75,22 @@ class EntryStore:
     def ids(self) -> np.ndarray:
         return self.view("id").copy()
 
+    @property
+    def id_count(self) -> int:
+        """Ids in the id map (``size`` when consistent)."""
+        return len(self._slot)
+
+    def slot_or(self, entry_id: int, default: int) -> int:
+        """The slot of ``entry_id``, or ``default`` where it is not in the id map."""
+        return self._slot.get(entry_id, default)
+
+    def set_slot(self, entry_id: int, slot: int | None) -> None:
+        """Put ``entry_id`` at ``slot`` in the id map (None: take it out); a rollback's step."""
+        if slot is None:
+            self._slot.pop(entry_id, None)
+        else:
+            self._slot[entry_id] = slot
+
     def slots_of(self, ids: Iterable[int]) -> np.ndarray:
         """Slots of ids that must exist (KeyError otherwise)."""
         return np.fromiter((self._slot[int(i)] for i in ids), dtype=np.int64)

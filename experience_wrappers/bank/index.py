@@ -41,6 +41,18 @@ class HnswIndex:
         self.deleted = 0  # marked-deleted elements, still in the graph
 
     @property
+    def raw(self) -> hnswlib.Index:
+        """The hnswlib index itself: for a reader's single-key path (set its beam with
+        :meth:`use_ef` first) and for the load checks of its build parameters and stored keys."""
+        return self._index
+
+    def use_ef(self, ef: int) -> None:
+        """Set hnswlib's query beam width (a call into hnswlib only when it changes)."""
+        if ef != self._ef:
+            self._index.set_ef(ef)
+            self._ef = ef
+
+    @property
     def bound(self) -> int:
         """Most elements the index holds, deleted ones included."""
         return INDEX_SLACK * self.capacity
@@ -88,10 +100,7 @@ class HnswIndex:
     def search(self, queries: np.ndarray, k: int,
                filter_fn: Callable[[int], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Labels and distances of the ``k`` nearest; raises RuntimeError if hnswlib can't fill k."""
-        ef = max(self.ef_search, k)
-        if ef != self._ef:  # set_ef only when it changes: it is a call into hnswlib on every query
-            self._index.set_ef(ef)
-            self._ef = ef
+        self.use_ef(max(self.ef_search, k))
         if filter_fn is None:
             labels, dists = self._index.knn_query(queries, k=k, num_threads=1)
         else:

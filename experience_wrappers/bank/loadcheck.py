@@ -114,7 +114,7 @@ def check_columns(path: Path, cols: dict[str, np.ndarray], tick: int) -> None:
 def check_index(path: Path, index: HnswIndex, index_name: str, cols: dict[str, np.ndarray],
                 config: BankConfig) -> None:
     """The index file agrees with the config and, on up to ``SPOT_CHECKS`` entries, with the key column."""
-    raw = index._index
+    raw = index.raw
     for name in ("M", "ef_construction"):
         built, said = int(getattr(raw, name)), getattr(config, name)
         if built != said:

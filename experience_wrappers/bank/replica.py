@@ -66,7 +66,7 @@ class BankReplica:
         self._hits: list[np.ndarray] = []  # ids picked by recorded queries, for the bank
         self._fast_rows: list[np.ndarray] = []  # rows the single-key path picked, not yet counted here
         self._hits_lock = threading.Lock()
-        store, index = bank._store, bank._index
+        store, index = bank.core.store, bank.core.index
         self._size = 0 if store is None else store.size
         # the single-key kNN path's tables (None: that path is off)
         self._raw: Any = None
@@ -79,11 +79,11 @@ class BankReplica:
         if top <= _DENSE_FACTOR * self._size + _DENSE_SLACK:
             self._row_of = np.full(top + 1, -1, np.int64)
             self._row_of[ids] = np.arange(self._size)
-        tasks = bank._task_counts
+        tasks = bank.core.task_counts
         self._only_task = next(iter(tasks)) if len(tasks) == 1 else None
         if self._row_of is None:
             return
-        self._raw, self._index = index._index, index
+        self._raw, self._index = index.raw, index
         self._one_shape = (store.dims["key_dim"],)  # one key
         self._k_max = min(self._size, index.ef_search)  # hnswlib's ef must cover k
         cols = store.cols
@@ -97,21 +97,21 @@ class BankReplica:
         """A copy of ``bank`` now (taken under its read lock: it waits for a write in progress)."""
         from .bank import ExperienceBank
 
-        with bank._lock.read(), bank._count_lock:
-            store = None if bank._store is None else bank._store.copy()
-            index = None if bank._index is None else bank._index.copy()
+        core = bank.core
+        with core.lock.read(), core.count_lock:
+            store = None if core.store is None else core.store.copy()
+            index = None if core.index is None else core.index.copy()
             # draws of its own: a generator spawned from the bank's (whose own stream is unchanged)
-            state = BankState(config=bank.config, next_id=bank._next_id, tick=bank._tick,
-                              rng=bank._rng.spawn(1)[0], store=store, index=index)
-            version = bank._version
+            state = BankState(config=core.config, next_id=core.next_id, tick=core.tick,
+                              rng=core.rng.spawn(1)[0], store=store, index=index)
+            version = core.version
         return cls(ExperienceBank.from_state(state), version)
 
     def __reduce__(self) -> Any:
         """Pickled as its copy's state (entries, index, config, version): a replica can be sent to
         another process (a Ray worker) and queried there; its uncounted retrievals stay behind."""
-        bank = self._bank
-        return (_rebuild, (bank.config, bank._next_id, bank._tick, bank._rng, bank._store, bank._index,
-                           self.version))
+        core = self._bank.core
+        return (_rebuild, (core.config, core.next_id, core.tick, core.rng, core.store, core.index, self.version))
 
     # ---------------------------------------------------------------- reads
     def __len__(self) -> int:
@@ -164,9 +164,7 @@ class BankReplica:
     def _one_key(self, raw: Any, key: np.ndarray, k: int, record: bool) -> QueryResult | None:
         """The ``k`` nearest entries of one key (what the bank's kNN steps give); None: let them answer."""
         index = self._index
-        if index._ef != index.ef_search:  # a general query with a larger k raised it: the bank's ef for this k
-            index._index.set_ef(index.ef_search)
-            index._ef = index.ef_search
+        index.use_ef(index.ef_search)  # a general query with a larger k may have raised it
         try:
             labels, dists = raw.knn_query(key, k=k, num_threads=1)
         except RuntimeError:  # hnswlib could not fill k: the general steps search exactly

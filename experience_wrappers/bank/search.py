@@ -22,7 +22,7 @@ from .results import QueryResult
 from .task_members import TaskMembers
 
 if TYPE_CHECKING:
-    from .bank import ExperienceBank
+    from .core import BankCore
 
 __all__ = ["EXACT_SCOPE", "nearest", "brute_nearest", "random_candidates", "candidate_count", "choose", "gather",
            "knn_unfiltered", "record_hits", "empty_result", "run_query"]
@@ -213,35 +213,35 @@ def empty_result(n: int, k: int, value_dim: int, prior_dim: int) -> QueryResult:
                        distances=np.full((n, k), np.inf), mask=np.zeros((n, k), dtype=bool))
 
 
-def run_query(bank: ExperienceBank, q: np.ndarray, k: int, mode: str, temp: float, tasks: np.ndarray | None,
+def run_query(core: BankCore, q: np.ndarray, k: int, mode: str, temp: float, tasks: np.ndarray | None,
               record: bool, rng: np.random.Generator | None, dims: dict[str, int] | None) -> QueryResult:
     """The steps of :meth:`ExperienceBank.query` under its read lock, its arguments checked."""
     n = len(q)
-    with bank._lock.read():
-        store = bank._store
+    with core.lock.read():
+        store = core.store
         if dims is None or store is None or store.size == 0:
             return empty_result(n, k, 0 if dims is None else dims["value_dim"],
                                 0 if dims is None else dims["prior_dim"])
-        if mode == "knn" and bank.config.utility_floor is None and k <= store.size and (
-                tasks is None or only_task(bank._task_counts, tasks)):
-            assert bank._index is not None  # set with the store
-            fast = knn_unfiltered(store, bank._index, q, k)  # the usual kNN query, fewer steps
+        if mode == "knn" and core.config.utility_floor is None and k <= store.size and (
+                tasks is None or only_task(core.task_counts, tasks)):
+            assert core.index is not None  # set with the store
+            fast = knn_unfiltered(store, core.index, q, k)  # the usual kNN query, fewer steps
             if fast is not None:
                 result, chosen = fast
                 if record:
-                    with bank._count_lock:
-                        bank._tick = record_hits(store, chosen, None, bank._tick)
+                    with core.count_lock:
+                        core.tick = record_hits(store, chosen, None, core.tick)
                 return result
         if mode != "random":
-            cand_ids, cand_d = bank._nearest(q, candidate_count(mode, k, store.size, bank.config), tasks)
-        with bank._count_lock:
-            generator = bank._rng if rng is None else rng
+            cand_ids, cand_d = core.nearest(q, candidate_count(mode, k, store.size, core.config), tasks)
+        with core.count_lock:
+            generator = core.rng if rng is None else rng
             if mode == "random":
-                cand_ids, cand_d = random_candidates(store, n, k, tasks, bank.config.candidate_factor,
+                cand_ids, cand_d = random_candidates(store, n, k, tasks, core.config.candidate_factor,
                                                      generator)
             slots = store.find(cand_ids)
-            cols, mask = choose(store, slots, mode, k, temp, bank.config, generator)
+            cols, mask = choose(store, slots, mode, k, temp, core.config, generator)
             result, chosen = gather(store, slots, cand_d, cols, mask, k)
             if record:
-                bank._tick = record_hits(store, chosen, mask, bank._tick)
+                core.tick = record_hits(store, chosen, mask, core.tick)
     return result

@@ -27,7 +27,7 @@ from .entries import EntryStore
 from .index import HnswIndex
 
 if TYPE_CHECKING:
-    from .bank import ExperienceBank
+    from .core import BankCore
 
 __all__ = ["Journal", "Transaction", "transaction", "interrupts_deferred", "rebuild_index"]
 
@@ -62,7 +62,7 @@ class Journal:
         """Remember where ``ids`` live now (or that they are absent)."""
         for i in np.atleast_1d(np.asarray(ids, dtype=np.int64)).tolist():
             if i not in self.slot_of:
-                self.slot_of[i] = store._slot.get(i, _ABSENT)
+                self.slot_of[i] = store.slot_or(i, _ABSENT)
 
     def undo(self, store: EntryStore) -> None:
         """Put every remembered row, the size and the id map back."""
@@ -72,21 +72,18 @@ class Journal:
         store.size = self.size
         store.forget_sorted()
         for i, s in self.slot_of.items():
-            if s == _ABSENT:
-                store._slot.pop(i, None)
-            else:
-                store._slot[i] = s
+            store.set_slot(i, None if s == _ABSENT else s)
 
 
 class Transaction:
     """The state of one bank change that a rollback needs; see :func:`transaction`."""
 
-    def __init__(self, bank: ExperienceBank) -> None:
-        self.bank = bank
-        self.store = bank._store
-        self.index = bank._index
-        self.next_id = bank._next_id
-        self.task_counts = bank._task_counts.copy()
+    def __init__(self, core: BankCore) -> None:
+        self.core = core
+        self.store = core.store
+        self.index = core.index
+        self.next_id = core.next_id
+        self.task_counts = core.task_counts.copy()
         self.index_touched = False
         self.journal = Journal(self.store) if self.store is not None else None
         if self.store is not None:
@@ -97,37 +94,37 @@ class Transaction:
             self.store.journal = None
 
     def rollback(self) -> None:
-        bank = self.bank
-        bank._members.clear()
-        bank._next_id = self.next_id
-        bank._task_counts = self.task_counts
+        core = self.core
+        core.members.clear()
+        core.next_id = self.next_id
+        core.task_counts = self.task_counts
         if self.store is None:  # the change created the store: drop it again
-            bank._store, bank._index = None, None
+            core.store, core.index = None, None
             return
         assert self.journal is not None
         self.journal.undo(self.store)
-        bank._store = self.store
+        core.store = self.store
         if self.index_touched:
-            bank._index = None  # a bank without an index refuses to save until rebuilt
-            bank._index = rebuild_index(bank)
+            core.index = None  # a bank without an index refuses to save until rebuilt
+            core.index = rebuild_index(core)
         else:
-            bank._index = self.index
+            core.index = self.index
 
 
 @contextmanager
-def transaction(bank: ExperienceBank) -> Iterator[Transaction]:
-    """Run a change of ``bank`` (caller holds its write lock): all of it, or none of it."""
-    txn = Transaction(bank)
-    bank._txn = txn
+def transaction(core: BankCore) -> Iterator[Transaction]:
+    """Run a change of a bank's ``core`` (caller holds its write lock): all of it, or none of it."""
+    txn = Transaction(core)
+    core.txn = txn
     try:
         yield txn
-        bank._version += 1  # a replica older than this is stale (see .replica)
+        core.version += 1  # a replica older than this is stale (see .replica)
     except BaseException:
         txn.close()
         txn.rollback()
         raise
     finally:
-        bank._txn = None
+        core.txn = None
         txn.close()
 
 
@@ -153,9 +150,9 @@ def interrupts_deferred() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
-def rebuild_index(bank: ExperienceBank) -> HnswIndex:
+def rebuild_index(core: BankCore) -> HnswIndex:
     """A fresh HNSW index over the bank's entries (after a rollback that touched the index)."""
-    store, c = bank._store, bank.config
+    store, c = core.store, core.config
     assert store is not None
     index = HnswIndex(c.space, store.dims["key_dim"], c.capacity, c.M, c.ef_construction, c.ef_search,
                       seed=c.seed or 0, initial=max(1, store.size))

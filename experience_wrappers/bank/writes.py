@@ -17,22 +17,22 @@ from .transaction import Transaction, rebuild_index
 from .utility import eviction_order
 
 if TYPE_CHECKING:
-    from .bank import ExperienceBank
+    from .core import BankCore
 
 __all__ = ["add_locked", "append_locked", "batch_item", "evict_locked", "merge_locked", "remove_locked"]
 
 
-def add_locked(bank: ExperienceBank, items: dict[str, Any], txn: Transaction) -> AddResult:
+def add_locked(core: BankCore, items: dict[str, Any], txn: Transaction) -> AddResult:
     """Write a checked batch (:func:`.arguments.check_batch`) under the bank's write lock and ``txn``:
     refresh near duplicates, evict to make room, append the new entries, index their keys."""
     keys_arr, tasks, prov = items["key"], items["task_id"], items["provenance"]
     n = len(keys_arr)
-    if bank._store is None:
-        bank._init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "prior", "context")})
-    store, index = bank._store, bank._index
+    if core.store is None:
+        core.init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "prior", "context")})
+    store, index = core.store, core.index
     assert store is not None and index is not None
-    target, source = dedup_targets(keys_arr, tasks, bank.config.dedup_threshold, bank.config.space,
-                                   bank._nearest if len(bank) > 0 else None, bank._keys_of)
+    target, source = dedup_targets(keys_arr, tasks, core.config.dedup_threshold, core.config.space,
+                                   core.nearest if core.store is not None and core.store.size > 0 else None, core.keys_of)
     crossing = np.flatnonzero(target >= 0)
     if crossing.size:  # a refresh never crosses between demonstrations and the agent's entries
         their = store.cols["provenance"][store.slots_of(target[crossing])]
@@ -46,14 +46,14 @@ def add_locked(bank: ExperienceBank, items: dict[str, Any], txn: Transaction) ->
         refresh_entry(store.cols, store.slots_of([target[i]])[0], batch_item(items, i))
         result_ids[i] = target[i]
 
-    kept_items, kept_src = plan_new_items(target, source, bank.config.capacity)
-    excess = store.size + len(kept_items) - bank.config.capacity
+    kept_items, kept_src = plan_new_items(target, source, core.config.capacity)
+    excess = store.size + len(kept_items) - core.config.capacity
     store.reserve(store.size + len(kept_items))  # allocations first: they change nothing
-    evicted = evict_locked(bank, excess) if excess > 0 else np.zeros(0, dtype=np.int64)
-    new_ids = append_locked(bank, items, kept_items, kept_src)
+    evicted = evict_locked(core, excess) if excess > 0 else np.zeros(0, dtype=np.int64)
+    new_ids = append_locked(core, items, kept_items, kept_src)
     txn.index_touched = True
     if index.needs_rebuild(len(kept_items)):  # deleted elements fill the index: rebuild from the entries
-        bank._index = rebuild_index(bank)  # the store holds the new entries already
+        core.index = rebuild_index(core)  # the store holds the new entries already
     else:
         index.add(keys_arr[kept_items], new_ids)
 
@@ -68,12 +68,12 @@ def add_locked(bank: ExperienceBank, items: dict[str, Any], txn: Transaction) ->
     return AddResult(ids=result_ids, added=added, evicted=evicted)
 
 
-def append_locked(bank: ExperienceBank, items: dict[str, Any], kept: np.ndarray, src: np.ndarray) -> np.ndarray:
+def append_locked(core: BankCore, items: dict[str, Any], kept: np.ndarray, src: np.ndarray) -> np.ndarray:
     """Write new entries: keys, tasks and utility of the ``kept`` items, content of their ``src``."""
-    store = bank._store
+    store = core.store
     assert store is not None
-    new_ids = np.arange(bank._next_id, bank._next_id + len(kept), dtype=np.int64)
-    bank._next_id += len(kept)
+    new_ids = np.arange(core.next_id, core.next_id + len(kept), dtype=np.int64)
+    core.next_id += len(kept)
     slots = store.append(len(kept))
     c = store.cols
     c["id"][slots] = new_ids
@@ -87,46 +87,46 @@ def append_locked(bank: ExperienceBank, items: dict[str, Any], kept: np.ndarray,
     for name, rows in (("created_step", kept), ("extractor_version", src)):  # the version goes with the content
         c[name][slots] = items[name][rows] if isinstance(items[name], np.ndarray) else items[name]
     store.reindex(slots)
-    bank._task_counts.update(items["task_id"][kept].tolist())
-    bank._members.clear()
+    core.task_counts.update(items["task_id"][kept].tolist())
+    core.members.clear()
     return new_ids
 
 
-def evict_locked(bank: ExperienceBank, n: int) -> np.ndarray:
-    store = bank._store
+def evict_locked(core: BankCore, n: int) -> np.ndarray:
+    store = core.store
     assert store is not None
     n = min(n, store.size)
     if n <= 0:
         return np.zeros(0, dtype=np.int64)
     order = eviction_order(store.view("id"), store.view("utility"), store.view("provenance"))[:n]
     victims = store.view("id")[order].copy()
-    remove_locked(bank, victims)
+    remove_locked(core, victims)
     return victims
 
 
-def remove_locked(bank: ExperienceBank, ids: np.ndarray) -> None:
-    store, index = bank._store, bank._index
+def remove_locked(core: BankCore, ids: np.ndarray) -> None:
+    store, index = core.store, core.index
     assert store is not None and index is not None
-    bank._task_counts.subtract(store.view("task_id")[store.slots_of(ids)].tolist())
-    bank._task_counts = +bank._task_counts
-    bank._members.clear()
+    core.task_counts.subtract(store.view("task_id")[store.slots_of(ids)].tolist())
+    core.task_counts = +core.task_counts
+    core.members.clear()
     store.remove_ids(ids)
-    if bank._txn is not None:
-        bank._txn.index_touched = True
+    if core.txn is not None:
+        core.txn.index_touched = True
     index.remove(ids)
 
 
-def merge_locked(bank: ExperienceBank, thr: float) -> MergeResult:
+def merge_locked(core: BankCore, thr: float) -> MergeResult:
     """:meth:`ExperienceBank.merge` under the bank's write lock and transaction, ``thr`` checked."""
-    store = bank._store
+    store = core.store
     if store is None or store.size < 2 or thr == 0:
         return MergeResult(merged={})
     keys = store.view("key").copy()
-    m = min(store.size, bank.config.merge_k + 1)
-    nb_ids, nb_d = bank._nearest(keys, m, None)
+    m = min(store.size, core.config.merge_k + 1)
+    nb_ids, nb_d = core.nearest(keys, m, None)
     nb_slots = store.find(nb_ids)
     nb = np.maximum(nb_slots, 0)
-    if bank.config.space == "ip":  # near duplicates are near-identical keys (see .dedup)
+    if core.config.space == "ip":  # near duplicates are near-identical keys (see .dedup)
         nb_d = ((keys[nb].astype(np.float64) - keys.astype(np.float64)[:, None, :]) ** 2).sum(-1)
         nb_d[nb_slots < 0] = np.inf
     tasks, prov = store.view("task_id"), store.view("provenance")
@@ -141,7 +141,7 @@ def merge_locked(bank: ExperienceBank, thr: float) -> MergeResult:
         merged[int(store.cols["id"][s[0]])] = [int(i) for i in store.cols["id"][s[1:]]]
     gone = np.array([i for v in merged.values() for i in v], dtype=np.int64)
     if len(gone):
-        remove_locked(bank, gone)
+        remove_locked(core, gone)
     return MergeResult(merged=merged)
 
 
