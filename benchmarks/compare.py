@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .results_reading import RESULTS, auc, load_results
 from .stats import difference_ci
 
 __all__ = ["COMPARE_TO", "comparison_lines"]
@@ -35,8 +36,6 @@ def _cell(d: float, lo: float, hi: float) -> str:
 
 def comparison_lines(arms: dict[str, list[dict]], method: str) -> list[str]:
     """Markdown table: ``method`` minus each other arm, final success and AUC, with 95 % CIs."""
-    from .report import auc  # the report's AUC, one definition
-
     if method not in arms:
         return []
 
@@ -54,8 +53,6 @@ def comparison_lines(arms: dict[str, list[dict]], method: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .report import RESULTS, load_results
-
     p = argparse.ArgumentParser(description="Bootstrap CIs of the method minus every other arm of a suite.")
     p.add_argument("--suite", required=True)
     p.add_argument("--method", help="the reference arm (default: the suite's in COMPARE_TO)")

@@ -22,7 +22,6 @@ probability of improvement (rliable).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -32,13 +31,13 @@ from typing import Any
 import numpy as np
 
 from .compare import COMPARE_TO, comparison_lines
+from .results_reading import RESULTS, auc, curve_of, load_results
 from .stats import bootstrap_ci
 from .suites import SUITES
 from .targets import METHOD_ARM, check_all, render_checks
 from .trials_report import headline as trials_headline
 from .trials_report import replace_block, trials_section
 
-RESULTS = Path(__file__).resolve().parent / "results"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -52,38 +51,6 @@ HEADLINE_SUITES = {"keyroom-20-300k": "0.8", "keyroom-20": "0.8", "easy": "0.9",
 #: The simple peers shown beside PPO and the method in the headline, per suite.
 HEADLINE_PEERS = {"keyroom-20": ("ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil-plain"),
                   "keyroom-20-300k": ("ppo-bc", "ppo-kickstart", "ppo-sil")}
-
-
-def load_results(root: Path, suites: list[str] | None = None) -> dict[str, dict[str, dict[str, list[dict]]]]:
-    """``out[suite][env][arm] = [result, ...]`` sorted by seed."""
-    out: dict[str, dict[str, dict[str, list[dict]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for path in sorted(root.glob("*/*/*/seed*.json")):
-        suite = path.parts[-4]
-        if suites and suite not in suites:
-            continue
-        res = json.loads(path.read_text())
-        out[suite][res["env_id"]][res["arm"]].append(res)
-    for envs in out.values():
-        for arms in envs.values():
-            for runs in arms.values():
-                runs.sort(key=lambda r: r["seed"])
-    return out
-
-
-def curve_of(run: dict, key: str = "outcome") -> tuple[np.ndarray, np.ndarray]:
-    pts = [(c["steps"], c[key]) for c in run["curve"] if c.get(key) is not None]
-    if not pts:
-        return np.zeros(0), np.zeros(0)
-    s, v = zip(*pts, strict=True)
-    return np.asarray(s, dtype=float), np.asarray(v, dtype=float)
-
-
-def auc(run: dict) -> float:
-    """Mean rolling outcome over the run (area under the curve divided by the steps)."""
-    s, v = curve_of(run)
-    if len(s) < 2:
-        return math.nan
-    return float(np.trapezoid(v, s) / (s[-1] - s[0]))
 
 
 def fmt(x: float | None, digits: int = 2) -> str:

@@ -95,8 +95,6 @@ class BankReplica:
     @classmethod
     def of(cls, bank: ExperienceBank) -> BankReplica:
         """A copy of ``bank`` now (taken under its read lock: it waits for a write in progress)."""
-        from .bank import ExperienceBank
-
         core = bank.core
         with core.lock.read(), core.count_lock:
             store = None if core.store is None else core.store.copy()
@@ -105,13 +103,14 @@ class BankReplica:
             state = BankState(config=core.config, next_id=core.next_id, tick=core.tick,
                               rng=core.rng.spawn(1)[0], store=store, index=index)
             version = core.version
-        return cls(ExperienceBank.from_state(state), version)
+        return cls(type(bank).from_state(state), version)
 
     def __reduce__(self) -> Any:
         """Pickled as its copy's state (entries, index, config, version): a replica can be sent to
         another process (a Ray worker) and queried there; its uncounted retrievals stay behind."""
         core = self._bank.core
-        return (_rebuild, (core.config, core.next_id, core.tick, core.rng, core.store, core.index, self.version))
+        return (_rebuild, (type(self._bank), core.config, core.next_id, core.tick, core.rng, core.store, core.index,
+                           self.version))
 
     # ---------------------------------------------------------------- reads
     def __len__(self) -> int:
@@ -215,12 +214,10 @@ class BankReplica:
         return np.concatenate(hits).astype(np.int64, copy=False) if hits else np.zeros(0, np.int64)
 
 
-def _rebuild(config: Any, next_id: int, tick: int, rng: np.random.Generator, store: Any, index: Any,
-             version: int) -> BankReplica:
+def _rebuild(bank_class: type[ExperienceBank], config: Any, next_id: int, tick: int, rng: np.random.Generator,
+             store: Any, index: Any, version: int) -> BankReplica:
     """A pickled replica, rebuilt (see :meth:`BankReplica.__reduce__`)."""
-    from .bank import ExperienceBank
-
     if store is not None:  # columns unpickled from shared memory (Ray's object store) arrive read-only
         store.cols = {name: col if col.flags.writeable else col.copy() for name, col in store.cols.items()}
     state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, store=store, index=index)
-    return BankReplica(ExperienceBank.from_state(state), version)
+    return BankReplica(bank_class.from_state(state), version)
