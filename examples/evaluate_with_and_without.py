@@ -23,7 +23,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
-from integrations.sb3 import CRLCallback, ExperienceEvalCallback, evaluate_policy, find_experience
+from integrations.sb3 import CRLCallback, ExperienceEvalCallback, evaluate_frozen, find_experience
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
 
     submitted = manager.episodes_submitted
     for guided in (True, False):
-        mean, std = evaluate_policy(model, evaluation, n_eval_episodes=args.episodes, guided=guided)
+        mean, std = evaluate_frozen(model, evaluation, n_eval_episodes=args.episodes, guided=guided)
         print(f"{'with' if guided else 'without'} experience: return {mean:.1f} ± {std:.1f}")
     print(f"episodes handed to the bank by evaluation: {manager.episodes_submitted - submitted}")
     print("(on a fully observed task like CartPole experience is not expected to help: a gap either way is noise)")

@@ -19,7 +19,7 @@ from experience_wrappers import ExperienceBank
 from integrations.sb3 import (
     CRLCallback,
     CRLCheckpointCallback,
-    evaluate_policy,
+    evaluate_frozen,
     find_experience,
     load_crl,
     no_learning,
@@ -61,7 +61,7 @@ def test_an_evaluation_env_on_the_training_bank_learns_nothing_by_default():
     assert submitted > 0 and size > 0
     evaluation = wrapped_vec(2, bank, seed=7, manager=mgr)  # learn=None: the default
     sb3_evaluate_policy(model, evaluation, n_eval_episodes=6)  # SB3's own helper, untouched
-    evaluate_policy(model, evaluation, n_eval_episodes=4, guided=True)
+    evaluate_frozen(model, evaluation, n_eval_episodes=4, guided=True)
     assert (mgr.episodes_submitted, len(bank)) == (submitted, size)
     asked = wrapped_vec(1, bank, seed=8, manager=mgr, learn=True)  # learning when asked
     sb3_evaluate_policy(model, asked, n_eval_episodes=2)

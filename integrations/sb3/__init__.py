@@ -10,7 +10,7 @@ from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .eval_callback import ExperienceEvalCallback
 from .evaluation import (
-    evaluate_policy,
+    evaluate_frozen,
     evaluate_with_and_without_experience,
     no_learning,
     run_episodes,
@@ -54,7 +54,7 @@ __all__ = [
     "regroup_advantages",
     "evaluate_with_and_without_experience",
     "run_episodes",
-    "evaluate_policy",
+    "evaluate_frozen",
     "no_learning",
     "norm_obs_keys",
     "save_experience",

@@ -14,7 +14,7 @@ from experience_wrappers.manager import outcome_of, success_from_info
 
 from .discovery import find_experience
 
-__all__ = ["evaluate_with_and_without_experience", "run_episodes", "no_learning", "evaluate_policy"]
+__all__ = ["evaluate_with_and_without_experience", "run_episodes", "no_learning", "evaluate_frozen"]
 
 
 @contextlib.contextmanager
@@ -48,7 +48,7 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
             inj.force_guided, inj.learn = force, learn
 
 
-def evaluate_policy(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10, deterministic: bool = True,
+def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10, deterministic: bool = True,
                     guided: bool | None = None, **kwargs: Any) -> Any:
     """SB3's ``evaluate_policy`` on an experience-wrapped env, inside :func:`no_learning`.
 
