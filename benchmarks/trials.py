@@ -72,6 +72,7 @@ import numpy as np
 
 from benchmarks.cli_checks import bad_seeds, check_output_folder
 from benchmarks.result_file import write_result
+from benchmarks.trials_ml1 import ml1_reach_family, normalized_predict, ppo_settings
 from benchmarks.trials_report import SUITES
 from benchmarks.workers import Stopped, worker_pool
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
@@ -102,6 +103,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-1000": {**METHOD, "train_instances": 1000},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
+    "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -172,7 +174,7 @@ def maze_family(train_mazes: int = 200) -> dict[str, Any]:
 
 
 FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
-                                                      "maze": maze_family}
+                                                      "maze": maze_family, "ml1-reach": ml1_reach_family}
 
 
 # ---------------------------------------------------------------------------- one run
@@ -230,6 +232,10 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
     fam = FAMILIES[family](train_instances) if train_instances else FAMILIES[family]()
     kind = spec.pop("kind")
+    if spec.pop("goal", "hidden") == "visible":  # the ceiling: the same task with its goal shown
+        if "make_visible" not in fam:
+            raise ValueError(f"arm {arm!r} shows the goal: family {family!r} has no goal-visible env")
+        fam = {**fam, "make": fam["make_visible"], "task": fam["task"].replace("goal hidden", "goal VISIBLE")}
     demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
     if demo_ratio:  # a family may give its demonstrations to every guided run (the in-context mazes)
         demo_ratio = float(fam.get("demo_ratio", demo_ratio))
@@ -237,7 +243,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     imitate = bool(spec.pop("imitate", False))
     novelty = float(spec.pop("novelty_bonus", 0.0))
     novelty_until = bool(spec.pop("novelty_until_success", True))
-    ppo_kwargs = {**PPO_KWARGS, **spec.pop("ppo", {})}
+    ppo_kwargs = {**PPO_KWARGS, **ppo_settings(fam.get("ppo", {})), **spec.pop("ppo", {})}
+    vec_normalize = fam.get("vec_normalize")
     k_trials = fam["trials"]
     proto = fam["make"]()
     obs_space, act_space = proto.observation_space, proto.action_space
@@ -267,16 +274,21 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         out["train"] = None
     elif kind == "recurrent":
         from sb3_contrib import RecurrentPPO
-        venv = DummyVecEnv([_meta_episode(fam["make"], fam["train"], k_trials, seed * 1000 + i, monitor=True)
+        venv: Any = DummyVecEnv([_meta_episode(fam["make"], fam["train"], k_trials, seed * 1000 + i, monitor=True)
                             for i in range(N_ENVS)])
+        if vec_normalize is not None:
+            from stable_baselines3.common.vec_env import VecNormalize
+            venv = VecNormalize(venv, norm_obs_keys=["observation"], **vec_normalize)
         log = TrialLog(8192, k_trials)
+        rkw = dict(ppo_kwargs)
         model = RecurrentPPO("MultiInputLstmPolicy", venv, seed=seed, verbose=0,
-                             policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64]}, **ppo_kwargs)
+                             policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64],
+                                            **rkw.pop("policy_kwargs", {})}, **rkw)
         model.learn(steps, callback=log)
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot()}
         ev = DummyVecEnv([_meta_episode(fam["make"], [g], k_trials, seed) for g in held])
-        heldout["without_experience"] = trial_metrics(run_trials(ev, model.predict, runs_per_env=repeats,
+        heldout["without_experience"] = trial_metrics(run_trials(ev, normalized_predict(model), runs_per_env=repeats,
                                                                  trials=k_trials, recurrent=True))
         heldout["note"] = "no bank: the LSTM state carried across the run's trials is its only memory"
         ev.close()
@@ -286,7 +298,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                                   free_members=FREE_MEMBERS, trials=k_trials, sil=sil,
                                   demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
                                   novelty_bonus=novelty, novelty_until_success=novelty_until,
-                                  ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"), seed=seed)
+                                  ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"),
+                                  vec_normalize=vec_normalize, seed=seed)
         method_model, method_venv = run.model, run.model.get_env()
         log = TrialLog(8192, k_trials)
         method_model.learn(steps, callback=[log, *run.callbacks])
@@ -301,7 +314,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             return m
         conditions = ("without_experience",) if spec.get("scope") == "none" else (
             "without_experience", "with_experience", "with_demonstration")
-        heldout.update(evaluate(method_model.predict, frozen_memory, conditions))
+        heldout.update(evaluate(normalized_predict(method_model), frozen_memory, conditions))
     out["heldout"] = heldout
     out["demonstrations_used"] = {"training_runs_share": demo_ratio,
                                   "test_per_run": 1 if "with_demonstration" in heldout else 0}
@@ -324,9 +337,14 @@ def _meta_episode(make: Callable[[], Any], instances: list[int], trials: int, se
     return build
 
 def _settings(family: str, arm: str, steps: int, repeats: int) -> dict[str, Any]:
-    return {"family": family, "arm": arm, "arm_settings": ARMS[arm], "steps": steps if ARMS[arm]["kind"] != "play" else 0,
-            "repeats": repeats, "ppo": PPO_KWARGS, "n_envs": N_ENVS, "group_size": GROUP_SIZE,
-            "free_members": FREE_MEMBERS, "k": K_ENTRIES, "exp_dim": EXP_DIM}
+    out = {"family": family, "arm": arm, "arm_settings": ARMS[arm], "steps": steps if ARMS[arm]["kind"] != "play" else 0,
+           "repeats": repeats, "ppo": PPO_KWARGS, "n_envs": N_ENVS, "group_size": GROUP_SIZE,
+           "free_members": FREE_MEMBERS, "k": K_ENTRIES, "exp_dim": EXP_DIM}
+    if family.startswith("ml1-"):  # the calibrated PPO overrides the trials' defaults
+        fam = FAMILIES[family]()
+        out.update({"ppo": {**PPO_KWARGS, **fam["ppo"]}, "calibration": fam["calibration"],
+                    "vec_normalize": fam["vec_normalize"], "horizon": fam["horizon"]})
+    return out
 
 
 def _commit() -> str | None:

@@ -20,13 +20,14 @@ import numpy as np
 from benchmarks.stats import bootstrap_ci, difference_ci
 
 #: each family's suite: the folder under benchmarks/results and the ``suite`` of its result files
-SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "incontext-maze"}
+SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "incontext-maze",
+          "ml1-reach": "metaworld-ml1-reach"}
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
-             "crl-trials-nosil", "crl-trials-imitate", "ppo", "ppo-sil", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-nosil", "crl-trials-imitate", "ppo", "ppo-sil", "ppo-visible", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [

@@ -289,8 +289,10 @@ def test_meta_episode_runs_k_trials_as_one_episode() -> None:
         done = term or trunc
     assert trial_ends == [(0, True, 1.0), (1, True, 1.0), (2, True, 0.0)]
     assert steps == 27 and obs["last_reward"][0] == 1.0
-    with pytest.raises(ValueError, match="Discrete"):
-        MetaEpisode(__import__("gymnasium").make("Pendulum-v1"), instances=[0])
+    bad = HiddenGoalRoom()
+    bad.action_space = spaces.MultiBinary(2)  # Discrete and Box actions are fed back, nothing else
+    with pytest.raises(ValueError, match="Discrete or Box"):
+        MetaEpisode(bad, instances=[0])
 
 
 def test_evaluation_reports_success_by_trial() -> None:

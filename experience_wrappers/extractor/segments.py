@@ -163,6 +163,32 @@ class ActionCoder:
             out[:] = np.clip(scaled, -limit, limit)
         return out
 
+    def decode(self, codes: object) -> np.ndarray:
+        """The actions of a batch of codes ``(batch, dim)``: :meth:`encode`'s inverse (Discrete and Box).
+
+        ``Discrete``: the index of each row's largest entry; ``Box``: each component mapped back
+        from ``[-1, 1]`` to ``[low, high]`` (components without finite bounds as they are), shaped
+        as the space's actions. An encoded action decodes to itself (clipped to the bounds).
+
+        Raises:
+            TypeError: a MultiDiscrete or MultiBinary space.
+            ValueError: codes not ``(batch, dim)``.
+
+        >>> coder = ActionCoder(spaces.Box(-2.0, 2.0, (2,)))
+        >>> coder.decode(coder.encode(np.array([[2.0, -1.0]]))).tolist()
+        [[2.0, -1.0]]
+        """
+        c = np.asarray(codes, dtype=np.float64)
+        if c.ndim != 2 or c.shape[1] != self.dim:
+            raise ValueError(f"codes must have shape (batch, {self.dim}) for {self.action_space!r}, got {c.shape}")
+        space = self.action_space
+        if isinstance(space, spaces.Discrete):
+            return (c.argmax(axis=1) + int(space.start)).astype(np.int64)
+        if not isinstance(space, spaces.Box):
+            raise TypeError(f"ActionCoder.decode supports Discrete and Box action spaces, got {space!r}")
+        a = np.where(self._bounded, self._low + (np.clip(c, -1.0, 1.0) + 1.0) / 2.0 * self._span, c)
+        return a.reshape((len(c), *tuple(space.shape))).astype(space.dtype)
+
 
 def segment_dim(state_dim: int, action_dim: int) -> int:
     """Length of one step's row: state features, encoded action, reward, return-to-go.

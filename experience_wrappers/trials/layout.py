@@ -3,15 +3,16 @@
 An *entry* is one step of a finished trial, stored in the bank under its key (the
 state's key) with a value laid out as::
 
-    [key | action code | trial return | steps to go / horizon | extractor vector z]
+    [key | action code | trial return | steps to go / horizon | (step reward) | extractor vector z]
 
-The key is kept inside the value so that a reader can say where the entry lies
+The step's own reward is there only with ``step_reward=True`` (dense rewards, e.g. Meta-World's:
+a trial's steps with their rewards say where the goal is not and roughly where it is). The key is kept inside the value so that a reader can say where the entry lies
 relative to the query without a second look-up. Everything but ``z`` is decodable
 as it is; ``z`` is the extractor's vector for the rest of the trial from that step.
 
 A *row* is what the policy reads of one retrieved entry::
 
-    [entry key - query key | distance | same instance | action code | return | steps to go | z]
+    [entry key - query key | distance | same instance | action code | return | steps to go | (reward) | z]
 
 ``same instance`` is 1 for an entry of the reading run's own instance (its earlier
 trials, or a demonstration of it) and 0 for an entry of another instance (the
@@ -19,6 +20,8 @@ random-retrieval ablation). Rows of missing entries are zeros with mask 0.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import attrs
 import numpy as np
@@ -37,6 +40,8 @@ class EntryLayout:
         action_dim: width of an encoded action (see :class:`~experience_wrappers.extractor.ActionCoder`).
         exp_dim: width of the extractor's vector.
         horizon: the trial's step cap; steps to go are divided by it.
+        step_reward: one more column, each step's own reward (after steps to go); False (the
+            default): none, the entries carry the trial's return only.
 
     >>> lay = EntryLayout(key_dim=2, action_dim=8, exp_dim=4, horizon=25)
     >>> lay.value_dim, lay.row_dim
@@ -44,12 +49,17 @@ class EntryLayout:
     >>> v = lay.values(np.zeros((3, 2)), np.eye(8)[[1, 2, 3]], 1.0, np.zeros((3, 4)))
     >>> [round(float(x), 2) for x in v[:, lay.steps_to_go_col]]  # 3, 2 and 1 steps left of 25
     [0.12, 0.08, 0.04]
+    >>> dense = EntryLayout(key_dim=2, action_dim=8, exp_dim=4, horizon=25, step_reward=True)
+    >>> v = dense.values(np.zeros((2, 2)), np.eye(8)[[1, 2]], 1.0, np.zeros((2, 4)), rewards=[0.25, 0.5])
+    >>> dense.value_dim, v[:, dense.reward_col].tolist()
+    (17, [0.25, 0.5])
     """
 
     key_dim: int = attrs.field(converter=int)
     action_dim: int = attrs.field(converter=int)
     exp_dim: int = attrs.field(converter=int)
     horizon: int = attrs.field(converter=int)
+    step_reward: bool = attrs.field(default=False, converter=bool)
 
     def __attrs_post_init__(self) -> None:
         check_int("key_dim", self.key_dim, minimum=1)
@@ -59,7 +69,7 @@ class EntryLayout:
 
     @property
     def value_dim(self) -> int:
-        return self.key_dim + self.action_dim + 2 + self.exp_dim
+        return self.key_dim + self.action_dim + 2 + int(self.step_reward) + self.exp_dim
 
     @property
     def row_dim(self) -> int:
@@ -74,6 +84,22 @@ class EntryLayout:
     @property
     def steps_to_go_col(self) -> int:
         return self.return_col + 1
+
+    @property
+    def reward_col(self) -> int:
+        """Column of the step's reward in a value (``step_reward=True`` only).
+
+        Raises:
+            AttributeError: the layout has no step-reward column.
+        """
+        if not self.step_reward:
+            raise AttributeError("this EntryLayout has no step-reward column (build it with step_reward=True)")
+        return self.steps_to_go_col + 1
+
+    @property
+    def row_reward_col(self) -> int:
+        """Column of the step's reward in a row (``step_reward=True`` only)."""
+        return self.reward_col + 2
 
     @property
     def row_distance_col(self) -> int:
@@ -94,7 +120,7 @@ class EntryLayout:
         return slice(self.key_dim, self.key_dim + self.action_dim)
 
     def values(self, keys: np.ndarray, action_codes: np.ndarray, trial_return: float,
-               z: np.ndarray) -> np.ndarray:
+               z: np.ndarray, rewards: Any = None) -> np.ndarray:
         """The values of a trial's ``T`` entries, one per step: ``(T, value_dim)`` float32.
 
         Args:
@@ -102,12 +128,22 @@ class EntryLayout:
             action_codes: ``(T, action_dim)`` the encoded actions taken.
             trial_return: the trial's (undiscounted) return, the same for every step.
             z: ``(T, exp_dim)`` the extractor's vectors.
+            rewards: ``(T,)`` each step's reward; needed with ``step_reward``, ignored without.
+
+        Raises:
+            ValueError: ``step_reward`` and no ``rewards``, or not one per step.
         """
         t = len(keys)
         stg = (t - np.arange(t, dtype=np.float32)) / np.float32(self.horizon)
         ret = np.full((t, 1), trial_return, dtype=np.float32)
-        return np.concatenate([np.asarray(keys, np.float32), np.asarray(action_codes, np.float32), ret,
-                               stg[:, None], np.asarray(z, np.float32).reshape(t, self.exp_dim)], axis=1)
+        parts = [np.asarray(keys, np.float32), np.asarray(action_codes, np.float32), ret, stg[:, None]]
+        if self.step_reward:
+            r = np.asarray([] if rewards is None else rewards, np.float32).reshape(-1)
+            if len(r) != t:
+                raise ValueError(f"a layout with step_reward needs one reward per step: {t} steps, {len(r)} rewards")
+            parts.append(r[:, None])
+        parts.append(np.asarray(z, np.float32).reshape(t, self.exp_dim))
+        return np.concatenate(parts, axis=1)
 
     def rows(self, values: np.ndarray, query_keys: np.ndarray, distances: np.ndarray, same: np.ndarray,
              mask: np.ndarray) -> np.ndarray:

@@ -94,6 +94,10 @@ class TrialMemory:
             build the evaluation memories with the same setting. Measured on the hidden-goal room
             (5 seeds): cumulative success by trial 4 0.59 against 0.51, the same with the memory
             or without it. False (the default): not shown.
+        dense_rewards: for dense, positive rewards (Meta-World's): each entry carries its step's reward
+            (``EntryLayout(step_reward=True)``), and the trial-return column holds the trial's
+            outcome (1 success, 0 failure) instead of the rewards' sum, which is positive for any
+            trial there; readers take a positive return for a successful trial. False (the default).
         batch_size: credited entries per extractor update.
         hidden, max_len, lr: the extractor's LSTM width, the most steps it reads of a trial's rest,
             and its learning rate (see :class:`~experience_wrappers.extractor.ExtractorConfig`).
@@ -111,7 +115,7 @@ class TrialMemory:
                  k: int = 8, per_trial: int = 2, path: int = 0, key_encoder: KeyEncoder | None = None,
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
-                 trial_index: bool = False, batch_size: int = 256,
+                 trial_index: bool = False, dense_rewards: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -123,6 +127,7 @@ class TrialMemory:
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
         self.trial_index = bool(trial_index)
+        self.dense_rewards = bool(dense_rewards)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         if key_encoder is None:
             self.key_dim = flat_dim(observation_space)
@@ -130,7 +135,7 @@ class TrialMemory:
             self.key_dim = int(key_encoder.key_dim)
         self.key_encoder = key_encoder
         self.action_coder = ActionCoder(action_space)
-        self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon)
+        self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.bank = ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20)
         self.exp_dim = int(exp_dim)
         self.trainer: ExtractorTrainer | None = None
@@ -208,7 +213,7 @@ class TrialMemory:
 
     # ---------------------------------------------------------------- writes
     def write(self, scope: int, observations: Any, actions: Any, rewards: Any, *,
-              provenance: Provenance = Provenance.EXTRACTED) -> np.ndarray:
+              provenance: Provenance = Provenance.EXTRACTED, success: bool | None = None) -> np.ndarray:
         """Write one finished trial into ``scope``: one entry per step. Returns the new ids.
 
         Args:
@@ -216,6 +221,8 @@ class TrialMemory:
             actions: the ``T`` actions taken.
             rewards: the ``T`` rewards received.
             provenance: ``DEMO`` for a demonstration (see :meth:`add_demonstration`).
+            success: the trial's outcome; with ``dense_rewards`` the return column holds it
+                (None: a positive sum of rewards counts as success).
         """
         if scope not in self._scope_ids:
             raise KeyError(f"scope {scope} is not open (new_scope() makes one; forget() closed it)")
@@ -229,12 +236,14 @@ class TrialMemory:
             raise ValueError(f"a trial needs one observation, action and reward per step, got {len(keys)}, "
                              f"{len(codes)} and {t}")
         trial_return = float(rewards.sum())
+        if self.dense_rewards:
+            trial_return = float(bool(success) if success is not None else trial_return > 0)
         if self.trainer is not None:
             contexts = np.stack([encode_segment(keys[s:], codes[s:], rewards[s:], self.max_len) for s in range(t)])
             z, logp, _ = self.trainer.extractor.propose(contexts, self.generator)
         else:
             contexts, z, logp = np.zeros((t, 0), np.float32), np.zeros((t, 0), np.float32), np.zeros(t, np.float32)
-        values = self.layout.values(keys, codes, trial_return, z)
+        values = self.layout.values(keys, codes, trial_return, z, rewards)
         task = self._next_task
         self._next_task += 1
         ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
@@ -250,7 +259,7 @@ class TrialMemory:
         """:meth:`write` a finished trial of a run, unless it failed and failures are not written."""
         if not success and not self.write_failures:
             return np.zeros(0, np.int64)
-        return self.write(scope, observations, actions, rewards)
+        return self.write(scope, observations, actions, rewards, success=success)
 
     def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
                           source: str = "a demonstration") -> np.ndarray:
@@ -278,7 +287,7 @@ class TrialMemory:
             rewards = np.zeros(n)
             if n:
                 rewards[-1] = 1.0
-        return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO)
+        return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO, success=True)
 
     # ----------------------------------------------------------------- reads
     def read(self, scopes: np.ndarray, obs: Any, same: np.ndarray

@@ -5,7 +5,8 @@ The strongest memory peer of the trials protocol (Duan et al. 2016, "RL^2"; Wang
 instance, with no bank. The episode the learner sees is the whole run: a trial's end is
 not an episode end (the env is reset underneath and the run goes on); the run ends after
 its ``K``-th trial. The observation adds what RL^2 feeds back: the previous action
-(one-hot), the previous reward, and a flag on a trial's first step.
+(one-hot for a Discrete action space; the action as it is for a Box one), the previous
+reward, and a flag on a trial's first step.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class MetaEpisode(gym.Wrapper):
     """Run ``trials`` trials of one instance (drawn from ``instances``) as one episode.
 
     Args:
-        env: an env whose ``reset(seed=s)`` gives instance ``s`` every time, with a Discrete action space.
+        env: an env whose ``reset(seed=s)`` gives instance ``s`` every time, with a Discrete or Box
+            action space (a Box action is fed back as it is, zeros before the run's first step).
         instances: the reset seeds to draw runs from.
         trials: trials per run.
         seed: seed of the instance draws.
@@ -48,26 +50,38 @@ class MetaEpisode(gym.Wrapper):
 
     def __init__(self, env: gym.Env, *, instances: Sequence[int], trials: int = 4, seed: int = 0) -> None:
         super().__init__(env)
-        if not isinstance(env.action_space, spaces.Discrete):
-            raise ValueError(f"MetaEpisode feeds back one-hot actions: it needs a Discrete action space, got "
-                             f"{env.action_space}")
+        act = env.action_space
+        if not isinstance(act, spaces.Discrete | spaces.Box):
+            raise ValueError(f"MetaEpisode feeds back the last action: it needs a Discrete or Box action space, got "
+                             f"{act}")
         self.instances = check_instances(instances)
         self.trials = check_int("trials", trials, minimum=1)
         self._rng = np.random.default_rng(int(seed))
-        self.n_actions = int(env.action_space.n)
+        self._discrete = isinstance(act, spaces.Discrete)
+        if isinstance(act, spaces.Discrete):
+            self.n_actions = int(act.n)
+            last_action = spaces.Box(0.0, 1.0, (self.n_actions,), np.float32)
+        else:
+            self.n_actions = int(np.prod(act.shape))
+            last_action = spaces.Box(np.asarray(act.low, np.float32), np.asarray(act.high, np.float32),
+                                     act.shape, np.float32)
+        self._last_space = last_action
         self.observation_space = spaces.Dict({
             "observation": env.observation_space,
-            "last_action": spaces.Box(0.0, 1.0, (self.n_actions,), np.float32),
+            "last_action": last_action,
             "last_reward": spaces.Box(-np.inf, np.inf, (1,), np.float32),
             "trial_start": spaces.Box(0.0, 1.0, (1,), np.float32),
         })
         self.instance = -1
         self.trial = 0
 
-    def _obs(self, obs: Any, action: int | None, reward: float, start: bool) -> dict[str, Any]:
-        last = np.zeros(self.n_actions, np.float32)
-        if action is not None:
-            last[action] = 1.0
+    def _obs(self, obs: Any, action: Any, reward: float, start: bool) -> dict[str, Any]:
+        last = np.zeros(self._last_space.shape, np.float32)
+        if action is not None and self._discrete:
+            last[int(action)] = 1.0
+        elif action is not None:  # a Box action as it is (within the bounds: SB3 clips before stepping)
+            last[:] = np.clip(np.asarray(action, np.float32).reshape(last.shape), self._last_space.low,
+                              self._last_space.high)
         return {"observation": obs, "last_action": last, "last_reward": np.array([reward], np.float32),
                 "trial_start": np.array([float(start)], np.float32)}
 
@@ -83,7 +97,7 @@ class MetaEpisode(gym.Wrapper):
         return self._obs(obs, None, 0.0, True), {**info, **self._info()}
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
-        a = int(np.asarray(action).item())
+        a = int(np.asarray(action).item()) if self._discrete else np.asarray(action)
         obs, reward, terminated, truncated, info = self.env.step(a)
         info = {**info, **self._info()}
         if not (terminated or truncated):

@@ -12,13 +12,19 @@ import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from experience_wrappers.bank.folder import META
 from experience_wrappers.bank.save_load import replaced_folder
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.trials import TRIAL_INDEX_KEY, TrialMemory, trials_env_fns
+from experience_wrappers.trials import (
+    ENTRIES_KEY,
+    MASK_KEY,
+    TRIAL_INDEX_KEY,
+    TrialMemory,
+    trials_env_fns,
+)
 from experience_wrappers.trials.checks import (
     check_instances,
     space_mismatch,
@@ -145,7 +151,8 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
                         sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = 0.25,
                         imitate: bool = True, novelty_bonus: float = 0.02, novelty_until_success: bool = True,
                         ppo_kwargs: dict[str, Any] | None = None,
-                        features_kwargs: dict[str, Any] | None = None, seed: int = 0,
+                        features_kwargs: dict[str, Any] | None = None,
+                        vec_normalize: dict[str, Any] | None = None, seed: int = 0,
                         verbose: int = 0) -> TrialsRun:
     """The method measured on the trials suites, on ``instances`` of ``make_env``.
 
@@ -167,6 +174,13 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     (the difference's CI spans zero); on the hidden-goal room following 0.94 and one
     demonstration 0.99-1.00 either way. ``features_kwargs`` go to the
     :class:`TrialsFeaturesExtractor` (``base_extractor_class`` for image observations).
+    ``ppo_kwargs`` may hold ``policy_kwargs`` (``net_arch``, ``activation_fn``, ``log_std_init``):
+    they override the method's ([64, 64]) but the features extractor stays the entry reader.
+    ``vec_normalize``: ``VecNormalize``'s keyword arguments, the VecEnv wrapped in it (None, the
+    default: not wrapped); ``norm_obs_keys`` defaults to the env's own observation keys, so
+    that the entries, the mask and the trial index are never rescaled (the memory keys its
+    entries on the raw observations below it). Evaluate such a model through its statistics
+    (``model.get_env().normalize_obs``; frozen: ``training = False``).
 
     >>> from integrations.minihack.hidden_goal import HiddenGoalRoom
     >>> proto = HiddenGoalRoom()
@@ -183,11 +197,17 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
                          free_members=free_members, seed=seed, wrapper=Monitor,
                          demonstrations=demonstrations if demo_ratio else None, demo_ratio=demo_ratio,
                          novelty_bonus=novelty_bonus, novelty_until_success=novelty_until_success)
-    venv = DummyVecEnv(fns)
+    venv: VecEnv = DummyVecEnv(fns)
+    if vec_normalize is not None:
+        own = [key for key in venv.observation_space.spaces  # type: ignore[attr-defined]
+               if key not in (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)]
+        venv = VecNormalize(venv, **{"norm_obs_keys": own, **vec_normalize})
+    kwargs = {**TRIALS_PPO_KWARGS, **(ppo_kwargs or {})}
     model = PPO("MultiInputPolicy", venv, seed=seed, verbose=verbose,
-                policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [64, 64],
+                policy_kwargs={"net_arch": [64, 64], **kwargs.pop("policy_kwargs", {}),
+                               "features_extractor_class": TrialsFeaturesExtractor,
                                **({"features_extractor_kwargs": features_kwargs} if features_kwargs else {})},
-                **{**TRIALS_PPO_KWARGS, **(ppo_kwargs or {})})
+                **kwargs)
     callbacks: list[BaseCallback] = []
     if sil:
         callbacks.append(SelfImitationCallback(SuccessReplay(50_000), keep="successful", seed=seed))

@@ -1,0 +1,180 @@
+"""ML1 in the trials protocol: one of ML1's goals per ``reset(seed=...)``, the goal hidden, a trial capped.
+
+An *instance* is one of ``metaworld.ML1(task, seed=0)``'s goals: instances ``0 .. 49`` are its 50
+training goals (``train_tasks``), ``50 .. 99`` its 50 held-out goals (``test_tasks``); the
+held-out ones are never trained on (:func:`ml1_instances`). ``reset(seed=s)`` gives instance ``s``
+every time (Meta-World's resets are deterministic once a task is set: the hand starts where it
+always does, the goal and objects where the task's ``rand_vec`` puts them).
+
+The goal is hidden as ML1 hides it (its tasks' own ``partially_observable=True``: the goal's three
+entries, ``obs[36:39]``, are zeros); ``goal_visible=True`` re-encodes the tasks with the goal shown
+(the MT setting; the ceiling arm). Success is Meta-World's own ``info["success"]``; a trial ends at
+its first successful step (``terminated``) or at the cap (``truncated``).
+
+Rewards are Meta-World's dense reward (pinned version :data:`REWARD_FUNCTION_VERSION`, 0-10 per
+step) times ``reward_scale`` (0.1: 0-1 per step, the calibrated ``obsnorm-rs`` setting). Ending
+a trial at success would cut the dense reward stream short, and the calibration trained without
+ending at success: so the successful step also pays, with ``success_bonus``, what staying at the
+goal until the cap would have paid (that step's reward for each remaining step, discounted by
+``gamma``), which leaves PPO's preference between reaching and hovering as it was.
+"""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from typing import TYPE_CHECKING, Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from experience_wrappers.validators import check_int
+from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
+from integrations.metaworld.goals import build_benchmark
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from metaworld.types import Task
+
+__all__ = ["ML1Trials", "ml1_instances", "ml1_goal_tasks", "goal_position", "TRIAL_CAP", "BENCHMARK_SEED"]
+
+#: the trial cap: about 3x the scripted reach policy's mean length (49 steps on the held-out
+#: goals, 33-72; benchmarks/results/metaworld-calibration/reach-v3_references.json), twice its
+#: longest, and the calibration's cap, so that the calibrated PPO settings carry over
+TRIAL_CAP = 150
+#: the seed of ``metaworld.ML1(task, seed)``: which 50 + 50 goals the benchmark draws
+BENCHMARK_SEED = 0
+
+
+def ml1_instances(goals: int = NUM_GOALS) -> tuple[list[int], list[int]]:
+    """The training and held-out instances: ``(list(range(50)), list(range(50, 100)))``.
+
+    >>> train, held_out = ml1_instances()
+    >>> len(train), len(held_out), set(train) & set(held_out)
+    (50, 50, set())
+    """
+    return list(range(goals)), list(range(goals, 2 * goals))
+
+
+@functools.lru_cache(maxsize=8)
+def _ml1(task: str, seed: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
+    import metaworld
+
+    bench = build_benchmark(lambda: metaworld.ML1(task, seed=seed), NUM_GOALS)
+    return tuple(bench.train_tasks), tuple(bench.test_tasks)
+
+
+def ml1_goal_tasks(task: str = "reach-v3", goal_visible: bool = False,
+                   seed: int = BENCHMARK_SEED) -> tuple[Task, ...]:
+    """ML1's 100 goals of ``task`` in instance order: its 50 training tasks, then its 50 test tasks.
+
+    ``goal_visible`` re-encodes each with ``partially_observable=False`` (the goal in ``obs[36:39]``).
+    """
+    from metaworld.types import Task
+
+    train, test = _ml1(task, int(seed))
+    tasks = train + test
+    if not goal_visible:
+        return tasks
+    out = []
+    for t in tasks:
+        data = pickle.loads(t.data)
+        data["partially_observable"] = False
+        out.append(Task(env_name=t.env_name, data=pickle.dumps(data)))
+    return tuple(out)
+
+
+def goal_position(task: Task) -> np.ndarray:
+    """The goal position of an ML1 task: the last 3 entries of its ``rand_vec`` (reach, push, pick-place)."""
+    return np.asarray(pickle.loads(task.data)["rand_vec"], dtype=np.float64)[-3:].copy()
+
+
+class ML1Trials(gym.Env):
+    """One Meta-World ML1 task whose ``reset(seed=s)`` sets instance ``s`` (see the module's docstring).
+
+    Args:
+        task: the ML1 task (``"reach-v3"``).
+        cap: the trial's step cap (truncation).
+        goal_visible: show the goal (the ceiling); False (default): ML1's hidden goal.
+        reward_scale: multiplies Meta-World's reward.
+        success_bonus: the successful step also pays its reward for each step left to the cap,
+            discounted by ``gamma`` (see the module's docstring).
+        gamma: the discount of ``success_bonus`` (PPO's).
+
+    ``info`` carries Meta-World's ``success`` (this step's, so True only on a trial's last step),
+    ``is_success`` (the same, for SB3), ``instance`` and ``goal`` (the hidden goal, for analysis).
+
+    >>> env = ML1Trials()
+    >>> obs, info = env.reset(seed=3)
+    >>> obs.shape, obs[36:].tolist(), info["instance"]
+    ((39,), [0.0, 0.0, 0.0], 3)
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
+                 reward_scale: float = 0.1, success_bonus: bool = True, gamma: float = 0.99) -> None:
+        import metaworld
+
+        self.task_name = task
+        self.cap = check_int("cap", cap, minimum=1)
+        self.goal_visible = bool(goal_visible)
+        if not (np.isfinite(reward_scale) and reward_scale > 0):
+            raise ValueError(f"reward_scale must be a finite number > 0, got {reward_scale!r}")
+        if not 0.0 <= float(gamma) <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
+        self.reward_scale, self.success_bonus, self.gamma = float(reward_scale), bool(success_bonus), float(gamma)
+        self.tasks = ml1_goal_tasks(task, self.goal_visible)
+        self.raw: Any = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task](reward_function_version=REWARD_FUNCTION_VERSION)
+        self.raw.max_path_length = self.cap + 1  # this env truncates at the cap; Meta-World never gets there first
+        self.raw.set_task(self.tasks[0])
+        box = self.raw.sawyer_observation_space
+        self.observation_space = spaces.Box(box.low, box.high, box.shape, box.dtype)  # type: ignore[arg-type]
+        act = self.raw.action_space
+        assert isinstance(act, spaces.Box)
+        self.action_space = spaces.Box(act.low, act.high, act.shape, np.float32)
+        self.instance = 0
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a trial of instance ``seed`` (None: the current instance again).
+
+        Raises:
+            ValueError: ``seed`` is not an instance (``0 .. 99``).
+        """
+        super().reset(seed=seed)
+        if seed is not None:
+            if not 0 <= int(seed) < len(self.tasks):
+                raise ValueError(f"ML1Trials({self.task_name!r}): instance {seed} is not one of ML1's goals "
+                                 f"(0 .. {len(self.tasks) - 1}: training 0-{NUM_GOALS - 1}, held-out "
+                                 f"{NUM_GOALS}-{2 * NUM_GOALS - 1})")
+            self.instance = int(seed)
+        self.raw.set_task(self.tasks[self.instance])
+        obs, _ = self.raw.reset()
+        self._t = 0
+        return self._clip(obs), {"instance": self.instance, "success": False, "is_success": False}
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, _, _, info = self.raw.step(np.asarray(action, np.float32))
+        self._t += 1
+        success = bool(float(info.get("success", 0.0)) >= 1.0)
+        r = float(reward) * self.reward_scale
+        if success and self.success_bonus:
+            left = self.cap - self._t
+            r += r * sum(self.gamma ** j for j in range(1, left + 1))
+        out = {**info, "success": success, "is_success": success, "instance": self.instance}
+        return self._clip(obs), r, success, (not success) and self._t >= self.cap, out
+
+    def goal(self) -> np.ndarray:
+        """The current instance's goal position."""
+        return goal_position(self.tasks[self.instance])
+
+    def _clip(self, obs: np.ndarray) -> np.ndarray:
+        space = self.observation_space
+        assert isinstance(space, spaces.Box)
+        return np.clip(obs, space.low, space.high).astype(space.dtype)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()

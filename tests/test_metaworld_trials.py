@@ -1,0 +1,143 @@
+"""ML1 in the trials protocol (issue 37): the env, the demonstrations, and the Box-action peers, on real Meta-World."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+pytest.importorskip("metaworld")
+
+from experience_wrappers.extractor import ActionCoder  # noqa: E402
+from experience_wrappers.trials import (  # noqa: E402
+    EntryLayout,
+    MetaEpisode,
+    RetrieveAndPlay,
+    TrialMemory,
+    TrialsWrapper,
+)
+from integrations.metaworld.ml1_demos import ml1_demonstrations, scripted_demonstration  # noqa: E402
+from integrations.metaworld.ml1_trials import (  # noqa: E402
+    ML1Trials,
+    goal_position,
+    ml1_goal_tasks,
+    ml1_instances,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Constant\\(s\\) may be too high")
+
+
+@pytest.fixture(scope="module")
+def env() -> ML1Trials:
+    return ML1Trials("reach-v3")
+
+
+def test_same_seed_same_goal_other_seed_other_goal(env: ML1Trials) -> None:
+    obs_a, info = env.reset(seed=7)
+    goal_a = env.goal()
+    env.step(env.action_space.sample())
+    obs_b, _ = env.reset(seed=60)
+    goal_b = env.goal()
+    obs_c, _ = env.reset(seed=7)
+    assert info["instance"] == 7
+    np.testing.assert_array_equal(obs_a, obs_c)
+    np.testing.assert_array_equal(goal_a, env.goal())
+    assert np.linalg.norm(goal_a - goal_b) > 1e-3
+    goals = {tuple(np.round(goal_position(t), 6)) for t in ml1_goal_tasks()}
+    assert len(goals) == 100  # every instance its own goal
+
+
+def test_train_and_heldout_instances_disjoint() -> None:
+    train, held_out = ml1_instances()
+    assert len(train) == len(held_out) == 50 and not set(train) & set(held_out)
+    tasks = ml1_goal_tasks()
+    train_goals = {tuple(goal_position(tasks[i])) for i in train}
+    held_goals = {tuple(goal_position(tasks[i])) for i in held_out}
+    assert not train_goals & held_goals
+
+
+def test_goal_not_in_observation(env: ML1Trials) -> None:
+    first, _ = env.reset(seed=55)
+    assert np.all(first[36:39] == 0)
+    for _ in range(5):
+        obs, *_ = env.step(env.action_space.sample())
+        assert np.all(obs[36:39] == 0)
+    visible = ML1Trials("reach-v3", goal_visible=True)
+    seen, _ = visible.reset(seed=55)
+    np.testing.assert_allclose(seen[36:39], visible.goal())
+    np.testing.assert_array_equal(seen[:36], first[:36])  # the goal is all that differs
+    visible.close()
+
+
+def test_demonstration_succeeds_with_hidden_goal_observations(env: ML1Trials) -> None:
+    obs, actions, rewards = ml1_demonstrations()(52)
+    assert len(obs) == len(actions) == len(rewards) < env.cap
+    assert np.all(obs[:, 36:39] == 0)
+    first, _ = env.reset(seed=52)
+    np.testing.assert_array_equal(obs[0], first)
+    for a in actions:  # Meta-World is deterministic once the goal is set: the actions replay to success
+        _, _, terminated, truncated, info = env.step(a)
+    assert terminated and info["success"] and not truncated
+
+
+def test_trial_cap_truncates_and_success_terminates() -> None:
+    env = ML1Trials("reach-v3", cap=12)
+    env.reset(seed=3)
+    ends = [env.step(np.zeros(4, np.float32))[2:4] for _ in range(12)]
+    assert ends[:-1] == [(False, False)] * 11 and ends[-1] == (False, True)
+    obs, actions, rewards, success = scripted_demonstration(ML1Trials("reach-v3"), 3)
+    assert success and rewards[-1] > 10 * rewards[-2]  # the success step pays for the steps it saves
+    env.close()
+
+
+def test_dense_reward_column_round_trips() -> None:
+    lay = EntryLayout(key_dim=3, action_dim=4, exp_dim=2, horizon=10, step_reward=True)
+    values = lay.values(np.zeros((3, 3)), np.zeros((3, 4)), 1.0, np.ones((3, 2)), rewards=[0.1, 0.2, 0.3])
+    np.testing.assert_allclose(values[:, lay.reward_col], [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(values[:, -2:], 1.0)  # z still last
+    rows = lay.rows(values[None], np.zeros((1, 3)), np.zeros((1, 3)), np.ones(1), np.ones((1, 3), bool))
+    np.testing.assert_allclose(rows[0, :, lay.row_reward_col], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="one reward per step"):
+        lay.values(np.zeros((3, 3)), np.zeros((3, 4)), 1.0, np.ones((3, 2)))
+    mem = TrialMemory(spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (4,)), horizon=10, k=2, exp_dim=0,
+                      dense_rewards=True, write_failures=True)
+    scope = mem.new_scope()
+    mem.write_trial(scope, np.zeros((2, 3)), np.zeros((2, 4)), [0.5, 0.7], success=False)
+    rows, mask, _ = mem.read(np.array([scope]), np.zeros((1, 3)), np.ones(1))
+    assert mask[0].all() and np.all(rows[0, :, mem.layout.row_return_col] == 0)  # a failure, however rewarded
+    np.testing.assert_allclose(sorted(rows[0, :, mem.layout.row_reward_col]), [0.5, 0.7], rtol=1e-6)
+
+
+def test_box_action_codes_decode_back() -> None:
+    coder = ActionCoder(spaces.Box(np.array([-1, 0, -2, -1]), np.array([1, 2, 2, 1]), dtype=np.float32))
+    a = np.array([[0.3, 1.5, -2.0, 1.0]], np.float32)
+    np.testing.assert_allclose(coder.decode(coder.encode(a)), a, atol=1e-6)
+
+
+def test_retrieve_and_play_replays_a_demonstration_on_a_heldout_goal(env: ML1Trials) -> None:
+    held = ml1_instances()[1][4]
+    mem = TrialMemory(env.observation_space, env.action_space, horizon=env.cap, k=8, exp_dim=0,
+                      dense_rewards=True)
+    wrapped = TrialsWrapper(env, mem, instances=[held], trials=1, guided=True, learn=False,
+                            demonstrations=ml1_demonstrations(), group_size=1, free_members=0)
+    player = RetrieveAndPlay(mem.layout, env.action_space)
+    obs, _ = wrapped.reset()
+    for _ in range(env.cap):
+        batch = {k: v[None] for k, v in obs.items()}
+        action, _ = player.predict(batch)
+        assert action.shape == (1, 4)
+        obs, _, terminated, truncated, info = wrapped.step(action[0])
+        if terminated or truncated:
+            break
+    assert info["trial_success"]
+
+
+def test_meta_episode_feeds_back_box_actions(env: ML1Trials) -> None:
+    meta = MetaEpisode(env, instances=[51], trials=2)
+    obs, _ = meta.reset()
+    assert obs["last_action"].shape == (4,) and not obs["last_action"].any()
+    action = np.array([0.5, -0.25, 1.0, 0.0], np.float32)
+    obs, *_ = meta.step(action)
+    np.testing.assert_allclose(obs["last_action"], action)
+    space = meta.observation_space
+    assert isinstance(space, spaces.Dict) and space["last_action"].contains(obs["last_action"])
