@@ -15,7 +15,9 @@ queries, each query
 Key kinds: ``onehot`` (a ``Discrete(64)`` observation: 64 cells, so many exact duplicates),
 ``tied`` (integer grid points in 4 dims, values 0-5: many equal distances, no one-hot), and
 ``gaussian`` (continuous, 64 dims). Also reported: how often the index was rebuilt at its
-bound and the slowest add (a rebuild's stall).
+bound and the slowest add (a rebuild's stall). First, the cost of one task-filtered query, exact
+over the task against hnswlib's filtered search, for tasks of ``--scope-sizes`` entries in a bank of
+``--scope-bank`` (the crossover behind ``EXACT_SCOPE``).
 
     python -m benchmarks.bank_churn --sizes 1000 10000 100000
     python -m benchmarks.bank_churn --sizes 1000 10000 100000 1000000 --out benchmarks/results/bank_churn.json
@@ -147,6 +149,38 @@ def churn_size(n: int, kind: str, args: argparse.Namespace) -> dict:
     return row
 
 
+def scope_sweep(sizes: list[int], bank_size: int, seed: int, repeats: int = 200) -> list[dict]:
+    """Per-query time of a task-filtered kNN query (k = 4, 64-dim Gaussian keys, one task of each size
+    in a bank of ``bank_size``): exact search over the task against hnswlib's filtered search.
+
+    The crossover sets :data:`~experience_wrappers.bank.search.EXACT_SCOPE`.
+    """
+    from experience_wrappers.bank import search
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for size in sizes:
+        bank = ExperienceBank(capacity=bank_size, dedup_threshold=0.0, ef_construction=100, seed=seed)
+        tasks = np.where(np.arange(bank_size) < size, 0, 1)
+        bank.add(rng.normal(size=(bank_size, 64)).astype(F32), np.zeros((bank_size, 1), F32), task_ids=tasks)
+        q = rng.normal(size=(1, 64)).astype(F32)
+        times = {}
+        for name, limit in (("exact", bank_size), ("filtered", 0)):
+            saved, search.EXACT_SCOPE = search.EXACT_SCOPE, limit
+            try:
+                bank.query(q, k=4, mode="knn", task_ids=0, record=False)  # warm the task's caches
+                t0 = time.perf_counter()
+                for _ in range(repeats):
+                    bank.query(q, k=4, mode="knn", task_ids=0, record=False)
+                times[f"{name}_us"] = 1e6 * (time.perf_counter() - t0) / repeats
+            finally:
+                search.EXACT_SCOPE = saved
+        rows.append({"task_size": size, "bank_size": bank_size, **times})
+        print(f"task of {size:>5} in {bank_size}: exact {times['exact_us']:.0f} µs, "
+              f"hnswlib filtered {times['filtered_us']:.0f} µs", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
@@ -158,13 +192,17 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--k", type=int, default=8)
     p.add_argument("--queries", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scope-sizes", type=int, nargs="*", default=[64, 256, 1024, 2048, 4096],
+                   help="task sizes of the exact-against-filtered timing (none: skip it)")
+    p.add_argument("--scope-bank", type=int, default=16_384, help="bank size of that timing")
     p.add_argument("--out", type=Path, default=None, help="result file (JSON); none: print only")
     args = p.parse_args(argv)
     if args.task_size < 1 or args.cycles < 0 or not 0 < args.turnover <= 1 or min(args.sizes) < args.task_size:
         p.error("need --task-size >= 1, --cycles >= 0, 0 < --turnover <= 1 and every size >= --task-size")
+    sweep = scope_sweep(args.scope_sizes, args.scope_bank, args.seed) if args.scope_sizes else []
     rows = [churn_size(n, kind, args) for n in args.sizes for kind in args.kinds]
     result = {"benchmark": "bank_churn", "args": {k: (str(v) if isinstance(v, Path) else v)
-                                                  for k, v in vars(args).items()},
+                                                  for k, v in vars(args).items()}, "exact_scope": sweep,
               "machine": {"python": platform.python_version(), "processor": platform.processor(),
                           "cpus": os.cpu_count()}, "rows": rows}
     if args.out is not None:

@@ -30,9 +30,9 @@ __all__ = ["EXACT_SCOPE", "nearest", "brute_nearest", "random_candidates", "cand
 
 #: a task-filtered query whose task holds at most this many entries is answered by exact
 #: search over them: exact, and cheaper than hnswlib's filtered search, whose filter is a Python
-#: call per visited node (measured here, 16,384 entries of 64 dims, k=4: 64 members 45 µs exact
-#: against 9.3 ms filtered; 1,024: 0.30 ms against 1.1 ms; 2,048: 0.61 against 0.68 ms;
-#: ``python -m benchmarks.bank_perf --churn``)
+#: call per visited node; past it the exact search's cost (linear in the task's size) passes
+#: the filtered search's (``python -m benchmarks.bank_churn``: the ``exact_scope`` timings of
+#: ``benchmarks/results/bank_churn.json``, tasks of 64 to 4,096 entries in a bank of 16,384)
 EXACT_SCOPE = 2048
 
 
