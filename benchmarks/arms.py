@@ -18,8 +18,9 @@ class Arm:
         crl: whether experience is used at all (False: vanilla PPO).
         wrapper: extra ``ExperienceWrapper`` / ``ExperienceVecEnv`` arguments.
         manager: extra ``ManagerConfig`` fields.
-        callback: extra ``CRLCallback`` arguments.
-        prior_policy: use :class:`~integrations.sb3.ActionPriorPolicy`.
+        callback: extra ``CRLCallback`` arguments (``prior_weight``, ``distill_coef``: the run then uses
+            :class:`~integrations.sb3.experimental.ExperimentalComplementaryRL` and its callback).
+        prior_policy: use :class:`~integrations.sb3.experimental.ActionPriorPolicy`.
         demonstrations: successful scripted episodes distilled into the bank before
             training (needs a family with a demonstrator; 0: none).
         ingest: extra :func:`~integrations.demos.ingest_demonstrations` arguments.
@@ -37,7 +38,7 @@ class Arm:
             ``only_guided``: False for an arm without the experience wrapper, whose episodes are
             never drawn guided). Needs demonstrations (and, with the bank guide, a bank).
         neighbour: neighbour imitation (None: none):
-            :class:`~integrations.sb3.NeighbourImitationCallback` arguments, with ``guide``
+            :class:`~integrations.sb3.experimental.NeighbourImitationCallback` arguments, with ``guide``
             (:class:`~experience_wrappers.rollin.BankGuide` arguments). Needs a bank with
             demonstrations.
         group_size: the training envs form groups of this size that replay one task

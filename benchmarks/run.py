@@ -70,6 +70,18 @@ class _StopAtDeadline(BaseCallback):
         return True
 
 
+def _method_class(arm: Arm) -> type[ComplementaryRL]:
+    """:class:`ComplementaryRL`, or its experimental subclass where the arm uses a part measured to tie or hurt
+    (the action prior's schedule, distillation, the value baseline: :mod:`integrations.sb3.experimental`)."""
+    experimental = (set(arm.callback) & {"prior_weight", "distill_coef"}
+                    or (arm.wrapper.get("experimental") or {}).get("value_baseline", False))
+    if not experimental:
+        return ComplementaryRL
+    from integrations.sb3.experimental import ExperimentalComplementaryRL
+
+    return ExperimentalComplementaryRL
+
+
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
               eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
               eval_envs: int = 4, demonstrations: int | None = None, model_dir: str | None = None,
@@ -93,7 +105,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
 
         policy = ActionPriorPolicy
     # the arm is a set of the public object's arguments
-    method = ComplementaryRL(env_id, algorithm=algo_cls, policy=policy, n_envs=n_envs, seed=seed,
+    method = _method_class(arm)(env_id, algorithm=algo_cls, policy=policy, n_envs=n_envs, seed=seed,
                              experience=arm.crl, demonstrations=n_demos,
                              self_imitation=False if arm.imitation is None else arm.imitation,
                              rollin=False if arm.rollin is None else arm.rollin, group_size=arm.group_size,

@@ -12,7 +12,7 @@ import torch as th
 
 from experience_wrappers import ExperienceBank, ExperienceOptions, ExperienceWrapper
 from experience_wrappers.wrappers import Retriever
-from integrations.sb3.policy import prior_mixture
+from integrations.sb3.experimental import prior_mixture
 
 SYNC = {"mode": "sync"}
 

@@ -24,7 +24,7 @@ from integrations.sb3 import (
     regroup_advantages,
     save_crl,
 )
-from integrations.sb3.experimental import ActionPriorPolicy
+from integrations.sb3.experimental import ActionPriorPolicy, ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
@@ -230,21 +230,31 @@ def test_callback_on_an_unwrapped_env_raises_a_clear_error():
 def test_distillation_needs_the_action_prior():
     model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
     with pytest.raises(ValueError, match="experimental=.*action_prior"):
-        model.learn(64, callback=CRLCallback(distill_coef=0.5))
+        model.learn(64, callback=ExperimentalCRLCallback(distill_coef=0.5))
 
 
 @pytest.mark.parametrize("kwargs", [{"guided_ratio": 1.5}, {"guided_ratio": (0.2, -0.1)},
                                     {"merge_every": -1}, {"distill_coef": float("nan")}])
 def test_callback_argument_checks(kwargs):
     with pytest.raises(ValueError):
-        CRLCallback(**kwargs)
+        ExperimentalCRLCallback(**kwargs)
+    if "distill_coef" not in kwargs:
+        with pytest.raises(ValueError):
+            CRLCallback(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"distill_coef": 0.1}, {"prior_weight": (1.0, 0.0)}])
+def test_the_main_callback_takes_no_experimental_argument(kwargs):
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        CRLCallback(**kwargs)  # type: ignore[call-arg]
+    assert ExperimentalCRLCallback(**kwargs)
 
 
 def test_distillation_runs_with_the_action_prior():
     venv = wrapped_vec(4, experimental={"action_prior": True})
     model = PPO(ActionPriorPolicy, venv, **{**PPO_KW, "n_steps": 128})
     logs = RecordLogs()
-    model.learn(128 * 4 * 3, callback=CallbackList([CRLCallback(distill_coef=1.0, prior_weight=(1.0, 0.0)),
+    model.learn(128 * 4 * 3, callback=CallbackList([ExperimentalCRLCallback(distill_coef=1.0, prior_weight=(1.0, 0.0)),
                                                     logs]))
     distilled = [r for r in logs.records if "crl/distill_loss" in r]
     assert distilled, "no guided episode beat the free baseline in three rollouts"

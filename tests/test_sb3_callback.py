@@ -9,7 +9,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
 from experience_wrappers.advantages import regroup_advantages as core_regroup
 from integrations.sb3 import CRLCallback, find_experience, regroup_advantages
-from integrations.sb3.experimental import ActionPriorPolicy
+from integrations.sb3.experimental import ActionPriorPolicy, ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
@@ -48,11 +48,11 @@ def test_the_action_prior_policy_reads_the_schedule():
     venv = wrapped_vec(2, experimental={"action_prior": True})
     mgr = find_experience(venv)[0][0]
     model = PPO(ActionPriorPolicy, venv, **PPO_KW)
-    model.learn(64 * 2 * 2, callback=CRLCallback(prior_weight=(1.0, 0.0)))
+    model.learn(64 * 2 * 2, callback=ExperimentalCRLCallback(prior_weight=(1.0, 0.0)))
     assert model.policy.prior_weight == pytest.approx(1.0 - mgr.schedule.progress)
     assert model.policy.prior_weight < 1.0
     frozen = model.policy.prior_weight
-    model.learn(64 * 2, callback=CRLCallback())  # no prior schedule: the policy keeps its value
+    model.learn(64 * 2, callback=ExperimentalCRLCallback())  # no prior schedule: the policy keeps its value
     assert model.policy.prior_weight == frozen
     model.policy.prior_weight = 0.25  # set by hand: the policy stops following
     assert model.policy.prior_weight == 0.25

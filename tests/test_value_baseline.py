@@ -16,6 +16,7 @@ from experience_wrappers import Episode, ExperienceBank, ExperienceWrapper
 from experience_wrappers.credit import value_delta
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from integrations.sb3 import CRLCallback, ExperienceVecEnv
+from integrations.sb3.experimental import ExperimentalCRLCallback
 from integrations.sb3.self_imitation import free_view
 
 
@@ -66,7 +67,7 @@ def test_without_a_start_value_or_free_episodes_there_is_no_credit():
     assert "value_credited" not in mgr.stats()
 
 
-def test_crl_callback_fills_in_v_of_the_first_observation_seen_without_experience():
+def test_the_experimental_callback_fills_in_v_of_the_first_observation_seen_without_experience():
     """With learning rate 0 the critic never changes, so each guided episode's start value must be
     the critic's value of its first observation with the experience keys zeroed."""
     venv = ExperienceVecEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 4), ExperienceBank(seed=0),
@@ -79,7 +80,7 @@ def test_crl_callback_fills_in_v_of_the_first_observation_seen_without_experienc
         submit(ep)
     venv.manager.submit = keep  # type: ignore[method-assign]
     model = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, learning_rate=0.0, seed=0)
-    model.learn(512, callback=CRLCallback(guided_ratio=0.5))
+    model.learn(512, callback=ExperimentalCRLCallback(guided_ratio=0.5))
     guided = [ep for ep in episodes if ep.guided and ep.length > 1]
     assert guided and all(ep.start_value is not None for ep in guided)
     assert all(ep.start_value is None for ep in episodes if not ep.guided)
@@ -91,4 +92,13 @@ def test_crl_callback_fills_in_v_of_the_first_observation_seen_without_experienc
     np.testing.assert_allclose([ep.start_value for ep in guided], want, rtol=1e-5, atol=1e-6)
     assert all(ep.gamma == model.gamma for ep in guided)
     assert venv.manager.stats()["value_credited"] == len(guided)
+    venv.close()
+
+
+def test_the_main_callback_refuses_the_value_baseline_it_would_not_fill_in():
+    venv = ExperienceVecEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2), ExperienceBank(seed=0),
+                            experimental={"value_baseline": True}, manager_kwargs={"mode": "sync"})
+    model = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    with pytest.raises(ValueError, match="ExperimentalCRLCallback"):
+        model.learn(64, callback=CRLCallback())
     venv.close()

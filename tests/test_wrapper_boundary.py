@@ -23,6 +23,7 @@ from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.wrappers import ExperienceOptions
 from integrations.sb3 import CRLCallback, ExperienceVecEnv, load_crl, save_crl
+from integrations.sb3.experimental import ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 HAS_FORK = hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
@@ -192,12 +193,15 @@ def test_a_bad_options_seed_is_refused_by_name(seed, exc):
 ])
 def test_callback_arguments_are_checked_by_name(kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        CRLCallback(**kwargs)
+        ExperimentalCRLCallback(**kwargs)
+    if not set(kwargs) & {"distill_coef", "prior_weight"}:  # the experimental callback's own
+        with pytest.raises(exc, match=match):
+            CRLCallback(**kwargs)
 
 
 def test_callback_numbers_still_accept_numpy_and_tuples():
-    cb = CRLCallback(guided_ratio=(np.float32(0.5), 1), distill_coef=np.float64(0.0), prior_weight=1)
-    assert cb.distill_coef == 0.0
+    cb = ExperimentalCRLCallback(guided_ratio=(np.float32(0.5), 1), distill_coef=np.float64(0.0), prior_weight=1)
+    assert cb.distill_coef == 0.0 and CRLCallback(guided_ratio=(np.float32(0.5), 1)).guided_ratio[1] == 1
 
 
 def test_experience_vec_env_over_envs_of_mixed_observation_shapes_is_refused_at_construction():

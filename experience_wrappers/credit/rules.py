@@ -29,8 +29,8 @@ def outcome_delta(outcome: float, free_mean: float | None, *, free_spread: float
             difference is divided by ``max(free_spread, 1)`` so that deltas of
             return-based outcomes stay on a scale the retrieval temperature suits.
             The manager gives it for return outcomes (success deltas already lie in
-            [-1, 1]); :class:`~integrations.sb3.CRLCallback` gives none: its distillation
-            weights and its ``crl/outcome_delta`` log use the unscaled difference.
+            [-1, 1]); :class:`~integrations.sb3.CRLCallback` gives none: its ``crl/outcome_delta``
+            log (and the experimental callback's distillation weights) use the unscaled difference.
 
     >>> outcome_delta(1.0, 0.25)
     0.75

@@ -78,7 +78,7 @@ class Episode:
         shown_steps: per entry of ``injected_ids``, the steps on which it was shown (None:
             not counted; every entry then gets the whole delta).
         start_value: the critic's value of the episode's first observation seen without
-            experience, ``V(s0)`` (set by :class:`~integrations.sb3.CRLCallback` where the
+            experience, ``V(s0)`` (set by :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` where the
             wrapper asks for the value baseline; None: none). A guided episode with no replayed
             instance to pair with is then credited against it
             (:func:`~experience_wrappers.credit.value_delta`) instead of the task's recent

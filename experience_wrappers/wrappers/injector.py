@@ -154,8 +154,9 @@ class ExperienceInjector:
                 self._warned_unpaired = True
                 warnings.warn(
                     f"paired=True, but env {r}'s reset info has no {INSTANCE_INFO_KEY!r}, so it does not replay "
-                    "task instances: its guided episodes are credited against the critic's value of their start "
-                    "(V(s0), filled in by CRLCallback) instead of free episodes of the same instance. To pair "
+                    "task instances: its guided episodes are credited against the task's recent free episodes "
+                    "(or, under integrations.sb3.experimental.ExperimentalCRLCallback, the critic's value of their "
+                    "start, V(s0)) instead of free episodes of the same instance. To pair "
                     "them, build the envs with experience_wrappers.wrappers.paired_env_fns(...) (each env in "
                     "ReplayInstances, below the VecEnv and below the experience wrapper)", UserWarning, stacklevel=2)
             return bool(self.rng.random() < ratio)
@@ -225,8 +226,9 @@ class ExperienceInjector:
     def wants_start_value(self) -> np.ndarray:
         """Envs whose episode is credited against ``V(s0)`` and has none yet (the value
         baseline: ``experimental={"value_baseline": True}``, or ``paired=True`` on an env that does not replay
-        instances), after its first step: :class:`~integrations.sb3.CRLCallback` fills them
-        in with :meth:`set_start_values`."""
+        instances), after its first step: :class:`~integrations.sb3.experimental.ExperimentalCRLCallback`
+        fills them in with :meth:`set_start_values` (nothing on the main path does: without it
+        they are credited by the unpaired rule)."""
         return np.flatnonzero(self._wants_value & np.isnan(self.start_values) & (self.steps == 1))
 
     def set_start_values(self, rows: np.ndarray, values: np.ndarray, gamma: float) -> None:

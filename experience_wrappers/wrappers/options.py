@@ -104,7 +104,7 @@ class ExperimentalOptions:
             floor as :class:`~experience_wrappers.rollin.BankGuide`'s.
         value_baseline: credit guided episodes against the critic's value of their first
             observation seen without experience, ``V(s0)``, which
-            :class:`~integrations.sb3.CRLCallback` fills in
+            :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` fills in
             (:func:`~experience_wrappers.credit.value_delta`: the discounted return minus
             it), instead of the task's recent free episodes, which started elsewhere. For envs
             that cannot replay a task instance. Without a callback to fill it in (or for an

@@ -13,7 +13,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from experience_wrappers import ExperienceSource
 from experience_wrappers.advantages import regroup_advantages
-from experience_wrappers.credit import OutcomeTracker, distill_weight, outcome_delta
+from experience_wrappers.credit import OutcomeTracker, outcome_delta
 from experience_wrappers.health import degeneracy
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.replay import SuccessReplay
@@ -21,7 +21,6 @@ from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers import ExperienceInjector
 
-from .action_distillation import distillation_step
 from .bank_logging import log_bank_distributions
 from .discovery import find_experience
 from .guards import check_callback, on_policy
@@ -32,7 +31,6 @@ from .lifecycle import (
 )
 from .schedules import training_progress
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback
-from .value_baseline import StartValues
 
 __all__ = ["CRLCallback"]
 
@@ -52,16 +50,10 @@ class CRLCallback(BaseCallback):
 
     * configures and advances each manager's :class:`~experience_wrappers.schedule.Schedule`:
       the guided ratio (default 0.5 -> 0.8 over training), the training progress (which sets
-      the utility decay), the rollout count, and the action prior's weight, which an
-      :class:`ActionPriorPolicy` reads from the first manager's schedule;
+      the utility decay) and the rollout count;
     * regroups advantages at each rollout's end: guided and free samples are normalised
       separately (PPO's own minibatch normalisation is turned off, said once in the log);
-    * optionally runs experience distillation on guided episodes that beat the free baseline;
     * asks the manager to merge near duplicates every ``merge_every`` rollouts;
-    * fills in ``V(s0)`` (the critic's value of an episode's first observation, seen without
-      experience) for the episodes credited against it (the value baseline:
-      ``experimental={"value_baseline": True}`` on the wrapper, or ``paired=True`` on envs that cannot replay
-      an instance);
     * runs self-imitation after each PPO update (on by default, the measured method's part
       that carries its gains: :data:`~integrations.sb3.self_imitation.SELF_IMITATION_DEFAULTS`;
       off, said once in the log, on an env that reports no success, where it was measured to hurt):
@@ -83,13 +75,18 @@ class CRLCallback(BaseCallback):
       ``crl/delta_guided_*`` and ``crl/delta_baseline_*`` are its two parts:
       ``outcome_delta = delta_guided - delta_baseline``.
 
+    The parts measured to tie or hurt (the action prior's schedule, distillation, the value
+    baseline's ``V(s0)``) are not here: :class:`integrations.sb3.experimental.ExperimentalCRLCallback`
+    adds them through this class's hooks (:meth:`_setup_hook`, :meth:`_step_hook`,
+    :meth:`_episode_end_hook`, :meth:`_rollout_end_hook`, which do nothing here). Without
+    it, ``paired=True`` on an env that cannot replay an instance credits its guided episodes
+    against the task's recent free episodes (the unpaired rule, measured as close to pairing
+    as ``V(s0)``: ``docs/benchmarks.md``), and ``experimental={"value_baseline": True}`` is refused.
+
     Args:
         guided_ratio: a constant, or ``(start, end)`` linear over training.
         merge_every: rollouts between merges (0: never).
         subgroup_advantages: normalise guided and free advantages separately.
-        distill_coef: weight of the distillation step (0: off), annealed linearly to 0.
-        prior_weight: ``(start, end)`` schedule of an :class:`ActionPriorPolicy`'s weight
-            (None: leave the policy's own value).
         flush_at_end: wait for the manager's queue when training ends.
         self_imitation: True: self-imitation with the measured defaults; False: off; a
             mapping: :class:`SelfImitationCallback` arguments over those defaults.
@@ -97,16 +94,14 @@ class CRLCallback(BaseCallback):
     Raises:
         TypeError: an argument of the wrong type, named: a schedule that is not a number or a
             pair of numbers (``"0.5"``), a flag that is not a bool, a ``verbose`` that is not an int.
-        ValueError: a value out of range (a guided ratio outside [0, 1], a negative
-            ``distill_coef`` or ``merge_every``, an infinite prior weight).
+        ValueError: a value out of range (a guided ratio outside [0, 1], a negative ``merge_every``).
     """
 
     #: rollouts between TensorBoard histograms and figures of the bank (0: never)
     log_bank_every: int = 10
 
     def __init__(self, guided_ratio: tuple[float, float] | float = (0.5, 0.8), merge_every: int = 5,
-                 subgroup_advantages: bool = True, distill_coef: float = 0.0,
-                 prior_weight: tuple[float, float] | float | None = None, flush_at_end: bool = True,
+                 subgroup_advantages: bool = True, flush_at_end: bool = True,
                  self_imitation: bool | Mapping[str, Any] = True, verbose: int = 0) -> None:
         check_int("verbose", verbose, minimum=0, type_error=TypeError)
         super().__init__(verbose)
@@ -123,13 +118,11 @@ class CRLCallback(BaseCallback):
             SelfImitationCallback(SuccessReplay(1), **self.self_imitation)
         self.sil: SelfImitationCallback | None = None
         # the schedules, checked here (numbers or (start, end) pairs of numbers: "0.5" is refused);
-        # each manager's schedule is configured with them
-        self._spec = Schedule(guided=guided_ratio, prior=prior_weight, distill=distill_coef)
+        # each manager's schedule is configured with them (a subclass's spec may add its own)
+        self._spec = Schedule(guided=guided_ratio)
         self.guided_ratio = guided_ratio
         self.merge_every = merge_every
         self.subgroup_advantages = subgroup_advantages
-        self.distill_coef = float(distill_coef)
-        self.prior_weight = prior_weight
         self.flush_at_end = flush_at_end
         self.managers: list[ExperienceSource] = []
         self.injectors: list[ExperienceInjector] = []
@@ -145,14 +138,9 @@ class CRLCallback(BaseCallback):
     def _init_callback(self) -> None:
         self.managers, self.injectors = find_experience(self.training_env)
         check_callback(self, self.managers)  # on-policy, and one CRLCallback per learn()
-        policy: Any = self.model.policy
-        if hasattr(policy, "follow_schedule"):  # an ActionPriorPolicy: its weight follows
-            # (stop following first, so that without a prior schedule the policy keeps its last weight)
-            policy.follow_schedule(None)
+        self._setup_hook()
         for m in self.managers:
             m.schedule.configure(guided=self._spec.guided, prior=self._spec.prior, distill=self._spec.distill)
-        if self.prior_weight is not None and hasattr(policy, "follow_schedule"):
-            policy.follow_schedule(self.manager.schedule)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         m = self.managers[0]
         if self.model.num_timesteps > 0 and m.episodes_submitted == 0 and len(m.bank) == 0:
@@ -167,15 +155,32 @@ class CRLCallback(BaseCallback):
             log.info(msg)
             if self.verbose:
                 print(msg)
-        if self.distill_coef > 0 and "experience_action_prior" not in getattr(self.model.observation_space, "spaces", {}):
-            raise ValueError("distill_coef > 0 needs ExperienceWrapper(..., experimental={'action_prior': True})")
         n_envs, n_steps = self.training_env.num_envs, getattr(self.model, "n_steps", 1)
         self._guided = np.zeros((n_steps, n_envs), dtype=bool)
-        self._episode = np.zeros((n_steps, n_envs), dtype=np.int64)
-        self._ep_counter = np.arange(n_envs, dtype=np.int64)
-        self._good: dict[int, float] = {}
-        self.start_values = StartValues(self.injectors, n_envs)  # the value baseline's V(s0)
         self.sil = self._self_imitation()
+
+    # ------------------------------------------------- hooks (a subclass's parts)
+    def _setup_hook(self) -> None:
+        """At setup, once the experience is found, before each manager's schedule is configured.
+
+        Here: refuse ``experimental={"value_baseline": True}``, whose ``V(s0)`` only
+        :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` fills in.
+        """
+        if any(getattr(inj, "value_baseline", False) for inj in self.injectors):
+            raise ValueError("ExperienceWrapper(..., experimental={'value_baseline': True}) needs the critic's V(s0), "
+                             "which CRLCallback does not fill in: train with "
+                             "integrations.sb3.experimental.ExperimentalCRLCallback")
+
+    def _step_hook(self) -> None:
+        """At each step, before its infos are read (``model._last_obs`` is the step's observation)."""
+
+    def _episode_end_hook(self, env: int, delta: float | None) -> None:
+        """At each finished episode of env ``env``: ``delta`` is a guided episode's outcome minus
+        the free baseline (None: a free episode, or no baseline yet)."""
+
+    def _rollout_end_hook(self, guided: np.ndarray) -> None:
+        """At each rollout's end, after the advantages are regrouped: ``guided`` is the
+        ``(n_steps, n_envs)`` mask of the buffer's guided samples."""
 
     def _self_imitation(self) -> SelfImitationCallback | None:
         """The self-imitation child on the first manager's replay (None: off)."""
@@ -215,8 +220,7 @@ class CRLCallback(BaseCallback):
     def _advance_schedules(self) -> None:
         p = self._progress()
         for m in self.managers:
-            m.schedule.advance(p)  # guided ratio, utility decay and prior weight follow
-        self._good = {}
+            m.schedule.advance(p)  # guided ratio and utility decay follow
 
     def _on_rollout_start(self) -> None:
         self._advance_schedules()
@@ -227,14 +231,13 @@ class CRLCallback(BaseCallback):
     def _on_step(self) -> bool:
         if self.sil is not None:
             self.sil.on_step()
-        self.start_values.fill(self.model)
+        self._step_hook()
         infos = self.locals.get("infos", [])
         buf = getattr(self.model, "rollout_buffer", None)
         pos = buf.pos if buf is not None else 0
         n_envs = len(infos)
         if pos < len(self._guided):
             self._guided[pos, :n_envs] = [bool(i.get("experience_guided", False)) for i in infos]
-            self._episode[pos, :n_envs] = self._ep_counter[:n_envs]
         for e, info in enumerate(infos):
             if "experience_outcome" not in info:
                 continue
@@ -244,16 +247,14 @@ class CRLCallback(BaseCallback):
             task = int(info.get("experience_task_id", 0))
             guided = bool(info.get("experience_guided", False))
             self.outcomes.add(outcome, guided=guided)
+            delta = None
             if guided:
                 # unscaled (free_spread=None), unlike the manager's credit of return outcomes
                 baseline = self.managers[0].free_baseline(task)
                 delta = outcome_delta(outcome, baseline, free_spread=None)
                 if delta is not None:
                     self.outcomes.add_delta(delta, outcome, baseline)
-                    weight = distill_weight(delta)
-                    if weight is not None:
-                        self._good[int(self._ep_counter[e])] = weight
-            self._ep_counter[e] += n_envs
+            self._episode_end_hook(e, delta)
         return True
 
     def _on_rollout_end(self) -> None:
@@ -262,14 +263,7 @@ class CRLCallback(BaseCallback):
         guided = self._guided[: buf.buffer_size, : buf.n_envs]
         if self.subgroup_advantages:
             buf.advantages[:] = regroup_advantages(buf.advantages, guided).astype(buf.advantages.dtype)
-        if self.distill_coef > 0 and self._good:
-            ep = self._episode[: buf.buffer_size, : buf.n_envs]
-            chosen = np.isin(ep, list(self._good)) & guided
-            positions = np.argwhere(chosen)
-            weights = np.array([self._good[int(ep[s, e])] for s, e in positions], dtype=np.float32)
-            coef = self.manager.schedule.at(self._progress()).distill_coef  # at this rollout's end
-            self.logger.record("crl/distill_loss", distillation_step(model, positions, weights, coef))
-            self.logger.record("crl/distill_samples", len(positions))
+        self._rollout_end_hook(guided)
         for m in self.managers:
             m.poll()  # process mode: the waiting episodes go to the learner, its entries into the bank
             rollouts = m.schedule.end_rollout()

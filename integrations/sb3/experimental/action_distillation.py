@@ -20,7 +20,7 @@ def distillation_step(model: OnPolicyAlgorithm, positions: np.ndarray, weights: 
     """One pass over the chosen rollout-buffer samples, pulling the policy toward the retrieved actions.
 
     The target is the utility-weighted mixture of the shown entries' action priors (see
-    :func:`~integrations.sb3.policy.prior_mixture`): cross-entropy for Discrete actions,
+    :func:`~integrations.sb3.experimental.prior_mixture`): cross-entropy for Discrete actions,
     the negative log-likelihood of the mixture's mean action for Box actions. Each sample
     weighs ``weights[i]`` (its episode's positive outcome delta); the loss is scaled by
     ``coef``. Returns the mean loss (0 when nothing is chosen).

@@ -15,7 +15,7 @@ from stable_baselines3.common.distributions import (
 
 from experience_wrappers.schedule import Schedule
 
-from .experience_policy import ExperiencePolicy
+from ..experience_policy import ExperiencePolicy
 
 __all__ = ["ActionPriorPolicy", "prior_mixture"]
 
@@ -49,7 +49,8 @@ class ActionPriorPolicy(ExperiencePolicy):
     ``prior_weight`` (in [0, 1]) of the way toward the mixture's mean action. Rows without
     experience are unchanged. ``prior_weight`` is the value set here, or, while the policy
     follows a :class:`~experience_wrappers.schedule.Schedule` (:meth:`follow_schedule`, which
-    :class:`~integrations.sb3.CRLCallback` calls when given ``prior_weight``), the schedule's.
+    :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` calls when given ``prior_weight``),
+    the schedule's.
     It is used with ``PPO(ActionPriorPolicy, env)`` and an ``ExperienceWrapper(...,
     experimental={"action_prior": True})``; PPO itself is not changed.
 

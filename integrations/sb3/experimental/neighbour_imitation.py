@@ -29,9 +29,9 @@ from experience_wrappers.schedule import linear
 from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 
-from .guards import on_policy
-from .schedules import training_progress
-from .self_imitation import self_imitation_step
+from ..guards import on_policy
+from ..schedules import training_progress
+from ..self_imitation import self_imitation_step
 
 __all__ = ["NeighbourImitationCallback"]
 

@@ -6,7 +6,8 @@ value of its first observation seen *without* experience
 (:func:`~experience_wrappers.credit.value_delta`). The wrapper says which episodes want
 it (:meth:`ExperienceInjector.wants_start_value
 <experience_wrappers.wrappers.ExperienceInjector.wants_start_value>`); this module computes
-the values from the policy, and :class:`~integrations.sb3.CRLCallback` calls it at each step.
+the values from the policy, and :class:`~integrations.sb3.experimental.ExperimentalCRLCallback`
+calls it at each step (nothing on the main path does).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 
-from .guards import on_policy
-from .self_imitation import free_view
+from ..guards import on_policy
+from ..self_imitation import free_view
 
 __all__ = ["StartValues"]
 
