@@ -1,11 +1,12 @@
 """Schedules over training: the one object that says where training is and what follows from it.
 
-A :class:`Schedule` holds the training progress and the rollout count, and the schedules of
-the guided ratio, the action prior's weight and the distillation coefficient (each a
-constant, or ``(start, end)`` linear in the progress). The manager owns one
-(``manager.schedule``); :class:`~integrations.sb3.CRLCallback` configures and advances it; the
-injector (through ``manager.guided_ratio``), the action prior policy and the manager's
-utility decay read it. Nothing else writes these values.
+A :class:`Schedule` holds the training progress and the rollout count, and the schedule of
+the guided ratio (a constant, or ``(start, end)`` linear in the progress). The manager owns
+one (``manager.schedule``); :class:`~integrations.sb3.CRLCallback` configures and advances it;
+the injector (through ``manager.guided_ratio``) and the manager's utility decay read it.
+Nothing else writes these values. (The experimental action prior's weight and distillation
+coefficient follow the progress in a schedule of their own:
+:class:`integrations.sb3.experimental.ExperimentalSchedule`.)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .validators import check_int, to_float
+from .validators import check_int
 
 __all__ = ["Schedule", "check_fraction_schedule", "spec_values", "as_spec", "linear"]
 
@@ -71,12 +72,12 @@ def spec_values(name: str, schedule: object) -> tuple[float, ...]:
     Raises:
         TypeError: anything else (a str such as ``"0.5"``, a bool, three values), named ``name``.
 
-    >>> spec_values("prior_weight", (1, 0.0))
+    >>> spec_values("guided_ratio", (1, 0.0))
     (1.0, 0.0)
-    >>> spec_values("distill_coef", "x")
+    >>> spec_values("guided_ratio", "x")
     Traceback (most recent call last):
     ...
-    TypeError: distill_coef must be a number or a pair of numbers (start, end), got 'x'
+    TypeError: guided_ratio must be a number or a pair of numbers (start, end), got 'x'
     """
     spec = as_spec(schedule)
     if isinstance(spec, float):
@@ -103,44 +104,27 @@ def check_fraction_schedule(name: str, schedule: Spec) -> None:
             raise ValueError(f"{name} values must be in [0, 1], got {schedule!r}")
 
 
-def _check_prior(instance: object, attribute: attrs.Attribute | None, value: object) -> None:
-    if value is not None and not all(math.isfinite(v) for v in spec_values("prior_weight", value)):
-        raise ValueError(f"prior_weight values must be finite, got {value!r}")
-
-
-def _check_distill(instance: object, attribute: attrs.Attribute | None, value: object) -> None:
-    if not _number(value):
-        raise TypeError(f"distill_coef must be a number, got {value!r}")
-    if not np.isfinite(value) or value < 0:  # type: ignore[operator,call-overload]
-        raise ValueError(f"distill_coef must be finite and >= 0, got {value!r}")
-
-
 @attrs.define(eq=False)
 class Schedule:
-    """Training progress, rollout count, and the schedules that follow the progress.
+    """Training progress, rollout count, and the guided ratio's schedule, which follows the progress.
 
     Args:
         guided: share of episodes drawn guided: a constant or ``(start, end)``.
-        prior: an action prior policy's weight: a constant, ``(start, end)``, or None (the
-            policy keeps its own).
-        distill: distillation coefficient at progress 0; it anneals linearly to 0.
         progress: fraction of training done, in [0, 1].
         rollouts: rollouts finished so far (over every ``learn`` call).
         on_change: called after each :meth:`advance` as ``on_change("guided_ratio", value)``
             then ``on_change("progress", value)`` (a remote manager forwards them to its
             service; it skips values that did not change).
 
-    >>> s = Schedule(guided=(0.5, 0.8), prior=(1.0, 0.0), distill=0.2)
+    >>> s = Schedule(guided=(0.5, 0.8))
     >>> s.advance(0.5)
-    >>> s.guided_ratio, s.prior_weight, s.distill_coef, s.end_rollout()
-    (0.65, 0.5, 0.1, 1)
-    >>> s.at(1.0).distill_coef, s.progress   # a read at another progress leaves the schedule as it is
-    (0.0, 0.5)
+    >>> s.guided_ratio, s.end_rollout()
+    (0.65, 1)
+    >>> s.at(1.0).guided_ratio, s.progress   # a read at another progress leaves the schedule as it is
+    (0.8, 0.5)
     """
 
     guided: Spec = attrs.field(default=0.5, converter=as_spec)
-    prior: Spec | None = attrs.field(default=None, converter=as_spec, validator=_check_prior)
-    distill: float = attrs.field(default=0.0, converter=to_float, validator=_check_distill)
     progress: float = attrs.field(default=0.0, converter=float)
     rollouts: int = attrs.field(default=0)
     on_change: Callable[[str, float], None] | None = attrs.field(default=None, repr=False)
@@ -164,28 +148,17 @@ class Schedule:
         """Share of episodes drawn guided, now."""
         return linear(self.guided, self.progress)
 
-    @property
-    def prior_weight(self) -> float | None:
-        """The action prior's weight now, or None where no prior schedule is set."""
-        return None if self.prior is None else linear(self.prior, self.progress)
-
-    @property
-    def distill_coef(self) -> float:
-        """The distillation coefficient now: ``distill * (1 - progress)``."""
-        return self.distill * (1.0 - self.progress)
-
     def at(self, progress: float) -> Schedule:
         """A copy of this schedule at another ``progress`` (to read its values there; nothing is forwarded)."""
         return attrs.evolve(self, progress=progress, on_change=None)
 
     # ---------------------------------------------------------------- changes
-    def configure(self, *, guided: Spec = _KEEP, prior: Spec | None = _KEEP, distill: float = _KEEP) -> None:
+    def configure(self, *, guided: Spec = _KEEP) -> None:
         """Set the schedules given (the others are kept); the progress is unchanged.
 
         Every value is checked (by its field) before any is set, so a bad one changes nothing.
         """
-        given: dict[str, Any] = {name: value for name, value in (("guided", guided), ("prior", prior), ("distill", distill))
-                 if value is not _KEEP}
+        given: dict[str, Any] = {name: value for name, value in (("guided", guided),) if value is not _KEEP}
         checked = attrs.evolve(self, on_change=None, **given)
         for name in given:
             setattr(self, name, getattr(checked, name))

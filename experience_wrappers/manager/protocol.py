@@ -101,7 +101,7 @@ class ExperienceSource(Protocol):
 
     @property
     def schedule(self) -> Schedule:
-        """The schedules (guided ratio, prior weight, distillation, progress) that CRLCallback advances."""
+        """The schedules (guided ratio, progress, rollouts) that CRLCallback advances."""
 
     @property
     def guided_ratio(self) -> float:

@@ -118,7 +118,7 @@ class CRLCallback(BaseCallback):
             SelfImitationCallback(SuccessReplay(1), **self.self_imitation)
         self.sil: SelfImitationCallback | None = None
         # the schedules, checked here (numbers or (start, end) pairs of numbers: "0.5" is refused);
-        # each manager's schedule is configured with them (a subclass's spec may add its own)
+        # each manager's schedule is configured with them
         self._spec = Schedule(guided=guided_ratio)
         self.guided_ratio = guided_ratio
         self.merge_every = merge_every
@@ -140,7 +140,7 @@ class CRLCallback(BaseCallback):
         check_callback(self, self.managers)  # on-policy, and one CRLCallback per learn()
         self._setup_hook()
         for m in self.managers:
-            m.schedule.configure(guided=self._spec.guided, prior=self._spec.prior, distill=self._spec.distill)
+            m.schedule.configure(guided=self._spec.guided)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         m = self.managers[0]
         if self.model.num_timesteps > 0 and m.episodes_submitted == 0 and len(m.bank) == 0:

@@ -31,7 +31,8 @@ from .callback import ExperimentalCRLCallback
 from .method import ExperimentalComplementaryRL
 from .neighbour_imitation import NeighbourImitationCallback
 from .policy import ActionPriorPolicy, prior_mixture
+from .schedule import ExperimentalSchedule
 from .value_baseline import StartValues
 
 __all__ = ["ExperimentalCRLCallback", "ExperimentalComplementaryRL", "ActionPriorPolicy", "prior_mixture",
-           "distillation_step", "NeighbourImitationCallback", "StartValues"]
+           "distillation_step", "NeighbourImitationCallback", "StartValues", "ExperimentalSchedule"]

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from experience_wrappers.credit import distill_weight
-from experience_wrappers.schedule import Schedule
 
 from ..callback import CRLCallback
 from ..guards import on_policy
 from .action_distillation import distillation_step
+from .schedule import ExperimentalSchedule
 from .value_baseline import StartValues
 
 __all__ = ["ExperimentalCRLCallback"]
@@ -26,9 +26,9 @@ class ExperimentalCRLCallback(CRLCallback):
     episodes credited against it: ``experimental={"value_baseline": True}`` on the wrapper, or
     ``paired=True`` on envs that cannot replay an instance. On top of that:
 
-    * ``prior_weight``: each manager's schedule carries the action prior's weight, which an
-      :class:`~integrations.sb3.experimental.ActionPriorPolicy` follows (read from the first
-      manager's schedule);
+    * ``prior_weight``: the callback's :class:`ExperimentalSchedule` (``experimental_schedule``,
+      advanced with the managers' schedules) carries the action prior's weight, which an
+      :class:`~integrations.sb3.experimental.ActionPriorPolicy` follows;
     * ``distill_coef``: at each rollout's end, experience distillation
       (:func:`~integrations.sb3.experimental.distillation_step`) on the samples of guided
       episodes that beat the free baseline, weighted by
@@ -58,7 +58,8 @@ class ExperimentalCRLCallback(CRLCallback):
         super().__init__(guided_ratio=guided_ratio, merge_every=merge_every,
                          subgroup_advantages=subgroup_advantages, flush_at_end=flush_at_end,
                          self_imitation=self_imitation, verbose=verbose)
-        self._spec = Schedule(guided=guided_ratio, prior=prior_weight, distill=distill_coef)
+        #: the prior weight's and the distillation coefficient's schedules (checked here)
+        self.experimental_schedule = ExperimentalSchedule(prior=prior_weight, distill=distill_coef)
         self.distill_coef = float(distill_coef)
         self.prior_weight = prior_weight
 
@@ -69,7 +70,7 @@ class ExperimentalCRLCallback(CRLCallback):
             # (stop following first, so that without a prior schedule the policy keeps its last weight)
             policy.follow_schedule(None)
             if self.prior_weight is not None:
-                policy.follow_schedule(self.manager.schedule)
+                policy.follow_schedule(self.experimental_schedule)
         if self.distill_coef > 0 and "experience_action_prior" not in getattr(self.model.observation_space, "spaces", {}):
             raise ValueError("distill_coef > 0 needs ExperienceWrapper(..., experimental={'action_prior': True})")
         n_envs, n_steps = self.training_env.num_envs, getattr(self.model, "n_steps", 1)
@@ -80,6 +81,7 @@ class ExperimentalCRLCallback(CRLCallback):
 
     def _advance_schedules(self) -> None:
         super()._advance_schedules()
+        self.experimental_schedule.advance(self._progress())
         self._good = {}
 
     def _step_hook(self) -> None:
@@ -108,6 +110,6 @@ class ExperimentalCRLCallback(CRLCallback):
         ep = self._episode[: buf.buffer_size, : buf.n_envs]
         positions = np.argwhere(np.isin(ep, list(self._good)) & guided)
         weights = np.array([self._good[int(ep[s, e])] for s, e in positions], dtype=np.float32)
-        coef = self.manager.schedule.at(self._progress()).distill_coef  # at this rollout's end
+        coef = self.experimental_schedule.at(self._progress()).distill_coef  # at this rollout's end
         self.logger.record("crl/distill_loss", distillation_step(model, positions, weights, coef))
         self.logger.record("crl/distill_samples", len(positions))

@@ -13,9 +13,8 @@ from stable_baselines3.common.distributions import (
     Distribution,
 )
 
-from experience_wrappers.schedule import Schedule
-
 from ..experience_policy import ExperiencePolicy
+from .schedule import ExperimentalSchedule
 
 __all__ = ["ActionPriorPolicy", "prior_mixture"]
 
@@ -48,7 +47,7 @@ class ActionPriorPolicy(ExperiencePolicy):
     mixture of the shown entries' action distributions); for Box actions the mean moves
     ``prior_weight`` (in [0, 1]) of the way toward the mixture's mean action. Rows without
     experience are unchanged. ``prior_weight`` is the value set here, or, while the policy
-    follows a :class:`~experience_wrappers.schedule.Schedule` (:meth:`follow_schedule`, which
+    follows an :class:`~integrations.sb3.experimental.ExperimentalSchedule` (:meth:`follow_schedule`, which
     :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` calls when given ``prior_weight``),
     the schedule's.
     It is used with ``PPO(ActionPriorPolicy, env)`` and an ``ExperienceWrapper(...,
@@ -69,7 +68,7 @@ class ActionPriorPolicy(ExperiencePolicy):
             raise ValueError(f"the action prior supports Discrete and Box actions, got {self.action_space}")
         if not np.isfinite(prior_weight) or prior_weight < 0:
             raise ValueError(f"prior_weight must be finite and >= 0, got {prior_weight!r}")
-        self._schedule: Schedule | None = None
+        self._schedule: ExperimentalSchedule | None = None
         self.prior_weight = float(prior_weight)
         self.prior_temperature = float(prior_temperature)
         self._bias_obs: dict[str, th.Tensor] | None = None
@@ -87,7 +86,7 @@ class ActionPriorPolicy(ExperiencePolicy):
         self._prior_weight = float(value)
         self._schedule = None
 
-    def follow_schedule(self, schedule: Schedule | None) -> None:
+    def follow_schedule(self, schedule: ExperimentalSchedule | None) -> None:
         """Read ``prior_weight`` from ``schedule`` from now on (None: stop, keeping the current value)."""
         self._prior_weight = self.prior_weight
         self._schedule = schedule
