@@ -72,7 +72,12 @@ import numpy as np
 
 from benchmarks.cli_checks import bad_seeds, check_output_folder
 from benchmarks.result_file import write_result
-from benchmarks.trials_ml1 import ml1_reach_family, normalized_predict, ppo_settings
+from benchmarks.trials_ml1 import (
+    ml1_reach_family,
+    ml1_reach_moves_family,
+    normalized_predict,
+    ppo_settings,
+)
 from benchmarks.trials_report import SUITES
 from benchmarks.workers import Stopped, worker_pool
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
@@ -174,7 +179,8 @@ def maze_family(train_mazes: int = 200) -> dict[str, Any]:
 
 
 FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
-                                                      "maze": maze_family, "ml1-reach": ml1_reach_family}
+                                                      "maze": maze_family, "ml1-reach": ml1_reach_family,
+                                                      "ml1-reach-moves": ml1_reach_moves_family}
 
 
 # ---------------------------------------------------------------------------- one run

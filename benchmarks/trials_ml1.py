@@ -24,10 +24,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ml1_reach_family", "ppo_settings", "normalized_predict", "CALIBRATED"]
+__all__ = ["ml1_reach_family", "ml1_reach_moves_family", "ppo_settings", "normalized_predict", "CALIBRATED",
+           "START_MOVES"]
 
 #: the calibration's setting the ML1 families train with
 CALIBRATED = "obsnorm-rs"
+#: ``ml1-reach-moves``: random hand moves before each trial (the demonstrations start without them)
+START_MOVES = 10
 
 
 def ml1_reach_family() -> dict[str, Any]:
@@ -46,9 +49,30 @@ def ml1_reach_family() -> dict[str, Any]:
             "train": train, "held_out": held_out, "horizon": TRIAL_CAP, "trials": 4,
             "demonstration": ml1_demonstrations("reach-v3", TRIAL_CAP),
             "memory_kwargs": {"dense_rewards": True},
-            "ppo": dict(setting["ppo"]), "calibration": CALIBRATED,
+            "ppo": dict(setting["ppo"]), "calibration": CALIBRATED, "reward_scale": setting["reward_scale"],
             "vec_normalize": {"norm_obs": True, "norm_reward": False,
                               "gamma": float(setting["ppo"].get("gamma", 0.99))}}
+
+
+def ml1_reach_moves_family() -> dict[str, Any]:
+    """``ml1-reach`` with :data:`START_MOVES` random hand moves before each trial (``ML1Trials(start_moves=...)``).
+
+    Meta-World's resets are deterministic, so in ``ml1-reach`` a demonstration replays open loop
+    (retrieve-and-play 1.00); here each trial starts elsewhere (every env its own move seed) while
+    the demonstrations start where Meta-World puts the hand, so they must be followed, not replayed.
+    """
+    from itertools import count
+
+    from integrations.metaworld.ml1_trials import TRIAL_CAP, ML1Trials
+
+    fam = ml1_reach_family()
+    scale = fam["reward_scale"]
+    seeds = count()
+    return {**fam, "task": fam["task"] + f", {START_MOVES} random hand moves before each trial",
+            "make": lambda: ML1Trials("reach-v3", TRIAL_CAP, reward_scale=scale, start_moves=START_MOVES,
+                                      start_seed=next(seeds)),
+            "make_visible": lambda: ML1Trials("reach-v3", TRIAL_CAP, goal_visible=True, reward_scale=scale,
+                                              start_moves=START_MOVES, start_seed=next(seeds))}
 
 
 def ppo_settings(spec: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from benchmarks.stats import bootstrap_ci, difference_ci
 
 #: each family's suite: the folder under benchmarks/results and the ``suite`` of its result files
 SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "incontext-maze",
-          "ml1-reach": "metaworld-ml1-reach"}
+          "ml1-reach": "metaworld-ml1-reach", "ml1-reach-moves": "metaworld-ml1-reach-moves"}
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

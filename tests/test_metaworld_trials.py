@@ -90,6 +90,17 @@ def test_trial_cap_truncates_and_success_terminates() -> None:
     env.close()
 
 
+def test_start_moves_change_the_start_not_the_goal() -> None:
+    env = ML1Trials("reach-v3", start_moves=5, start_seed=1)
+    first, _ = env.reset(seed=60)
+    goal = env.goal()
+    second, _ = env.reset(seed=60)
+    assert np.abs(first[:3] - second[:3]).max() > 1e-3  # the hand starts elsewhere
+    np.testing.assert_array_equal(goal, env.goal())
+    assert np.all(second[36:39] == 0)
+    env.close()
+
+
 def test_dense_reward_column_round_trips() -> None:
     lay = EntryLayout(key_dim=3, action_dim=4, exp_dim=2, horizon=10, step_reward=True)
     values = lay.values(np.zeros((3, 3)), np.zeros((3, 4)), 1.0, np.ones((3, 2)), rewards=[0.1, 0.2, 0.3])

@@ -17,6 +17,12 @@ a trial at success would cut the dense reward stream short, and the calibration 
 ending at success: so the successful step also pays, with ``success_bonus``, what staying at the
 goal until the cap would have paid (that step's reward for each remaining step, discounted by
 ``gamma``), which leaves PPO's preference between reaching and hovering as it was.
+
+Meta-World's resets are deterministic, so a demonstration of an instance replays open loop to
+success (retrieve-and-play: 1.00 on the held-out goals). ``start_moves`` makes each trial start
+after that many random hand moves (drawn per reset from ``start_seed``; the goal is the
+instance's), so that a demonstration must be followed rather than replayed, as the in-context
+maze family does with its random moves.
 """
 
 from __future__ import annotations
@@ -100,6 +106,9 @@ class ML1Trials(gym.Env):
         success_bonus: the successful step also pays its reward for each step left to the cap,
             discounted by ``gamma`` (see the module's docstring).
         gamma: the discount of ``success_bonus`` (PPO's).
+        start_moves: random hand moves before each trial's first observation (0, the default: none;
+            every trial of an instance then starts in the same state).
+        start_seed: seed of those moves.
 
     ``info`` carries Meta-World's ``success`` (this step's, so True only on a trial's last step),
     ``is_success`` (the same, for SB3), ``instance`` and ``goal`` (the hidden goal, for analysis).
@@ -113,7 +122,8 @@ class ML1Trials(gym.Env):
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
-                 reward_scale: float = 0.1, success_bonus: bool = True, gamma: float = 0.99) -> None:
+                 reward_scale: float = 0.1, success_bonus: bool = True, gamma: float = 0.99,
+                 start_moves: int = 0, start_seed: int = 0) -> None:
         import metaworld
 
         self.task_name = task
@@ -126,7 +136,10 @@ class ML1Trials(gym.Env):
         self.reward_scale, self.success_bonus, self.gamma = float(reward_scale), bool(success_bonus), float(gamma)
         self.tasks = ml1_goal_tasks(task, self.goal_visible)
         self.raw: Any = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task](reward_function_version=REWARD_FUNCTION_VERSION)
-        self.raw.max_path_length = self.cap + 1  # this env truncates at the cap; Meta-World never gets there first
+        self.start_moves = check_int("start_moves", start_moves, minimum=0)
+        self._moves = np.random.default_rng(int(start_seed))
+        # this env truncates at the cap; Meta-World never gets there first
+        self.raw.max_path_length = self.cap + self.start_moves + 1
         self.raw.set_task(self.tasks[0])
         box = self.raw.sawyer_observation_space
         self.observation_space = spaces.Box(box.low, box.high, box.shape, box.dtype)  # type: ignore[arg-type]
@@ -152,6 +165,8 @@ class ML1Trials(gym.Env):
             self.instance = int(seed)
         self.raw.set_task(self.tasks[self.instance])
         obs, _ = self.raw.reset()
+        for _ in range(self.start_moves):
+            obs, *_ = self.raw.step(self._moves.uniform(-1.0, 1.0, 4).astype(np.float32))
         self._t = 0
         return self._clip(obs), {"instance": self.instance, "success": False, "is_success": False}
 
