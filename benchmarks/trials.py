@@ -62,7 +62,6 @@ import json
 import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import as_completed
 from pathlib import Path
@@ -184,44 +183,6 @@ FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_famil
 
 
 # ---------------------------------------------------------------------------- one run
-class TrialLog:
-    """SB3 callback: the training curve of trial successes, guided and free, by trial index."""
-
-    def __new__(cls, every: int, trials: int) -> Any:
-        from stable_baselines3.common.callbacks import BaseCallback
-
-        class _Log(BaseCallback):
-            def __init__(self) -> None:
-                super().__init__()
-                self.recent: dict[str, deque[float]] = {"guided": deque(maxlen=400), "free": deque(maxlen=400)}
-                self.by_trial: list[deque[float]] = [deque(maxlen=200) for _ in range(trials)]
-                self.curve: list[dict[str, Any]] = []
-                self.next = every
-
-            def _on_step(self) -> bool:
-                for info in self.locals["infos"]:
-                    if "trial_success" in info:
-                        t = info["trial"]
-                        self.recent["guided" if t.get("guided", True) else "free"].append(float(info["trial_success"]))
-                        if t.get("guided", True):
-                            self.by_trial[int(t["index"])].append(float(info["trial_success"]))
-                if self.num_timesteps >= self.next:
-                    self.next += every
-                    self.curve.append({"step": int(self.num_timesteps), **self.snapshot()})
-                    for key, value in self.curve[-1].items():
-                        if key != "step" and value is not None and not isinstance(value, list):
-                            self.logger.record(f"trials/{key}", value)
-                return True
-
-            def snapshot(self) -> dict[str, Any]:
-                def mean(xs: Any) -> float | None:
-                    return round(float(np.mean(xs)), 3) if len(xs) else None
-                return {"guided": mean(self.recent["guided"]), "free": mean(self.recent["free"]),
-                        "guided_by_trial": [mean(d) for d in self.by_trial]}
-
-        return _Log()
-
-
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
@@ -229,6 +190,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
 
     from experience_wrappers.trials import RetrieveAndPlay, TrialMemory
     from integrations.sb3.trials_evaluation import evaluate_trials, run_trials, trial_metrics
+    from integrations.sb3.trials_logging import TrialsLogCallback
     from integrations.sb3.trials_method import build_trials_method
 
     torch.set_num_threads(1)
@@ -285,7 +247,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         if vec_normalize is not None:
             from stable_baselines3.common.vec_env import VecNormalize
             venv = VecNormalize(venv, norm_obs_keys=["observation"], **vec_normalize)
-        log = TrialLog(8192, k_trials)
+        log = TrialsLogCallback(k_trials, every=8192)
         rkw = dict(ppo_kwargs)
         model = RecurrentPPO("MultiInputLstmPolicy", venv, seed=seed, verbose=0,
                              policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64],
@@ -307,7 +269,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                                   ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"),
                                   vec_normalize=vec_normalize, seed=seed)
         method_model, method_venv = run.model, run.model.get_env()
-        log = TrialLog(8192, k_trials)
+        log = TrialsLogCallback(k_trials, every=8192)
         method_model.learn(steps, callback=[log, *run.callbacks])
         assert method_venv is not None
         method_venv.close()

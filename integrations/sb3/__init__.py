@@ -21,6 +21,7 @@ from .method import ComplementaryRL
 from .rollin_callbacks import RollInCallback, RollInView
 from .rollin_env import GuidedRollInVecEnv
 from .run_persistence import load_crl, save_crl, save_experience
+from .run_scope import RunScopeRL  # noqa: F401  (registers scope="run" with ComplementaryRL)
 from .self_imitation import (
     SELF_IMITATION_DEFAULTS,
     SelfImitationCallback,

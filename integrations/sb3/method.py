@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -38,13 +38,12 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum, instance_seeds
 
 from .callback import CRLCallback
 from .discovery import find_experience
@@ -52,6 +51,7 @@ from .env_families import Family, build_env, family_of
 from .evaluation import evaluate_with_and_without_experience, run_episodes
 from .experience_features import crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
+from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, rollin_env
 from .method_settings import (
     check_demonstrations,
     check_seed,
@@ -69,18 +69,6 @@ from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_
 __all__ = ["ComplementaryRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE"]
 
 log = logging.getLogger(__name__)
-
-#: demonstrations recorded by a run with seed ``s`` start from reset seed ``s + DEMO_SEED_OFFSET``
-#: (apart from the training envs' own draws)
-DEMO_SEED_OFFSET = 20_000
-
-#: guided roll-in as measured (``crl-sil-obs-rollin``): guided episodes start on a demonstrated
-#: instance, the bank's nearest demonstration entry acts for the first ``h`` steps (within
-#: squared distance 0.5), ``h`` from the longest demonstration down by 1 each time 8 roll-ins at
-#: ``h`` succeed >= 50 %
-ROLLIN_DEFAULTS: dict[str, Any] = {"on_demonstrated": True, "rollin_ratio": 1.0, "guide": {"max_distance": 0.5},
-                                   "curriculum": {"threshold": 0.5, "window": 8, "shrink_step": 1}}
-
 
 class ComplementaryRL:
     """The method, assembled: bank, wrapped env, replay, callbacks and an SB3 on-policy model.
@@ -126,6 +114,10 @@ class ComplementaryRL:
         add_demonstrations: False: the demonstrations serve roll-in only; they are not distilled
             into the bank nor pinned in the replay (what :meth:`load` does: the saved bank and
             replay hold them already).
+        scope: ``"task"`` (this class: entries keyed by task, kept across episodes) or ``"run"``
+            (trials of one instance read only their own run: ``ComplementaryRL(env, scope="run",
+            instances=...)`` builds :class:`~integrations.sb3.run_scope.RunScopeRL`, whose
+            arguments are its own).
 
     Attributes:
         model, env, bank, manager, replay, demonstrations, rollin_env, callbacks.
@@ -133,6 +125,21 @@ class ComplementaryRL:
 
     #: the callback built with ``callback_kwargs`` (the experimental subclass's is its own)
     callback_class: type[CRLCallback] = CRLCallback
+    #: the class of each scope but ``"task"`` (registered by ``class X(ComplementaryRL, scope="run")``)
+    scopes: ClassVar[dict[str, type[ComplementaryRL]]] = {}
+
+    def __init_subclass__(cls, scope: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if scope is not None:
+            ComplementaryRL.scopes[scope] = cls
+
+    def __new__(cls, *args: Any, scope: str = "task", **kwargs: Any) -> ComplementaryRL:
+        """``scope="run"``: the run-scope method (:class:`~integrations.sb3.run_scope.RunScopeRL`)."""
+        if cls is ComplementaryRL and scope != "task":
+            if scope not in cls.scopes:
+                raise ValueError(f"scope must be 'task' or one of {sorted(cls.scopes)}, got {scope!r}")
+            return super().__new__(cls.scopes[scope])
+        return super().__new__(cls)
 
     def __init__(self, env: str | Callable[[], gym.Env], *, algorithm: type[BaseAlgorithm] | str = PPO,
                  policy: Any = None, n_envs: int = 8, seed: int | None = 0, experience: bool = True,
@@ -142,7 +149,10 @@ class ComplementaryRL:
                  wrapper_kwargs: Mapping[str, Any] | None = None, manager_kwargs: Mapping[str, Any] | None = None,
                  callback_kwargs: Mapping[str, Any] | None = None, ingest_kwargs: Mapping[str, Any] | None = None,
                  policy_kwargs: Mapping[str, Any] | None = None, algorithm_kwargs: Mapping[str, Any] | None = None,
-                 tensorboard_log: str | None = None, add_demonstrations: bool = True) -> None:
+                 tensorboard_log: str | None = None, add_demonstrations: bool = True, scope: str = "task") -> None:
+        if scope != "task":
+            raise ValueError(f"{type(self).__name__} is the task scope; got scope={scope!r} (ComplementaryRL("
+                             "env, scope='run', ...) builds the run scope)")
         if not (isinstance(env, str) or callable(env)):
             raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
         if not isinstance(experience, bool):
@@ -269,43 +279,13 @@ class ComplementaryRL:
         record["seconds"] = round(time.perf_counter() - t0, 2)
         return demos, record
 
-    def _instance_seeds(self) -> list[int] | None:
-        assert self.rollin is not None
-        if not self.rollin.get("on_demonstrated", False):
-            return None
-        if self.rollin.get("instance_seeds") is not None:
-            return [int(x) for x in self.rollin["instance_seeds"]]
-        if not self._settings["demonstrations_scripted"] or not isinstance(self.env_id, str):
-            raise ValueError("roll-in on the demonstrated instances needs their reset seeds: record the "
-                             "demonstrations here (demonstrations=N) or give rollin={'instance_seeds': [...]}")
-        probe = self.family.make_vec(self.env_id, 1, self.seed)
-        try:
-            assert isinstance(probe, DummyVecEnv)  # the families build DummyVecEnvs
-            return instance_seeds(probe.envs[0], self.demonstrations, self.seed + DEMO_SEED_OFFSET)
-        finally:
-            probe.close()
-
     def _rollin_env(self) -> GuidedRollInVecEnv:
-        """The training env under guided roll-in (``h`` starts at the longest demonstration)."""
-        cfg = dict(self.rollin or {})
-        kind = cfg.pop("guide_type", "bank")
-        guide_kwargs = cfg.pop("guide", {})
-        curriculum = RollInCurriculum.for_lengths([len(d.actions) for d in self.demonstrations],
-                                                  **cfg.pop("curriculum", {}))
-        seeds = self._instance_seeds()
-        cfg.pop("on_demonstrated", None)
-        cfg.pop("instance_seeds", None)
-        self.rollin_seeds = seeds
-        guide: BankGuide | ReplayGuide
-        if kind == "bank":
-            assert self.manager is not None  # _check
-            guide = BankGuide(self.manager, **guide_kwargs)
-        else:
-            assert seeds is not None  # _check
-            guide = ReplayGuide.from_demonstrations(self.demonstrations, seeds)
-        if not self.experience:
-            cfg.setdefault("only_guided", False)  # without the wrapper no episode is drawn guided
-        return GuidedRollInVecEnv(self.env, guide, curriculum, instance_seeds=seeds, seed=self.seed, **cfg)
+        """The training env under guided roll-in (:func:`~integrations.sb3.method_rollin.rollin_env`)."""
+        assert self.rollin is not None
+        env, self.rollin_seeds = rollin_env(
+            self.env, self.rollin, self.demonstrations, manager=self.manager, seed=self.seed, family=self.family,
+            env_id=self.env_id, scripted=self._settings["demonstrations_scripted"])
+        return env
 
     def _callbacks(self, callback_kwargs: dict[str, Any]) -> list[BaseCallback]:
         """CRLCallback (with self-imitation unless roll-in needs it wrapped), self-imitation, roll-in last."""
@@ -401,6 +381,11 @@ class ComplementaryRL:
             raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} cannot be read ({exc})") from exc
         if not isinstance(saved, dict) or "algorithm" not in saved:
             raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is not a run's settings")
+        if saved.get("scope", "task") != "task":  # saved by a run of another scope: its class reads it
+            if cls is not ComplementaryRL or saved["scope"] not in cls.scopes:
+                raise RunFileError(f"cannot load run from {str(folder)!r} with {cls.__name__}: a run of scope "
+                                   f"{saved['scope']!r}; use ComplementaryRL.load")
+            return cls.scopes[saved["scope"]].load(folder, env, algorithm, **overrides)
         method_save_id = saved.pop("save_id", None)
         settings, load_kwargs = load_arguments(saved, overrides, inspect.signature(cls.__init__).parameters)
         # a run saved before ManagerConfig.extractor held every extractor setting: moved silently

@@ -298,7 +298,7 @@ def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any],
         TypeError: an unknown name, or a mapping setting given as something else.
         ValueError: an override the saved files decide, different from the saved value.
     """
-    accepted = set(accepted) - {"env", "algorithm", "add_demonstrations", "self"}
+    accepted = set(accepted) - {"env", "algorithm", "add_demonstrations", "self", "scope"}
     unknown = sorted(set(overrides) - accepted)
     if unknown:
         raise TypeError(f"ComplementaryRL.load got {unknown}, which are not settings of a run "

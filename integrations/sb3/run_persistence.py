@@ -8,7 +8,7 @@ import uuid
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -25,7 +25,7 @@ from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
 __all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "save_run", "load_run",
-           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE"]
+           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
@@ -35,6 +35,12 @@ RUN_FORMAT, RUN_VERSION = "complementary-rl-run", 1
 RUN_NAMES = frozenset({"model.zip", "experience", REPLAY_FILE, META})
 #: the settings file of a :meth:`~integrations.sb3.ComplementaryRL.save` folder (a run folder besides)
 METHOD_FILE = "method.json"
+
+
+class SavesExperience(Protocol):
+    """What :func:`save_run` writes as ``experience/``: a manager, or a run-scope run's ``TrialMemory``."""
+
+    def save(self, folder: Path) -> Any: ...
 
 
 def experience_dir_of(model_zip: str | Path) -> Path:
@@ -85,7 +91,7 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
     return save_run(path, model, manager, manager.replay if replay is None else replay, lineage=lineage)
 
 
-def save_run(path: str | Path, model: BaseAlgorithm, manager: ExperienceSource | None,
+def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | None,
              replay: SuccessReplay | None = None, *, files: Callable[[str], Mapping[str, bytes]] | None = None,
              own: frozenset[str] = RUN_NAMES, lineage: list[str] | None = None) -> Path:
     """Write a run folder whole and atomically: ``model.zip``, ``experience/`` (where there is a
@@ -166,34 +172,39 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
             raise FileNotFoundError(f"{need} not found: load_crl needs a save_crl folder or a "
                                     "CRLCheckpointCallback zip with its _experience folder beside it")
     manager = _one_manager(env, "load_crl")
-    return _read_run(path, model_zip, experience, manager, env, algorithm, kwargs, lineage)[0]
+    return _read_run(path, model_zip, experience, manager.restore, env, algorithm, kwargs, lineage, manager)[0]
 
 
 def load_run(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, *,
-             lineage: list[str] | None = None, **kwargs: Any) -> tuple[BaseAlgorithm, SuccessReplay | None]:
-    """The model (onto ``env``) and the replay of a run folder written without experience
-    (:func:`save_run` with no manager), read as :func:`load_crl` reads (one save, whole).
+             lineage: list[str] | None = None, restore: Callable[[Path], Any] | None = None,
+             **kwargs: Any) -> tuple[BaseAlgorithm, SuccessReplay | None]:
+    """The model (onto ``env``) and the replay of a run folder written without a manager
+    (:func:`save_run` with none, or with a run-scope memory), read as :func:`load_crl` reads
+    (one save, whole).
 
-    ``lineage`` and ``kwargs`` as for :func:`load_crl`.
+    ``restore``: called with the folder's ``experience/`` after the model was read (a memory's
+    ``load``, which checks before it changes anything). ``lineage`` and ``kwargs`` as for
+    :func:`load_crl`.
     """
     check_vec_env(env, "load_run")
     path = Path(path)
     if not (path / "model.zip").is_file():
         raise FileNotFoundError(f"{path / 'model.zip'} not found: not a saved run folder")
-    return _read_run(path, path / "model.zip", None, None, env, algorithm, kwargs, lineage)
+    return _read_run(path, path / "model.zip", path / "experience", restore, env, algorithm, kwargs, lineage)
 
 
-def _read_run(path: Path, model_zip: Path, experience: Path | None, manager: ExperienceSource | None, env: VecEnv,
-              algorithm: type[BaseAlgorithm], kwargs: dict[str, Any],
-              lineage: list[str] | None) -> tuple[BaseAlgorithm, SuccessReplay | None]:
-    """Read the model, the replay and (with a manager) the experience, all of one save."""
+def _read_run(path: Path, model_zip: Path, experience: Path | None, restore: Callable[[Path], Any] | None,
+              env: VecEnv, algorithm: type[BaseAlgorithm], kwargs: dict[str, Any],
+              lineage: list[str] | None, manager: ExperienceSource | None = None,
+              ) -> tuple[BaseAlgorithm, SuccessReplay | None]:
+    """Read the model, the replay and (with ``restore``) the experience, all of one save."""
     for _ in range(READ_ATTEMPTS):
         meta = _run_meta(path) if path.is_dir() else None
         model = _load_model(algorithm, model_zip, env, kwargs)  # checks the spaces: nothing has changed yet
         replay_file = path / REPLAY_FILE if path.is_dir() else None
         replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
-        if manager is not None and experience is not None:
-            manager.restore(experience)  # reads and checks everything before it changes the manager
+        if restore is not None and experience is not None:
+            restore(experience)  # reads and checks everything before it changes what it restores
         if not path.is_dir() or _run_meta(path) == meta:
             break
         # a save replaced the run folder while it was read: read it again, whole

@@ -1,0 +1,362 @@
+"""``ComplementaryRL(env, scope="run", instances=...)``: the trials method in the one object.
+
+Run scope is the shape of the method where the observation lacks what changes from one
+instance to the next (a hidden goal, an unseen map): an env replays one instance (its reset
+seed) for ``trials`` trials, a *run*; a guided trial is shown the entries of its own run's
+earlier trials nearest to its state (or of a demonstration placed in the run first), and the
+run's entries retire when it ends. What it reads and how it learns to read it are
+:class:`~experience_wrappers.trials.TrialMemory`, :class:`~experience_wrappers.trials.TrialsWrapper`,
+:class:`~integrations.sb3.TrialsFeaturesExtractor`, self-imitation and
+:class:`~integrations.sb3.EntryImitationCallback` (assembled by
+:func:`~integrations.sb3.trials_method.build_trials_method`); this class gives them the task
+scope's surface: ``learn``, ``evaluate``, ``save`` and ``ComplementaryRL.load``::
+
+    from integrations.minihack.hidden_goal import HiddenGoalRoom
+    from integrations.sb3 import ComplementaryRL
+
+    run = ComplementaryRL(HiddenGoalRoom, scope="run", instances=range(200), trials=4)
+    run.learn(300_000, progress_bar=True)
+    print(run.evaluate(instances=range(1000, 1050)))   # held-out rooms, frozen weights
+    run.save("runs/rooms")                             # ComplementaryRL.load("runs/rooms", env=HiddenGoalRoom)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import logging
+import pickle
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from experience_wrappers.errors import RunFileError
+from experience_wrappers.trials import TrialMemory
+from experience_wrappers.trials.checks import check_instances
+from experience_wrappers.trials.wrapper import DemoSource
+from experience_wrappers.validators import check_int
+
+from .method import ComplementaryRL
+from .method_settings import check_seed, settings_from_json, settings_to_json
+from .run_persistence import METHOD_FILE, RUN_NAMES, load_run, save_run
+from .self_imitation import SelfImitationCallback
+from .trials_evaluation import evaluate_trials
+from .trials_logging import TrialsLogCallback
+from .trials_method import build_trials_method
+
+__all__ = ["RunScopeRL", "VEC_NORMALIZE_FILE"]
+
+log = logging.getLogger(__name__)
+
+#: the ``VecNormalize`` statistics of a run built with ``vec_normalize`` (pickled, without its envs)
+VEC_NORMALIZE_FILE = "vecnormalize.pkl"
+#: settings a load may change; every other one is the saved run's (refused unless equal)
+_APPLIED_ON_LOAD = frozenset({"seed", "n_envs", "verbose", "tensorboard_log", "algorithm_kwargs"})
+
+
+class RunScopeRL(ComplementaryRL, scope="run"):
+    """The method in run scope; built by ``ComplementaryRL(env, scope="run", instances=...)``.
+
+    Args:
+        env: a factory ``() -> gym.Env`` or a gymnasium id (``gym.make``) of an env whose
+            ``reset(seed=s)`` gives instance ``s`` every time.
+        instances: the training instances (reset seeds): a non-empty sequence of ints >= 0.
+            Evaluate on others (:meth:`evaluate`): held out means never trained on.
+        trials: trials per run (``K``).
+        demonstrations: ``fn(instance) -> (observations, actions)`` of one demonstration of the
+            instance (None where there is none), placed in ``demo_ratio`` of the guided training
+            runs and in every run of :meth:`evaluate`'s ``"with_demonstration"`` condition. Not
+            saved: give it again to :meth:`load`.
+        n_envs, group_size, free_members: ``n_envs`` envs in groups of ``group_size`` that
+            replay one instance, ``free_members`` of each group shown nothing (paired credit's baseline).
+        seed: an int in ``[0, 2**31)``, or None for one drawn at random (``run.seed``).
+        experience: False: the baseline: the same network and PPO with nothing shown, no
+            self-imitation, no entry imitation, no novelty bonus.
+        self_imitation, imitate, novelty_bonus, novelty_until_success, demo_ratio: as
+            :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives
+            what each was measured to earn); its defaults.
+        memory_kwargs: :class:`~experience_wrappers.trials.TrialMemory`'s (``horizon``: a trial's
+            step cap, default the env's ``max_episode_steps``; ``k``, ``exp_dim``,
+            ``write_failures``, ``trial_index``, ``dense_rewards``, ...).
+        algorithm_kwargs: PPO's (over :data:`~integrations.sb3.trials_method.TRIALS_PPO_KWARGS`).
+        policy_kwargs: the policy's (``net_arch``, ``activation_fn``, ``log_std_init``); the
+            features extractor is always the entry reader.
+        features_kwargs: :class:`~integrations.sb3.TrialsFeaturesExtractor`'s.
+        vec_normalize: ``VecNormalize``'s arguments (None: not wrapped); its statistics are
+            saved with the run and frozen in :meth:`evaluate`.
+        verbose, tensorboard_log: SB3's. Success by trial goes to SB3's logger
+            (:class:`~integrations.sb3.trials_logging.TrialsLogCallback`, in :attr:`log_callback`).
+
+    Attributes:
+        model, env, memory, callbacks, log_callback, seed, instances, trials, demonstration_source.
+    """
+
+    def __init__(self, env: str | Callable[[], gym.Env], *, scope: str = "run", instances: Sequence[int],
+                 trials: int = 4, demonstrations: DemoSource | None = None, n_envs: int = 8, group_size: int = 4,
+                 free_members: int = 1, seed: int | None = 0, experience: bool = True, self_imitation: bool = True,
+                 imitate: bool = True, novelty_bonus: float = 0.02, novelty_until_success: bool = True,
+                 demo_ratio: float = 0.25, memory_kwargs: Mapping[str, Any] | None = None,
+                 algorithm_kwargs: Mapping[str, Any] | None = None, policy_kwargs: Mapping[str, Any] | None = None,
+                 features_kwargs: Mapping[str, Any] | None = None, vec_normalize: Mapping[str, Any] | None = None,
+                 verbose: int = 0, tensorboard_log: str | None = None) -> None:
+        if scope != "run":
+            raise ValueError(f"RunScopeRL is the run scope; got scope={scope!r} (use ComplementaryRL for 'task')")
+        if not (isinstance(env, str) or callable(env)):
+            raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
+        if demonstrations is not None and not callable(demonstrations):
+            raise TypeError("in run scope, demonstrations must be a function instance -> (observations, actions) of "
+                            f"one demonstration of that instance, got {type(demonstrations).__name__}")
+        for name, flag in (("experience", experience), ("self_imitation", self_imitation), ("imitate", imitate),
+                           ("novelty_until_success", novelty_until_success)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
+        self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
+        self.trials = check_int("trials", trials, minimum=1)
+        self.seed = check_seed(seed)
+        self.experience = experience
+        self.env_id = env
+        self.make_env: Callable[[], gym.Env] = functools.partial(gym.make, env) if isinstance(env, str) else env
+        self.demonstration_source = demonstrations
+        mem_kwargs = dict(memory_kwargs or {})
+        if not experience:
+            mem_kwargs["scope"] = "none"
+            self_imitation, imitate, novelty_bonus, demo_ratio = False, False, 0.0, 0.0
+        self._settings: dict[str, Any] = {
+            "scope": "run", "env": env if isinstance(env, str) else None, "algorithm": "PPO",
+            "instances": self.instances, "trials": self.trials, "demonstrations": demonstrations is not None,
+            "n_envs": n_envs, "group_size": group_size, "free_members": free_members, "seed": self.seed,
+            "experience": experience, "self_imitation": self_imitation, "imitate": imitate,
+            "novelty_bonus": float(novelty_bonus), "novelty_until_success": novelty_until_success,
+            "demo_ratio": float(demo_ratio), "memory_kwargs": dict(memory_kwargs or {}),
+            "algorithm_kwargs": dict(algorithm_kwargs or {}), "policy_kwargs": dict(policy_kwargs or {}),
+            "features_kwargs": dict(features_kwargs or {}),
+            "vec_normalize": None if vec_normalize is None else dict(vec_normalize),
+            "verbose": verbose, "tensorboard_log": tensorboard_log}
+        settings_to_json(self._settings)  # refuses, by name, a setting a save could not write
+        self.memory = self._memory(mem_kwargs)
+        ppo_kwargs = {**dict(algorithm_kwargs or {}), "tensorboard_log": tensorboard_log}
+        if policy_kwargs:
+            ppo_kwargs["policy_kwargs"] = dict(policy_kwargs)
+        built = build_trials_method(
+            self.make_env, self.instances, memory=self.memory, n_envs=n_envs, group_size=group_size,
+            free_members=free_members, trials=self.trials, sil=self_imitation, demonstrations=demonstrations,
+            demo_ratio=demo_ratio if demonstrations is not None else 0.0, imitate=imitate,
+            novelty_bonus=novelty_bonus, novelty_until_success=novelty_until_success, ppo_kwargs=ppo_kwargs,
+            features_kwargs=dict(features_kwargs) if features_kwargs else None,
+            vec_normalize=None if vec_normalize is None else dict(vec_normalize), seed=self.seed, verbose=verbose)
+        self.model: BaseAlgorithm = built.model
+        env_of_model = built.model.get_env()
+        assert env_of_model is not None
+        self.env: VecEnv = env_of_model
+        self.log_callback = TrialsLogCallback(self.trials)
+        self.callbacks: list[BaseCallback] = [self.log_callback, *built.callbacks]
+        self.sil_callback = next((c for c in built.callbacks if isinstance(c, SelfImitationCallback)), None)
+        self.replay = self.sil_callback.replay if self.sil_callback is not None else None
+        self.bank, self.manager, self.crl_callback, self.rollin_env = self.memory.bank, None, None, None
+        self._lineage: list[str] = []
+
+    def _memory(self, kwargs: dict[str, Any]) -> TrialMemory:
+        """The run's memory, on the spaces of one env made and closed here."""
+        proto = self.make_env()
+        try:
+            obs_space, act_space = proto.observation_space, proto.action_space
+            spec_cap = proto.spec.max_episode_steps if proto.spec is not None else None
+        finally:
+            proto.close()
+        kwargs.setdefault("seed", self.seed)
+        if "horizon" not in kwargs:
+            if not spec_cap:
+                raise ValueError("the env has no max_episode_steps: give memory_kwargs={'horizon': a trial's step "
+                                 "cap} (the entries record a step's time as a share of it)")
+            kwargs["horizon"] = int(spec_cap)
+        return TrialMemory(obs_space, act_space, **kwargs)
+
+    # ------------------------------------------------------------------ use
+    def learn(self, total_timesteps: int, callback: BaseCallback | Sequence[BaseCallback] | None = None,
+              **learn_kwargs: Any) -> RunScopeRL:
+        """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours;
+        ``progress_bar=True`` and the other ``learn`` arguments as in SB3)."""
+        user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
+        self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
+        return self
+
+    def evaluate(self, instances: Sequence[int], *, repeats: int = 5,  # type: ignore[override]
+                 conditions: Sequence[str] | None = None, deterministic: bool = False) -> dict[str, Any]:
+        """Success by trial on ``instances`` (held out: not trained on), frozen weights.
+
+        Each instance gets ``repeats`` runs of :attr:`trials` trials in each condition:
+        ``"without_experience"`` (shown nothing), ``"with_experience"`` (reading the run's own
+        earlier trials) and ``"with_demonstration"`` (one demonstration placed in the run
+        first); default: all that apply (without only for ``experience=False``; with a
+        demonstration where the run has ``demonstrations``). Each condition reports
+        ``success_by_trial``, ``cumulative_by_trial``, ``after_first_success`` and ``runs``
+        (:func:`~integrations.sb3.trials_evaluation.trial_metrics`). The evaluation memory is
+        built from the run's own settings with its extractor frozen, so it cannot mismatch
+        the policy; nothing the run learned changes.
+        """
+        instances = check_instances(list(instances) if isinstance(instances, range) else instances)
+        seen = sorted(set(instances) & set(self.instances))
+        if seen:
+            log.warning("evaluating on %d training instances (%s...): held-out success needs instances the run "
+                        "never trained on", len(seen), seen[:5])
+        if conditions is None:
+            conditions = ["without_experience"]
+            if self.experience:
+                conditions += ["with_experience"] + (["with_demonstration"] if self.demonstration_source else [])
+        with self._frozen_normalization() as predict:
+            return evaluate_trials(predict, self.make_env, self._evaluation_memory, instances, trials=self.trials,
+                                   repeats=repeats, conditions=list(conditions), demonstrations=self.demonstration_source,
+                                   deterministic=deterministic, seed=self.seed)
+
+    def _evaluation_memory(self) -> TrialMemory:
+        """A fresh memory of the run's settings, its extractor a frozen copy of the run's."""
+        kwargs = dict(self._settings["memory_kwargs"])
+        if not self.experience:
+            kwargs["scope"] = "none"
+        memory = self._memory({**kwargs, "train_extractor": False})
+        if self.memory.trainer is not None and memory.trainer is not None:
+            memory.trainer.extractor.load_state_dict(self.memory.trainer.extractor.state_dict())
+        return memory
+
+    @contextlib.contextmanager
+    def _frozen_normalization(self) -> Iterator[Callable[..., tuple[np.ndarray, Any]]]:
+        """``model.predict``, through the frozen ``VecNormalize`` statistics where the run has them."""
+        venv = self.env
+        if not isinstance(venv, VecNormalize):
+            yield self.model.predict
+            return
+        training, venv.training = venv.training, False
+
+        def predict(observation: Any, state: Any = None, episode_start: Any = None,
+                    deterministic: bool = False) -> tuple[np.ndarray, Any]:
+            return self.model.predict(venv.normalize_obs(observation), state=state,  # type: ignore[arg-type]
+                                      episode_start=episode_start, deterministic=deterministic)
+        try:
+            yield predict
+        finally:
+            venv.training = training
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, folder: str | Path) -> Path:
+        """Write the run: ``model.zip``, ``experience/`` (the memory's extractor), ``replay.npz``
+        (self-imitation's), ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and
+        ``method.json``; whole and atomic, stale saves and foreign folders refused, as
+        :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`."""
+        settings = settings_to_json(self._settings)
+
+        def files(save_id: str) -> dict[str, bytes]:
+            out = {METHOD_FILE: json.dumps({**settings, "save_id": save_id}, indent=1).encode()}
+            if isinstance(self.env, VecNormalize):
+                out[VEC_NORMALIZE_FILE] = pickle.dumps(self.env)  # VecNormalize pickles without its envs
+            return out
+
+        return save_run(Path(folder), self.model, self.memory if self.experience else None, self.replay, files=files,
+                        own=RUN_NAMES | {METHOD_FILE, VEC_NORMALIZE_FILE}, lineage=self._lineage)
+
+    @classmethod
+    def load(cls, folder: str | Path, env: str | Callable[[], gym.Env] | None = None,
+             algorithm: type[BaseAlgorithm] | str | None = None, **overrides: Any) -> RunScopeRL:
+        """Rebuild a run-scope run saved by :meth:`save` and restore its model, extractor, replay
+        and normalisation statistics.
+
+        ``env``: needed when the run was built from a factory; ``demonstrations``: give them
+        again where the run had some. ``seed``, ``n_envs``, ``verbose``, ``tensorboard_log`` and
+        ``algorithm_kwargs`` may be changed; any other override must equal the saved value.
+        """
+        folder = Path(folder)
+        saved = _read_settings(folder)
+        if algorithm not in (None, "PPO", PPO):
+            raise ValueError(f"a run-scope run trains PPO; got algorithm={algorithm!r}")
+        method_save_id = saved.pop("save_id", None)
+        settings = settings_from_json(saved)
+        settings.pop("algorithm", None)
+        had_demos = settings.pop("demonstrations")
+        env = env if env is not None else settings.get("env")
+        settings.pop("env", None)
+        if env is None:
+            raise ValueError("this run was built from an env factory: pass env=the same factory")
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env"}
+        unknown = sorted(set(overrides) - accepted)
+        if unknown:
+            raise TypeError(f"ComplementaryRL.load got {unknown}, which are not settings of a run-scope run "
+                            f"(those are {sorted(accepted)})")
+        demonstrations = overrides.pop("demonstrations", None)
+        if had_demos and demonstrations is None:
+            raise ValueError("this run was given demonstrations: pass demonstrations=the same function (they are "
+                             "not saved)")
+        for name, value in overrides.items():
+            if name == "algorithm_kwargs":
+                settings[name] = {**settings[name], **value}
+            elif name in _APPLIED_ON_LOAD:
+                settings[name] = value
+            elif _jsonable(value, name) != saved.get(name):
+                raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: the saved run was built with "
+                                 f"{saved.get(name)!r}; build a new run to change it")
+        vec_stats = (folder / VEC_NORMALIZE_FILE).read_bytes() if settings.get("vec_normalize") is not None else None
+        run = cls(env, demonstrations=demonstrations, **settings)
+        try:
+            load_kwargs = dict(overrides.get("algorithm_kwargs") or {})
+            run.model, replay = load_run(folder, run.env, PPO, lineage=run._lineage,
+                                         restore=run.memory.load if run.experience else None, **load_kwargs)
+            if method_save_id is not None and run._lineage[:1] != [method_save_id]:
+                raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is of save {method_save_id}, "
+                                   f"the run's files of save {run._lineage[0] if run._lineage else None} (the folder "
+                                   "was replaced while it was read): load it again")
+        except BaseException:
+            run.close()
+            raise
+        if vec_stats is not None and isinstance(run.env, VecNormalize):
+            _restore_statistics(run.env, vec_stats, folder)
+        if replay is not None and run.sil_callback is not None:
+            run.sil_callback.replay = run.replay = replay
+        if "seed" in overrides:
+            run.model.set_random_seed(run.seed)
+        return run
+
+    def close(self) -> None:
+        """Close the envs."""
+        self.env.close()
+
+
+def _read_settings(folder: Path) -> dict[str, Any]:
+    """A run-scope ``method.json``, or a :class:`RunFileError` that says what the folder is."""
+    path = folder / METHOD_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by a run's save")
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} cannot be read ({exc})") from exc
+    if not isinstance(saved, dict) or saved.get("scope") != "run":
+        raise RunFileError(f"cannot load run from {str(folder)!r}: not a run-scope run's settings "
+                           "(load a task-scope run with ComplementaryRL.load)")
+    return saved
+
+
+def _restore_statistics(venv: VecNormalize, data: bytes, folder: Path) -> None:
+    """Copy saved ``VecNormalize`` statistics into ``venv`` (the run's, already wrapping its envs)."""
+    try:
+        saved = pickle.loads(data)  # noqa: S301 (a run folder this library wrote, as SB3's VecNormalize.load)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
+        raise RunFileError(f"cannot load run from {str(folder)!r}: {VEC_NORMALIZE_FILE} cannot be read ({exc})") from exc
+    if not isinstance(saved, VecNormalize):
+        raise RunFileError(f"cannot load run from {str(folder)!r}: {VEC_NORMALIZE_FILE} holds a "
+                           f"{type(saved).__name__}, not VecNormalize statistics")
+    venv.obs_rms, venv.ret_rms = saved.obs_rms, saved.ret_rms
+
+
+def _jsonable(value: Any, name: str) -> Any:
+    """``value`` as ``method.json`` holds it (sequences as lists), or a marker equal to nothing saved."""
+    try:
+        return json.loads(json.dumps(settings_to_json({name: list(value) if isinstance(value, range) else value})))[name]
+    except TypeError:
+        return object()

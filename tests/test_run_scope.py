@@ -1,0 +1,259 @@
+"""``ComplementaryRL(env, scope="run", ...)``: the trials method in the one object.
+
+Built, trained, evaluated on held-out instances, saved and loaded through the same surface
+as the task scope, with the task scope's promises: atomic saves, stale saves refused,
+settings round-trip or are refused by name."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3.common.vec_env import VecNormalize
+
+from experience_wrappers.errors import RunFileError
+from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY
+from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration
+from integrations.sb3 import ComplementaryRL
+from integrations.sb3.experimental import ExperimentalComplementaryRL
+from integrations.sb3.run_scope import VEC_NORMALIZE_FILE, RunScopeRL
+from integrations.sb3.trials_logging import TrialsLogCallback
+
+TRAIN = [5, 6, 7, 8]
+SMALL = {"instances": TRAIN, "n_envs": 4, "trials": 2, "memory_kwargs": {"horizon": 25, "k": 4, "exp_dim": 4,
+                                                                       "write_failures": True},
+         "algorithm_kwargs": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}}
+
+
+def room() -> HiddenGoalRoom:
+    return HiddenGoalRoom(10, 25)
+
+
+def make(**kw) -> RunScopeRL:
+    run = ComplementaryRL(room, scope="run", **{**SMALL, **kw})
+    assert isinstance(run, RunScopeRL)
+    return run
+
+
+def params(model) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in model.policy.parameters()]
+
+
+def same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+# ------------------------------------------------------------------------- construction
+def test_scope_selects_the_class_and_bad_scopes_are_refused() -> None:
+    run = make()
+    try:
+        assert isinstance(run, ComplementaryRL) and run.trials == 2 and run.instances == TRAIN
+    finally:
+        run.close()
+    with pytest.raises(ValueError, match="scope must be 'task' or one of"):
+        ComplementaryRL(room, scope="episode")
+    with pytest.raises(ValueError, match="task scope"):
+        ExperimentalComplementaryRL(room, scope="run")
+    with pytest.raises(TypeError, match="demonstrations must be a function"):
+        ComplementaryRL(room, scope="run", instances=TRAIN, demonstrations=3)
+
+
+def test_a_setting_a_save_could_not_write_is_refused_when_the_run_is_built() -> None:
+    with pytest.raises(TypeError, match="learning_rate"):
+        make(algorithm_kwargs={"learning_rate": lambda p: 3e-4 * p})
+
+
+def test_no_horizon_is_a_named_error() -> None:
+    with pytest.raises(ValueError, match="horizon"):
+        ComplementaryRL(room, scope="run", instances=TRAIN, n_envs=4)
+
+
+def test_experience_false_is_the_same_network_shown_nothing() -> None:
+    run = make(experience=False)
+    try:
+        assert run.memory.scope == "none" and run.sil_callback is None and len(run.callbacks) == 1
+        masks = []
+
+        def look(_locals, _globals) -> bool:
+            masks.append(np.asarray(_locals["new_obs"][MASK_KEY]).copy())
+            return True
+        run.learn(256, callback=_Every(look))
+        assert masks and not np.concatenate(masks).any()
+    finally:
+        run.close()
+
+
+class _Every(TrialsLogCallback):
+    """A callback calling ``fn`` at every step (on the trials log, so it also checks the log's keys)."""
+
+    def __init__(self, fn) -> None:
+        super().__init__(trials=2, every=64)
+        self.fn = fn
+
+    def _on_step(self) -> bool:
+        super()._on_step()
+        return self.fn(self.locals, self.globals)
+
+
+# ------------------------------------------------------------------------- learning and evaluation
+def test_learn_logs_success_by_trial_through_sb3s_logger() -> None:
+    run = make()
+    try:
+        recorded: set[str] = set()
+        log = TrialsLogCallback(trials=2, every=64)
+
+        def spy(_l, _g) -> bool:
+            recorded.update(run.model.logger.name_to_value)
+            return True
+        run.learn(512, callback=[log, _Every(spy)])
+        assert log.curve and all(len(c["guided_by_trial"]) == 2 for c in log.curve)
+        assert {"trials/guided", "trials/free"} & recorded
+        values = [v for c in log.curve for v in (c["guided"], c["free"]) if v is not None]
+        assert values and all(0.0 <= v <= 1.0 for v in values)
+    finally:
+        run.close()
+
+
+def test_evaluate_builds_its_memory_from_the_runs_settings_and_changes_nothing(caplog) -> None:
+    run = make(demonstrations=goal_demonstration, memory_kwargs={**SMALL["memory_kwargs"], "trial_index": True})
+    try:
+        run.learn(256)
+        before, extractor = params(run.model), {k: v.clone() for k, v in
+                                                 run.memory.trainer.extractor.state_dict().items()}
+        with caplog.at_level(logging.WARNING):
+            out = run.evaluate([40, 41], repeats=1)
+        assert not caplog.records  # held out: no warning
+        assert set(out) >= {"without_experience", "with_experience", "with_demonstration"}
+        for cond in ("without_experience", "with_experience", "with_demonstration"):
+            m = out[cond]
+            assert len(m["success_by_trial"]) == 2 and m["runs"] == 2
+            assert m["cumulative_by_trial"][1] >= m["cumulative_by_trial"][0]
+        assert same(before, params(run.model))
+        assert all(torch.equal(v, run.memory.trainer.extractor.state_dict()[k]) for k, v in extractor.items())
+        with caplog.at_level(logging.WARNING):
+            run.evaluate([TRAIN[0]], repeats=1, conditions=["without_experience"])
+        assert "training instances" in caplog.text
+    finally:
+        run.close()
+
+
+def test_a_demonstration_shown_at_evaluation_is_followed_by_a_policy_that_copies_entries() -> None:
+    """The with-demonstration condition shows the demonstration: a policy that plays the action of
+    its nearest shown entry (what the entry imitation loss trains toward) solves the held-out room
+    from the first trial, and the same policy without the demonstration does not."""
+    run = make(demonstrations=goal_demonstration, memory_kwargs={**SMALL["memory_kwargs"], "k": 1, "per_trial": 1})
+    try:
+        layout = run.memory.layout
+        actions = layout.row_action_slice()
+
+        def copy_nearest(obs, state=None, episode_start=None, deterministic=False):
+            rows = np.asarray(obs[ENTRIES_KEY])
+            shown = np.asarray(obs[MASK_KEY])[:, 0] > 0
+            act = np.where(shown, rows[:, 0, actions].argmax(axis=1), 0)
+            return act, state
+
+        run.model.predict = copy_nearest  # type: ignore[method-assign]
+        out = run.evaluate([23, 45], repeats=1, conditions=["with_demonstration", "without_experience"])
+        assert out["with_demonstration"]["success_by_trial"][0] == 1.0
+        assert out["without_experience"]["cumulative_by_trial"][-1] == 0.0
+    finally:
+        run.close()
+
+
+# ------------------------------------------------------------------------- save and load
+def test_save_load_round_trips_the_model_the_extractor_the_replay_and_the_settings(tmp_path) -> None:
+    run = make(seed=3, policy_kwargs={"net_arch": [32]})
+    try:
+        run.learn(512)
+        folder = run.save(tmp_path / "run")
+        saved = json.loads((folder / "method.json").read_text())
+        assert saved["scope"] == "run" and saved["instances"] == TRAIN and saved["policy_kwargs"] == {"net_arch": [32]}
+        back = ComplementaryRL.load(folder, env=room)
+        try:
+            assert isinstance(back, RunScopeRL) and back.seed == 3 and back.trials == 2
+            assert same(params(run.model), params(back.model))
+            a, b = run.memory.trainer.extractor.state_dict(), back.memory.trainer.extractor.state_dict()
+            assert all(torch.equal(a[k], b[k]) for k in a)
+            assert (run.replay is None) == (back.replay is None)
+            if run.replay is not None:
+                assert len(back.replay) == len(run.replay)
+            back.learn(128)
+            back.save(folder)  # it loaded this save: not stale
+        finally:
+            back.close()
+        run.learn(64)
+        with pytest.raises(RunFileError, match="refusing to save"):
+            run.save(folder)  # another run saved there since
+    finally:
+        run.close()
+
+
+def test_vec_normalize_statistics_are_saved_and_frozen_in_evaluation(tmp_path) -> None:
+    run = make(vec_normalize={"norm_reward": False})
+    try:
+        run.learn(256)
+        assert isinstance(run.env, VecNormalize)
+        mean = run.env.obs_rms["observation"].mean.copy() if isinstance(run.env.obs_rms, dict) else None
+        run.evaluate([40], repeats=1, conditions=["with_experience"])
+        assert run.env.training  # restored after evaluation
+        if mean is not None:
+            assert np.array_equal(mean, run.env.obs_rms["observation"].mean)  # frozen while evaluating
+        folder = run.save(tmp_path / "run")
+        assert (folder / VEC_NORMALIZE_FILE).is_file()
+        back = ComplementaryRL.load(folder, env=room)
+        try:
+            assert isinstance(back.env, VecNormalize)
+            for key in run.env.obs_rms:
+                assert np.array_equal(run.env.obs_rms[key].mean, back.env.obs_rms[key].mean)
+        finally:
+            back.close()
+    finally:
+        run.close()
+
+
+def test_load_refuses_what_it_cannot_apply_and_asks_for_what_is_not_saved(tmp_path) -> None:
+    run = make(demonstrations=goal_demonstration)
+    try:
+        folder = run.save(tmp_path / "run")
+    finally:
+        run.close()
+    with pytest.raises(ValueError, match="pass env="):
+        ComplementaryRL.load(folder)
+    with pytest.raises(ValueError, match="demonstrations"):
+        ComplementaryRL.load(folder, env=room)
+    with pytest.raises(ValueError, match="memory_kwargs"):
+        ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, memory_kwargs={"horizon": 30})
+    with pytest.raises(TypeError, match="not settings of a run-scope run"):
+        ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, bank_kwargs={})
+    back = ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, seed=9,
+                                algorithm_kwargs={"learning_rate": 1e-4})
+    try:
+        assert back.seed == 9 and back.model.learning_rate == 1e-4
+    finally:
+        back.close()
+
+
+def test_foreign_folders_and_the_other_scope_are_refused(tmp_path) -> None:
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "model.zip").write_bytes(b"not mine")
+    run = make(experience=False)
+    try:
+        with pytest.raises(RunFileError):
+            run.save(foreign)
+        assert (foreign / "model.zip").read_bytes() == b"not mine"
+        folder = run.save(tmp_path / "run")
+    finally:
+        run.close()
+    with pytest.raises(RunFileError, match="use ComplementaryRL.load"):
+        ExperimentalComplementaryRL.load(folder, env=room)
+    task = ComplementaryRL("CartPole-v1", n_envs=2, algorithm_kwargs={"n_steps": 16, "batch_size": 32})
+    try:
+        task_folder = task.save(tmp_path / "task")
+    finally:
+        task.close()
+    with pytest.raises(RunFileError, match="not a run-scope run"):
+        RunScopeRL.load(task_folder, env=room)
