@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 
-from experience_wrappers.trials import TrialMemory
 from integrations.minihack.hidden_goal import HiddenGoalRoom, split_goals
 from integrations.minihack.hidden_goal import goal_demonstration as demonstration
-from integrations.sb3.trials_evaluation import evaluate_trials
-from integrations.sb3.trials_method import TrialsRun, build_trials_method
+from integrations.sb3 import ComplementaryRL
 
 
 def main() -> None:
@@ -34,35 +32,20 @@ def main() -> None:
     args = p.parse_args()
 
     train, held_out = split_goals()
-    proto = HiddenGoalRoom()
-
-    def memory(train_extractor: bool = True) -> TrialMemory:
-        return TrialMemory(proto.observation_space, proto.action_space, horizon=25, seed=args.seed,
-                           train_extractor=train_extractor)
-
     if args.load:
-        mem = memory(train_extractor=False)
-        model = TrialsRun.load_policy(args.load, mem)
+        run = ComplementaryRL.load(args.load, env=HiddenGoalRoom, demonstrations=demonstration)
         print(f"loaded {args.load}")
     else:
-        run = build_trials_method(HiddenGoalRoom, train, memory=memory(), demonstrations=demonstration,
-                                  seed=args.seed)
-        run.model.learn(args.steps, callback=run.callbacks)
+        run = ComplementaryRL(HiddenGoalRoom, scope="run", instances=train, trials=4, demonstrations=demonstration,
+                              seed=args.seed)
+        run.learn(args.steps)
         print(f"trained {args.steps} steps on {len(train)} goals: {int(run.memory.stats['trials_written'])} "
               f"trials written, {int(run.memory.stats['extractor_updates'])} extractor updates")
         if args.out:
             print(f"saved {run.save(args.out)}")
-        model, mem = run.model, run.memory
-
-    def frozen() -> TrialMemory:  # a fresh memory per condition, the trained extractor, no training
-        m = memory(train_extractor=False)
-        if mem.trainer is not None and m.trainer is not None:
-            m.trainer.extractor.load_state_dict(mem.trainer.extractor.state_dict())
-        return m
 
     goals = held_out[: max(1, min(args.goals, len(held_out)))]
-    res = evaluate_trials(model.predict, HiddenGoalRoom, frozen, goals, trials=4, repeats=args.repeats,
-                          demonstrations=demonstration, seed=args.seed)
+    res = run.evaluate(goals, repeats=args.repeats)  # frozen weights, a fresh memory per condition
     for cond in ("without_experience", "with_experience", "with_demonstration"):
         m = res[cond]
         print(f"{cond.replace('_', ' ')}: success by trial {m['success_by_trial']}, "
@@ -70,6 +53,7 @@ def main() -> None:
     print(f"held-out goals {len(goals)}, runs {res['with_experience']['runs']}: first trial "
           f"{res['without_experience']['success_by_trial'][0]:.2f} without experience, "
           f"{res['with_demonstration']['success_by_trial'][0]:.2f} with one demonstration")
+    run.close()
 
 
 if __name__ == "__main__":

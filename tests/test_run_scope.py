@@ -66,9 +66,19 @@ def test_a_setting_a_save_could_not_write_is_refused_when_the_run_is_built() -> 
         make(algorithm_kwargs={"learning_rate": lambda p: 3e-4 * p})
 
 
-def test_no_horizon_is_a_named_error() -> None:
+def test_the_horizon_is_the_envs_cap_and_without_one_a_named_error() -> None:
+    run = ComplementaryRL(lambda: HiddenGoalRoom(10, 17), scope="run", instances=TRAIN, n_envs=4)
+    try:
+        assert run.memory.layout.horizon == 17
+    finally:
+        run.close()
+
+    def capless():
+        env = HiddenGoalRoom(10, 25)
+        env.max_steps = None
+        return env
     with pytest.raises(ValueError, match="horizon"):
-        ComplementaryRL(room, scope="run", instances=TRAIN, n_envs=4)
+        ComplementaryRL(capless, scope="run", instances=TRAIN, n_envs=4)
 
 
 def test_experience_false_is_the_same_network_shown_nothing() -> None:

@@ -85,7 +85,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives
             what each was measured to earn); its defaults.
         memory_kwargs: :class:`~experience_wrappers.trials.TrialMemory`'s (``horizon``: a trial's
-            step cap, default the env's ``max_episode_steps``; ``k``, ``exp_dim``,
+            step cap, default the env's ``spec.max_episode_steps``, else its ``max_steps``; ``k``, ``exp_dim``,
             ``write_failures``, ``trial_index``, ``dense_rewards``, ...).
         algorithm_kwargs: PPO's (over :data:`~integrations.sb3.trials_method.TRIALS_PPO_KWARGS`).
         policy_kwargs: the policy's (``net_arch``, ``activation_fn``, ``log_std_init``); the
@@ -170,13 +170,16 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         try:
             obs_space, act_space = proto.observation_space, proto.action_space
             spec_cap = proto.spec.max_episode_steps if proto.spec is not None else None
+            own_cap = getattr(proto.unwrapped, "max_steps", None)
+            if not spec_cap and isinstance(own_cap, int) and not isinstance(own_cap, bool) and own_cap > 0:
+                spec_cap = own_cap  # the env's own step cap (this library's MiniHack rooms, NLE's ``max_steps``)
         finally:
             proto.close()
         kwargs.setdefault("seed", self.seed)
         if "horizon" not in kwargs:
             if not spec_cap:
-                raise ValueError("the env has no max_episode_steps: give memory_kwargs={'horizon': a trial's step "
-                                 "cap} (the entries record a step's time as a share of it)")
+                raise ValueError("the env has no max_episode_steps (nor an int max_steps): give memory_kwargs="
+                             "{'horizon': a trial's step cap} (the entries record a step's time as a share of it)")
             kwargs["horizon"] = int(spec_cap)
         return TrialMemory(obs_space, act_space, **kwargs)
 
