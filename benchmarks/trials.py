@@ -105,6 +105,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-default-index": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True,
                                  "trial_index": True},
     "crl-trials-1000": {**METHOD, "train_instances": 1000},
+    # continuous states (Meta-World) never repeat exactly: imitate the nearest shown success, as retrieve-and-play plays it
+    "crl-trials-imitate-nearest": {**METHOD, "imitate": {"max_distance": None}},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
@@ -208,7 +210,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     if demo_ratio:  # a family may give its demonstrations to every guided run (the in-context mazes)
         demo_ratio = float(fam.get("demo_ratio", demo_ratio))
     sil = bool(spec.pop("sil", False))
-    imitate = bool(spec.pop("imitate", False))
+    imitate = spec.pop("imitate", False)  # True, or EntryImitationCallback's arguments
     novelty = float(spec.pop("novelty_bonus", 0.0))
     novelty_until = bool(spec.pop("novelty_until_success", True))
     ppo_kwargs = {**PPO_KWARGS, **ppo_settings(fam.get("ppo", {})), **spec.pop("ppo", {})}

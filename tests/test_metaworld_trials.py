@@ -152,3 +152,52 @@ def test_meta_episode_feeds_back_box_actions(env: ML1Trials) -> None:
     np.testing.assert_allclose(obs["last_action"], action)
     space = meta.observation_space
     assert isinstance(space, spaces.Dict) and space["last_action"].contains(obs["last_action"])
+
+
+def test_entry_imitation_raises_the_likelihood_of_the_shown_continuous_action() -> None:
+    """Box actions: two PPO models from one seed, one with the imitation callback (nearest shown
+    success, any distance); on the states of held-out demonstrations, the demonstration shown,
+    the callback's model gives the demonstrated actions a higher Gaussian log-likelihood."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.utils import obs_as_tensor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from experience_wrappers.trials import trials_env_fns
+    from integrations.sb3.trials_features import TrialsFeaturesExtractor
+    from integrations.sb3.trials_imitation import EntryImitationCallback
+
+    demos = ml1_demonstrations()
+    loglik = {}
+    for imitate in (False, True):
+        proto = ML1Trials("reach-v3")
+        mem = TrialMemory(proto.observation_space, proto.action_space, horizon=proto.cap, k=4, exp_dim=0,
+                          dense_rewards=True)
+        venv = DummyVecEnv(trials_env_fns(lambda: ML1Trials("reach-v3"), mem, 2, instances=list(range(10)),
+                                          trials=1, group_size=2, free_members=0, seed=0, demonstrations=demos,
+                                          demo_ratio=1.0))
+        model = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, learning_rate=1e-3, seed=0,
+                    policy_kwargs={"features_extractor_class": TrialsFeaturesExtractor, "net_arch": [32]})
+        cb = EntryImitationCallback(mem.layout, max_distance=None, n_batches=40, batch_size=64, seed=0) \
+            if imitate else None
+        model.learn(4 * 128, callback=cb)
+        venv.close()
+        if cb is not None:
+            assert cb.stats["states"] > 0
+        env = TrialsWrapper(ML1Trials("reach-v3"), mem, instances=[50, 51, 52], trials=1, guided=True, learn=False,
+                            demonstrations=demos, group_size=1, free_members=0)
+        states, wanted = [], []
+        for _ in range(3):
+            o, info = env.reset()
+            _, actions, _ = demos(info["trial"]["instance"])
+            for a in actions[:20]:
+                states.append(o)
+                wanted.append(a)
+                o, *_ = env.step(a)
+        env.close()
+        proto.close()
+        obs = {k: np.stack([s[k] for s in states]) for k in states[0]}
+        with torch.no_grad():
+            _, logp, _ = model.policy.evaluate_actions(obs_as_tensor(obs, "cpu"), torch.as_tensor(np.stack(wanted)))
+        loglik[imitate] = float(logp.mean())
+    assert loglik[True] > loglik[False] + 0.5, loglik

@@ -103,7 +103,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
     def __init__(self, env: str | Callable[[], gym.Env], *, scope: str = "run", instances: Sequence[int],
                  trials: int = 4, demonstrations: DemoSource | None = None, n_envs: int = 8, group_size: int = 4,
                  free_members: int = 1, seed: int | None = 0, experience: bool = True, self_imitation: bool = True,
-                 imitate: bool = True, novelty_bonus: float = 0.02, novelty_until_success: bool = True,
+                 imitate: bool | Mapping[str, Any] = True, novelty_bonus: float = 0.02,
+                 novelty_until_success: bool = True,
                  demo_ratio: float = 0.25, memory_kwargs: Mapping[str, Any] | None = None,
                  algorithm_kwargs: Mapping[str, Any] | None = None, policy_kwargs: Mapping[str, Any] | None = None,
                  features_kwargs: Mapping[str, Any] | None = None, vec_normalize: Mapping[str, Any] | None = None,
@@ -115,10 +116,12 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if demonstrations is not None and not callable(demonstrations):
             raise TypeError("in run scope, demonstrations must be a function instance -> (observations, actions) of "
                             f"one demonstration of that instance, got {type(demonstrations).__name__}")
-        for name, flag in (("experience", experience), ("self_imitation", self_imitation), ("imitate", imitate),
+        for name, flag in (("experience", experience), ("self_imitation", self_imitation),
                            ("novelty_until_success", novelty_until_success)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
+        if not isinstance(imitate, bool | Mapping):
+            raise TypeError(f"imitate must be a bool or EntryImitationCallback's arguments, got {imitate!r}")
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         self.trials = check_int("trials", trials, minimum=1)
         self.seed = check_seed(seed)
@@ -134,7 +137,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "scope": "run", "env": env if isinstance(env, str) else None, "algorithm": "PPO",
             "instances": self.instances, "trials": self.trials, "demonstrations": demonstrations is not None,
             "n_envs": n_envs, "group_size": group_size, "free_members": free_members, "seed": self.seed,
-            "experience": experience, "self_imitation": self_imitation, "imitate": imitate,
+            "experience": experience, "self_imitation": self_imitation,
+            "imitate": dict(imitate) if isinstance(imitate, Mapping) else imitate,
             "novelty_bonus": float(novelty_bonus), "novelty_until_success": novelty_until_success,
             "demo_ratio": float(demo_ratio), "memory_kwargs": dict(memory_kwargs or {}),
             "algorithm_kwargs": dict(algorithm_kwargs or {}), "policy_kwargs": dict(policy_kwargs or {}),

@@ -10,8 +10,9 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import obs_as_tensor
 
+from experience_wrappers.extractor import ActionCoder
 from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY, EntryLayout
-from experience_wrappers.trials.play import success_actions
+from experience_wrappers.trials.play import success_codes
 from experience_wrappers.validators import check_int
 
 from .guards import on_policy
@@ -27,25 +28,31 @@ class EntryImitationCallback(BaseCallback):
     ``-log pi(a_entry | s)`` with the entries in the input: the policy learns to *read* a
     success of its instance (the learned form of retrieve-and-play,
     :class:`~experience_wrappers.trials.RetrieveAndPlay`). It runs ``n_batches`` steps of
-    ``batch_size`` states with the policy's optimizer, as self-imitation does.
+    ``batch_size`` states with the policy's optimizer, as self-imitation does. With a Box
+    action space the entry's action code is decoded back to the action taken
+    (:meth:`ActionCoder.decode <experience_wrappers.extractor.ActionCoder.decode>`) and its
+    Gaussian log-probability raised.
 
     Args:
         layout: the memory's :class:`~experience_wrappers.trials.EntryLayout`.
         coef: the loss coefficient.
         max_distance: the farthest an entry may lie (the bank's distance; the default takes
-            the agent's own state only, for position keys).
+            the agent's own state only, for position keys; None: any shown success, the
+            nearest, as retrieve-and-play reads it: for continuous states, which never repeat exactly).
         n_batches, batch_size: gradient steps and states per step.
         seed: sampling seed.
     """
 
-    def __init__(self, layout: EntryLayout, *, coef: float = 1.0, max_distance: float = 1e-4, n_batches: int = 4,
+    def __init__(self, layout: EntryLayout, *, coef: float = 1.0, max_distance: float | None = 1e-4, n_batches: int = 4,
                  batch_size: int = 256, seed: int | None = None, verbose: int = 0) -> None:
         super().__init__(verbose)
         if not (np.isfinite(coef) and coef >= 0):
             raise ValueError(f"coef must be finite and >= 0, got {coef!r}")
         self.layout = layout
         self.coef = float(coef)
-        self.max_distance = float(max_distance)
+        self.max_distance = np.inf if max_distance is None else float(max_distance)
+        if not self.max_distance >= 0:
+            raise ValueError(f"max_distance must be >= 0 or None (any), got {max_distance!r}")
         self.n_batches = check_int("n_batches", n_batches, minimum=0)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.rng = np.random.default_rng(seed)
@@ -63,7 +70,14 @@ class EntryImitationCallback(BaseCallback):
         space = model.observation_space
         assert isinstance(observations, dict) and isinstance(space, spaces.Dict)  # a TrialsWrapper's Dict
         obs = {k: np.asarray(v).reshape(-1, *(space[k].shape or ())) for k, v in observations.items()}
-        actions, found = success_actions(obs[ENTRIES_KEY], obs[MASK_KEY], self.layout, self.max_distance)
+        codes, found = success_codes(obs[ENTRIES_KEY], obs[MASK_KEY], self.layout, self.max_distance)
+        action_space = model.action_space
+        if isinstance(action_space, spaces.Discrete):
+            actions = codes.argmax(-1)  # the index in the space (the policy's own numbering)
+        elif isinstance(action_space, spaces.Box):
+            actions = ActionCoder(action_space).decode(codes).astype(np.float32)
+        else:
+            raise ValueError(f"entry imitation copies a Discrete or Box action, the policy acts in {action_space}")
         idx = np.flatnonzero(found)
         self._states = {k: v[idx].copy() for k, v in obs.items()} if len(idx) else None
         self._targets = actions[idx] if len(idx) else None
@@ -81,7 +95,8 @@ class EntryImitationCallback(BaseCallback):
         for _ in range(self.n_batches):
             idx = self.rng.choice(n, size=min(n, self.batch_size), replace=False)
             obs = obs_as_tensor({k: v[idx] for k, v in self._states.items()}, self.model.device)
-            act = th.as_tensor(self._targets[idx], device=self.model.device).long()
+            act = th.as_tensor(self._targets[idx], device=self.model.device)
+            act = act.long() if isinstance(self.model.action_space, spaces.Discrete) else act.float()
             _, log_prob, _ = policy.evaluate_actions(obs, act)
             loss = -self.coef * log_prob.mean()
             policy.optimizer.zero_grad()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,8 @@ def _adopt_earlier_folder(path: Path) -> None:
 def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int], *, memory: TrialMemory,
                         n_envs: int = 8, group_size: int = 4, free_members: int = 1, trials: int = 4,
                         sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = 0.25,
-                        imitate: bool = True, novelty_bonus: float = 0.02, novelty_until_success: bool = True,
+                        imitate: bool | Mapping[str, Any] = True, novelty_bonus: float = 0.02,
+                        novelty_until_success: bool = True,
                         ppo_kwargs: dict[str, Any] | None = None,
                         features_kwargs: dict[str, Any] | None = None,
                         vec_normalize: dict[str, Any] | None = None, seed: int = 0,
@@ -161,7 +162,8 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     ``ppo_kwargs``) with :class:`TrialsFeaturesExtractor`; self-imitation of successful trials
     as they were seen (``sil``: their entries in the input, so the policy learns to read
     them); ``demonstrations(instance)`` placed in ``demo_ratio`` of the guided runs;
-    ``imitate``: :class:`EntryImitationCallback` (on by default, as measured: see below); ``novelty_bonus``: the guided training steps
+    ``imitate``: :class:`EntryImitationCallback` (on by default, as measured: see below; a mapping:
+    its arguments, e.g. ``{"max_distance": None}`` for continuous states); ``novelty_bonus``: the guided training steps
     exploration bonus for an observation new to their run, while the run has no success
     or demonstration unless ``novelty_until_success`` is False (:class:`TrialsWrapper`); its
     default, 0.02, is the measured one (``crl-trials-novelty`` on the hidden-goal room, 5 seeds:
@@ -212,5 +214,6 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     if sil:
         callbacks.append(SelfImitationCallback(SuccessReplay(50_000), keep="successful", seed=seed))
     if imitate:
-        callbacks.append(EntryImitationCallback(memory.layout, seed=seed))
+        callbacks.append(EntryImitationCallback(memory.layout, **{"seed": seed, **(
+            dict(imitate) if isinstance(imitate, Mapping) else {})}))
     return TrialsRun(model, memory, callbacks)
