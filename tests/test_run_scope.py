@@ -15,7 +15,7 @@ import torch
 from stable_baselines3.common.vec_env import VecNormalize
 
 from experience_wrappers.errors import RunFileError
-from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY
+from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
 from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration
 from integrations.sb3 import ComplementaryRL
 from integrations.sb3.experimental import ExperimentalComplementaryRL
@@ -267,3 +267,27 @@ def test_foreign_folders_and_the_other_scope_are_refused(tmp_path) -> None:
         task.close()
     with pytest.raises(RunFileError, match="not a run-scope run"):
         RunScopeRL.load(task_folder, env=room)
+
+
+def test_the_object_trains_what_build_trials_method_trains() -> None:
+    """Same settings, same seed: the run scope's object and the assembly it replaces for users
+    end with identical weights and memory figures (the object adds only its logging)."""
+    from experience_wrappers.trials import TrialMemory
+    from integrations.sb3.trials_method import build_trials_method
+
+    torch.set_num_threads(1)
+    run = make(seed=4, demonstrations=goal_demonstration)
+    try:
+        run.learn(384)
+        proto = room()
+        memory = TrialMemory(proto.observation_space, proto.action_space, seed=4, **SMALL["memory_kwargs"])
+        proto.close()
+        built = build_trials_method(room, TRAIN, memory=memory, n_envs=4, trials=2, seed=4,
+                                    demonstrations=goal_demonstration,
+                                    ppo_kwargs={**SMALL["algorithm_kwargs"], "tensorboard_log": None})
+        built.model.learn(384, callback=built.callbacks)
+        assert same(params(run.model), params(built.model))
+        assert run.memory.stats == memory.stats
+        built.model.get_env().close()
+    finally:
+        run.close()
