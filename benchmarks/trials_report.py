@@ -27,7 +27,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
-             "crl-trials-nosil", "crl-trials-imitate", "ppo", "ppo-sil", "ppo-visible", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-nosil", "crl-trials-imitate", "crl-trials-imitate-nearest", "ppo", "ppo-sil", "ppo-visible", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -62,6 +62,16 @@ IMITATE_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-novelty-successes", "with_demonstration", "with_demonstration", "trial1"),
     ("crl-trials-novelty-successes", "with_experience", "with_experience", "cumulative@K"),
     ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+]
+
+#: entry imitation of the nearest shown success, for continuous states (``crl-trials-imitate-nearest``,
+#: Meta-World): against the method without it, and the learning-free player
+NEAREST_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials", "with_experience", "with_experience", "cumulative@K"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
 ]
 
@@ -164,7 +174,8 @@ def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-t
     return lines
 
 
-def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor", "maze")) -> list[str]:
+def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor", "maze", "ml1-reach",
+                                                                    "ml1-reach-moves")) -> list[str]:
     """The markdown of every trials family with results (empty when none)."""
     out: list[str] = []
     for family in families:
@@ -184,7 +195,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
         for method, comparisons in (("crl-trials", COMPARISONS), ("crl-trials-novelty", NOVELTY_COMPARISONS),
                                     ("crl-trials-default-imitate", IMITATE_COMPARISONS),
                                     ("crl-trials-default-index", INDEX_COMPARISONS),
-                                    ("crl-trials-1000", MAZES_COMPARISONS)):
+                                    ("crl-trials-1000", MAZES_COMPARISONS),
+                                    ("crl-trials-imitate-nearest", NEAREST_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
