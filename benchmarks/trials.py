@@ -107,6 +107,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-1000": {**METHOD, "train_instances": 1000},
     # continuous states (Meta-World) never repeat exactly: imitate the nearest shown success, as retrieve-and-play plays it
     "crl-trials-imitate-nearest": {**METHOD, "imitate": {"max_distance": None}},
+    "crl-trials-imitate-nearest-frozen": {**METHOD, "imitate": {"max_distance": None}, "train_extractor": False},
+    "crl-trials-imitate-nearest-random": {**METHOD, "imitate": {"max_distance": None}, "scope": "other"},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
