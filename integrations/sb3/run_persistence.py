@@ -25,7 +25,7 @@ from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
 __all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "save_run", "load_run",
-           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience"]
+           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
@@ -127,6 +127,26 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
     if lineage is not None:
         lineage.append(save_id)
     return path
+
+
+def read_method_file(folder: Path) -> dict[str, Any]:
+    """The settings a :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>` wrote
+    (``method.json``), of either scope.
+
+    Raises:
+        FileNotFoundError: the folder has no ``method.json``.
+        RunFileError: it cannot be read, or holds no run's settings.
+    """
+    path = folder / METHOD_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by ComplementaryRL.save")
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} cannot be read ({exc})") from exc
+    if not isinstance(saved, dict) or "algorithm" not in saved:
+        raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is not a run's settings")
+    return saved
 
 
 def _check_not_stale(path: Path, lineage: list[str] | None) -> None:

@@ -47,7 +47,7 @@ from experience_wrappers.validators import check_int
 
 from .method import ComplementaryRL
 from .method_settings import check_seed, settings_from_json, settings_to_json
-from .run_persistence import METHOD_FILE, RUN_NAMES, load_run, save_run
+from .run_persistence import METHOD_FILE, RUN_NAMES, load_run, read_method_file, save_run
 from .self_imitation import SelfImitationCallback
 from .trials_evaluation import evaluate_trials
 from .trials_logging import TrialsLogCallback
@@ -336,14 +336,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
 
 def _read_settings(folder: Path) -> dict[str, Any]:
     """A run-scope ``method.json``, or a :class:`RunFileError` that says what the folder is."""
-    path = folder / METHOD_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by a run's save")
-    try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} cannot be read ({exc})") from exc
-    if not isinstance(saved, dict) or saved.get("scope") != "run":
+    saved = read_method_file(folder)
+    if saved.get("scope") != "run":
         raise RunFileError(f"cannot load run from {str(folder)!r}: not a run-scope run's settings "
                            "(load a task-scope run with ComplementaryRL.load)")
     return saved
