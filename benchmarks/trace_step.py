@@ -6,7 +6,8 @@ happen inside that step), steps it with fixed actions until the step before an e
 then profiles the episode-ending step and counts, within this repository's packages: the
 files entered, the distinct functions, the calls, the file-to-file transitions (a call whose
 caller sits in another file), how often the path crosses between ``bank/`` and
-``manager/``, and how often ``bank/bank.py`` is entered from outside ``bank/``. A smaller
+``manager/``, and how often ``bank/bank.py`` is entered from outside ``bank/``. ``--scope run``
+traces the step that ends a trial of a run instead (:func:`trace_trial_end`). A smaller
 number is a path a newcomer can follow; the figures are compared before and after a
 restructuring.
 """
@@ -57,6 +58,42 @@ def trace_episode_end(seed: int = 0) -> dict[str, Any]:
     for _ in range(steps - 1):
         env.step(0)
 
+    return _trace(lambda: env.step(0))
+
+
+def trace_trial_end(seed: int = 0) -> dict[str, Any]:
+    """The counts of the step that ends a guided trial in run scope, as :func:`trace_episode_end`
+    counts them: a group of two ``TrialsWrapper`` s over the hidden-goal room (one guided, one
+    free) on one memory; the traced step writes the guided trial, credits it against the free
+    trial of its instance and index, and trains the extractor."""
+    from experience_wrappers.trials import TrialMemory, TrialsWrapper
+    from integrations.minihack.hidden_goal import HiddenGoalRoom
+
+    cap = 6
+    room = HiddenGoalRoom(5, cap)
+    memory = TrialMemory(room.observation_space, room.action_space, horizon=cap, k=4, exp_dim=4, write_failures=True,
+                         batch_size=8, seed=seed)
+    guided, free = (TrialsWrapper(HiddenGoalRoom(5, cap), memory, instances=[7], trials=8, member=m, group_size=2,
+                                  free_members=1, seed=seed) for m in (0, 1))
+    for env in (guided, free):
+        env.reset(seed=seed)
+    for _ in range(3):  # three trials of each first: credited pairs, the extractor trained once
+        for env in (free, guided):
+            for _ in range(cap):
+                env.step(0)
+            env.reset()
+    for _ in range(cap):  # the free member's trial of this index ends first
+        free.step(0)
+    for _ in range(cap - 1):
+        guided.step(0)
+    before = memory.stats["extractor_updates"]
+    result = _trace(lambda: guided.step(0))
+    result["extractor_updated"] = memory.stats["extractor_updates"] > before
+    return result
+
+
+def _trace(step: Any) -> dict[str, Any]:
+    """Profile ``step()`` (which must end an episode or trial) and count what it enters."""
     calls: list[tuple[str, str, str | None]] = []  # (file, function, caller's file)
     stack: list[str | None] = []
 
@@ -72,7 +109,7 @@ def trace_episode_end(seed: int = 0) -> dict[str, Any]:
 
     sys.setprofile(profile)
     try:
-        _, _, terminated, truncated, _ = env.step(0)
+        _, _, terminated, truncated, _ = step()
     finally:
         sys.setprofile(None)
     assert terminated or truncated, "the traced step must end the episode"
@@ -96,8 +133,10 @@ def trace_episode_end(seed: int = 0) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="write the counts here (JSON)")
+    p.add_argument("--scope", choices=("task", "run"), default="task",
+                   help="task: an ExperienceWrapper's episode end; run: a TrialsWrapper's trial end")
     args = p.parse_args(argv)
-    result = trace_episode_end()
+    result = trace_episode_end() if args.scope == "task" else trace_trial_end()
     summary = {k: v for k, v in result.items() if k != "calls_per_file"}
     print(json.dumps(summary))
     if args.out:

@@ -44,3 +44,18 @@ def test_success_thresholds_are_reached_with_fewer_episodes_than_the_window():
     assert 20 <= tracker.episodes < 100
     assert tracker.rate() is not None and tracker.rate() >= 0.5
     assert tracker.first_reached["0.5"] is not None
+
+
+def test_trace_step_counts_the_path_of_an_episode_end_and_of_a_trial_end() -> None:
+    """Both traces end their episode or trial inside the traced step and count only this
+    repository's files; the run scope's trial end trains the extractor in that step."""
+    from benchmarks.trace_step import trace_episode_end, trace_trial_end
+
+    task, run = trace_episode_end(), trace_trial_end()
+    for r in (task, run):
+        assert r["files"] == len(r["calls_per_file"]) > 5
+        assert all(f.startswith(("experience_wrappers/", "integrations/")) for f in r["calls_per_file"])
+        assert 0 < r["file_transitions"] < r["calls"]
+    assert run["extractor_updated"]
+    assert "experience_wrappers/trials/memory.py" in run["calls_per_file"]
+    assert "experience_wrappers/manager/manager.py" in task["calls_per_file"]
