@@ -6,7 +6,8 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experience_wrappers import ExperienceBank, Provenance
+from experience_wrappers import ExperienceBank
+from experience_wrappers.bank import Provenance
 from experience_wrappers.validators import check_int
 
 __all__ = ["BankTracker", "bank_snapshot"]

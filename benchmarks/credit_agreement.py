@@ -35,8 +35,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from experience_wrappers import Episode, ExperienceManager
+from experience_wrappers import ExperienceManager
 from experience_wrappers.credit import discounted_return
+from experience_wrappers.manager import Episode
 
 from .arms import ARMS
 from .config import load_hyperparams

@@ -2,7 +2,8 @@
 
 Run ``python docs/make_api.py`` after changing a public signature or docstring. The page holds
 each name of the modules' ``__all__`` with its signature and docstring (the ``>>>`` examples
-left out: they run as doctests in the modules themselves).
+left out: they run as doctests in the modules themselves); a name documented under an earlier
+module (a front door's, again in the module that defines it) points there.
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ import inspect
 import sys
 from pathlib import Path
 
-MODULES = ("experience_wrappers", "experience_wrappers.inspect", "experience_wrappers.trials", "integrations.sb3",
+#: each package's front door, then the modules that define what a user imports second
+MODULES = ("experience_wrappers", "experience_wrappers.bank", "experience_wrappers.manager", "experience_wrappers.keys",
+           "experience_wrappers.errors", "experience_wrappers.schedule", "experience_wrappers.advantages",
+           "experience_wrappers.rollin", "experience_wrappers.inspect",
+           "experience_wrappers.trials", "experience_wrappers.trials.layout", "experience_wrappers.trials.memory",
+           "experience_wrappers.trials.wrapper", "experience_wrappers.trials.meta_episode",
+           "experience_wrappers.trials.play",
+           "integrations.sb3", "integrations.sb3.self_imitation", "integrations.sb3.evaluation",
+           "integrations.sb3.experience_features", "integrations.sb3.vec_env", "integrations.sb3.run_persistence",
+           "integrations.sb3.rollin_callbacks", "integrations.sb3.env_families", "integrations.sb3.trials_method",
+           "integrations.sb3.trials_features", "integrations.sb3.trials_imitation",
+           "integrations.sb3.trials_evaluation",
            "integrations.minihack", "integrations.metaworld", "integrations.demos", "experience_wrappers.experimental",
            "integrations.sb3.experimental")
 OUT = Path(__file__).resolve().parent / "api.md"
@@ -43,6 +55,7 @@ def render(modules: tuple[str, ...] = MODULES) -> str:
            "Generated from the docstrings by `python docs/make_api.py`; the public names of each module",
            "(its `__all__`). Examples are in the docstrings themselves, in [quickstart](quickstart.md) and",
            "in `examples/`.", ""]
+    shown: dict[int, str] = {}  # id(object) -> where it was documented first
     for mod_name in modules:
         try:
             mod = importlib.import_module(mod_name)
@@ -54,6 +67,10 @@ def render(modules: tuple[str, ...] = MODULES) -> str:
             obj = getattr(mod, name)
             if not (inspect.isclass(obj) or inspect.isfunction(obj)):
                 continue
+            if id(obj) in shown:  # a front door's name, again in the module that defines it
+                out += [f"### `{mod_name}.{name}`", "", f"The same object as `{shown[id(obj)]}` (above).", ""]
+                continue
+            shown[id(obj)] = f"{mod_name}.{name}"
             kind = "class" if inspect.isclass(obj) else "def"
             out += [f"### `{mod_name}.{name}`", "", "```text", f"{kind} {_signature(name, obj)}", "```", "",
                     _doc(obj), ""]

@@ -1,9 +1,8 @@
 """The advantage rules (plain numpy, any engine).
 
 * :func:`regroup_advantages`: guided and free advantages normalised separately. Used by
-  :class:`~integrations.sb3.CRLCallback` (re-exported as ``integrations.sb3.regroup_advantages``)
-  and by the RLlib adapter's Learner connector piece; a CleanRL-style loop calls it on its own
-  advantage array.
+  :class:`~integrations.sb3.CRLCallback` and by the RLlib adapter's Learner connector piece; a
+  CleanRL-style loop calls it on its own advantage array.
 * :func:`drop_guide_steps`: guided roll-in's rule: steps a guide acted carry no policy gradient
   (advantage 0), the policy's own are normalised over the rollout. Used by
   :class:`~integrations.sb3.rollin_callbacks.RollInCallback`.

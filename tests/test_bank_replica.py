@@ -11,8 +11,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from experience_wrappers import Episode, ExperienceBank, ExperienceManager, ManagerConfig
+from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
 from experience_wrappers.bank import BankReplica
+from experience_wrappers.manager import Episode
 from experience_wrappers.manager.replicas import ReplicaHolder
 from experience_wrappers.wrappers import ExperienceOptions
 from experience_wrappers.wrappers.retrieval import Retriever

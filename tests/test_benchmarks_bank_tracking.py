@@ -8,7 +8,8 @@ import pytest
 from stable_baselines3 import PPO
 
 from benchmarks.bank_tracking import BankTracker, bank_snapshot
-from experience_wrappers import ExperienceBank, ExperienceWrapper, Provenance
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.bank import Provenance
 from integrations.sb3 import CRLCallback
 
 

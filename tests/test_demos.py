@@ -6,12 +6,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from experience_wrappers import (
-    DemonstrationFileError,
-    ExperienceBank,
-    ExperienceWrapper,
-    Provenance,
-)
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.bank import Provenance
+from experience_wrappers.errors import DemonstrationFileError
 from integrations.demos import (
     Demonstration,
     ingest_demonstrations,

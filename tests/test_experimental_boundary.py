@@ -13,7 +13,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from benchmarks.arms import ARMS
 from benchmarks.run import _method_class
-from experience_wrappers import Episode, ExperienceBank
+from experience_wrappers import ExperienceBank
+from experience_wrappers.manager import Episode
 from integrations.sb3 import ComplementaryRL, CRLCallback, ExperienceVecEnv
 from integrations.sb3.experimental import ExperimentalComplementaryRL, ExperimentalCRLCallback
 

@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from experience_wrappers import ExperienceBank, Provenance
+from experience_wrappers import ExperienceBank
+from experience_wrappers.bank import Provenance
 from experience_wrappers.inspect import main, summarise
 
 

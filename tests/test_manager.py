@@ -12,18 +12,12 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from experience_wrappers import (
-    BankFileError,
-    CallableKeyEncoder,
-    Episode,
-    ExperienceBank,
-    ExperienceManager,
-    ManagerConfig,
-    ManagerFileError,
-    Provenance,
-)
+from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
+from experience_wrappers.bank import Provenance
+from experience_wrappers.errors import BankFileError, ManagerFileError
 from experience_wrappers.extractor import ExtractorTrainer
-from experience_wrappers.manager import FreeBaseline, manager_for_bank, utility_decay
+from experience_wrappers.keys import CallableKeyEncoder
+from experience_wrappers.manager import Episode, FreeBaseline, manager_for_bank, utility_decay
 
 OBS = spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT = spaces.Discrete(3)

@@ -19,14 +19,10 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from experience_wrappers import (
-    CallableKeyEncoder,
-    Episode,
-    ExperienceBank,
-    ExperienceManager,
-    ManagerConfig,
-)
+from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
 from experience_wrappers.extractor import ExtractorTrainer
+from experience_wrappers.keys import CallableKeyEncoder
+from experience_wrappers.manager import Episode
 from experience_wrappers.manager.process import LearnerProcessError
 from integrations.sb3 import CRLCallback, ExperienceVecEnv
 

@@ -10,14 +10,8 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from experience_wrappers import (
-    ExperienceBank,
-    ExperienceManager,
-    ExperienceSource,
-    ExperienceWrapper,
-    ManagerConfig,
-)
-from experience_wrappers.manager import protocol
+from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper, ManagerConfig
+from experience_wrappers.manager import ExperienceSource, protocol
 from integrations.ray import RemoteManager
 from integrations.sb3 import ExperienceVecEnv
 from integrations.sb3.discovery import find_experience

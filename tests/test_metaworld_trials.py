@@ -9,13 +9,10 @@ from gymnasium import spaces
 pytest.importorskip("metaworld")
 
 from experience_wrappers.extractor import ActionCoder  # noqa: E402
-from experience_wrappers.trials import (  # noqa: E402
-    EntryLayout,
-    MetaEpisode,
-    RetrieveAndPlay,
-    TrialMemory,
-    TrialsWrapper,
-)
+from experience_wrappers.trials import TrialMemory, TrialsWrapper  # noqa: E402
+from experience_wrappers.trials.layout import EntryLayout  # noqa: E402
+from experience_wrappers.trials.meta_episode import MetaEpisode  # noqa: E402
+from experience_wrappers.trials.play import RetrieveAndPlay  # noqa: E402
 from integrations.metaworld.ml1_demos import ml1_demonstrations, scripted_demonstration  # noqa: E402
 from integrations.metaworld.ml1_trials import (  # noqa: E402
     ML1Trials,
@@ -163,7 +160,7 @@ def test_entry_imitation_raises_the_likelihood_of_the_shown_continuous_action() 
     from stable_baselines3.common.utils import obs_as_tensor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from experience_wrappers.trials import trials_env_fns
+    from experience_wrappers.trials.wrapper import trials_env_fns
     from integrations.sb3.trials_features import TrialsFeaturesExtractor
     from integrations.sb3.trials_imitation import EntryImitationCallback
 

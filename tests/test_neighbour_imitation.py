@@ -10,7 +10,9 @@ import torch as th
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from experience_wrappers import Episode, ExperienceBank, Provenance
+from experience_wrappers import ExperienceBank
+from experience_wrappers.bank import Provenance
+from experience_wrappers.manager import Episode
 from experience_wrappers.rollin import BankGuide
 from integrations.sb3 import ExperienceVecEnv
 from integrations.sb3.experimental import NeighbourImitationCallback

@@ -320,7 +320,7 @@ def test_subproc_workers_write_into_the_service():
 def test_learner_attach_checks_spaces_and_shares_one_stand_in():
     from gymnasium import spaces
 
-    from experience_wrappers import RandomProjectionKeyEncoder
+    from experience_wrappers.keys import RandomProjectionKeyEncoder
 
     service = _service()
     env = gym.make("CartPole-v1")

@@ -10,7 +10,8 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from experience_wrappers import ExperienceBank, ExperienceWrapper, Provenance
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.bank import Provenance
 from experience_wrappers.rollin import (
     BankGuide,
     ReplayGuide,

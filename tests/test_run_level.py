@@ -16,7 +16,8 @@ import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from experience_wrappers import BankFileError, ExperienceBank, ExperienceWrapper, RunFileError
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.errors import BankFileError, RunFileError
 from integrations.sb3 import CRLCallback, find_experience, load_crl, save_crl
 
 from .test_sb3 import FAST, PPO_KW, wrapped_vec

@@ -13,17 +13,17 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceOptions, ExperienceWrapper
+from experience_wrappers.advantages import regroup_advantages
 from integrations.sb3 import (
     CRLCallback,
-    ExperienceFeaturesExtractor,
     ExperienceVecEnv,
     crl_policy_kwargs,
     evaluate_with_and_without_experience,
     find_experience,
     load_crl,
-    regroup_advantages,
     save_crl,
 )
+from integrations.sb3.experience_features import ExperienceFeaturesExtractor
 from integrations.sb3.experimental import ActionPriorPolicy, ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
@@ -538,7 +538,7 @@ def test_evaluation_shows_experience_only_in_the_guided_run():
 
     model.predict = spy  # type: ignore[method-assign]
     current = "with"
-    from integrations.sb3 import run_episodes
+    from integrations.sb3.evaluation import run_episodes
     _, (inj,) = find_experience(venv)
     inj.force_guided, inj.learn = True, False
     run_episodes(model, venv, 1)

@@ -7,8 +7,9 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
+from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.advantages import regroup_advantages as core_regroup
-from integrations.sb3 import CRLCallback, find_experience, regroup_advantages
+from integrations.sb3 import CRLCallback, find_experience
 from integrations.sb3.experimental import ActionPriorPolicy, ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}

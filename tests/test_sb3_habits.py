@@ -22,10 +22,10 @@ from integrations.sb3 import (
     evaluate_frozen,
     find_experience,
     load_crl,
-    no_learning,
-    norm_obs_keys,
     save_crl,
 )
+from integrations.sb3.evaluation import no_learning
+from integrations.sb3.vec_env import norm_obs_keys
 
 from .test_sb3 import PPO_KW, wrapped_vec
 
@@ -219,7 +219,7 @@ def test_evaluate_policy_on_the_training_env_warns_once_and_no_learning_silences
 
 
 def test_a_degenerate_bank_is_named_once_with_the_remedy():
-    from experience_wrappers import CallableKeyEncoder
+    from experience_wrappers.keys import CallableKeyEncoder
 
     same_key = CallableKeyEncoder(lambda obs, tasks: np.zeros((len(tasks), 4), np.float32), key_dim=4)
     venv = wrapped_vec(4, key_encoder=same_key)

@@ -10,16 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from experience_wrappers.trials import (
-    ENTRIES_KEY,
-    MASK_KEY,
-    EntryLayout,
-    MetaEpisode,
-    RetrieveAndPlay,
-    TrialMemory,
-    TrialsWrapper,
-    trials_env_fns,
-)
+from experience_wrappers.trials import TrialMemory, TrialsWrapper
+from experience_wrappers.trials.layout import EntryLayout
+from experience_wrappers.trials.meta_episode import MetaEpisode
+from experience_wrappers.trials.play import RetrieveAndPlay
+from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY, trials_env_fns
 from integrations.minihack.hidden_goal import (
     MOVES,
     HiddenGoalRoom,
@@ -610,7 +605,7 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
 
 
 def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_it() -> None:
-    from experience_wrappers.trials import TRIAL_INDEX_KEY
+    from experience_wrappers.trials.wrapper import TRIAL_INDEX_KEY
 
     proto = HiddenGoalRoom()
     plain = TrialsWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space, horizon=25),

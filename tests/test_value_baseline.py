@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from experience_wrappers import Episode, ExperienceBank, ExperienceWrapper
+from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.credit import value_delta
+from experience_wrappers.manager import Episode
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from integrations.sb3 import CRLCallback, ExperienceVecEnv
 from integrations.sb3.experimental import ExperimentalCRLCallback

@@ -11,13 +11,8 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from experience_wrappers import (
-    ExperienceBank,
-    ExperienceWrapper,
-    KeyEncoder,
-    RandomProjectionKeyEncoder,
-)
-from experience_wrappers.keys import batch_flatten
+from experience_wrappers import ExperienceBank, ExperienceWrapper, KeyEncoder
+from experience_wrappers.keys import RandomProjectionKeyEncoder, batch_flatten
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 
 SYNC = {"mode": "sync"}

@@ -18,7 +18,7 @@ Who uses what:
   ``poll``, ``request_merge``, ``stats``, ``flush``;
 * :func:`~integrations.sb3.save_crl`, :func:`~integrations.sb3.load_crl` and
   :class:`~integrations.sb3.CRLCheckpointCallback`: ``save``, ``restore``, ``replay``;
-* :class:`~experience_wrappers.BankGuide` (roll-in): ``bank``, ``key_encoder``, ``encode_keys``,
+* :class:`~experience_wrappers.rollin.BankGuide` (roll-in): ``bank``, ``key_encoder``, ``encode_keys``,
   ``action_space``, ``observation_space``; ``CRLMethod.close``: ``close``.
 
 What only a manager of this process has (``learner``, ``ingest``, ``extractor_version``,

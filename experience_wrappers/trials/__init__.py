@@ -2,22 +2,23 @@
 
 Where the observation lacks what changes from one instance to the next (a hidden goal, an
 unseen map), the run's own earlier trials hold it: :class:`TrialMemory` keeps them in the
-bank, scoped by run, with decodable content per entry (:class:`EntryLayout`), and
-:class:`TrialsWrapper` shows a guided trial the nearest of them.
+bank, scoped by run, with decodable content per entry
+(:class:`~experience_wrappers.trials.layout.EntryLayout`), and :class:`TrialsWrapper` shows a
+guided trial the nearest of them. The rest is public in the module that defines it:
+:mod:`.layout`, :mod:`.wrapper` (the observation keys, ``trials_env_fns``), :mod:`.memory`
+(``SCOPES``), :mod:`.meta_episode` (the RL^2 peer) and :mod:`.play` (retrieve-and-play).
 """
 
-from .layout import EntryLayout
-from .memory import SCOPES, TrialMemory
-from .meta_episode import MetaEpisode
-from .play import RetrieveAndPlay
-from .wrapper import (
-    ENTRIES_KEY,
-    MASK_KEY,
-    TRIAL_INDEX_KEY,
-    TRIAL_INFO_KEY,
-    TrialsWrapper,
-    trials_env_fns,
-)
+from .memory import TrialMemory
+from .wrapper import TrialsWrapper
 
-__all__ = ["EntryLayout", "TrialMemory", "TrialsWrapper", "trials_env_fns", "MetaEpisode", "RetrieveAndPlay", "SCOPES", "ENTRIES_KEY", "MASK_KEY",
-           "TRIAL_INFO_KEY", "TRIAL_INDEX_KEY"]
+# isort: split
+# Kept importable from here, off ``__all__``, until integrations/sb3/trials_imitation.py and
+# benchmarks/trials.py import them from their modules (.wrapper, .layout, .meta_episode, .play).
+from .layout import EntryLayout as EntryLayout
+from .meta_episode import MetaEpisode as MetaEpisode
+from .play import RetrieveAndPlay as RetrieveAndPlay
+from .wrapper import ENTRIES_KEY as ENTRIES_KEY
+from .wrapper import MASK_KEY as MASK_KEY
+
+__all__ = ["TrialMemory", "TrialsWrapper"]

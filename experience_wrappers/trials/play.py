@@ -69,7 +69,7 @@ class RetrieveAndPlay:
     model, so the same evaluation runs it.
 
     Args:
-        layout: the memory's :class:`~experience_wrappers.trials.EntryLayout`.
+        layout: the memory's :class:`~experience_wrappers.trials.layout.EntryLayout`.
         action_space: a Discrete or Box action space (the memory's).
         seed: seed of the random actions.
 

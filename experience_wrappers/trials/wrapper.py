@@ -72,7 +72,7 @@ class TrialsWrapper(gym.Wrapper):
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
     ``"observation"``), ``trial_entries`` ``(k, row_dim)`` (see
-    :class:`~experience_wrappers.trials.EntryLayout`) and ``trial_mask`` ``(k,)``; with
+    :class:`~experience_wrappers.trials.layout.EntryLayout`) and ``trial_mask`` ``(k,)``; with
     ``TrialMemory(trial_index=True)`` also ``trial_index`` ``(trials,)``, the trial's index in
     its run as a one-hot. ``info["trial"]``
     carries ``instance``, ``index`` (0-based), ``run`` and ``guided``; at a trial's end

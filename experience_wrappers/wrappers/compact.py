@@ -23,7 +23,7 @@ the rest of the default policy's gap to PPO is the wrapper's path, not the keys
 (``docs/scaling.md``, "SB3's default policy: a compact experience input").
 
 What it carries: the two things the attention reader's output
-(:class:`~integrations.sb3.ExperienceFeaturesExtractor`) sums the channel up to, whether
+(:class:`~integrations.sb3.experience_features.ExperienceFeaturesExtractor`) sums the channel up to, whether
 anything is shown (there the guided flag; here the fraction, 0 for a free episode) and what
 the shown entries say (there an attention-weighted pool; here their values' mean). What it
 leaves out: the entries one by one (attention over them: the extractor needs ``"full"`` and

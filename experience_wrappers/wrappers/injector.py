@@ -218,7 +218,7 @@ class ExperienceInjector:
                 self._warned_outside = True
                 warnings.warn("an episode finished on the training env outside model.learn() (SB3's "
                               "evaluate_policy on it?) and goes into the bank like a training episode; evaluate "
-                              "inside integrations.sb3.no_learning(env), or on a separate env built on the same "
+                              "inside integrations.sb3.evaluation.no_learning(env), or on a separate env built on the same "
                               "bank, which learns nothing", UserWarning, stacklevel=2)
             self.manager.submit(ep)
         return ep

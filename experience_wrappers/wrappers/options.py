@@ -181,7 +181,7 @@ class ExperienceOptions:
         experience_input: what the observation carries of the shown entries. ``"full"`` (the
             default): three keys, ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``
             and ``experience_mask`` ``(k,)``, what the attention reader
-            (:class:`~integrations.sb3.ExperienceFeaturesExtractor`) and the action prior
+            (:class:`~integrations.sb3.experience_features.ExperienceFeaturesExtractor`) and the action prior
             need. ``"compact"``: one key, ``experience`` ``(d + 1,)``, the mask-weighted mean
             of the shown entries' values and the fraction of the ``k`` slots shown (zeros when
             nothing is shown), for SB3's default policy, which pays for every extra key

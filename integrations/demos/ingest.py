@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from experience_wrappers import ExperienceManager, Provenance
+from experience_wrappers import ExperienceManager
+from experience_wrappers.bank import Provenance
 from experience_wrappers.manager import Episode
 from experience_wrappers.manager.manager import check_ingest_args
 

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from experience_wrappers import BankConfig, Episode, ExperienceBank, ExperienceManager, KeyEncoder
+from experience_wrappers import BankConfig, ExperienceBank, ExperienceManager, KeyEncoder
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
-from experience_wrappers.manager import manager_for_bank
+from experience_wrappers.manager import Episode, manager_for_bank
 
 __all__ = ["ServiceActor"]
 

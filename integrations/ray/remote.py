@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experience_wrappers import BankConfig, Episode, ExperienceBank, SuccessReplay
+from experience_wrappers import BankConfig, ExperienceBank, SuccessReplay
 from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.keys.base import checked_keys
+from experience_wrappers.manager import Episode
 from experience_wrappers.manager.replicas import ReplicaHolder
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experience_wrappers import BankConfig, Episode, KeyEncoder
+from experience_wrappers import BankConfig, KeyEncoder
 from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.config import resolve_config
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+from experience_wrappers.manager import Episode
 from experience_wrappers.validators import check_int
 
 from ._require import ensure_connected, require_ray

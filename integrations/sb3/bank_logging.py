@@ -6,7 +6,8 @@ import numpy as np
 import torch
 from stable_baselines3.common.logger import Figure, Logger, TensorBoardOutputFormat
 
-from experience_wrappers import ExperienceBank, Provenance
+from experience_wrappers import ExperienceBank
+from experience_wrappers.bank import Provenance
 
 __all__ = ["log_bank_distributions"]
 

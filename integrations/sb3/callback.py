@@ -11,11 +11,10 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experience_wrappers import ExperienceSource
 from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.credit import OutcomeTracker, outcome_delta
 from experience_wrappers.health import degeneracy
-from experience_wrappers.manager import success_from_info
+from experience_wrappers.manager import ExperienceSource, success_from_info
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_bool, check_int

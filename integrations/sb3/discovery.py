@@ -5,7 +5,8 @@ from __future__ import annotations
 import gymnasium as gym
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 
-from experience_wrappers import ExperienceSource, ExperienceWrapper
+from experience_wrappers import ExperienceWrapper
+from experience_wrappers.manager import ExperienceSource
 from experience_wrappers.wrappers import ExperienceInjector
 
 from .guards import check_vec_env

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
 
-from experience_wrappers import ExperienceSource
+from experience_wrappers.manager import ExperienceSource
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
@@ -81,7 +81,7 @@ def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = Non
     if removed:
         warnings.warn(f"VecNormalize was normalising the experience keys {sorted(set(removed))}; they are now "
                       "left as they are (a normalised experience_mask stops counting as 1). Build it as "
-                      "VecNormalize(venv, norm_obs_keys=integrations.sb3.norm_obs_keys(venv)) to avoid this "
+                      "VecNormalize(venv, norm_obs_keys=integrations.sb3.vec_env.norm_obs_keys(venv)) to avoid this "
                       "warning.", UserWarning, stacklevel=3)
     return removed
 

@@ -10,9 +10,10 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from experience_wrappers.trials import TRIAL_INFO_KEY, RetrieveAndPlay, TrialMemory, TrialsWrapper
+from experience_wrappers.trials import TrialMemory, TrialsWrapper
 from experience_wrappers.trials.checks import check_instances, space_mismatch
-from experience_wrappers.trials.wrapper import DemoSource
+from experience_wrappers.trials.play import RetrieveAndPlay
+from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource
 from experience_wrappers.validators import check_int
 
 __all__ = ["run_trials", "trial_metrics", "evaluate_trials", "check_reader", "CONDITIONS"]
@@ -29,8 +30,8 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
 
     Every env of ``venv`` must report ``info["trial"]["index"]`` and, at a trial's end,
     ``info["trial_success"]`` (:class:`~experience_wrappers.trials.TrialsWrapper` and
-    :class:`~experience_wrappers.trials.MetaEpisode` do). ``predict`` is an SB3 model's
-    ``predict`` (or :class:`~experience_wrappers.trials.RetrieveAndPlay`'s); with ``recurrent``
+    :class:`~experience_wrappers.trials.meta_episode.MetaEpisode` do). ``predict`` is an SB3 model's
+    ``predict`` (or :class:`~experience_wrappers.trials.play.RetrieveAndPlay`'s); with ``recurrent``
     its state is carried and reset at episode starts (a MetaEpisode's episode is a whole run).
     Nothing is learned here: pass envs built with ``learn=False``.
 
@@ -41,7 +42,7 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
             ``trials`` (their ``trials`` attribute), when ``predict`` is an SB3 model's and the
             model was trained on other observations than the envs show (another ``k``,
             ``exp_dim``, key width or ``trial_index`` setting, or another number of trials with
-            ``trial_index``), or when it is a :class:`~experience_wrappers.trials.RetrieveAndPlay`
+            ``trial_index``), or when it is a :class:`~experience_wrappers.trials.play.RetrieveAndPlay`
             of another layout than the envs' memory.
     """
     runs_per_env = check_int("runs_per_env", runs_per_env, minimum=1)

@@ -9,7 +9,7 @@ import torch as th
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY
+from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
 
 __all__ = ["TrialsFeaturesExtractor"]
 
@@ -18,7 +18,7 @@ class TrialsFeaturesExtractor(BaseFeaturesExtractor):
     """An MLP of the env's observation, and the ``k`` entries pooled by attention and by max.
 
     Each entry row (offset to the query, distance, same-instance flag, action, return,
-    steps to go, the extractor's vector; see :class:`~experience_wrappers.trials.EntryLayout`)
+    steps to go, the extractor's vector; see :class:`~experience_wrappers.trials.layout.EntryLayout`)
     is encoded by a small MLP; the observation's features make the attention query;
     padded slots (mask 0) are ignored. The output is ``[observation features, attention
     pool, max pool, any-entry flag]``: with nothing retrieved the pools are zeros.

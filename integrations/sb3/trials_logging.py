@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from experience_wrappers.trials import TRIAL_INFO_KEY
+from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY
 from experience_wrappers.validators import check_int
 
 __all__ = ["TrialsLogCallback"]

@@ -18,19 +18,19 @@ from experience_wrappers.bank.folder import META
 from experience_wrappers.bank.save_load import replaced_folder
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.trials import (
-    ENTRIES_KEY,
-    MASK_KEY,
-    TRIAL_INDEX_KEY,
-    TrialMemory,
-    trials_env_fns,
-)
+from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import (
     check_instances,
     space_mismatch,
     trials_observation_space,
 )
-from experience_wrappers.trials.wrapper import DemoSource
+from experience_wrappers.trials.wrapper import (
+    ENTRIES_KEY,
+    MASK_KEY,
+    TRIAL_INDEX_KEY,
+    DemoSource,
+    trials_env_fns,
+)
 
 from .self_imitation import SelfImitationCallback
 from .trials_features import TrialsFeaturesExtractor
