@@ -109,6 +109,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-imitate-nearest": {**METHOD, "imitate": {"max_distance": None}},
     "crl-trials-imitate-nearest-frozen": {**METHOD, "imitate": {"max_distance": None}, "train_extractor": False},
     "crl-trials-imitate-nearest-random": {**METHOD, "imitate": {"max_distance": None}, "scope": "other"},
+    "crl-trials-imitate-nearest-strong": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},

@@ -28,7 +28,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
              "crl-trials-nosil", "crl-trials-imitate", "crl-trials-imitate-nearest",
-             "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random", "ppo", "ppo-sil", "ppo-visible", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random",
+             "crl-trials-imitate-nearest-strong", "ppo", "ppo-sil", "ppo-visible", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -77,6 +78,8 @@ NEAREST_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-imitate-nearest-frozen", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-imitate-nearest-frozen", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-imitate-nearest-random", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-imitate-nearest-strong", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-imitate-nearest-strong", "with_experience", "with_experience", "after_first_success"),
 ]
 
 #: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
