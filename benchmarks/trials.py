@@ -18,7 +18,7 @@ hidden key-and-door room (:class:`integrations.minihack.hidden_key_door.HiddenKe
 7x7, position and a has-key bit, a 30-step cap where a fixed sweep finds 0.29 of the pairs,
 80 training pairs and 20 held-out pairs).
 
-Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.TrialsFeaturesExtractor`
+Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`
 and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
     ``crl-trials``: the method (:data:`METHOD`): guided trials read the nearest steps of
     their run's earlier trials, failures written, the extractor trained by paired credit,
@@ -193,7 +193,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from experience_wrappers.trials import RetrieveAndPlay, TrialMemory
+    from experience_wrappers.trials import TrialMemory
+    from experience_wrappers.trials.play import RetrieveAndPlay
     from integrations.sb3.trials_evaluation import evaluate_trials, run_trials, trial_metrics
     from integrations.sb3.trials_logging import TrialsLogCallback
     from integrations.sb3.trials_method import build_trials_method
@@ -302,7 +303,7 @@ def _meta_episode(make: Callable[[], Any], instances: list[int], trials: int, se
     """An env factory: the ``trials`` trials of an instance as one episode (RecurrentPPO's peer)."""
     from stable_baselines3.common.monitor import Monitor
 
-    from experience_wrappers.trials import MetaEpisode
+    from experience_wrappers.trials.meta_episode import MetaEpisode
 
     def build() -> Any:
         env = MetaEpisode(make(), instances=instances, trials=trials, seed=seed)

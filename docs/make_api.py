@@ -20,7 +20,7 @@ MODULES = ("experience_wrappers", "experience_wrappers.bank", "experience_wrappe
            "experience_wrappers.trials", "experience_wrappers.trials.layout", "experience_wrappers.trials.memory",
            "experience_wrappers.trials.wrapper", "experience_wrappers.trials.meta_episode",
            "experience_wrappers.trials.play",
-           "integrations.sb3", "integrations.sb3.self_imitation", "integrations.sb3.evaluation",
+           "integrations.sb3", "integrations.sb3.run_scope", "integrations.sb3.self_imitation", "integrations.sb3.evaluation",
            "integrations.sb3.experience_features", "integrations.sb3.vec_env", "integrations.sb3.run_persistence",
            "integrations.sb3.rollin_callbacks", "integrations.sb3.env_families", "integrations.sb3.trials_method",
            "integrations.sb3.trials_features", "integrations.sb3.trials_imitation",

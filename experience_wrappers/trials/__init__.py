@@ -12,13 +12,4 @@ guided trial the nearest of them. The rest is public in the module that defines 
 from .memory import TrialMemory
 from .wrapper import TrialsWrapper
 
-# isort: split
-# Kept importable from here, off ``__all__``, until integrations/sb3/trials_imitation.py and
-# benchmarks/trials.py import them from their modules (.wrapper, .layout, .meta_episode, .play).
-from .layout import EntryLayout as EntryLayout
-from .meta_episode import MetaEpisode as MetaEpisode
-from .play import RetrieveAndPlay as RetrieveAndPlay
-from .wrapper import ENTRIES_KEY as ENTRIES_KEY
-from .wrapper import MASK_KEY as MASK_KEY
-
 __all__ = ["TrialMemory", "TrialsWrapper"]

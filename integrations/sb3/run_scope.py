@@ -6,8 +6,8 @@ seed) for ``trials`` trials, a *run*; a guided trial is shown the entries of its
 earlier trials nearest to its state (or of a demonstration placed in the run first), and the
 run's entries retire when it ends. What it reads and how it learns to read it are
 :class:`~experience_wrappers.trials.TrialMemory`, :class:`~experience_wrappers.trials.TrialsWrapper`,
-:class:`~integrations.sb3.TrialsFeaturesExtractor`, self-imitation and
-:class:`~integrations.sb3.EntryImitationCallback` (assembled by
+:class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`, self-imitation and
+:class:`~integrations.sb3.trials_imitation.EntryImitationCallback` (assembled by
 :func:`~integrations.sb3.trials_method.build_trials_method`); this class gives them the task
 scope's surface: ``learn``, ``evaluate``, ``save`` and ``ComplementaryRL.load``::
 
@@ -90,7 +90,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         algorithm_kwargs: PPO's (over :data:`~integrations.sb3.trials_method.TRIALS_PPO_KWARGS`).
         policy_kwargs: the policy's (``net_arch``, ``activation_fn``, ``log_std_init``); the
             features extractor is always the entry reader.
-        features_kwargs: :class:`~integrations.sb3.TrialsFeaturesExtractor`'s.
+        features_kwargs: :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`'s.
         vec_normalize: ``VecNormalize``'s arguments (None: not wrapped); its statistics are
             saved with the run and frozen in :meth:`evaluate`.
         verbose, tensorboard_log: SB3's. Success by trial goes to SB3's logger

@@ -11,8 +11,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.extractor import ActionCoder
-from experience_wrappers.trials import ENTRIES_KEY, MASK_KEY, EntryLayout
+from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.play import success_codes
+from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
 from experience_wrappers.validators import check_int
 
 from .guards import on_policy
