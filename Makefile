@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(PY) -m benchmarks.demo
+	$(PY) -m benchmarks.suites.demo
 
 test: install
 	$(PY) -m pytest

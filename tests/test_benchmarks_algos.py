@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.algos import check_algo_arm
-from benchmarks.arms import ARMS
-from benchmarks.run import train_run
-from benchmarks.runner import main
+from benchmarks.harness.algos import check_algo_arm
+from benchmarks.harness.run import train_run
+from benchmarks.harness.runner import main
+from benchmarks.suites.arms import ARMS
 
 HYPER = {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from stable_baselines3 import PPO
 
-from benchmarks.bank_tracking import BankTracker, bank_snapshot
+from benchmarks.harness.bank_tracking import BankTracker, bank_snapshot
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.bank import Provenance
 from integrations.sb3 import CRLCallback

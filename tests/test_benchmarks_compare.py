@@ -1,9 +1,9 @@
-"""benchmarks/compare.py and stats.difference_ci: the method-minus-arm table."""
+"""benchmarks/reporting/compare.py and stats.difference_ci: the method-minus-arm table."""
 
 from __future__ import annotations
 
-from benchmarks.compare import comparison_lines
-from benchmarks.stats import difference_ci
+from benchmarks.reporting.compare import comparison_lines
+from benchmarks.reporting.stats import difference_ci
 
 
 def _run(final: float, level: float) -> dict:

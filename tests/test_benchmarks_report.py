@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from benchmarks.report import guided_gap, interval_eval_lines, main
+from benchmarks.reporting.report import guided_gap, interval_eval_lines, main
 
 
 def result(arm: str, seed: int, final: float, guided_ratio: float | None = None, eval_curve=None) -> dict:
@@ -55,7 +55,7 @@ def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
 
 
 def test_a_report_elsewhere_writes_only_there_and_holds_only_the_users_tables(tmp_path, capsys):
-    from benchmarks.report import ANALYSIS, README
+    from benchmarks.reporting.report import ANALYSIS, README
 
     root = tmp_path / "results"
     for arm, final in (("ppo", 0.5), ("crl", 0.76)):

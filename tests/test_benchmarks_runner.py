@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchmarks.runner import _one, main, result_path
+from benchmarks.harness.runner import _one, main, result_path
 
 
 @pytest.mark.slow
@@ -21,11 +21,11 @@ def test_smoke_suite_writes_one_file_per_run_and_resumes(tmp_path, capsys):
         assert [h["steps"] for h in res["eval_curve"]] == [512, 1024]
         assert ("with_experience" in res["evaluation"]) == (arm == "crl")
         assert res["eval_s"] > 0 and res["wall_s"] > 0
-        assert res["command"].startswith("python -m benchmarks.runner --suite smoke")
+        assert res["command"].startswith("python -m benchmarks.harness.runner --suite smoke")
     out = capsys.readouterr().out
     # the end: a table of what ran (one seed: no "± 0.00") and the command that makes the report
     assert any(line.startswith("CartPole-v1") and " crl " in line and "±" not in line for line in out.splitlines())
-    assert "report: python -m benchmarks.report --results" in out
+    assert "report: python -m benchmarks.reporting.report --results" in out
     assert main(args) == 0
     assert "0 runs to do" in capsys.readouterr().out
     # other settings: stop before training, say what differs and how to proceed
@@ -93,8 +93,8 @@ def _keyroom_run(arm_name: str, total_steps: int) -> dict:
     pytest.importorskip("minihack")
     import attrs
 
-    from benchmarks.arms import ARMS
-    from benchmarks.run import train_run
+    from benchmarks.harness.run import train_run
+    from benchmarks.suites.arms import ARMS
 
     arm = attrs.evolve(ARMS[arm_name], demonstrations=3)
     hyper = {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}
@@ -120,8 +120,8 @@ def test_the_fixed_demonstration_arm_keeps_the_agents_episodes_out_of_the_bank()
 def test_demonstrations_on_an_env_without_a_script_are_refused():
     import attrs
 
-    from benchmarks.arms import ARMS
-    from benchmarks.run import train_run
+    from benchmarks.harness.run import train_run
+    from benchmarks.suites.arms import ARMS
 
     arm = attrs.evolve(ARMS["crl-demos"], demonstrations=3)
     with pytest.raises(ValueError, match="no scripted demonstrator"):

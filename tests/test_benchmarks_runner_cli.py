@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.runner import DEFAULT_HYPERPARAMS, main, parse_hyperparams, result_path
+from benchmarks.harness.runner import DEFAULT_HYPERPARAMS, main, parse_hyperparams, result_path
 
 
 def test_an_unknown_env_id_fails_once_before_any_worker(tmp_path, capsys):
@@ -58,7 +58,7 @@ def test_an_rl_zoo3_block_runs_as_rl_zoo3_reads_it(tmp_path, capsys):
 
 
 def test_the_shipped_cartpole_block_is_rl_zoo3s_tuned_one():
-    from benchmarks.config import load_hyperparams
+    from benchmarks.harness.config import load_hyperparams
 
     hyper = load_hyperparams("CartPole-v1")
     assert hyper["tuned_from"] == "rl-baselines3-zoo"

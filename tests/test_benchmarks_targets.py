@@ -7,8 +7,14 @@ import math
 
 import pytest
 
-from benchmarks.stats import bootstrap_ci
-from benchmarks.targets import Check, check_all, check_overhead, render_checks, steps_to_level
+from benchmarks.reporting.stats import bootstrap_ci
+from benchmarks.reporting.targets import (
+    Check,
+    check_all,
+    check_overhead,
+    render_checks,
+    steps_to_level,
+)
 
 
 def run(seed: int, final: float, to90: int | None = None, curve: list[tuple[int, float]] | None = None,

@@ -7,7 +7,7 @@ import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from benchmarks.tracking import CurveTracker
+from benchmarks.harness.tracking import CurveTracker
 
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
           "policy_kwargs": {"net_arch": [16]}}
@@ -49,7 +49,7 @@ def test_success_thresholds_are_reached_with_fewer_episodes_than_the_window():
 def test_trace_step_counts_the_path_of_an_episode_end_and_of_a_trial_end() -> None:
     """Both traces end their episode or trial inside the traced step and count only this
     repository's files; the run scope's trial end trains the extractor in that step."""
-    from benchmarks.trace_step import trace_episode_end, trace_trial_end
+    from benchmarks.perf.trace_step import trace_episode_end, trace_trial_end
 
     task, run = trace_episode_end(), trace_trial_end()
     for r in (task, run):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.trials_report import (
+from benchmarks.reporting.trials_report import (
     comparison_table,
     headline,
     load,
@@ -56,7 +56,7 @@ def test_replace_block_keeps_what_is_outside() -> None:
 
 
 def test_the_goal_plan_is_four_legal_trials_that_cover_every_goal_cell():
-    from benchmarks.trials_bounds import GOAL_PLAN
+    from benchmarks.studies.trials_bounds import GOAL_PLAN
     from integrations.minihack.hidden_goal import MOVES
 
     seen: set[tuple[int, int]] = set()
@@ -71,7 +71,7 @@ def test_the_goal_plan_is_four_legal_trials_that_cover_every_goal_cell():
 
 
 def test_the_greedy_key_door_explorer_uses_its_memory():
-    from benchmarks.trials_bounds import key_door_greedy
+    from benchmarks.studies.trials_bounds import key_door_greedy
 
     # the key and the door at the far corners: not within one 30-step trial from scratch, but once
     # the key is known the next trial walks straight to it

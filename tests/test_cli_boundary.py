@@ -77,7 +77,7 @@ def _stop_while_training(cmd: list[str], cwd: Path,
 
 
 #: a run of crl-bench long enough to be stopped while training
-CRL_BENCH = ["-m", "benchmarks.runner", "--env", "CartPole-v1", "--arms", "ppo", "--steps", "10000000",
+CRL_BENCH = ["-m", "benchmarks.harness.runner", "--env", "CartPole-v1", "--arms", "ppo", "--steps", "10000000",
              "--eval-episodes", "0", "--hyperparams", "n_envs:1", "n_steps:64", "batch_size:64", "n_epochs:1",
              "--results", "res"]
 
@@ -85,7 +85,7 @@ CRL_BENCH = ["-m", "benchmarks.runner", "--env", "CartPole-v1", "--arms", "ppo",
 @pytest.mark.slow
 @pytest.mark.parametrize("cmd", [
     CRL_BENCH,
-    ["-m", "benchmarks.trials", "--family", "darkroom", "--arms", "ppo", "--steps", "10000000", "--jobs", "1",
+    ["-m", "benchmarks.suites.trials", "--family", "darkroom", "--arms", "ppo", "--steps", "10000000", "--jobs", "1",
      "--out", "res"],
 ], ids=["crl-bench", "trials"])
 def test_sigterm_stops_the_runner_and_its_workers_and_writes_no_result(tmp_path, cmd):
@@ -115,7 +115,7 @@ def test_a_runner_killed_outright_takes_its_workers_with_it(tmp_path):
 def test_the_trials_command_refuses_bad_arguments_before_any_run(tmp_path, monkeypatch, capsys, args, says):
     """Issue 36, case 16: a raw worker traceback after 11 s (a negative seed), or a failure after
     training (--out a file), before; now one line and exit code 2 at once."""
-    from benchmarks.trials import main
+    from benchmarks.suites.trials import main
 
     (tmp_path / "a_file").write_text("not a folder")
     monkeypatch.chdir(tmp_path)

@@ -61,7 +61,7 @@ def test_keyroom_from_demonstrations(tmp_path):
 @pytest.mark.slow
 def test_make_demo_prints_a_verdict_and_a_plot_from_zero(tmp_path, capsys):
     pytest.importorskip("minihack")
-    from benchmarks import demo
+    from benchmarks.suites import demo
 
     results = demo.main(["--steps", "1024", "--demos", "2", "--eval-episodes", "2", "--out", str(tmp_path / "d.json")])
     out = capsys.readouterr().out

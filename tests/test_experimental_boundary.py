@@ -11,8 +11,8 @@ import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from benchmarks.arms import ARMS
-from benchmarks.run import _method_class
+from benchmarks.harness.run import _method_class
+from benchmarks.suites.arms import ARMS
 from experience_wrappers import ExperienceBank
 from experience_wrappers.manager import Episode
 from integrations.sb3 import ComplementaryRL, CRLCallback, ExperienceVecEnv

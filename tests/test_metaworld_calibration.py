@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("metaworld")
 
-from benchmarks import metaworld_calibration as cal  # noqa: E402
+from benchmarks.suites import metaworld_calibration as cal  # noqa: E402
 
 
 def _goals(tasks: tuple) -> np.ndarray:

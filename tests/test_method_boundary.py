@@ -177,7 +177,7 @@ def test_item6_an_importable_schedule_and_classes_are_saved_by_name_and_load(tmp
     run.close()
     back.close()
     # and the benchmarks' rl-zoo "lin_<x>" values (once lambdas, refused at save after training)
-    from benchmarks.zoo import schedule
+    from benchmarks.harness.zoo import schedule
 
     run = _run(algorithm_kwargs={**SMALL, "learning_rate": schedule("lin_0.002")})
     run.save(tmp_path / "z")

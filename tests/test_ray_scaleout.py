@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.scaleout import END, START, fmt_table, pct, write_doc
+from benchmarks.perf.scaleout import END, START, fmt_table, pct, write_doc
 
 
 def _report() -> dict:
@@ -22,7 +22,7 @@ def _report() -> dict:
                run(1, "local", 900.0), run(2, "none", 900.0), run(2, "local", 450.0)]
     return {
         "date": "2026-01-01 00:00 UTC", "machine": {"cpus": 2}, "load": "0.50, 0.40, 0.30",
-        "command": "python -m benchmarks.scaleout --workers 1 2",
+        "command": "python -m benchmarks.perf.scaleout --workers 1 2",
         "args": {"workers": [1, 2], "envs": ["CartPole-v1"], "n_envs": 4, "seconds": 8.0, "bank_size": 10_000,
                  "rollout_steps": 128},
         "rollout": rollout,

@@ -250,9 +250,9 @@ def test_the_replay_rollin_arms_build_and_train(arm_name):
     one without any bank or experience wrapper, its roll-in drawn from all episodes."""
     import attrs
 
-    from benchmarks.arms import ARMS
-    from benchmarks.run import train_run
-    from benchmarks.suites import SUITES
+    from benchmarks.harness.run import train_run
+    from benchmarks.suites.arms import ARMS
+    from benchmarks.suites.suites import SUITES
 
     assert arm_name in SUITES["keyroom-5"].arms
     arm = attrs.evolve(ARMS[arm_name], demonstrations=3,

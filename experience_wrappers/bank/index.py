@@ -65,7 +65,7 @@ class HnswIndex:
         that many entries share (every trial of a run starts at one state), a new element can
         end up linked only from deleted ones and be missed. A rebuild costs an insert per live
         element and follows at least as many removals, so it adds at most one insert per removal
-        (a stall of about 0.5 s at 4,096 entries of 64 dims, ``benchmarks/bank_churn.py``); and the
+        (a stall of about 0.5 s at 4,096 entries of 64 dims, ``benchmarks/perf/bank_churn.py``); and the
         index never holds more than twice the live entries, within :attr:`bound`.
         """
         return self.deleted > self.live + n

@@ -31,7 +31,7 @@ __all__ = ["EXACT_SCOPE", "nearest", "brute_nearest", "random_candidates", "cand
 #: a task-filtered query whose task holds at most this many entries is answered by exact
 #: search over them: exact, and cheaper than hnswlib's filtered search, whose filter is a Python
 #: call per visited node; past it the exact search's cost (linear in the task's size) passes
-#: the filtered search's (``python -m benchmarks.bank_churn``: the ``exact_scope`` timings of
+#: the filtered search's (``python -m benchmarks.perf.bank_churn``: the ``exact_scope`` timings of
 #: ``benchmarks/results/bank_churn.json``, tasks of 64 to 4,096 entries in a bank of 16,384)
 EXACT_SCOPE = 2048
 

@@ -11,7 +11,7 @@ replayed states) read it unchanged.
 Why this layout. SB3's default policy pays both per key (each key is a tensor converted,
 preprocessed, flattened and copied into and out of the ``DictRolloutBuffer`` at every step and
 minibatch) and per value (every value widens the first layer), and both only a little.
-``benchmarks/input_cost.py`` times SB3's own work per env step with zero-filled keys on
+``benchmarks/studies/input_cost.py`` times SB3's own work per env step with zero-filled keys on
 MiniHack-Room-5x5 (collection and update, no env; k=4, d=16; the fastest of 21 turns): 82-83 us
 without experience keys; the full input's three keys (72 values) add 6.4-7.3 us, one key of the
 same 72 values 3.6-5.0 us, three keys of 17 values 3.7-4.5 us, one key of 17 values (this

@@ -17,7 +17,7 @@ is a plain SB3 model, ``run.env`` a plain VecEnv.
     run.save("runs/keyroom")           # ComplementaryRL.load("runs/keyroom")
 
 Its defaults are the ones the benchmarks measured as the method (``crl-sil-obs`` in
-``benchmarks/arms.py``; what each part earned is in ``docs/what_to_use.md``). The two-line
+``benchmarks/suites/arms.py``; what each part earned is in ``docs/what_to_use.md``). The two-line
 form, ``ExperienceWrapper(env, bank)`` and ``model.learn(callback=CRLCallback())``, runs
 the same callback with the same self-imitation defaults.
 """

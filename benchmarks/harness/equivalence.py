@@ -1,0 +1,112 @@
+"""Sync-mode equivalence: short seeded runs whose every episode outcome and final weights are fingerprinted.
+
+Run it before and after a change that must preserve behaviour, and compare the two files:
+
+    python -m benchmarks.harness.equivalence --out before.json      # on the old commit
+    python -m benchmarks.harness.equivalence --out after.json       # on the new one
+    python -m benchmarks.harness.equivalence --compare before.json after.json
+
+With the manager in sync mode, one torch thread and fixed seeds, a run is deterministic, so a
+refactoring that keeps behaviour gives identical episode sequences, bank contents and weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import sys
+import tempfile
+import zipfile
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+
+from benchmarks.suites.arms import ARMS
+
+from .config import load_hyperparams
+from .run import train_run
+
+__all__ = ["CASES", "fingerprint_run", "main"]
+
+#: (env id, arm, steps): the library's default arm and the method arm (bank, demonstrations, self-imitation)
+CASES: tuple[tuple[str, str, int], ...] = (
+    ("MiniHack-Room-Monster-5x5-v0", "crl", 8192),
+    ("MiniHack-KeyRoom-S5-v0", "crl-sil-obs", 4096),
+    ("CartPole-v1", "crl", 4096),
+)
+
+
+def _timeless(values: Any) -> Any:
+    """``values`` without wall-clock fields (seconds, rates), which differ between identical runs."""
+    if isinstance(values, dict):
+        return {k: _timeless(v) for k, v in values.items()
+                if not any(t in k for t in ("_s", "time", "per_s", "latency", "wall"))}
+    if isinstance(values, list):
+        return [_timeless(v) for v in values]
+    return values
+
+
+def _digest(values: Any) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def fingerprint_run(env_id: str, arm_name: str, steps: int, seed: int = 0) -> dict[str, Any]:
+    """One sync-mode run; the episode outcomes, lengths and the curve, with a digest of each."""
+    arm = ARMS[arm_name]
+    arm = attrs.evolve(arm, manager={**(arm.manager or {}), "mode": "sync"}) if arm.crl else arm
+    torch.manual_seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 - the global generator, which SB3 and the envs draw from, is what must be fixed
+    with tempfile.TemporaryDirectory() as tmp:
+        res = train_run(env_id, arm, seed, load_hyperparams(env_id), steps, eval_episodes=0, model_dir=tmp)
+        with zipfile.ZipFile(f"{tmp}/model.zip") as z:
+            weights = torch.load(io.BytesIO(z.read("policy.pth")), map_location="cpu")
+    w = hashlib.sha256()
+    for name in sorted(weights):
+        w.update(name.encode())
+        w.update(weights[name].detach().cpu().numpy().tobytes())
+    crl = _timeless(res.get("crl"))
+    return {"env_id": env_id, "arm": arm_name, "steps": steps, "seed": seed, "episodes": res["episodes"],
+            "curve_digest": _digest(_timeless(res.get("curve"))), "weights_digest": w.hexdigest()[:16],
+            "bank_digest": _digest(_timeless(res.get("bank_curve"))), "crl_digest": _digest(crl),
+            "crl_values_digest": _digest(sorted(map(str, _leaves(crl))))}
+
+
+def _leaves(values: Any) -> list[Any]:
+    """The leaf values of nested dicts and lists, names dropped (a renamed counter keeps its value)."""
+    if isinstance(values, dict):
+        return [x for v in values.values() for x in _leaves(v)]
+    if isinstance(values, list):
+        return [x for v in values for x in _leaves(v)]
+    return [values]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", help="write the fingerprints here (JSON)")
+    p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprint files")
+    args = p.parse_args(argv)
+    if args.compare:
+        a, b = (json.load(open(f)) for f in args.compare)
+        same = True
+        for x, y in zip(a, b, strict=True):
+            diff = [k for k in x if x[k] != y.get(k)]
+            same &= not diff
+            print(f"{x['env_id']:32s} {x['arm']:12s} {'identical' if not diff else 'DIFFERS: ' + ', '.join(diff)}")
+        return 0 if same and len(a) == len(b) else 1
+    torch.set_num_threads(1)
+    rows = []
+    for env_id, arm, steps in CASES:
+        rows.append(fingerprint_run(env_id, arm, steps))
+        print(json.dumps(rows[-1]), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

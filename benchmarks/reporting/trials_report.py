@@ -1,0 +1,255 @@
+"""Tables of the trials suites (held-out instances, frozen weights), from the files ``benchmarks.suites.trials`` writes.
+
+``python -m benchmarks.reporting.trials_report`` prints the markdown; :func:`trials_section` is what
+``python -m benchmarks.reporting.report`` puts in ``docs/benchmarks.md``. Every figure is a mean over
+seeds with its 95 % bootstrap CI (each seed: 20 held-out instances x ``repeats`` runs of
+``K`` trials).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.reporting.stats import bootstrap_ci, difference_ci
+
+#: each family's suite: the folder under benchmarks/results and the ``suite`` of its result files
+SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "incontext-maze",
+          "ml1-reach": "metaworld-ml1-reach", "ml1-reach-moves": "metaworld-ml1-reach-moves"}
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
+             "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
+             "crl-trials-nosil", "crl-trials-imitate", "crl-trials-imitate-nearest",
+             "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random",
+             "crl-trials-imitate-nearest-strong", "ppo", "ppo-sil", "ppo-visible", "recurrent-ppo-trials", "retrieve-and-play"]
+
+#: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
+COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-novelty", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-frozen", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-random", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-nodemos", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-nodemos", "with_demonstration", "with_demonstration", "trial1"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "after_first_success"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("ppo", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-sil", "with_demonstration", "without_experience", "trial1"),
+    ("retrieve-and-play", "with_experience", "with_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+]
+
+#: the novelty arm (``build_trials_method``'s default) against its own ablations and the memory peer
+NOVELTY_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-novelty-frozen", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-novelty-frozen", "with_experience", "with_experience", "after_first_success"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
+]
+
+#: the defaults with the entry-imitation loss, against the defaults and the lookup
+IMITATE_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-novelty-successes", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-novelty-successes", "with_experience", "with_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+]
+
+#: entry imitation of the nearest shown success, for continuous states (``crl-trials-imitate-nearest``,
+#: Meta-World): against the method without it, and the learning-free player
+NEAREST_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials", "with_experience", "with_experience", "cumulative@K"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-imitate-nearest-frozen", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-imitate-nearest-frozen", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-imitate-nearest-random", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-imitate-nearest-strong", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-imitate-nearest-strong", "with_experience", "with_experience", "after_first_success"),
+]
+
+#: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
+#: against its own weights shown nothing of the run but the index
+INDEX_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-default-imitate", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-default-imitate", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-default-index", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+]
+
+#: more training mazes (``crl-trials-1000``): against the method on 200 and the peers, one demonstration
+MAZES_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-default-imitate", "with_demonstration", "with_demonstration", "trial1"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-sil", "with_demonstration", "without_experience", "trial1"),
+]
+
+CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
+
+
+def load(family: str, root: Path = RESULTS) -> dict[str, list[dict[str, Any]]]:
+    """``{arm: [result, ...]}`` of one family, sorted by seed."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted((root / SUITES[family]).glob("*/seed*.json")):
+        res = json.loads(path.read_text())
+        out[res["arm"]].append(res)
+    for runs in out.values():
+        runs.sort(key=lambda r: r["seed"])
+    return dict(sorted(out.items(), key=lambda kv: ARM_ORDER.index(kv[0]) if kv[0] in ARM_ORDER else 99))
+
+
+def metric(result: dict[str, Any], condition: str, name: str) -> float:
+    """One seed's figure: ``trial1``, ``cumulative@K``, ``after_first_success`` or ``mean`` (all trials); nan if absent."""
+    m = result.get("heldout", {}).get(condition)
+    if not m:
+        return math.nan
+    if name == "trial1":
+        return float(m["success_by_trial"][0])
+    if name == "cumulative@K":
+        return float(m["cumulative_by_trial"][-1])
+    if name == "mean":
+        return float(np.mean(m["success_by_trial"]))
+    value = m.get(name)
+    return math.nan if value is None else float(value)
+
+
+def cell(values: list[float]) -> str:
+    v = [x for x in values if math.isfinite(x)]
+    if not v:
+        return "n/a"
+    if len(v) == 1:
+        return f"{v[0]:.2f} (1 seed)"
+    lo, hi = bootstrap_ci(v)
+    return f"{np.mean(v):.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def by_trial_cell(runs: list[dict[str, Any]], condition: str) -> str:
+    rows = [r["heldout"][condition]["success_by_trial"] for r in runs if r.get("heldout", {}).get(condition)]
+    if not rows:
+        return "n/a"
+    return " / ".join(f"{x:.2f}" for x in np.mean(rows, axis=0))
+
+
+def table(arms: dict[str, list[dict[str, Any]]]) -> list[str]:
+    lines = ["| arm | seeds | steps | condition | success by trial (mean over seeds) | trial 1 | cumulative by trial K "
+             "| after the first success |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for arm, runs in arms.items():
+        for cond in CONDITIONS:
+            if not any(r.get("heldout", {}).get(cond) for r in runs):
+                continue
+            lines.append(f"| {arm} | {len(runs)} ({', '.join(str(r['seed']) for r in runs)}) | "
+                         f"{runs[0]['steps'] // 1000 if runs[0].get('train') else 0}k | {cond.replace('_', ' ')} | "
+                         f"{by_trial_cell(runs, cond)} | {cell([metric(r, cond, 'trial1') for r in runs])} | "
+                         f"{cell([metric(r, cond, 'cumulative@K') for r in runs])} | "
+                         f"{cell([metric(r, cond, 'after_first_success') for r in runs])} |")
+    return lines
+
+
+def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-trials",
+                     comparisons: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+    """``method`` minus each arm of ``comparisons`` (default :data:`COMPARISONS`) that has results."""
+    if method not in arms:
+        return []
+    lines = [f"| {method} minus | metric | difference [95 % CI] | apart |", "| --- | --- | --- | --- |"]
+    for other, cond_m, cond_o, name in COMPARISONS if comparisons is None else comparisons:
+        if other not in arms:
+            continue
+        a = [metric(r, cond_m, name) for r in arms[method]]
+        b = [metric(r, cond_o, name) for r in arms[other]]
+        d, lo, hi = difference_ci(a, b)
+        if not math.isfinite(d):
+            continue
+        apart = "above" if lo > 0 else "below" if hi < 0 else "overlap"
+        lines.append(f"| {other} ({cond_o.replace('_', ' ')}) | {name} ({cond_m.replace('_', ' ')}) | "
+                     f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] | {apart} |")
+    return lines
+
+
+def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor", "maze", "ml1-reach",
+                                                                    "ml1-reach-moves")) -> list[str]:
+    """The markdown of every trials family with results (empty when none)."""
+    out: list[str] = []
+    for family in families:
+        arms = load(family, root)
+        if not arms:
+            continue
+        first = next(iter(arms.values()))[0]
+        others = ", ".join(f"`{arm}` on {runs[0]['train_instances']}" for arm, runs in arms.items()
+                           if runs[0]["train_instances"] != first["train_instances"])
+        trained = f"{first['train_instances']}" + (f" (but {others})" if others else "")
+        out += [f"### {SUITES[family]}: {first['task']}", "",
+                f"{first['trials']} trials per run; trained on {trained} instances, evaluated on "
+                f"{len(first['heldout_instances'])} held-out instances with frozen weights (stochastic policy). "
+                f"Files: `benchmarks/results/{SUITES[family]}/`; regenerate with `python -m benchmarks.suites.trials "
+                f"--family {family} --arms ARM --seeds ...`.", ""]
+        out += table(arms) + [""]
+        for method, comparisons in (("crl-trials", COMPARISONS), ("crl-trials-novelty", NOVELTY_COMPARISONS),
+                                    ("crl-trials-default-imitate", IMITATE_COMPARISONS),
+                                    ("crl-trials-default-index", INDEX_COMPARISONS),
+                                    ("crl-trials-1000", MAZES_COMPARISONS),
+                                    ("crl-trials-imitate-nearest", NEAREST_COMPARISONS)):
+            comp = comparison_table(arms, method, comparisons)
+            if len(comp) > 2:
+                out += comp + [""]
+    return out
+
+
+def headline(root: Path = RESULTS, family: str = "darkroom") -> list[str]:
+    """The README's table of one trials family: per arm, held-out success on the first trial
+    without experience, after the first success with experience, cumulative by trial K, and on
+    the first trial with one demonstration (means over seeds, 95 % CIs)."""
+    arms = load(family, root)
+    if not arms:
+        return ["(no trials results yet)"]
+    lines = ["| arm | seeds | trial 1, no experience | after the first success | cumulative by trial 4 | "
+             "trial 1, one demonstration |", "| --- | --- | --- | --- | --- | --- |"]
+    trained = [int(r.get("steps") or 0) for runs in arms.values() for r in runs if r.get("steps")]
+    usual = max(set(trained), key=trained.count) if trained else 0  # the family's usual budget
+    for arm, runs in arms.items():
+        mem = "with_experience" if any(r["heldout"].get("with_experience") for r in runs) else "without_experience"
+        steps = {int(r.get("steps") or 0) for r in runs} - {0, usual}
+        seeds = f"{len(runs)}" + (f" ({'/'.join(f'{s // 1000}k' for s in sorted(steps))} steps)" if steps else "")
+        lines.append(f"| {arm} | {seeds} | {cell([metric(r, 'without_experience', 'trial1') for r in runs])} | "
+                     f"{cell([metric(r, mem, 'after_first_success') for r in runs])} | "
+                     f"{cell([metric(r, mem, 'cumulative@K') for r in runs])} | "
+                     f"{cell([metric(r, 'with_demonstration', 'trial1') for r in runs])} |")
+    return lines + ["", "Arms shown nothing (`ppo`, `ppo-sil`, `recurrent-ppo-trials`) report their runs as they are; "
+                    "the recurrent policy carries its LSTM state across a run's trials."]
+
+
+def replace_block(text: str, start: str, end: str, block: list[str]) -> str:
+    """``text`` with the lines between the markers ``start`` and ``end`` replaced (unchanged without them)."""
+    if start not in text or end not in text:
+        return text
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return before + start + "\n" + "\n".join(block) + "\n" + end + after
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Print the trials suites' tables (markdown).")
+    p.add_argument("--family", nargs="+", default=["darkroom"])
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    print("\n".join(trials_section(args.results, tuple(args.family))) or "no trials results")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,394 @@
+"""The trials suites: experience the state lacks, on held-out instances with frozen weights.
+
+``python -m benchmarks.suites.trials --family darkroom --arms crl-trials ppo --seeds 0 1 2 3 4``
+trains each (arm, seed) on the family's training instances, then evaluates the frozen
+policy on its held-out instances, ``K`` trials per run, and writes
+``benchmarks/results/<suite>/<arm>/seed<N>.json`` (``trials-darkroom``, ``trials-keydoor``, ``incontext-maze``) with, beside the training curve,
+``heldout``: ``{"instances", "trials", "with_experience", "without_experience",
+"with_demonstration"}`` (each ``{"success_by_trial", "cumulative_by_trial",
+"after_first_success", "runs"}``; what an arm cannot use is left out) and
+``demonstrations_used``. A result file holds the settings it was made with: a rerun with the
+same settings skips it (and says so), with other settings stops before training unless
+``--force``.
+
+Families: ``darkroom``, the hidden-goal room
+(:class:`integrations.minihack.hidden_goal.HiddenGoalRoom`; 10x10, position-only
+observation, a 25-step cap, 79 training goals and 20 held-out goals); ``keydoor``, the
+hidden key-and-door room (:class:`integrations.minihack.hidden_key_door.HiddenKeyDoorRoom`;
+7x7, position and a has-key bit, a 30-step cap where a fixed sweep finds 0.29 of the pairs,
+80 training pairs and 20 held-out pairs).
+
+Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`
+and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
+    ``crl-trials``: the method (:data:`METHOD`): guided trials read the nearest steps of
+    their run's earlier trials, failures written, the extractor trained by paired credit,
+    self-imitation of successful trials as they were seen (entries included), and a
+    quarter of the guided training runs start with a demonstration of their training
+    instance in their scope.
+    Ablations, each the method with one change: ``crl-trials-successes`` (failed trials not
+    written), ``crl-trials-frozen`` (the extractor never trained), ``crl-trials-random`` (a
+    guided trial reads a finished run of another instance), ``crl-trials-nodemos`` (no
+    demonstration in training), ``crl-trials-nosil`` (no self-imitation).
+    ``crl-trials-novelty``: the method with a training-time exploration bonus (0.02) for each
+    guided step onto an observation new to its run, while the run has neither a success nor a
+    demonstration, so that reading the failed trials pays: does the memory of failures teach
+    the policy to go elsewhere (cumulative success)? ``crl-trials-novelty-always``: the bonus
+    in every guided training run, also after a success. ``crl-trials-novelty-successes`` and
+    ``crl-trials-novelty-frozen``: the novelty arm without failed trials written, and with its
+    extractor never trained (which part of its gain do the failures and the extractor carry?).
+    ``crl-trials-novelty-paths``: the novelty arm (failures written) reading each earlier trial's
+    path too (6 steps spread along it, besides its 2 nearest steps; all 3 earlier trials in 24
+    slots): can a run's failed trials steer it somewhere new once the policy sees where they went?
+    ``crl-trials-default-imitate``: the default method (the novelty bonus, failures not written)
+    with the entry-imitation loss as well: does following a shown success need a loss on it?
+    ``crl-trials-default-index``: that arm with the trial's index in its run shown to the
+    policy (``TrialMemory(trial_index=True)``; guided and free trials alike): does a plan across
+    trials need how many trials came before, rather than what they found?
+    ``crl-trials-1000`` (mazes only): the method trained on 1,000 mazes instead of 200, the
+    held-out mazes the same: does reading a new maze's demonstration need more training mazes?
+    ``crl-trials-imitate``: no self-imitation and no demonstrations, but an imitation loss on
+    the action of the shown successful step under the agent (:class:`~integrations.sb3.trials_imitation.EntryImitationCallback`).
+    Peers: ``ppo`` (the same network shown nothing: PPO, and the no-retrieval ablation);
+    ``ppo-sil`` (the same with self-imitation from a plain buffer of its successes);
+    ``recurrent-ppo-trials`` (sb3-contrib's RecurrentPPO, its LSTM state carried across the
+    ``K`` trials of a run: RL^2, no bank); ``retrieve-and-play`` (no learning: the nearest
+    shown success entry's action, else a random one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness.cli_checks import bad_seeds, check_output_folder
+from benchmarks.harness.result_file import write_result
+from benchmarks.harness.workers import Stopped, worker_pool
+from benchmarks.reporting.trials_report import SUITES
+from benchmarks.suites.trials_ml1 import (
+    ml1_reach_family,
+    ml1_reach_moves_family,
+    normalized_predict,
+    ppo_settings,
+)
+from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+#: the method: guided trials read their run's earlier trials (and a demonstration where one was
+#: placed), self-imitation of successful trials as they were seen, a quarter of the guided
+#: training runs given a demonstration of their training instance
+METHOD: dict[str, Any] = {"kind": "crl", "sil": True, "train_demo_ratio": 0.25}
+
+ARMS: dict[str, dict[str, Any]] = {
+    "crl-trials": METHOD,
+    "crl-trials-successes": {**METHOD, "write_failures": False},
+    "crl-trials-frozen": {**METHOD, "train_extractor": False},
+    "crl-trials-random": {**METHOD, "scope": "other"},
+    "crl-trials-nodemos": {**METHOD, "train_demo_ratio": 0.0},
+    "crl-trials-nosil": {**METHOD, "sil": False},
+    "crl-trials-imitate": {"kind": "crl", "imitate": True},
+    "crl-trials-novelty": {**METHOD, "novelty_bonus": 0.02},
+    "crl-trials-novelty-always": {**METHOD, "novelty_bonus": 0.02, "novelty_until_success": False},
+    "crl-trials-novelty-successes": {**METHOD, "novelty_bonus": 0.02, "write_failures": False},
+    "crl-trials-novelty-frozen": {**METHOD, "novelty_bonus": 0.02, "train_extractor": False},
+    "crl-trials-novelty-paths": {**METHOD, "novelty_bonus": 0.02, "k": 24, "per_trial": 2, "path": 6},
+    "crl-trials-default-imitate": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True},
+    "crl-trials-default-index": {**METHOD, "novelty_bonus": 0.02, "write_failures": False, "imitate": True,
+                                 "trial_index": True},
+    "crl-trials-1000": {**METHOD, "train_instances": 1000},
+    # continuous states (Meta-World) never repeat exactly: imitate the nearest shown success, as retrieve-and-play plays it
+    "crl-trials-imitate-nearest": {**METHOD, "imitate": {"max_distance": None}},
+    "crl-trials-imitate-nearest-frozen": {**METHOD, "imitate": {"max_distance": None}, "train_extractor": False},
+    "crl-trials-imitate-nearest-random": {**METHOD, "imitate": {"max_distance": None}, "scope": "other"},
+    "crl-trials-imitate-nearest-strong": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}},
+    "ppo": {"kind": "crl", "scope": "none"},
+    "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
+    "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
+    "recurrent-ppo-trials": {"kind": "recurrent"},
+    "retrieve-and-play": {"kind": "play"},
+}
+
+#: PPO's settings for every arm (RecurrentPPO takes the same)
+PPO_KWARGS: dict[str, Any] = TRIALS_PPO_KWARGS
+N_ENVS = 8
+GROUP_SIZE = 4
+FREE_MEMBERS = 1
+K_ENTRIES = 8
+EXP_DIM = 8
+
+
+# ---------------------------------------------------------------------------- families
+def darkroom_family() -> dict[str, Any]:
+    from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration, split_goals
+    train, held_out = split_goals(10, 20, seed=0)
+    return {"task": "HiddenGoalRoom-10x10 (MiniHack level generator, position only, 25-step cap)",
+            "make": lambda: HiddenGoalRoom(10, 25), "train": train, "held_out": held_out, "horizon": 25,
+            "trials": 4, "demonstration": goal_demonstration}
+
+
+def keydoor_family() -> dict[str, Any]:
+    from integrations.minihack.hidden_goal import MOVES
+    from integrations.minihack.hidden_key_door import (
+        HiddenKeyDoorRoom,
+        key_door_actions,
+        seed_pair,
+        split_pairs,
+    )
+    size, cap = 7, 30
+    train, held_out = split_pairs(size, 80, 20, seed=0)
+
+    def demonstration(seed: int) -> tuple[np.ndarray, np.ndarray]:
+        key, _ = seed_pair(seed, size)
+        actions = key_door_actions(seed, size)
+        x = y = has = 0
+        obs = []
+        for a in actions:
+            obs.append([x, y, has])
+            x, y = x + MOVES[a][0], y + MOVES[a][1]
+            has = has or int(y * size + x == key)
+        return np.asarray(obs, np.float32), np.asarray(actions)
+
+    return {"task": f"HiddenKeyDoorRoom-{size}x{size} (MiniHack level generator, position and has-key only, "
+                    f"{cap}-step cap)",
+            "make": lambda: HiddenKeyDoorRoom(size, cap), "train": train, "held_out": held_out, "horizon": cap,
+            "trials": 4, "demonstration": demonstration}
+
+
+def maze_family(train_mazes: int = 200) -> dict[str, Any]:
+    from itertools import count
+
+    from integrations.minihack import GlyphCNNExtractor
+    from integrations.minihack.incontext_maze import (
+        InContextMaze,
+        maze_demonstration,
+        position_key_encoder,
+        split_mazes,
+    )
+    train, held_out = split_mazes(train_mazes, 20)
+    seeds = count()
+    return {"task": "MiniHack-MazeWalk-9x9-v0, 3 random moves before each episode, cap 1.5x the shortest path",
+            "make": lambda: InContextMaze(seed=next(seeds)), "train": train, "held_out": held_out, "horizon": 40,
+            "trials": 1, "demonstration": maze_demonstration, "demo_ratio": 1.0,
+            "memory_kwargs": {"key_encoder": position_key_encoder()},
+            "features_kwargs": {"base_extractor_class": GlyphCNNExtractor}}
+
+
+FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
+                                                      "maze": maze_family, "ml1-reach": ml1_reach_family,
+                                                      "ml1-reach-moves": ml1_reach_moves_family}
+
+
+# ---------------------------------------------------------------------------- one run
+def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
+    """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from experience_wrappers.trials import TrialMemory
+    from experience_wrappers.trials.play import RetrieveAndPlay
+    from integrations.sb3.trials_evaluation import evaluate_trials, run_trials, trial_metrics
+    from integrations.sb3.trials_logging import TrialsLogCallback
+    from integrations.sb3.trials_method import build_trials_method
+
+    torch.set_num_threads(1)
+    spec = dict(ARMS[arm])
+    train_instances = spec.pop("train_instances", None)  # an arm may train on more instances than its family's
+    if train_instances and family != "maze":
+        raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
+    fam = FAMILIES[family](train_instances) if train_instances else FAMILIES[family]()
+    kind = spec.pop("kind")
+    if spec.pop("goal", "hidden") == "visible":  # the ceiling: the same task with its goal shown
+        if "make_visible" not in fam:
+            raise ValueError(f"arm {arm!r} shows the goal: family {family!r} has no goal-visible env")
+        fam = {**fam, "make": fam["make_visible"], "task": fam["task"].replace("goal hidden", "goal VISIBLE")}
+    demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
+    if demo_ratio:  # a family may give its demonstrations to every guided run (the in-context mazes)
+        demo_ratio = float(fam.get("demo_ratio", demo_ratio))
+    sil = bool(spec.pop("sil", False))
+    imitate = spec.pop("imitate", False)  # True, or EntryImitationCallback's arguments
+    novelty = float(spec.pop("novelty_bonus", 0.0))
+    novelty_until = bool(spec.pop("novelty_until_success", True))
+    ppo_kwargs = {**PPO_KWARGS, **ppo_settings(fam.get("ppo", {})), **spec.pop("ppo", {})}
+    vec_normalize = fam.get("vec_normalize")
+    k_trials = fam["trials"]
+    proto = fam["make"]()
+    obs_space, act_space = proto.observation_space, proto.action_space
+    proto.close()
+    t0 = time.time()
+    out: dict[str, Any] = {"suite": SUITES[family], "task": fam["task"], "arm": arm, "seed": seed,
+                           "steps": steps, "trials": k_trials, "train_instances": len(fam["train"]),
+                           "heldout_instances": list(fam["held_out"])}
+    held = fam["held_out"]
+
+    def memory(**overrides: Any) -> TrialMemory:
+        # the arms write failed trials unless they say otherwise (the arms as recorded; the
+        # library's TrialMemory has not written them by default since the novelty ablations)
+        kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, "write_failures": True, **fam.get("memory_kwargs", {}),
+              **spec, **overrides}
+        return TrialMemory(obs_space, act_space, horizon=fam["horizon"], **kw)
+
+    def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
+        return evaluate_trials(predict, fam["make"], mem_factory, held, trials=k_trials, repeats=repeats,
+                               conditions=conditions, demonstrations=fam["demonstration"], seed=seed)
+
+    heldout: dict[str, Any] = {"instances": len(held), "trials": k_trials, "repeats": repeats}
+    if kind == "play":
+        player = RetrieveAndPlay(memory().layout, act_space, seed=seed)
+        heldout.update(evaluate(player.predict, memory, ("with_experience", "without_experience",
+                                                         "with_demonstration")))
+        out["train"] = None
+    elif kind == "recurrent":
+        from sb3_contrib import RecurrentPPO
+        venv: Any = DummyVecEnv([_meta_episode(fam["make"], fam["train"], k_trials, seed * 1000 + i, monitor=True)
+                            for i in range(N_ENVS)])
+        if vec_normalize is not None:
+            from stable_baselines3.common.vec_env import VecNormalize
+            venv = VecNormalize(venv, norm_obs_keys=["observation"], **vec_normalize)
+        log = TrialsLogCallback(k_trials, every=8192)
+        rkw = dict(ppo_kwargs)
+        model = RecurrentPPO("MultiInputLstmPolicy", venv, seed=seed, verbose=0,
+                             policy_kwargs={"lstm_hidden_size": 64, "net_arch": [64, 64],
+                                            **rkw.pop("policy_kwargs", {})}, **rkw)
+        model.learn(steps, callback=log)
+        venv.close()
+        out["train"] = {"curve": log.curve, "final": log.snapshot()}
+        ev = DummyVecEnv([_meta_episode(fam["make"], [g], k_trials, seed) for g in held])
+        heldout["without_experience"] = trial_metrics(run_trials(ev, normalized_predict(model), runs_per_env=repeats,
+                                                                 trials=k_trials, recurrent=True))
+        heldout["note"] = "no bank: the LSTM state carried across the run's trials is its only memory"
+        ev.close()
+    else:
+        mem = memory()
+        run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=GROUP_SIZE,
+                                  free_members=FREE_MEMBERS, trials=k_trials, sil=sil,
+                                  demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
+                                  novelty_bonus=novelty, novelty_until_success=novelty_until,
+                                  ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"),
+                                  vec_normalize=vec_normalize, seed=seed)
+        method_model, method_venv = run.model, run.model.get_env()
+        log = TrialsLogCallback(k_trials, every=8192)
+        method_model.learn(steps, callback=[log, *run.callbacks])
+        assert method_venv is not None
+        method_venv.close()
+        out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}
+
+        def frozen_memory() -> TrialMemory:
+            m = memory(train_extractor=False)
+            if mem.trainer is not None and m.trainer is not None:
+                m.trainer.extractor.load_state_dict(mem.trainer.extractor.state_dict())
+            return m
+        conditions = ("without_experience",) if spec.get("scope") == "none" else (
+            "without_experience", "with_experience", "with_demonstration")
+        heldout.update(evaluate(normalized_predict(method_model), frozen_memory, conditions))
+    out["heldout"] = heldout
+    out["demonstrations_used"] = {"training_runs_share": demo_ratio,
+                                  "test_per_run": 1 if "with_demonstration" in heldout else 0}
+    out["wall_s"] = round(time.time() - t0, 1)
+    out["steps_per_s"] = round(steps / out["wall_s"], 1) if steps and kind != "play" else None
+    return out
+
+
+# ---------------------------------------------------------------------------- the suite
+def _meta_episode(make: Callable[[], Any], instances: list[int], trials: int, seed: int,
+                  monitor: bool = False) -> Callable[[], Any]:
+    """An env factory: the ``trials`` trials of an instance as one episode (RecurrentPPO's peer)."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from experience_wrappers.trials.meta_episode import MetaEpisode
+
+    def build() -> Any:
+        env = MetaEpisode(make(), instances=instances, trials=trials, seed=seed)
+        return Monitor(env) if monitor else env
+    return build
+
+def _settings(family: str, arm: str, steps: int, repeats: int) -> dict[str, Any]:
+    out = {"family": family, "arm": arm, "arm_settings": ARMS[arm], "steps": steps if ARMS[arm]["kind"] != "play" else 0,
+           "repeats": repeats, "ppo": PPO_KWARGS, "n_envs": N_ENVS, "group_size": GROUP_SIZE,
+           "free_members": FREE_MEMBERS, "k": K_ENTRIES, "exp_dim": EXP_DIM}
+    if family.startswith("ml1-"):  # the calibrated PPO overrides the trials' defaults
+        fam = FAMILIES[family]()
+        out.update({"ppo": {**PPO_KWARGS, **fam["ppo"]}, "calibration": fam["calibration"],
+                    "vec_normalize": fam["vec_normalize"], "horizon": fam["horizon"]})
+    return out
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _job(family: str, arm: str, seed: int, steps: int, repeats: int, path: str) -> str:
+    result = run_one(family, arm, seed, steps, repeats)
+    result["settings"] = _settings(family, arm, steps, repeats)
+    result["commit"] = _commit()
+    write_result(Path(path), result)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--family", default="darkroom", choices=sorted(FAMILIES))
+    p.add_argument("--arms", nargs="+", default=["crl-trials", "ppo"], choices=sorted(ARMS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
+    p.add_argument("--steps", type=int, default=300_000)
+    p.add_argument("--repeats", type=int, default=5, help="runs per held-out instance in evaluation")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--out", type=Path, default=None, help="folder (default benchmarks/results/<suite>: trials-darkroom, trials-keydoor, incontext-maze)")
+    p.add_argument("--force", action="store_true", help="rerun and overwrite results made with other settings")
+    args = p.parse_args(argv)
+    if args.steps <= 0 or args.repeats <= 0 or args.jobs <= 0:
+        p.error("--steps, --repeats and --jobs must be positive")
+    seeds_problem = bad_seeds(args.seeds)
+    if seeds_problem:
+        p.error(seeds_problem)
+    out = args.out or RESULTS / SUITES[args.family]
+    try:
+        check_output_folder(out, "--out")
+    except ValueError as exc:
+        p.error(str(exc))
+    todo = []
+    for arm in args.arms:
+        for seed in args.seeds:
+            path = out / arm / f"seed{seed}.json"
+            if path.exists():
+                old = json.loads(path.read_text()).get("settings")
+                new = _settings(args.family, arm, args.steps, args.repeats)
+                if old == new:
+                    print(f"skip {path}: done with these settings")
+                    continue
+                if not args.force:
+                    diff = sorted(k for k in new if (old or {}).get(k) != new[k])
+                    print(f"stop: {path} was made with other settings (differ: {diff}); rerun with --force to "
+                          f"replace it, or --out for a folder of its own", file=sys.stderr)
+                    return 2
+            todo.append((arm, seed, path))
+    print(f"{len(todo)} runs to do, {args.jobs} at a time")
+    finished = 0
+    try:
+        with worker_pool(args.jobs) as pool:  # stopping this command stops its runs
+            futures = [pool.submit(_job, args.family, arm, seed, args.steps, args.repeats, str(path))
+                       for arm, seed, path in todo]
+            for f in as_completed(futures):
+                f.result()
+                finished += 1
+    except Stopped as stop:  # worker_pool has said so
+        print(f"{finished} of {len(todo)} runs had finished", file=sys.stderr, flush=True)
+        return stop.code if isinstance(stop.code, int) else 1
+    print(f"report: python -m benchmarks.reporting.trials_report --family {args.family}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
