@@ -59,3 +59,20 @@ def test_trace_step_counts_the_path_of_an_episode_end_and_of_a_trial_end() -> No
     assert run["extractor_updated"]
     assert "experience_wrappers/trials/memory.py" in run["calls_per_file"]
     assert "experience_wrappers/manager/manager.py" in task["calls_per_file"]
+
+
+def test_step_profile_attributes_the_two_line_forms_time_to_the_librarys_parts(tmp_path) -> None:
+    """The profile of the README's two-line form finds time in the wrapper, the retrieval and the
+    bank, and none of it in plain PPO's run."""
+    import json
+
+    from benchmarks.perf.step_profile import main
+
+    out = tmp_path / "profile.json"
+    assert main(["--steps", "256", "--n-envs", "2", "--mode", "sync", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    crl, ppo = result["crl"]["us_per_step"], result["ppo"]["us_per_step"]
+    for area in ("wrapper (record, inject, checks)", "retrieval", "bank", "manager (credit, distil, write)"):
+        assert crl.get(area, 0.0) > 0.0, area
+        assert ppo.get(area, 0.0) == 0.0, area
+    assert result["crl"]["steps"] >= 256 and result["ppo"]["steps"] >= 256

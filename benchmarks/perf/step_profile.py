@@ -1,0 +1,148 @@
+"""Where the per-step time goes on your env: the README's two-line form against plain PPO, profiled.
+
+``python -m benchmarks.perf.step_profile --env CartPole-v1 --steps 8192`` trains, one after the
+other on the same seed, plain PPO and the README's two-line form (an ``ExperienceWrapper`` per
+env, ``ExperiencePolicy`` with :func:`~integrations.sb3.crl_policy_kwargs`, ``CRLCallback()``
+with its defaults; SB3's default PPO settings; ``--n-envs`` envs in a ``DummyVecEnv``), each
+under ``cProfile``, and prints the own time per environment step of each area of the code:
+the env, SB3, torch, numpy, hnswlib and each part of this library (the wrapper, key
+encoding, retrieval, the manager, the bank, the extractor, the callback, self-imitation),
+for both runs and their difference: what experience costs per step, and where. MiniHack ids
+get MiniHack's env factory and glyph CNN (the library's env families); any other id
+``gym.make``. ``--out FILE`` writes the figures as JSON. ``--mode sync`` runs the manager on
+the actor's thread: in the default ``async`` mode its thread's work (distillation, extractor
+training) is not in the profile, which sees the actor's thread only.
+
+A profiler slows Python calls more than C calls, so the areas' shares are indicative and the
+steps/s printed (profiled) are lower than unprofiled; ``benchmarks.perf.overhead`` measures the
+unprofiled ratio side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.result_file import write_result
+
+__all__ = ["area_of", "profile_run", "main"]
+
+#: this library's parts, by the folder or file a function lives in (the first that matches)
+LIBRARY_AREAS: tuple[tuple[str, str], ...] = (
+    ("experience_wrappers/wrappers/retrieval", "retrieval"),
+    ("experience_wrappers/wrappers/", "wrapper (record, inject, checks)"),
+    ("experience_wrappers/keys/", "key encoding"),
+    ("experience_wrappers/bank/", "bank"),
+    ("experience_wrappers/manager/", "manager (credit, distil, write)"),
+    ("experience_wrappers/credit/", "manager (credit, distil, write)"),
+    ("experience_wrappers/extractor/", "extractor"),
+    ("integrations/sb3/self_imitation", "self-imitation"),
+    ("integrations/sb3/", "callback and policy (integrations/sb3)"),
+    ("integrations/minihack/", "env (MiniHack adapter)"),
+    ("experience_wrappers/", "library, other"),
+)
+
+
+def area_of(filename: str, function: str) -> str:
+    """The area a profiled function belongs to, from its file (C functions: from their name).
+
+    >>> area_of("/x/experience_wrappers/bank/search.py", "query")
+    'bank'
+    >>> area_of("~", "<method 'knn_query' of 'hnswlib.Index' objects>")
+    'hnswlib'
+    """
+    path = filename.replace("\\", "/")
+    for key, area in LIBRARY_AREAS:
+        if key in path:
+            return area
+    for key, area in (("stable_baselines3", "SB3"), ("/torch/", "torch"), ("/numpy/", "numpy"),
+                      ("/gymnasium/", "env (gymnasium)"), ("/nle/", "env (NLE)"), ("/minihack/", "env (MiniHack)"),
+                      ("/metaworld/", "env (Meta-World)"), ("/mujoco/", "env (Meta-World)"), ("hnswlib", "hnswlib")):
+        if key in path or key.strip("/") in function:
+            return area
+    if path == "~":
+        return "torch" if "torch" in function else "numpy" if "numpy" in function else "built-ins"
+    return "other"
+
+
+def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: int,
+                mode: str = "async") -> dict[str, Any]:
+    """Train one run under ``cProfile``; its steps/s and its own time per env step by area (µs)."""
+    import torch
+    from stable_baselines3 import PPO
+
+    from experience_wrappers import ExperienceBank
+    from integrations.sb3 import CRLCallback, ExperiencePolicy, crl_policy_kwargs
+    from integrations.sb3.env_families import build_env, family_of
+
+    torch.manual_seed(seed)
+    fam = family_of(env_id)
+    bank = ExperienceBank(seed=seed) if experience else None
+    env = build_env(env_id, n_envs, seed, bank, family=fam, manager_kwargs={"mode": mode} if experience else None)
+    if experience:
+        base_cls, base_kwargs = fam.base_extractor or (None, None)
+        model = PPO(ExperiencePolicy, env, seed=seed,
+                    policy_kwargs=crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs))
+    else:
+        policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
+        model = PPO(policy, env, seed=seed, policy_kwargs=dict(fam.base_policy_kwargs))
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    model.learn(steps, callback=CRLCallback() if experience else None)
+    prof.disable()
+    wall = time.perf_counter() - t0
+    env.close()
+    done = int(model.num_timesteps)
+    areas: dict[str, float] = {}
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
+    for (filename, _line, function), (_cc, _nc, tottime, _cum, _callers) in stats.items():
+        area = area_of(filename, function)
+        areas[area] = areas.get(area, 0.0) + tottime
+    return {"env_id": env_id, "experience": experience, "steps": done, "wall_s": round(wall, 2),
+            "steps_per_s_profiled": round(done / wall, 1),
+            "us_per_step": {a: round(1e6 * t / done, 1) for a, t in sorted(areas.items(), key=lambda kv: -kv[1])}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.filterwarnings("ignore")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--env", default="CartPole-v1", help="a gymnasium id (MiniHack ids get MiniHack's factory)")
+    p.add_argument("--steps", type=int, default=8192)
+    p.add_argument("--n-envs", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", choices=("async", "sync"), default="async",
+                   help="the manager's mode (sync: its work on the actor's thread, so in the profile)")
+    p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
+    args = p.parse_args(argv)
+    if args.steps <= 0 or args.n_envs <= 0:
+        p.error("--steps and --n-envs must be positive")
+    import torch
+
+    torch.set_num_threads(1)
+    ppo = profile_run(args.env, False, args.steps, args.n_envs, args.seed)
+    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode)
+    names = sorted(set(ppo["us_per_step"]) | set(crl["us_per_step"]),
+                   key=lambda a: -(crl["us_per_step"].get(a, 0.0) - ppo["us_per_step"].get(a, 0.0)))
+    print(f"{args.env}, {args.steps} steps, {args.n_envs} envs, manager {args.mode}; own time per env step (µs) "
+          "on the actor's thread, under cProfile")
+    print(f"{'area':42} {'PPO':>8} {'two-line CRL':>13} {'difference':>11}")
+    for a in names:
+        x, y = ppo["us_per_step"].get(a, 0.0), crl["us_per_step"].get(a, 0.0)
+        print(f"{a:42} {x:8.1f} {y:13.1f} {y - x:+11.1f}")
+    total_ppo, total_crl = sum(ppo["us_per_step"].values()), sum(crl["us_per_step"].values())
+    print(f"{'total':42} {total_ppo:8.1f} {total_crl:13.1f} {total_crl - total_ppo:+11.1f}")
+    print(f"steps/s under the profiler: PPO {ppo['steps_per_s_profiled']:.0f}, two-line CRL "
+          f"{crl['steps_per_s_profiled']:.0f} ({crl['steps_per_s_profiled'] / ppo['steps_per_s_profiled']:.2f}x)")
+    if args.out:
+        write_result(args.out, {"args": {k: str(v) for k, v in vars(args).items()}, "ppo": ppo, "crl": crl})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
