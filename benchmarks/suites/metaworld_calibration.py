@@ -48,6 +48,7 @@ import numpy as np
 from benchmarks.harness.result_file import write_result
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
+from integrations.metaworld.ml1_trials import visible_tasks
 from integrations.metaworld.wrappers import MetaWorldTaskWrapper
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -102,21 +103,13 @@ def ml1_tasks(task: str = TASK, seed: int = BENCHMARK_SEED, goal: str = "visible
     ``goal="visible"`` re-encodes each task with ``partially_observable=False`` (Meta-World's MT
     override: the goal in ``obs[36:39]``); ``"hidden"`` keeps ML1's tasks as they are (goal zeroed).
     """
-    from metaworld.types import Task
 
     if goal not in ("visible", "hidden"):
         raise ValueError(f"goal must be 'visible' or 'hidden', got {goal!r}")
     train, test = _ml1(task, seed)
 
     def observe(tasks: Sequence[Task]) -> tuple[Task, ...]:
-        if goal == "hidden":
-            return tuple(tasks)
-        out = []
-        for t in tasks:
-            data = pickle.loads(t.data)
-            data["partially_observable"] = False
-            out.append(Task(env_name=t.env_name, data=pickle.dumps(data)))
-        return tuple(out)
+        return tuple(tasks) if goal == "hidden" else visible_tasks(tasks)
 
     return observe(train), observe(test)
 
@@ -227,17 +220,25 @@ def references(task: str = TASK, cap: int = CAP, n_goals: int | None = None) -> 
 
 
 # ---------------------------------------------------------------------------- training
-def _ppo_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
+def ppo_settings(spec: dict[str, Any]) -> dict[str, Any]:
+    """PPO's keyword arguments from a JSON-able setting of :data:`SETTINGS`: ``learning_rate``
+    ``"lin_<x>"`` is a linear decay from x to 0 (rl-zoo's, :func:`benchmarks.harness.zoo.schedule`),
+    ``policy_kwargs.activation_fn`` ``"tanh"`` or ``"relu"``.
+
+    >>> kw = ppo_settings({"learning_rate": "lin_3e-4", "policy_kwargs": {"activation_fn": "tanh"}})
+    >>> round(kw["learning_rate"](0.5), 6), kw["policy_kwargs"]["activation_fn"].__name__
+    (0.00015, 'Tanh')
+    """
     import torch
 
+    from benchmarks.harness.zoo import schedule
+
     kw = dict(spec)
-    lr = kw.get("learning_rate")
-    if isinstance(lr, str) and lr.startswith("lin_"):
-        start = float(lr[4:])
-        kw["learning_rate"] = lambda progress: progress * start
+    if "learning_rate" in kw:
+        kw["learning_rate"] = schedule(kw["learning_rate"])
     if "policy_kwargs" in kw:
         pk = dict(kw["policy_kwargs"])
-        if "activation_fn" in pk:
+        if isinstance(pk.get("activation_fn"), str):
             pk["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[pk["activation_fn"]]
         kw["policy_kwargs"] = pk
     return kw
@@ -282,7 +283,7 @@ def train_and_evaluate(setting: str, seed: int, steps: int, goal: str, eval_ever
     if norm:
         venv = VecNormalize(venv, gamma=float(spec["ppo"].get("gamma", 0.99)), **norm)
     venv.seed(seed)
-    model = PPO("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", **_ppo_kwargs(spec["ppo"]))
+    model = PPO("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", **ppo_settings(spec["ppo"]))
 
     def obs_fn(obs: np.ndarray) -> np.ndarray:
         return np.asarray(venv.normalize_obs(obs)) if isinstance(venv, VecNormalize) else obs

@@ -77,7 +77,6 @@ from benchmarks.suites.trials_ml1 import (
     ml1_reach_family,
     ml1_reach_moves_family,
     normalized_predict,
-    ppo_settings,
 )
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
@@ -217,6 +216,10 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     imitate = spec.pop("imitate", False)  # True, or EntryImitationCallback's arguments
     novelty = float(spec.pop("novelty_bonus", 0.0))
     novelty_until = bool(spec.pop("novelty_until_success", True))
+    from benchmarks.suites.metaworld_calibration import (
+        ppo_settings,  # the ML1 families' calibrated settings
+    )
+
     ppo_kwargs = {**PPO_KWARGS, **ppo_settings(fam.get("ppo", {})), **spec.pop("ppo", {})}
     vec_normalize = fam.get("vec_normalize")
     k_trials = fam["trials"]

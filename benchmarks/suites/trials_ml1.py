@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ml1_reach_family", "ml1_reach_moves_family", "ppo_settings", "normalized_predict", "CALIBRATED",
+__all__ = ["ml1_reach_family", "ml1_reach_moves_family", "normalized_predict", "CALIBRATED",
            "START_MOVES"]
 
 #: the calibration's setting the ML1 families train with
@@ -73,29 +73,6 @@ def ml1_reach_moves_family() -> dict[str, Any]:
                                       start_seed=next(seeds)),
             "make_visible": lambda: ML1Trials("reach-v3", TRIAL_CAP, goal_visible=True, reward_scale=scale,
                                               start_moves=START_MOVES, start_seed=next(seeds))}
-
-
-def ppo_settings(spec: dict[str, Any]) -> dict[str, Any]:
-    """PPO's keyword arguments from a JSON-able setting: ``learning_rate`` ``"lin_<x>"`` is a linear
-    decay from x to 0, ``policy_kwargs.activation_fn`` ``"tanh"`` or ``"relu"``.
-
-    >>> kw = ppo_settings({"learning_rate": "lin_3e-4", "policy_kwargs": {"activation_fn": "tanh"}})
-    >>> round(kw["learning_rate"](0.5), 6), kw["policy_kwargs"]["activation_fn"].__name__
-    (0.00015, 'Tanh')
-    """
-    import torch
-
-    kw = dict(spec)
-    lr = kw.get("learning_rate")
-    if isinstance(lr, str) and lr.startswith("lin_"):
-        start = float(lr[4:])
-        kw["learning_rate"] = lambda progress: progress * start
-    if "policy_kwargs" in kw:
-        pk = dict(kw["policy_kwargs"])
-        if isinstance(pk.get("activation_fn"), str):
-            pk["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[pk["activation_fn"]]
-        kw["policy_kwargs"] = pk
-    return kw
 
 
 def normalized_predict(model: Any) -> Callable[..., tuple[np.ndarray, Any]]:

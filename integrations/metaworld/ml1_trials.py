@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
@@ -42,7 +43,7 @@ from integrations.metaworld.goals import build_benchmark
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from metaworld.types import Task
 
-__all__ = ["ML1Trials", "ml1_instances", "ml1_goal_tasks", "goal_position", "TRIAL_CAP", "BENCHMARK_SEED"]
+__all__ = ["ML1Trials", "ml1_instances", "ml1_goal_tasks", "visible_tasks", "goal_position", "TRIAL_CAP", "BENCHMARK_SEED"]
 
 #: the trial cap: about 3x the scripted reach policy's mean length (49 steps on the held-out
 #: goals, 33-72; benchmarks/results/metaworld-calibration/reach-v3_references.json), twice its
@@ -76,12 +77,15 @@ def ml1_goal_tasks(task: str = "reach-v3", goal_visible: bool = False,
 
     ``goal_visible`` re-encodes each with ``partially_observable=False`` (the goal in ``obs[36:39]``).
     """
-    from metaworld.types import Task
-
     train, test = _ml1(task, int(seed))
     tasks = train + test
-    if not goal_visible:
-        return tasks
+    return visible_tasks(tasks) if goal_visible else tasks
+
+
+def visible_tasks(tasks: Sequence[Task]) -> tuple[Task, ...]:
+    """``tasks`` re-encoded with ``partially_observable=False``: the goal in ``obs[36:39]`` (Meta-World's MT setting)."""
+    from metaworld.types import Task
+
     out = []
     for t in tasks:
         data = pickle.loads(t.data)

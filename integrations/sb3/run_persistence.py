@@ -25,7 +25,7 @@ from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
 __all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "save_run", "load_run",
-           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file"]
+           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file", "check_same_save"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
@@ -147,6 +147,16 @@ def read_method_file(folder: Path) -> dict[str, Any]:
     if not isinstance(saved, dict) or "algorithm" not in saved:
         raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is not a run's settings")
     return saved
+
+
+def check_same_save(folder: Path, method_save_id: Any, lineage: list[str]) -> None:
+    """Refuse a load whose ``method.json`` (of save ``method_save_id``) and run files (the save
+    ``lineage`` now starts with) are of two saves: the folder was replaced while it was read.
+    A ``method.json`` of an earlier version has no save id and passes."""
+    if method_save_id is not None and lineage[:1] != [method_save_id]:
+        raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is of save {method_save_id}, the "
+                           f"run's files of save {lineage[0] if lineage else None} (the folder was replaced while it "
+                           "was read, or written by save_crl since): load it again")
 
 
 def _check_not_stale(path: Path, lineage: list[str] | None) -> None:

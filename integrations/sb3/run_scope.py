@@ -47,7 +47,14 @@ from experience_wrappers.validators import check_int
 
 from .method import ComplementaryRL
 from .method_settings import check_seed, settings_from_json, settings_to_json
-from .run_persistence import METHOD_FILE, RUN_NAMES, load_run, read_method_file, save_run
+from .run_persistence import (
+    METHOD_FILE,
+    RUN_NAMES,
+    check_same_save,
+    load_run,
+    read_method_file,
+    save_run,
+)
 from .self_imitation import SelfImitationCallback
 from .trials_evaluation import evaluate_trials
 from .trials_logging import TrialsLogCallback
@@ -314,10 +321,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             load_kwargs = dict(overrides.get("algorithm_kwargs") or {})
             run.model, replay = load_run(folder, run.env, PPO, lineage=run._lineage,
                                          restore=run.memory.load if run.experience else None, **load_kwargs)
-            if method_save_id is not None and run._lineage[:1] != [method_save_id]:
-                raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is of save {method_save_id}, "
-                                   f"the run's files of save {run._lineage[0] if run._lineage else None} (the folder "
-                                   "was replaced while it was read): load it again")
+            check_same_save(folder, method_save_id, run._lineage)
         except BaseException:
             run.close()
             raise

@@ -63,7 +63,15 @@ from .method_settings import (
 )
 from .rollin_callbacks import RollInCallback, RollInView
 from .rollin_env import GuidedRollInVecEnv
-from .run_persistence import METHOD_FILE, RUN_NAMES, load_crl, load_run, read_method_file, save_run
+from .run_persistence import (
+    METHOD_FILE,
+    RUN_NAMES,
+    check_same_save,
+    load_crl,
+    load_run,
+    read_method_file,
+    save_run,
+)
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
 
 __all__ = ["TaskScopeRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE", "read_method_file"]
@@ -387,10 +395,7 @@ class TaskScopeRL:
                 run.replay = run.manager.replay if run.manager is not None else None
             else:
                 run.model, run.replay = load_run(folder, train_env, algorithm, lineage=run._lineage, **load_kwargs)
-            if method_save_id is not None and run._lineage[:1] != [method_save_id]:
-                raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is of save {method_save_id}, "
-                                   f"the run's files of save {run._lineage[0] if run._lineage else None} (the folder "
-                                   "was replaced while it was read, or written by save_crl since): load it again")
+            check_same_save(folder, method_save_id, run._lineage)
         except BaseException:
             run.close()
             raise
