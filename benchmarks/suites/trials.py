@@ -112,6 +112,9 @@ ARMS: dict[str, dict[str, Any]] = {
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
+    # the ceiling with every env on its own goal (groups of 1): does replaying one goal per group of 4
+    # leave a rollout too few goals? (ppo-visible reached 0.42 in trials, 1.00 in the calibration)
+    "ppo-visible-solo": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1, "free_members": 0},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -212,6 +215,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     demo_ratio = float(spec.pop("train_demo_ratio", 0.0))
     if demo_ratio:  # a family may give its demonstrations to every guided run (the in-context mazes)
         demo_ratio = float(fam.get("demo_ratio", demo_ratio))
+    group_size = int(spec.pop("group_size", GROUP_SIZE))  # an arm may run every env on its own instance
+    free_members = int(spec.pop("free_members", FREE_MEMBERS))
     sil = bool(spec.pop("sil", False))
     imitate = spec.pop("imitate", False)  # True, or EntryImitationCallback's arguments
     novelty = float(spec.pop("novelty_bonus", 0.0))
@@ -271,8 +276,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         ev.close()
     else:
         mem = memory()
-        run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=GROUP_SIZE,
-                                  free_members=FREE_MEMBERS, trials=k_trials, sil=sil,
+        run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=group_size,
+                                  free_members=free_members, trials=k_trials, sil=sil,
                                   demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
                                   novelty_bonus=novelty, novelty_until_success=novelty_until,
                                   ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"),
