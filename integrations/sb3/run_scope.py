@@ -90,7 +90,12 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             self-imitation, no entry imitation, no novelty bonus.
         self_imitation, imitate, novelty_bonus, novelty_until_success, demo_ratio: as
             :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives
-            what each was measured to earn); its defaults.
+            what each was measured to earn); its defaults. ``imitate`` may be the imitation
+            callback's arguments: for continuous states, which never repeat exactly, copy the
+            nearest shown success at any distance (``{"max_distance": None}``; on Meta-World
+            reach with 16 batches per update, ``{"max_distance": None, "n_batches": 16}``, one
+            demonstration was followed at 0.61 from the first trial against 0.32 without the
+            loss: docs/benchmarks.md, one seed).
         memory_kwargs: :class:`~experience_wrappers.trials.TrialMemory`'s (``horizon``: a trial's
             step cap, default the env's ``spec.max_episode_steps``, else its ``max_steps``; ``k``, ``exp_dim``,
             ``write_failures``, ``trial_index``, ``dense_rewards``, ...).
