@@ -76,7 +76,6 @@ from benchmarks.reporting.trials_report import SUITES
 from benchmarks.suites.trials_ml1 import (
     ml1_reach_family,
     ml1_reach_moves_family,
-    normalized_predict,
 )
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
@@ -197,7 +196,12 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
 
     from experience_wrappers.trials import TrialMemory
     from experience_wrappers.trials.play import RetrieveAndPlay
-    from integrations.sb3.trials_evaluation import evaluate_trials, run_trials, trial_metrics
+    from integrations.sb3.trials_evaluation import (
+        evaluate_trials,
+        frozen_predict,
+        run_trials,
+        trial_metrics,
+    )
     from integrations.sb3.trials_logging import TrialsLogCallback
     from integrations.sb3.trials_method import build_trials_method
 
@@ -270,8 +274,9 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot()}
         ev = DummyVecEnv([_meta_episode(fam["make"], [g], k_trials, seed) for g in held])
-        heldout["without_experience"] = trial_metrics(run_trials(ev, normalized_predict(model), runs_per_env=repeats,
-                                                                 trials=k_trials, recurrent=True))
+        with frozen_predict(model) as predict:
+            heldout["without_experience"] = trial_metrics(run_trials(ev, predict, runs_per_env=repeats,
+                                                                     trials=k_trials, recurrent=True))
         heldout["note"] = "no bank: the LSTM state carried across the run's trials is its only memory"
         ev.close()
     else:
@@ -296,7 +301,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             return m
         conditions = ("without_experience",) if spec.get("scope") == "none" else (
             "without_experience", "with_experience", "with_demonstration")
-        heldout.update(evaluate(normalized_predict(method_model), frozen_memory, conditions))
+        with frozen_predict(method_model) as predict:
+            heldout.update(evaluate(predict, frozen_memory, conditions))
     out["heldout"] = heldout
     out["demonstrations_used"] = {"training_runs_share": demo_ratio,
                                   "test_per_run": 1 if "with_demonstration" in heldout else 0}

@@ -19,12 +19,9 @@ the scale PPO learns from, 0-1 per step, and no running statistic rescales them 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-__all__ = ["ml1_reach_family", "ml1_reach_moves_family", "normalized_predict", "CALIBRATED",
+__all__ = ["ml1_reach_family", "ml1_reach_moves_family", "CALIBRATED",
            "START_MOVES"]
 
 #: the calibration's setting the ML1 families train with
@@ -73,23 +70,3 @@ def ml1_reach_moves_family() -> dict[str, Any]:
                                       start_seed=next(seeds)),
             "make_visible": lambda: ML1Trials("reach-v3", TRIAL_CAP, goal_visible=True, reward_scale=scale,
                                               start_moves=START_MOVES, start_seed=next(seeds))}
-
-
-def normalized_predict(model: Any) -> Callable[..., tuple[np.ndarray, Any]]:
-    """``model.predict`` through its VecEnv's frozen ``VecNormalize`` statistics (as it is without one).
-
-    The statistics are frozen (``training = False``) so that evaluation does not move them.
-    """
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    venv = model.get_env()
-    if not isinstance(venv, VecNormalize):
-        return model.predict  # type: ignore[no-any-return]
-    venv.training = False
-
-    def predict(observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = False) -> tuple[np.ndarray, Any]:
-        return model.predict(venv.normalize_obs(observation), state=state, episode_start=episode_start,  # type: ignore[no-any-return]
-                             deterministic=deterministic)
-
-    return predict

@@ -307,7 +307,7 @@ def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any],
     load_kwargs: dict[str, Any] = {}
     for name, value in overrides.items():
         if name in RESTORED_ON_LOAD:
-            if name in saved and _json_or_none(value, name) != saved[name]:
+            if name in saved and json_or_none(value, name) != saved[name]:
                 raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: {RESTORED_ON_LOAD[name]} "
                                  f"(saved: {saved[name]!r}); build a new run to change it")
         elif name in UPDATED_ON_LOAD:
@@ -329,7 +329,8 @@ def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any],
     return kwargs, load_kwargs
 
 
-def _json_or_none(value: Any, name: str) -> Any:
+def json_or_none(value: Any, name: str) -> Any:
+    """``value`` as ``method.json`` would hold it, or a marker equal to nothing saved (it cannot be saved)."""
     try:
         return to_json(value, name)
     except TypeError:

@@ -22,18 +22,16 @@ scope's surface: ``learn``, ``evaluate``, ``save`` and ``ComplementaryRL.load``:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import json
 import logging
 import pickle
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
@@ -46,7 +44,7 @@ from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int
 
 from .method import ComplementaryRL
-from .method_settings import check_seed, settings_from_json, settings_to_json
+from .method_settings import check_seed, json_or_none, settings_from_json, settings_to_json
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -56,7 +54,7 @@ from .run_persistence import (
     save_run,
 )
 from .self_imitation import SelfImitationCallback
-from .trials_evaluation import evaluate_trials
+from .trials_evaluation import evaluate_trials, frozen_predict
 from .trials_logging import TrialsLogCallback
 from .trials_method import build_trials_method
 
@@ -231,7 +229,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             conditions = ["without_experience"]
             if self.experience:
                 conditions += ["with_experience"] + (["with_demonstration"] if self.demonstration_source else [])
-        with self._frozen_normalization() as predict:
+        with frozen_predict(self.model) as predict:
             return evaluate_trials(predict, self.make_env, self._evaluation_memory, instances, trials=self.trials,
                                    repeats=repeats, conditions=list(conditions), demonstrations=self.demonstration_source,
                                    deterministic=deterministic, seed=self.seed)
@@ -245,24 +243,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if self.memory.trainer is not None and memory.trainer is not None:
             memory.trainer.extractor.load_state_dict(self.memory.trainer.extractor.state_dict())
         return memory
-
-    @contextlib.contextmanager
-    def _frozen_normalization(self) -> Iterator[Callable[..., tuple[np.ndarray, Any]]]:
-        """``model.predict``, through the frozen ``VecNormalize`` statistics where the run has them."""
-        venv = self.env
-        if not isinstance(venv, VecNormalize):
-            yield self.model.predict
-            return
-        training, venv.training = venv.training, False
-
-        def predict(observation: Any, state: Any = None, episode_start: Any = None,
-                    deterministic: bool = False) -> tuple[np.ndarray, Any]:
-            return self.model.predict(venv.normalize_obs(observation), state=state,  # type: ignore[arg-type]
-                                      episode_start=episode_start, deterministic=deterministic)
-        try:
-            yield predict
-        finally:
-            venv.training = training
 
     # ------------------------------------------------------------------ persistence
     def save(self, folder: str | Path) -> Path:
@@ -317,7 +297,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                 settings[name] = {**settings[name], **value}
             elif name in _APPLIED_ON_LOAD:
                 settings[name] = value
-            elif _jsonable(value, name) != saved.get(name):
+            elif json_or_none(list(value) if isinstance(value, range) else value, name) != saved.get(name):
                 raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: the saved run was built with "
                                  f"{saved.get(name)!r}; build a new run to change it")
         vec_stats = (folder / VEC_NORMALIZE_FILE).read_bytes() if settings.get("vec_normalize") is not None else None
@@ -362,11 +342,3 @@ def _restore_statistics(venv: VecNormalize, data: bytes, folder: Path) -> None:
         raise RunFileError(f"cannot load run from {str(folder)!r}: {VEC_NORMALIZE_FILE} holds a "
                            f"{type(saved).__name__}, not VecNormalize statistics")
     venv.obs_rms, venv.ret_rms = saved.obs_rms, saved.ret_rms
-
-
-def _jsonable(value: Any, name: str) -> Any:
-    """``value`` as ``method.json`` holds it (sequences as lists), or a marker equal to nothing saved."""
-    try:
-        return json.loads(json.dumps(settings_to_json({name: list(value) if isinstance(value, range) else value})))[name]
-    except TypeError:
-        return object()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch as th
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from experience_wrappers.trials import TrialMemory, TrialsWrapper
 from experience_wrappers.trials.checks import check_instances, space_mismatch
@@ -16,7 +17,7 @@ from experience_wrappers.trials.play import RetrieveAndPlay
 from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource
 from experience_wrappers.validators import check_int
 
-__all__ = ["run_trials", "trial_metrics", "evaluate_trials", "check_reader", "CONDITIONS"]
+__all__ = ["run_trials", "trial_metrics", "evaluate_trials", "frozen_predict", "check_reader", "CONDITIONS"]
 
 #: the conditions of :func:`evaluate_trials`
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
@@ -208,3 +209,23 @@ def _required(demonstrations: DemoSource) -> DemoSource:
                              "or leave the condition out")
         return demo
     return demos
+
+
+@contextlib.contextmanager
+def frozen_predict(model: Any) -> Iterator[Predict]:
+    """``model.predict`` through its VecEnv's ``VecNormalize`` statistics, frozen while the block runs
+    (``training`` restored after); a model without ``VecNormalize`` predicts as it is."""
+    venv = model.get_env()
+    if not isinstance(venv, VecNormalize):
+        yield model.predict
+        return
+    training, venv.training = venv.training, False
+
+    def predict(observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False) -> tuple[np.ndarray, Any]:
+        return model.predict(venv.normalize_obs(observation), state=state,  # type: ignore[no-any-return]
+                             episode_start=episode_start, deterministic=deterministic)
+    try:
+        yield predict
+    finally:
+        venv.training = training
