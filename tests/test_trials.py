@@ -546,11 +546,13 @@ def test_in_context_mazes_start_off_the_demonstration_and_cap_by_the_shortest_pa
 
     train, test = split_mazes(50, 5)
     assert not set(train) & set(test)
+    env = InContextMaze(random_steps=3, seed=1)
     for seed in (0, 3):
         obs, actions = maze_demonstration(seed)
+        assert set(obs) == set(env.observation_space.spaces)  # what the env shows, so a memory on its space takes it
+        assert all(env.observation_space[k].contains(v[0]) for k, v in obs.items())
         x, y = obs["blstats"][0][:2]
         assert maze_distances(seed)[y, x] == len(actions)  # the demonstration is a shortest path
-    env = InContextMaze(random_steps=3, seed=1)
     starts, replayed = set(), []
     for _ in range(8):
         o, info = env.reset(seed=3)

@@ -88,12 +88,17 @@ def _demo(seed: int, keys: tuple[str, ...]) -> tuple[dict[str, np.ndarray], np.n
             raise RuntimeError(f"the planned path does not solve maze {seed} replayed")
     finally:
         env.close()
-    return {k: np.stack([s[k] for s in seen]) for k in keys}, np.asarray(actions)
+    return {k: np.stack([s[k] for s in seen]) for k in seen[0]}, np.asarray(actions)
 
 
 def maze_demonstration(seed: int, observation_keys: Sequence[str] = MAZE_KEYS
                        ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """One shortest demonstration of maze ``seed``: its observations (``observation_keys``) and actions."""
+    """One shortest demonstration of maze ``seed``: its observations and actions.
+
+    The observations hold what :class:`InContextMaze` with the same ``observation_keys`` shows
+    (``last_action`` included, as :func:`~integrations.minihack.make_minihack_env` adds it), so
+    a trials memory built on that env's space accepts them.
+    """
     return _demo(int(seed), tuple(observation_keys))
 
 
