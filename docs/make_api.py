@@ -18,7 +18,7 @@ MODULES = ("experience_wrappers", "experience_wrappers.bank", "experience_wrappe
            "experience_wrappers.errors", "experience_wrappers.schedule", "experience_wrappers.advantages",
            "experience_wrappers.rollin", "experience_wrappers.inspect",
            "experience_wrappers.trials", "experience_wrappers.trials.layout", "experience_wrappers.trials.memory",
-           "experience_wrappers.trials.wrapper", "experience_wrappers.trials.meta_episode",
+           "experience_wrappers.trials.wrapper", "experience_wrappers.trials.novelty", "experience_wrappers.trials.meta_episode",
            "experience_wrappers.trials.play",
            "integrations.sb3", "integrations.sb3.run_scope", "integrations.sb3.self_imitation", "integrations.sb3.evaluation",
            "integrations.sb3.experience_features", "integrations.sb3.vec_env", "integrations.sb3.run_persistence",

@@ -574,12 +574,17 @@ def test_in_context_mazes_start_off_the_demonstration_and_cap_by_the_shortest_pa
 
 
 def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_run():
+    from experience_wrappers.trials.novelty import NoveltyBonus
     from integrations.minihack.hidden_goal import HiddenGoalRoom
 
     proto = HiddenGoalRoom()
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
-    env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True, novelty_bonus=0.5,
-                        novelty_until_success=False)
+
+    def bonus(instance, guided=True, **kwargs):
+        return NoveltyBonus(TrialsWrapper(HiddenGoalRoom(), mem, instances=[instance], trials=2, guided=guided),
+                            0.5, **kwargs)
+
+    env = bonus(99, until_success=False)
     env.reset()
     right, left = 1, 3  # MOVES: (1, 0) and (-1, 0)
     assert env.step(right)[1] == 0.5      # (1, 0): new
@@ -589,21 +594,45 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
     env.reset()                           # the run's second trial
     assert env.step(right)[1] == 0.0      # (1, 0): seen in the first trial
     assert env.step(right)[1] == 0.5      # (2, 0): new to the run
-    frozen = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True, learn=False,
-                           novelty_bonus=0.5)
-    frozen.reset()
-    assert frozen.step(right)[1] == 0.0   # evaluation: never
-    with pytest.raises(ValueError, match="novelty_bonus must be"):
-        TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], novelty_bonus=-1.0)
+    for _ in range(23):
+        env.step(left)
+    env.reset()                           # the next run: nothing seen yet
+    assert env.step(right)[1] == 0.5
+    free = bonus(99, guided=False)
+    free.reset()
+    assert free.step(right)[1] == 0.0     # free runs (the paired baseline): never
+    for bad in (0.0, -1.0, float("nan"), "0.1"):
+        with pytest.raises(ValueError, match="novelty_bonus must be"):
+            NoveltyBonus(HiddenGoalRoom(), bad)
+    with pytest.raises(ValueError, match="TrialsWrapper"):  # it reads the run from the trial's info
+        NoveltyBonus(HiddenGoalRoom(), 0.5).reset(seed=1)
     # by default the bonus stops once the run has found the goal (goal 1: the cell (1, 0))
     for until, after in ((True, 0.0), (False, 0.5)):
-        found = TrialsWrapper(HiddenGoalRoom(), mem, instances=[1], trials=2, guided=True, novelty_bonus=0.5,
-                              novelty_until_success=until)
+        found = bonus(1, until_success=until)
         found.reset()
         _, reward, done, _, info = found.step(right)
         assert done and info["trial_success"]
         found.reset()
         assert found.step(2)[1] == after  # (0, 1): new to the run, after its success
+    # ... or a demonstration was placed in the run
+    demo = NoveltyBonus(TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True,
+                                      demonstrations=goal_demonstration), 0.5)
+    _, info = demo.reset()
+    assert info["trial"]["demonstrated"] and demo.step(right)[1] == 0.0
+
+
+def test_trials_env_fns_install_the_bonus_on_training_envs_only():
+    from experience_wrappers.trials.novelty import NoveltyBonus
+    from integrations.minihack.hidden_goal import HiddenGoalRoom
+
+    proto = HiddenGoalRoom()
+    mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
+    for learn, expected in ((True, NoveltyBonus), (False, TrialsWrapper)):
+        env = trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2, novelty_bonus=0.5, learn=learn)[0]()
+        assert type(env) is expected
+    assert type(trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2)[0]()) is TrialsWrapper
+    with pytest.raises(ValueError, match="novelty_bonus must be"):
+        trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2, novelty_bonus=-1.0)
 
 
 def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_it() -> None:

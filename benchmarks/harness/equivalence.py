@@ -30,7 +30,7 @@ from benchmarks.suites.arms import ARMS
 from .config import load_hyperparams
 from .run import train_run
 
-__all__ = ["CASES", "fingerprint_run", "main"]
+__all__ = ["CASES", "TRIALS_CASES", "fingerprint_run", "fingerprint_trials", "main"]
 
 #: (env id, arm, steps): the library's default arm and the method arm (bank, demonstrations, self-imitation)
 CASES: tuple[tuple[str, str, int], ...] = (
@@ -38,6 +38,9 @@ CASES: tuple[tuple[str, str, int], ...] = (
     ("MiniHack-KeyRoom-S5-v0", "crl-sil-obs", 4096),
     ("CartPole-v1", "crl", 4096),
 )
+#: (env, steps): run scope's defaults (``ComplementaryRL(scope="run")``: the novelty bonus, successes
+#: written, entry imitation, self-imitation, demonstrations in a quarter of the guided runs)
+TRIALS_CASES: tuple[tuple[str, int], ...] = (("HiddenGoalRoom-10x10", 4096),)
 
 
 def _timeless(values: Any) -> Any:
@@ -75,6 +78,46 @@ def fingerprint_run(env_id: str, arm_name: str, steps: int, seed: int = 0) -> di
             "crl_values_digest": _digest(sorted(map(str, _leaves(crl))))}
 
 
+def fingerprint_trials(env: str, steps: int, seed: int = 0) -> dict[str, Any]:
+    """A short run of run scope's defaults on the hidden-goal room: every trial's outcome in order
+    (instance, trial, guided, success), the memory's counts and the final weights, digested."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration, split_goals
+    from integrations.sb3 import ComplementaryRL
+
+    class Outcomes(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rows: list[Any] = []
+
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "trial_success" in info:
+                    t = info["trial"]
+                    self.rows.append([t["instance"], t["index"], t["run"], t["guided"], info["trial_success"]])
+            return True
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 - as in fingerprint_run
+    train, _ = split_goals()
+    run = ComplementaryRL(HiddenGoalRoom, scope="run", instances=train, demonstrations=goal_demonstration,
+                          seed=seed)
+    try:
+        outcomes = Outcomes()
+        run.model.learn(steps, callback=[outcomes, *run.callbacks])
+        w = hashlib.sha256()
+        for name, tensor in sorted(run.model.policy.state_dict().items()):
+            w.update(name.encode())
+            w.update(tensor.detach().cpu().numpy().tobytes())
+        memory = _timeless(dict(run.memory.stats))
+    finally:
+        run.close()
+    return {"env_id": env, "arm": "run-scope-defaults", "steps": steps, "seed": seed, "episodes": len(outcomes.rows),
+            "curve_digest": _digest(outcomes.rows), "weights_digest": w.hexdigest()[:16],
+            "crl_digest": _digest(memory), "crl_values_digest": _digest(sorted(map(str, _leaves(memory))))}
+
+
 def _leaves(values: Any) -> list[Any]:
     """The leaf values of nested dicts and lists, names dropped (a renamed counter keeps its value)."""
     if isinstance(values, dict):
@@ -101,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for env_id, arm, steps in CASES:
         rows.append(fingerprint_run(env_id, arm, steps))
+        print(json.dumps(rows[-1]), flush=True)
+    for env, steps in TRIALS_CASES:
+        rows.append(fingerprint_trials(env, steps))
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
         with open(args.out, "w") as f:

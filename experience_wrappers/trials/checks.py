@@ -24,13 +24,15 @@ from ..validators import integral
 from ..wrappers.env_checks import Check, check_finite_observation
 
 __all__ = ["check_instances", "checked_observations", "trials_observation_space", "space_mismatch",
-           "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY"]
+           "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "TRIAL_INFO_KEY"]
 
 #: the observation keys a trial env adds to the env's own
 ENTRIES_KEY = "trial_entries"
 MASK_KEY = "trial_mask"
 #: the observation key of the trial's index in its run (a one-hot), with ``TrialMemory(trial_index=True)``
 TRIAL_INDEX_KEY = "trial_index"
+#: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
+TRIAL_INFO_KEY = "trial"
 
 _short = reprlib.Repr()
 _short.maxlist = _short.maxtuple = 8

@@ -30,14 +30,14 @@ from .checks import (
     ENTRIES_KEY,
     MASK_KEY,
     TRIAL_INDEX_KEY,
+    TRIAL_INFO_KEY,
     check_instances,
     trials_observation_space,
 )
 from .memory import TrialMemory
+from .novelty import NoveltyBonus
 
 __all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trials_env_fns"]
-
-TRIAL_INFO_KEY = "trial"
 
 #: ``demonstrations(instance)`` -> ``(observations, actions)`` of one demonstration of it, or None
 DemoSource = Callable[[int], tuple[Any, Any] | None]
@@ -61,13 +61,6 @@ class TrialsWrapper(gym.Wrapper):
         demonstrations: ``fn(instance) -> (observations, actions)`` placed in a guided run's
             scope before its first trial (None: no demonstrations).
         demo_ratio: the share of guided runs given a demonstration (drawn per run).
-        novelty_bonus: added to the reward of a guided training step (``learn``) that lands on an
-            observation seen nowhere before in its run (earlier trials or this one): what the
-            run's memory of failed trials is for, going somewhere new. 0 (the default): none;
-            never at evaluation.
-        novelty_until_success: pay the bonus only while the run has neither a successful trial
-            nor a demonstration (explore until the goal is found, follow once it is); False: in
-            every guided training run.
         seed: seed of the instance draws.
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
@@ -75,8 +68,10 @@ class TrialsWrapper(gym.Wrapper):
     :class:`~experience_wrappers.trials.layout.EntryLayout`) and ``trial_mask`` ``(k,)``; with
     ``TrialMemory(trial_index=True)`` also ``trial_index`` ``(trials,)``, the trial's index in
     its run as a one-hot. ``info["trial"]``
-    carries ``instance``, ``index`` (0-based), ``run`` and ``guided``; at a trial's end
-    ``info["trial_success"]``.
+    carries ``instance``, ``index`` (0-based), ``run``, ``guided`` and ``demonstrated`` (a
+    demonstration was placed in the run); at a trial's end ``info["trial_success"]``. The
+    exploration bonus is a wrapper of its own on top: :class:`~experience_wrappers.trials.novelty.NoveltyBonus`
+    (:func:`trials_env_fns` installs it on training envs).
 
     The env's observations get the main path's checks
     (:mod:`~experience_wrappers.wrappers.env_checks`): NaN or inf, and values the space refuses,
@@ -91,8 +86,7 @@ class TrialsWrapper(gym.Wrapper):
     def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
                  group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
-                 demo_ratio: float = 1.0, novelty_bonus: float = 0.0, novelty_until_success: bool = True,
-                 seed: int = 0) -> None:
+                 demo_ratio: float = 1.0, seed: int = 0) -> None:
         super().__init__(env)
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
@@ -109,12 +103,7 @@ class TrialsWrapper(gym.Wrapper):
         if not 0.0 <= float(demo_ratio) <= 1.0:
             raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
         self.demo_ratio = float(demo_ratio)
-        if not (np.isfinite(novelty_bonus) and novelty_bonus >= 0):
-            raise ValueError(f"novelty_bonus must be a finite number >= 0, got {novelty_bonus!r}")
-        self.novelty_bonus = float(novelty_bonus)
-        self.novelty_until_success = bool(novelty_until_success)
-        self._run_found = False  # the run has a successful trial or a demonstration
-        self._visited: set[bytes] = set()  # the observations this run has stood on (novelty_bonus)
+        self._demonstrated = False  # a demonstration was placed in this run
         self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
         self._rng = np.random.default_rng([int(seed), self.group])  # the group's instances: one draw per run
         self._donor_rng = np.random.default_rng([int(seed), self.group, self.member, 0xD0])
@@ -150,8 +139,7 @@ class TrialsWrapper(gym.Wrapper):
         self.run += 1
         self.trial = 0
         self._run_open = True
-        self._visited = set()
-        self._run_found = False
+        self._demonstrated = False
         self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
         self.scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
@@ -163,7 +151,7 @@ class TrialsWrapper(gym.Wrapper):
                     raise TypeError(f"{source} must return (observations, actions) of one demonstration, or None, "
                                     f"got a {type(demo).__name__}")
                 self.memory.add_demonstration(self.scope, *demo, source=source)
-                self._run_found = True
+                self._demonstrated = True
 
     def _end_run(self) -> None:
         self._run_open = False
@@ -200,7 +188,7 @@ class TrialsWrapper(gym.Wrapper):
 
     def _info(self) -> dict[str, Any]:
         return {TRIAL_INFO_KEY: {"instance": self.instance, "index": self.trial, "run": self.run,
-                                 "guided": self.guided}}
+                                 "guided": self.guided, "demonstrated": self._demonstrated}}
 
     # ------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -218,7 +206,6 @@ class TrialsWrapper(gym.Wrapper):
         self._check(obs, "reset")
         self._obs, self._actions, self._rewards, self._shown = [obs], [], [], set()
         self._in_trial = True
-        self._visited.add(_obs_key(obs))
         self._read(obs)
         return self._wrap(obs), {**info, **self._info()}
 
@@ -228,16 +215,10 @@ class TrialsWrapper(gym.Wrapper):
         self._actions.append(action)
         self._rewards.append(float(reward))
         info = {**info, **self._info()}
-        if self.novelty_bonus and self.guided and self.learn and not (self.novelty_until_success and self._run_found):
-            key = _obs_key(obs)
-            if key not in self._visited:
-                self._visited.add(key)
-                reward = float(reward) + self.novelty_bonus
         if terminated or truncated:
             success = success_from_info(info)
             won = bool(sum(self._rewards) > 0) if success is None else bool(success)
             info["trial_success"] = won
-            self._run_found = self._run_found or won
             self._in_trial = False
             self._finish(won)
         else:
@@ -276,21 +257,17 @@ def _check_spaces(env: gym.Env, memory: TrialMemory) -> None:
                              f"{env_name(env)} has {mine}; build the TrialMemory with the env's {what}_space")
 
 
-def _obs_key(obs: Any) -> bytes:
-    """A hashable key of one observation (a Dict's arrays in key order)."""
-    if isinstance(obs, dict):
-        return b"|".join(np.ascontiguousarray(obs[k]).tobytes() for k in sorted(obs))
-    return np.ascontiguousarray(obs).tobytes()
-
-
 def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs: int, *,
                    instances: Sequence[int], trials: int = 4, group_size: int = 4, free_members: int = 1,
                    seed: int = 0, wrapper: Callable[[gym.Env], gym.Env] | None = None,
+                   novelty_bonus: float = 0.0, novelty_until_success: bool = True,
                    **kwargs: Any) -> list[Callable[[], gym.Env]]:
     """Constructors of ``n_envs`` trial envs in groups of ``group_size`` on one memory (for a DummyVecEnv).
 
     ``wrapper`` (a ``Monitor``, say) goes above each :class:`TrialsWrapper`; ``kwargs`` are its
-    other arguments (``guided``, ``learn``, ``demonstrations``).
+    other arguments (``guided``, ``learn``, ``demonstrations``). ``novelty_bonus`` > 0 puts a
+    :class:`~experience_wrappers.trials.novelty.NoveltyBonus` between the two on training envs
+    (``learn`` True, the default); 0: none, and never on evaluation envs.
 
     Raises:
         ValueError: ``n_envs`` is not a multiple of ``group_size``.
@@ -302,12 +279,17 @@ def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs:
     group_size = check_int("group_size", group_size, minimum=1)
     if n_envs % group_size:
         raise ValueError(f"n_envs must be a multiple of group_size ({group_size}), got n_envs={n_envs}")
+    if not (isinstance(novelty_bonus, int | float | np.floating) and np.isfinite(novelty_bonus) and novelty_bonus >= 0):
+        raise ValueError(f"novelty_bonus must be a finite number >= 0, got {novelty_bonus!r}")
+    paid = float(novelty_bonus) if kwargs.get("learn", True) else 0.0
 
     def fn(i: int) -> Callable[[], gym.Env]:
         def make() -> gym.Env:
             env: gym.Env = TrialsWrapper(make_env(), memory, instances=instances, trials=trials,
                                          group=i // group_size, member=i % group_size, group_size=group_size,
                                          free_members=free_members, seed=seed, **kwargs)
+            if paid:
+                env = NoveltyBonus(env, paid, until_success=novelty_until_success)
             return wrapper(env) if wrapper is not None else env
         return make
 

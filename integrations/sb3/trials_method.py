@@ -165,7 +165,7 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     ``imitate``: :class:`EntryImitationCallback` (on by default, as measured: see below; a mapping:
     its arguments, e.g. ``{"max_distance": None}`` for continuous states); ``novelty_bonus``: the guided training steps
     exploration bonus for an observation new to their run, while the run has no success
-    or demonstration unless ``novelty_until_success`` is False (:class:`TrialsWrapper`); its
+    or demonstration unless ``novelty_until_success`` is False (:class:`~experience_wrappers.trials.novelty.NoveltyBonus`); its
     default, 0.02, is the measured one (``crl-trials-novelty`` on the hidden-goal room, 5 seeds:
     cumulative success by trial 4 0.53 against 0.35 without it; 0 gives the ``crl-trials`` arm).
     With a ``TrialMemory`` of its defaults (failed trials not written) this is the
