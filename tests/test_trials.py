@@ -14,7 +14,8 @@ from experience_wrappers.trials import TrialMemory, TrialsWrapper
 from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.meta_episode import MetaEpisode
 from experience_wrappers.trials.play import RetrieveAndPlay
-from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY, trials_env_fns
+from experience_wrappers.trials.trial_index import TrialIndex
+from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY, trial_env, trials_env_fns
 from integrations.minihack.hidden_goal import (
     MOVES,
     HiddenGoalRoom,
@@ -629,7 +630,7 @@ def test_trials_env_fns_install_the_bonus_on_training_envs_only():
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
     for learn, expected in ((True, NoveltyBonus), (False, TrialsWrapper)):
         env = trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2, novelty_bonus=0.5, learn=learn)[0]()
-        assert type(env) is expected
+        assert type(env) is expected and isinstance(env.unwrapped, HiddenGoalRoom)
     assert type(trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2)[0]()) is TrialsWrapper
     with pytest.raises(ValueError, match="novelty_bonus must be"):
         trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2, novelty_bonus=-1.0)
@@ -646,7 +647,8 @@ def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25, trial_index=True)
     seen = []
     for guided in (True, False):  # guided or free: the index is not experience, both see it
-        env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=3, guided=guided)
+        env = trial_env(HiddenGoalRoom(), mem, instances=[99], trials=3, guided=guided)
+        assert isinstance(env, TrialIndex)
         assert env.observation_space[TRIAL_INDEX_KEY].shape == (3,)
         for _ in range(4):  # three trials of a run, then the next run's first
             obs, _ = env.reset()
@@ -661,3 +663,16 @@ def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_
     # the features extractor takes it among the observation's own keys
     extractor = TrialsFeaturesExtractor(env.observation_space)
     assert TRIAL_INDEX_KEY in extractor.base_keys
+    # the wrapper on its own: a Dict below it, the trial's info, an index inside its width
+    with pytest.raises(ValueError, match="Dict observation"):
+        TrialIndex(HiddenGoalRoom(), 3)
+    with pytest.raises(ValueError, match="Dict observation"):
+        TrialIndex(env, 3)  # already shown
+    short = TrialIndex(TrialsWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space,
+                                                                   horizon=25), instances=[99], trials=3), 2)
+    for _ in range(2):
+        short.reset()
+        while not any(short.step(0)[2:4]):
+            pass
+    with pytest.raises(ValueError, match="more trials per run"):
+        short.reset()

@@ -18,7 +18,7 @@ import numpy as np
 
 from .checks import ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
 
-__all__ = ["NoveltyBonus"]
+__all__ = ["NoveltyBonus", "check_bonus"]
 
 _SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)  # what the TrialsWrapper adds: not part of where the agent is
 
@@ -45,9 +45,7 @@ class NoveltyBonus(gym.Wrapper):
 
     def __init__(self, env: gym.Env, bonus: float, until_success: bool = True) -> None:
         super().__init__(env)
-        if not (isinstance(bonus, int | float | np.floating) and np.isfinite(bonus) and bonus > 0):
-            raise ValueError(f"novelty_bonus must be a finite number > 0, got {bonus!r}")
-        self.bonus = float(bonus)
+        self.bonus = check_bonus(bonus, positive=True)
         self.until_success = bool(until_success)
         self._run: int | None = None
         self._visited: set[bytes] = set()  # the observations this run has stood on
@@ -77,6 +75,13 @@ class NoveltyBonus(gym.Wrapper):
                 reward = float(reward) + self.bonus
         self._found = self._found or bool(info.get("trial_success", False))
         return obs, reward, terminated, truncated, info
+
+
+def check_bonus(bonus: Any, *, positive: bool = False) -> float:
+    """``bonus`` as a float: a finite number >= 0 (> 0 with ``positive``), else a ValueError naming it."""
+    if not (isinstance(bonus, int | float | np.floating) and np.isfinite(bonus) and (bonus > 0 if positive else bonus >= 0)):
+        raise ValueError(f"novelty_bonus must be a finite number {'>' if positive else '>='} 0, got {bonus!r}")
+    return float(bonus)
 
 
 def _obs_key(obs: Any) -> bytes:

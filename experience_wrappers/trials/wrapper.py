@@ -35,9 +35,10 @@ from .checks import (
     trials_observation_space,
 )
 from .memory import TrialMemory
-from .novelty import NoveltyBonus
+from .novelty import NoveltyBonus, check_bonus
+from .trial_index import TrialIndex
 
-__all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trials_env_fns"]
+__all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trial_env", "trials_env_fns"]
 
 #: ``demonstrations(instance)`` -> ``(observations, actions)`` of one demonstration of it, or None
 DemoSource = Callable[[int], tuple[Any, Any] | None]
@@ -65,13 +66,13 @@ class TrialsWrapper(gym.Wrapper):
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
     ``"observation"``), ``trial_entries`` ``(k, row_dim)`` (see
-    :class:`~experience_wrappers.trials.layout.EntryLayout`) and ``trial_mask`` ``(k,)``; with
-    ``TrialMemory(trial_index=True)`` also ``trial_index`` ``(trials,)``, the trial's index in
-    its run as a one-hot. ``info["trial"]``
+    :class:`~experience_wrappers.trials.layout.EntryLayout`) and ``trial_mask`` ``(k,)``. ``info["trial"]``
     carries ``instance``, ``index`` (0-based), ``run``, ``guided`` and ``demonstrated`` (a
     demonstration was placed in the run); at a trial's end ``info["trial_success"]``. The
-    exploration bonus is a wrapper of its own on top: :class:`~experience_wrappers.trials.novelty.NoveltyBonus`
-    (:func:`trials_env_fns` installs it on training envs).
+    trial's index shown to the policy and the exploration bonus are wrappers of their own on
+    top (:class:`~experience_wrappers.trials.trial_index.TrialIndex`,
+    :class:`~experience_wrappers.trials.novelty.NoveltyBonus`): :func:`trial_env` stacks a
+    trial env with them as its memory and arguments say.
 
     The env's observations get the main path's checks
     (:mod:`~experience_wrappers.wrappers.env_checks`): NaN or inf, and values the space refuses,
@@ -111,8 +112,7 @@ class TrialsWrapper(gym.Wrapper):
         self._dict_obs = isinstance(base, spaces.Dict)
         self._check_obs = observation_checker(base)  # the main path's checks: refused values, bounds warned once
         lay = memory.layout
-        self.observation_space = trials_observation_space(base, memory.k, lay.row_dim,
-                                                          self.trials if memory.trial_index else None)
+        self.observation_space = trials_observation_space(base, memory.k, lay.row_dim, None)
         self.run = -1
         self.trial = 0
         self.instance = -1
@@ -182,8 +182,6 @@ class TrialsWrapper(gym.Wrapper):
         out = dict(obs) if self._dict_obs else {"observation": obs}
         out[ENTRIES_KEY] = self._rows.copy()
         out[MASK_KEY] = self._mask.copy()
-        if self.memory.trial_index:
-            out[TRIAL_INDEX_KEY] = np.eye(self.trials, dtype=np.float32)[self.trial]
         return out
 
     def _info(self) -> dict[str, Any]:
@@ -257,20 +255,38 @@ def _check_spaces(env: gym.Env, memory: TrialMemory) -> None:
                              f"{env_name(env)} has {mine}; build the TrialMemory with the env's {what}_space")
 
 
+def trial_env(env: gym.Env, memory: TrialMemory, *, novelty_bonus: float = 0.0, novelty_until_success: bool = True,
+              **kwargs: Any) -> gym.Env:
+    """One trial env: a :class:`TrialsWrapper` on ``env`` (``kwargs`` its arguments), with the
+    trial's index shown where ``memory.trial_index`` (:class:`~experience_wrappers.trials.trial_index.TrialIndex`)
+    and, on a training env (``learn`` True, the default) with ``novelty_bonus`` > 0, the
+    exploration bonus (:class:`~experience_wrappers.trials.novelty.NoveltyBonus`); never at evaluation.
+
+    Raises:
+        ValueError: ``novelty_bonus`` is not a finite number >= 0; the TrialsWrapper's errors.
+    """
+    bonus = check_bonus(novelty_bonus)
+    out: gym.Env = TrialsWrapper(env, memory, **kwargs)
+    if memory.trial_index:
+        out = TrialIndex(out, out.trials)  # type: ignore[attr-defined]
+    if bonus and kwargs.get("learn", True):
+        out = NoveltyBonus(out, bonus, until_success=novelty_until_success)
+    return out
+
+
 def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs: int, *,
                    instances: Sequence[int], trials: int = 4, group_size: int = 4, free_members: int = 1,
                    seed: int = 0, wrapper: Callable[[gym.Env], gym.Env] | None = None,
-                   novelty_bonus: float = 0.0, novelty_until_success: bool = True,
                    **kwargs: Any) -> list[Callable[[], gym.Env]]:
     """Constructors of ``n_envs`` trial envs in groups of ``group_size`` on one memory (for a DummyVecEnv).
 
-    ``wrapper`` (a ``Monitor``, say) goes above each :class:`TrialsWrapper`; ``kwargs`` are its
-    other arguments (``guided``, ``learn``, ``demonstrations``). ``novelty_bonus`` > 0 puts a
-    :class:`~experience_wrappers.trials.novelty.NoveltyBonus` between the two on training envs
-    (``learn`` True, the default); 0: none, and never on evaluation envs.
+    Each is a :func:`trial_env` (``kwargs``: the other arguments of it and of :class:`TrialsWrapper`:
+    ``guided``, ``learn``, ``demonstrations``, ``novelty_bonus``); ``wrapper`` (a ``Monitor``,
+    say) goes above it.
 
     Raises:
-        ValueError: ``n_envs`` is not a multiple of ``group_size``.
+        ValueError: ``n_envs`` is not a multiple of ``group_size``; ``novelty_bonus`` is not a
+            finite number >= 0.
         TypeError, ValueError: ``instances`` is not a non-empty sequence of ints >= 0
             (:func:`~experience_wrappers.trials.checks.check_instances`).
     """
@@ -279,17 +295,13 @@ def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs:
     group_size = check_int("group_size", group_size, minimum=1)
     if n_envs % group_size:
         raise ValueError(f"n_envs must be a multiple of group_size ({group_size}), got n_envs={n_envs}")
-    if not (isinstance(novelty_bonus, int | float | np.floating) and np.isfinite(novelty_bonus) and novelty_bonus >= 0):
-        raise ValueError(f"novelty_bonus must be a finite number >= 0, got {novelty_bonus!r}")
-    paid = float(novelty_bonus) if kwargs.get("learn", True) else 0.0
+    check_bonus(kwargs.get("novelty_bonus", 0.0))  # before any env is built
 
     def fn(i: int) -> Callable[[], gym.Env]:
         def make() -> gym.Env:
-            env: gym.Env = TrialsWrapper(make_env(), memory, instances=instances, trials=trials,
-                                         group=i // group_size, member=i % group_size, group_size=group_size,
-                                         free_members=free_members, seed=seed, **kwargs)
-            if paid:
-                env = NoveltyBonus(env, paid, until_success=novelty_until_success)
+            env = trial_env(make_env(), memory, instances=instances, trials=trials, group=i // group_size,
+                            member=i % group_size, group_size=group_size, free_members=free_members, seed=seed,
+                            **kwargs)
             return wrapper(env) if wrapper is not None else env
         return make
 

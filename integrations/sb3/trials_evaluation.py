@@ -11,10 +11,10 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
-from experience_wrappers.trials import TrialMemory, TrialsWrapper
+from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances, space_mismatch
 from experience_wrappers.trials.play import RetrieveAndPlay
-from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource
+from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource, trial_env
 from experience_wrappers.validators import check_int
 
 __all__ = ["run_trials", "trial_metrics", "evaluate_trials", "frozen_predict", "check_reader", "CONDITIONS"]
@@ -187,9 +187,8 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
 
         def env_fn(instance: int, mem: TrialMemory = mem, guided: bool = guided,
                    demos: DemoSource | None = demos) -> Callable[[], gym.Env]:
-            return lambda: TrialsWrapper(make_env(), mem, instances=[instance], trials=trials, guided=guided,
-                                         learn=False, demonstrations=demos, group_size=1, free_members=0,
-                                         seed=seed)
+            return lambda: trial_env(make_env(), mem, instances=[instance], trials=trials, guided=guided,
+                                     learn=False, demonstrations=demos, group_size=1, free_members=0, seed=seed)
         venv = DummyVecEnv([env_fn(i) for i in instances])
         try:
             out[cond] = trial_metrics(run_trials(venv, predict, runs_per_env=repeats, trials=trials,
