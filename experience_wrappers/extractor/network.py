@@ -214,9 +214,10 @@ class ExperienceExtractor(nn.Module):
         """The experience distribution ``Independent(Normal(mean, std), 1)`` per segment."""
         lengths = self._check(inputs, lengths)
         mean, _ = self._heads(inputs, lengths)
-        return self._dist(mean)
+        return self.around(mean)
 
-    def _dist(self, mean: torch.Tensor) -> Independent:
+    def around(self, mean: torch.Tensor) -> Independent:
+        """The Gaussian over entry vectors around ``mean`` (the extractor's ``log_std``): what CISPO's ratio reads."""
         return Independent(Normal(mean, self.log_std.exp().expand_as(mean)), 1)
 
     def decode(self, contexts: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -245,7 +246,7 @@ class ExperienceExtractor(nn.Module):
         noise_device = generator.device if generator is not None else self.device
         noise = torch.randn(mean.shape, generator=generator, device=noise_device).to(self.device)
         z = mean + self.log_std.exp() * noise
-        logp = self._dist(mean).log_prob(z)
+        logp = self.around(mean).log_prob(z)
         return (
             z.float().cpu().numpy(),
             logp.float().cpu().numpy(),

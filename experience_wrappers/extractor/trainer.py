@@ -163,7 +163,7 @@ class ExtractorTrainer:
 
         dev = self.extractor.device
         out = self.extractor(inputs, lengths)
-        dist = self.extractor._dist(out.mean)
+        dist = self.extractor.around(out.mean)
         logp_new = dist.log_prob(torch.from_numpy(z_arr).to(dev))
         logp_old_t = torch.from_numpy(logp_arr).to(dev)
         pg = cispo_loss(

@@ -42,10 +42,10 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
     outcome = ep.outcome
     if not ep.guided:
         mgr.baseline.add(ep.task_id, outcome)
-        with mgr._stats_lock:
+        with mgr.stats_lock:
             mgr.outcomes.add(outcome, guided=False)
     else:
-        with mgr._stats_lock:
+        with mgr.stats_lock:
             mgr.outcomes.add(outcome, guided=True)
     inst = ep.instance
     if inst is not None and inst.free > 0 and inst.guided > 0:
@@ -61,7 +61,7 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
         return credits
     if ep.start_value is not None:  # no instance to pair with: the critic's V(s0) (value_delta)
         spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
-        with mgr._stats_lock:
+        with mgr.stats_lock:
             mgr.value_credited += 1
         return credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma,
                                                             free_spread=spread))
@@ -87,7 +87,7 @@ def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, s
     returns the extractor's reward for each entry still in the bank, with its fields."""
     if ids.size == 0:
         return []
-    with mgr._stats_lock:
+    with mgr.stats_lock:
         mgr.outcomes.add_delta(delta)
     decay = utility_decay(mgr.schedule.progress, mgr.config.decay_start, mgr.config.decay_end)
     reward = entry_reward(delta, success, mgr.config.extractor_reward)

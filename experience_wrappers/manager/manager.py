@@ -104,14 +104,15 @@ class ExperienceManager:
         self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
             discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
-        self._check_bank_dims(bank)
-        self._stats_lock = threading.Lock()
+        self.check_bank_dims(bank)
+        #: guards the manager's counters and outcomes (the writer, crediting and stats take it)
+        self.stats_lock = threading.Lock()
         #: the one writer of proposed entries into the bank (every backend writes through it)
-        self.writer = EntryWriter(bank, self._stats_lock)
+        self.writer = EntryWriter(bank, self.stats_lock)
         #: where distillation and extractor training run (:mod:`.backend`)
         self.backend: LearnerBackend = _BACKENDS[self.config.mode](
             self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
-            partial(attribute, self), self._stats_lock)
+            partial(attribute, self), self.stats_lock)
         #: the copy of the bank the wrappers' retrievals query (``config.read_replica``; None: the bank)
         self.replicas: ReplicaHolder | None = (ReplicaHolder(bank, self.config.replica_swap)
                                                if self.config.read_replica else None)
@@ -127,7 +128,7 @@ class ExperienceManager:
         # statistics
         self.episodes_submitted = 0
         self.value_credited = 0  # guided episodes judged against V(s0) (the value baseline)
-        self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under _stats_lock)
+        self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under stats_lock)
         self._closed = False
         #: the ``learn`` call a CRLCallback trains this manager in, and that callback (its check
         #: that one ``learn`` has one CRLCallback; see ``integrations.sb3.guards``)
@@ -241,7 +242,8 @@ class ExperienceManager:
     def context_dim(self) -> int:
         return self.extractor_config.context_size
 
-    def _check_bank_dims(self, bank: ExperienceBank) -> None:
+    def check_bank_dims(self, bank: ExperienceBank) -> None:
+        """Refuse a bank whose widths are not this manager's (at construction and at restore)."""
         want = {"key_dim": self.key_encoder.key_dim, "value_dim": self.config.exp_dim,
                 "prior_dim": self.prior_dim, "context_dim": self.extractor_config.context_size}
         if bank.dims is not None and bank.dims != want:
@@ -265,7 +267,7 @@ class ExperienceManager:
         if not np.all(np.isfinite(rewards)):
             bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
             raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite")
-        with self._stats_lock:
+        with self.stats_lock:
             self.episodes_submitted += 1
         self.backend.episode(episode)
 

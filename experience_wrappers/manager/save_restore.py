@@ -100,7 +100,7 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
     if state.get("extractor_config") != mgr.extractor_config.to_dict():
         raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
                             f"this manager's {mgr.extractor_config.to_dict()}")
-    mgr._check_bank_dims(bank)
+    mgr.check_bank_dims(bank)
     # the learner's part (in process mode the learner process parses it, last, before anything changes)
     apply_learner = mgr.backend.prepare_restore(blobs, state, path)
     # read and check everything before touching this manager: a bad file changes nothing

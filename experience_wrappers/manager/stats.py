@@ -15,7 +15,7 @@ def manager_stats(mgr: ExperienceManager) -> dict[str, float]:
     mgr.poll()  # process mode: the waiting episodes go to the learner process
     fig = mgr.backend.figures()
     pending = mgr.pending
-    with mgr._stats_lock:
+    with mgr.stats_lock:
         out: dict[str, float] = {
             "episodes_submitted": float(mgr.episodes_submitted),
             "episodes_processed": float(fig.episodes_processed),
