@@ -205,11 +205,13 @@ def test_item7_load_overrides_are_applied_or_refused_by_name(tmp_path) -> None:
     assert same.bank is not None and same.bank.config.capacity == 500
     same.close()
     # applied: the model's hyperparameters, the envs, the seed
-    back = ComplementaryRL.load(tmp_path / "r", algorithm_kwargs={"ent_coef": 0.25}, n_envs=2, seed=5)
+    back = ComplementaryRL.load(tmp_path / "r", algorithm_kwargs={"ent_coef": 0.25, "verbose": 1}, n_envs=2, seed=5,
+                                tensorboard_log=str(tmp_path / "tb"))
     model: Any = back.model
     assert model.ent_coef == 0.25 and model.n_steps == SMALL["n_steps"] and model.n_envs == 2
+    assert model.verbose == 1 and model.tensorboard_log == str(tmp_path / "tb")
     assert back.seed == 5 and back.model.seed == 5
-    assert back._settings["algorithm_kwargs"] == {**SMALL, "ent_coef": 0.25}
+    assert back._settings["algorithm_kwargs"] == {**SMALL, "ent_coef": 0.25, "verbose": 1}
     back.learn(64, reset_num_timesteps=False)
     run.close()
     back.close()

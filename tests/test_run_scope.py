@@ -236,12 +236,16 @@ def test_load_refuses_what_it_cannot_apply_and_asks_for_what_is_not_saved(tmp_pa
         ComplementaryRL.load(folder, env=room)
     with pytest.raises(ValueError, match="memory_kwargs"):
         ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, memory_kwargs={"horizon": 30})
-    with pytest.raises(TypeError, match="not settings of a run-scope run"):
+    with pytest.raises(TypeError, match="not settings of a run"):
         ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, bank_kwargs={})
+    with pytest.raises(ValueError, match="cannot apply trials=3: a run-scope run's memory"):
+        ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, trials=3)
+    # applied to the loaded model, not only to the one built before it (the task scope's rule: one for both)
     back = ComplementaryRL.load(folder, env=room, demonstrations=goal_demonstration, seed=9,
-                                algorithm_kwargs={"learning_rate": 1e-4})
+                                algorithm_kwargs={"learning_rate": 1e-4}, verbose=1, tensorboard_log=str(tmp_path))
     try:
         assert back.seed == 9 and back.model.learning_rate == 1e-4
+        assert back.model.verbose == 1 and back.model.tensorboard_log == str(tmp_path)
     finally:
         back.close()
 

@@ -278,21 +278,27 @@ RESTORED_ON_LOAD: dict[str, str] = {
 UPDATED_ON_LOAD = ("wrapper_kwargs", "manager_kwargs", "callback_kwargs", "algorithm_kwargs")
 
 
-def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any],
-                   accepted: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The constructor's arguments for a loaded run and the keyword arguments of the algorithm's ``load``.
+def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any], accepted: Iterable[str], *,
+                   restored: Mapping[str, str] = RESTORED_ON_LOAD, updated: Iterable[str] = UPDATED_ON_LOAD
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The constructor's arguments for a loaded run and the keyword arguments of the algorithm's ``load``:
+    the one load-override rule of both scopes.
 
     Args:
         saved: the settings of ``method.json`` as written (plain JSON, before :func:`settings_from_json`).
         overrides: what the caller passed to ``load``.
         accepted: the constructor's argument names.
+        restored: the settings the saved files decide, each with why (the task scope's:
+            :data:`RESTORED_ON_LOAD`; the run scope names every setting its memory, envs and
+            policy are built from).
+        updated: the mapping settings an override updates key by key (:data:`UPDATED_ON_LOAD`).
 
-    Every override is applied or refused by name: those of :data:`RESTORED_ON_LOAD` must equal
-    the saved value (a file of an earlier version that lacks one takes it as given); those of
-    :data:`UPDATED_ON_LOAD` update the saved mapping (``algorithm_kwargs`` and
-    ``tensorboard_log`` are also given to the algorithm's ``load``, over the saved model's);
-    the others replace the saved value (a new ``seed`` leaves the saved extractor's seed as
-    saved). ``demonstrations`` serve roll-in only.
+    Every override is applied or refused by name: those of ``restored`` must equal the saved
+    value (a file of an earlier version that lacks one takes it as given); those of ``updated``
+    update the saved mapping (``algorithm_kwargs``, ``tensorboard_log`` and ``verbose`` also go
+    to the algorithm's ``load``, over the saved model's: a loaded model is the saved one); the
+    others replace the saved value (a new ``seed`` leaves the saved extractor's seed as saved).
+    ``demonstrations`` are the caller's to handle.
 
     Raises:
         TypeError: an unknown name, or a mapping setting given as something else.
@@ -303,25 +309,26 @@ def load_arguments(saved: Mapping[str, Any], overrides: Mapping[str, Any],
     if unknown:
         raise TypeError(f"ComplementaryRL.load got {unknown}, which are not settings of a run "
                         f"(those are {sorted(accepted)})")
+    updated = tuple(updated)
     kwargs = settings_from_json(saved)
     load_kwargs: dict[str, Any] = {}
     for name, value in overrides.items():
-        if name in RESTORED_ON_LOAD:
-            if name in saved and json_or_none(value, name) != saved[name]:
-                raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: {RESTORED_ON_LOAD[name]} "
+        if name in restored:
+            if name in saved and json_or_none(list(value) if isinstance(value, range) else value, name) != saved[name]:
+                raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: {restored[name]} "
                                  f"(saved: {saved[name]!r}); build a new run to change it")
-        elif name in UPDATED_ON_LOAD:
+        elif name in updated:
             if not isinstance(value, Mapping):
                 raise TypeError(f"{name} must be a mapping, got {value!r}")
             kwargs[name] = {**(kwargs.get(name) or {}), **value}
             if name == "algorithm_kwargs":
                 load_kwargs.update(value)
             continue
-        elif name == "tensorboard_log":
+        elif name in ("tensorboard_log", "verbose"):
             load_kwargs[name] = value
         kwargs[name] = value
     manager_kwargs = dict(kwargs.get("manager_kwargs") or {})
-    if "seed" in overrides and "seed" in saved and "seed" not in manager_kwargs \
+    if "manager_kwargs" in accepted and "seed" in overrides and "seed" in saved and "seed" not in manager_kwargs \
             and "seed" not in (manager_kwargs.get("extractor") or {}):
         # the saved extractor was seeded by the saved run's seed; a restore must find the same config
         kwargs["manager_kwargs"] = {**manager_kwargs, "extractor": {**(manager_kwargs.get("extractor") or {}),

@@ -44,7 +44,7 @@ from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int
 
 from .method import ComplementaryRL
-from .method_settings import check_seed, json_or_none, settings_from_json, settings_to_json
+from .method_settings import check_seed, load_arguments, settings_to_json
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -269,41 +269,34 @@ class RunScopeRL(ComplementaryRL, scope="run"):
 
         ``env``: needed when the run was built from a factory; ``demonstrations``: give them
         again where the run had some. ``seed``, ``n_envs``, ``verbose``, ``tensorboard_log`` and
-        ``algorithm_kwargs`` may be changed; any other override must equal the saved value.
+        ``algorithm_kwargs`` may be changed (the last three reach the loaded model); any other
+        override must equal the saved value. The rule is the task scope's
+        (:func:`~integrations.sb3.method_settings.load_arguments`), with every setting the run's
+        memory, envs and policy are built from among those the saved files decide.
         """
         folder = Path(folder)
         saved = _read_settings(folder)
         if algorithm not in (None, "PPO", PPO):
             raise ValueError(f"a run-scope run trains PPO; got algorithm={algorithm!r}")
         method_save_id = saved.pop("save_id", None)
-        settings = settings_from_json(saved)
+        demonstrations = overrides.pop("demonstrations", None)
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"demonstrations"}
+        settings, load_kwargs = load_arguments(  # the task scope's rule, with this scope's restored settings
+            saved, overrides, accepted, updated=("algorithm_kwargs",),
+            restored={name: "a run-scope run's memory, envs and policy are built from it"
+                      for name in accepted - _APPLIED_ON_LOAD})
         settings.pop("algorithm", None)
         had_demos = settings.pop("demonstrations")
         env = env if env is not None else settings.get("env")
         settings.pop("env", None)
         if env is None:
             raise ValueError("this run was built from an env factory: pass env=the same factory")
-        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "env"}
-        unknown = sorted(set(overrides) - accepted)
-        if unknown:
-            raise TypeError(f"ComplementaryRL.load got {unknown}, which are not settings of a run-scope run "
-                            f"(those are {sorted(accepted)})")
-        demonstrations = overrides.pop("demonstrations", None)
         if had_demos and demonstrations is None:
             raise ValueError("this run was given demonstrations: pass demonstrations=the same function (they are "
                              "not saved)")
-        for name, value in overrides.items():
-            if name == "algorithm_kwargs":
-                settings[name] = {**settings[name], **value}
-            elif name in _APPLIED_ON_LOAD:
-                settings[name] = value
-            elif json_or_none(list(value) if isinstance(value, range) else value, name) != saved.get(name):
-                raise ValueError(f"ComplementaryRL.load cannot apply {name}={value!r}: the saved run was built with "
-                                 f"{saved.get(name)!r}; build a new run to change it")
         vec_stats = (folder / VEC_NORMALIZE_FILE).read_bytes() if settings.get("vec_normalize") is not None else None
         run = cls(env, demonstrations=demonstrations, **settings)
         try:
-            load_kwargs = dict(overrides.get("algorithm_kwargs") or {})
             run.model, replay = load_run(folder, run.env, PPO, lineage=run._lineage,
                                          restore=run.memory.load if run.experience else None, **load_kwargs)
             check_same_save(folder, method_save_id, run._lineage)

@@ -210,8 +210,8 @@ class TaskScopeRL:
             if isinstance(policy, str) and policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
                 policy = policy.replace("Policy", "LstmPolicy")
         self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
-                                              tensorboard_log=tensorboard_log, verbose=0,
-                                              **dict(algorithm_kwargs or {}))
+                                              tensorboard_log=tensorboard_log,
+                                              **{"verbose": 0, **dict(algorithm_kwargs or {})})
         self.crl_callback: CRLCallback | None = None
         self.sil_callback: SelfImitationCallback | None = None
         self.rollin_callback: RollInCallback | None = None
