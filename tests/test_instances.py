@@ -174,6 +174,8 @@ def test_paired_on_envs_that_cannot_replay_falls_back_to_the_value_baseline_and_
     ({"group": 0, "member": 2, "size": 2, "seed": 0}, "member"),
     ({"group": 0, "member": 0, "size": 1, "seed": 0}, "size"),
     ({"group": -1, "member": 0, "size": 2, "seed": 0}, "group"),
+    ({"group": 0, "member": 0, "size": 1, "seed": 0, "instances": [1], "repeats": 0}, "repeats"),
+    ({"group": 0, "member": 0, "size": 1, "seed": 0, "instances": []}, "instances"),
 ])
 def test_replay_instances_checks_its_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -188,6 +190,29 @@ def test_replay_instances_seeds_each_reset_and_ignores_a_given_seed():
     np.testing.assert_array_equal(o0, ref.reset(seed=instance_seed(4, 1, 0))[0])
     np.testing.assert_array_equal(o1, ref.reset(seed=instance_seed(4, 1, 1))[0])
     assert (i0["experience_instance"]["index"], i1["experience_instance"]["index"]) == (0, 1)
+
+
+def test_replay_instances_draw_one_instance_per_run_the_same_for_every_member_of_a_group():
+    """The run scope's groups: a run of ``repeats`` episodes on one drawn instance, the members in step."""
+    instances = [11, 12, 13, 14, 15]
+
+    def specs(member: int, group: int = 0, seed: int = 2) -> list[dict]:
+        env = ReplayInstances(gym.make("CartPole-v1"), group=group, member=member, size=3, seed=seed,
+                              instances=instances, repeats=3)
+        return [env.reset(seed=999)[1]["experience_instance"] for _ in range(12)]
+
+    a, b = specs(0), specs(2)
+    assert [s["instance"] for s in a] == [s["instance"] for s in b]  # members of a group: same instances
+    assert [(s["run"], s["repeat"]) for s in a] == [(i // 3, i % 3) for i in range(12)]
+    for run in range(4):  # one instance per run, from the list
+        drawn = {s["instance"] for s in a[3 * run: 3 * run + 3]}
+        assert len(drawn) == 1 and drawn <= set(instances)
+    assert len({s["instance"] for s in a}) > 1
+    assert [s["instance"] for s in specs(0, group=1)] != [s["instance"] for s in a]  # another group draws its own
+    env = ReplayInstances(gym.make("CartPole-v1"), group=0, member=0, size=1, seed=0, instances=[7], repeats=2)
+    obs, info = env.reset()
+    np.testing.assert_array_equal(obs, gym.make("CartPole-v1").reset(seed=7)[0])  # the instance is the reset seed
+    assert info["experience_instance"]["instance"] == 7
 
 
 def test_guided_members_round_the_ratio_per_group():

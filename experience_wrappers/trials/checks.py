@@ -10,17 +10,13 @@ main path's checks (:mod:`experience_wrappers.wrappers.env_checks`), worded for 
 
 from __future__ import annotations
 
-import math
-import reprlib
 import warnings
-from collections.abc import Sequence
-from numbers import Real
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from ..validators import integral
+from ..validators import check_instances
 from ..wrappers.env_checks import Check, check_finite_observation
 
 __all__ = ["check_instances", "checked_observations", "trials_observation_space", "space_mismatch",
@@ -33,62 +29,6 @@ MASK_KEY = "trial_mask"
 TRIAL_INDEX_KEY = "trial_index"
 #: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
 TRIAL_INFO_KEY = "trial"
-
-_short = reprlib.Repr()
-_short.maxlist = _short.maxtuple = 8
-_short.maxstring = 40
-_short.maxother = 60
-
-
-def check_instances(instances: object, name: str = "instances") -> list[int]:
-    """The reset seeds that runs are drawn from, as Python ints; anything else is one error naming the value.
-
-    ``instances`` must be a non-empty sequence (a list, tuple, range or 1-D array) of ints
-    ``>= 0`` (a float that holds an int, ``3.0``, passes): a str is not a list of digits,
-    ``1.7`` is not seed 1, and a bare int is not a list of one.
-
-    Raises:
-        TypeError: not a sequence (a bare int, a str, a set, a generator), or an item that is not a number.
-        ValueError: empty, or an item that is negative, NaN, infinite or not whole.
-
-    >>> check_instances(np.array([3, 5])), check_instances((2.0,))
-    ([3, 5], [2])
-    >>> check_instances("123")
-    Traceback (most recent call last):
-    ...
-    TypeError: instances must be a non-empty sequence of reset seeds (ints >= 0), got '123' (a str)
-    >>> check_instances([1.7])
-    Traceback (most recent call last):
-    ...
-    ValueError: instances must be a non-empty sequence of reset seeds (ints >= 0), got [1.7]: item 0 is 1.7, not a whole number
-    """
-    shown = " ".join(_short.repr(instances).split())  # one line, whatever numpy prints
-    what = f"{name} must be a non-empty sequence of reset seeds (ints >= 0), got {shown}"
-    if isinstance(instances, np.ndarray):
-        if instances.ndim != 1:
-            raise ValueError(f"{what}: an array of shape {instances.shape}, not one axis")
-        items = instances.tolist()
-    elif isinstance(instances, Sequence) and not isinstance(instances, str | bytes):
-        items = list(instances)
-    else:
-        raise TypeError(f"{what} (a {type(instances).__name__})")
-    if not items:
-        raise ValueError(f"{what}: it is empty")
-    out = []
-    for i, x in enumerate(items):
-        if integral(x, numpy=True):
-            value = int(x)
-        elif isinstance(x, bool | np.bool_) or not isinstance(x, Real | np.floating):
-            raise TypeError(f"{what}: item {i} is {_short.repr(x)} (a {type(x).__name__}), not an int")
-        elif not math.isfinite(float(x)) or float(x) != round(float(x)):
-            raise ValueError(f"{what}: item {i} is {x!r}, not a whole number")
-        else:
-            value = int(float(x))
-        if value < 0:
-            raise ValueError(f"{what}: item {i} is {value}, a reset seed must be >= 0")
-        out.append(value)
-    return out
-
 
 def checked_observations(check: Check, batch: Any, where: str, source: str) -> None:
     """Check a batch of observations that ``source`` gave (not the env) as the env's are checked.

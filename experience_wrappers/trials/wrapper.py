@@ -10,7 +10,9 @@ the run's scope. Held-out instances, frozen weights: give ``instances`` the held
 seeds and ``learn=False``.
 
 The env must give the same instance for the same ``reset(seed=...)`` (the instance *is*
-the reset seed); instances are drawn per run, the same for every member of a group.
+the reset seed); instances are drawn per run, the same for every member of a group, by the
+task scope's mechanism for groups (:class:`~experience_wrappers.wrappers.ReplayInstances`
+with ``instances`` and ``repeats``, which the wrapper builds below itself).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..keys.base import add_batch_axis, stack_observations
 from ..manager import success_from_info
 from ..validators import check_int
 from ..wrappers.env_checks import check_finite_observation, env_name, observation_checker
+from ..wrappers.instances import INSTANCE_INFO_KEY, ReplayInstances
 from .checks import (
     ENTRIES_KEY,
     MASK_KEY,
@@ -88,10 +91,8 @@ class TrialsWrapper(gym.Wrapper):
                  group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
                  demo_ratio: float = 1.0, seed: int = 0) -> None:
-        super().__init__(env)
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
-        self.memory = memory
         self.instances = check_instances(instances)
         _check_spaces(env, memory)
         self.trials = check_int("trials", trials, minimum=1)
@@ -99,6 +100,10 @@ class TrialsWrapper(gym.Wrapper):
         self.member = check_int("member", member, minimum=0, maximum=self.group_size - 1)
         self.free_members = check_int("free_members", free_members, minimum=0, maximum=self.group_size)
         self.group = check_int("group", group, minimum=0)
+        # the group's runs: one instance drawn per run, replayed for its trials (the task scope's groups)
+        super().__init__(ReplayInstances(env, group=self.group, member=self.member, size=self.group_size,
+                                         seed=int(seed), instances=self.instances, repeats=self.trials))
+        self.memory = memory
         self.guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
         self.learn, self.demonstrations = bool(learn), demonstrations
         if not 0.0 <= float(demo_ratio) <= 1.0:
@@ -106,7 +111,6 @@ class TrialsWrapper(gym.Wrapper):
         self.demo_ratio = float(demo_ratio)
         self._demonstrated = False  # a demonstration was placed in this run
         self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
-        self._rng = np.random.default_rng([int(seed), self.group])  # the group's instances: one draw per run
         self._donor_rng = np.random.default_rng([int(seed), self.group, self.member, 0xD0])
         base = env.observation_space
         self._dict_obs = isinstance(base, spaces.Dict)
@@ -125,7 +129,6 @@ class TrialsWrapper(gym.Wrapper):
         self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
         self._mask = np.zeros(memory.k, np.float32)
         self._run_open = False
-        self._in_trial = False
 
     # --------------------------------------------------------------- runs
     @property
@@ -135,12 +138,11 @@ class TrialsWrapper(gym.Wrapper):
             return 0
         return self._donor if self.memory.scope == "other" else self.scope
 
-    def _start_run(self) -> None:
-        self.run += 1
-        self.trial = 0
+    def _start_run(self, run: int, instance: int) -> None:
+        self.run = run
         self._run_open = True
         self._demonstrated = False
-        self.instance = self.instances[int(self._rng.integers(len(self.instances)))]
+        self.instance = instance
         self.scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
         if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
@@ -192,18 +194,18 @@ class TrialsWrapper(gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start the run's next trial (a new run after the last); a ``seed`` given here is ignored:
-        the instance decides the reset seed."""
+        the instance decides the reset seed (:class:`~experience_wrappers.wrappers.ReplayInstances`
+        below this wrapper draws it)."""
         self.memory.check_process()
-        if self._in_trial and self.trial >= self.trials - 1:  # the last trial was cut short: the run ends
-            self._end_run()
-        if self._run_open:
-            self.trial += 1
-        else:
-            self._start_run()
-        obs, info = self.env.reset(seed=self.instance, options=options)
+        obs, info = self.env.reset(options=options)
+        spec = info[INSTANCE_INFO_KEY]
+        if spec["repeat"] == 0:
+            if self._run_open:  # the last trial was cut short: the run ends
+                self._end_run()
+            self._start_run(spec["run"], spec["instance"])
+        self.trial = spec["repeat"]
         self._check(obs, "reset")
         self._obs, self._actions, self._rewards, self._shown = [obs], [], [], set()
-        self._in_trial = True
         self._read(obs)
         return self._wrap(obs), {**info, **self._info()}
 
@@ -217,7 +219,6 @@ class TrialsWrapper(gym.Wrapper):
             success = success_from_info(info)
             won = bool(sum(self._rewards) > 0) if success is None else bool(success)
             info["trial_success"] = won
-            self._in_trial = False
             self._finish(won)
         else:
             self._obs.append(obs)

@@ -17,18 +17,23 @@ Each reset's info carries ``experience_instance`` (``group``, ``member``, ``size
 ``index``, ``seed``); an experience wrapper with ``paired=True`` reads it to draw the
 episode guided or free and to tag the finished episode for
 :class:`~experience_wrappers.credit.PairedCredit`.
+
+The same groups serve the run scope (:class:`~experience_wrappers.trials.TrialsWrapper`):
+with ``instances`` (the training or held-out reset seeds) and ``repeats`` (the trials of a
+run), a group draws one of ``instances`` per run and replays it ``repeats`` times; the info
+then also carries ``instance``, ``run`` and ``repeat`` (the trial's index in its run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils import RecordConstructorArgs
 
-from ..validators import check_int
+from ..validators import check_instances, check_int
 
 __all__ = ["INSTANCE_INFO_KEY", "ReplayInstances", "guided_members", "instance_seed", "paired_env_fns"]
 
@@ -64,13 +69,18 @@ class ReplayInstances(gym.Wrapper, RecordConstructorArgs):
     Every reset, seeded or not, uses ``instance_seed(seed, group, n)`` (a seed given to
     ``reset`` is ignored: the members of a group must not be seeded apart, as a VecEnv's
     ``seed(s)`` would do with ``s + i``). The reset info gains ``experience_instance``.
+    With ``instances``, the ``n``-th episode is repeat ``n % repeats`` of run ``n // repeats``,
+    whose instance the group draws from ``instances`` (a generator seeded by ``(seed, group)``,
+    one draw per run): every member of a group runs the same instances in the same order.
 
     Args:
         env: an env that gives the same instance for the same reset seed.
         group: the group index.
         member: this env's index in the group (0 .. size - 1).
-        size: the group's size (>= 2: guided and free members).
+        size: the group's size (>= 2: guided and free members; with ``instances``, >= 1).
         seed: the run's seed, the base of the instance seeds (>= 0).
+        instances: the reset seeds runs are drawn from (None: a new instance per episode).
+        repeats: episodes per run with ``instances`` (a run scope's trials).
 
     >>> from integrations.minihack import make_minihack_env
     >>> a = ReplayInstances(make_minihack_env("MiniHack-Room-5x5-v0"), group=0, member=0, size=2, seed=3)
@@ -80,24 +90,36 @@ class ReplayInstances(gym.Wrapper, RecordConstructorArgs):
     (True, 0)
     """
 
-    def __init__(self, env: gym.Env, *, group: int, member: int, size: int, seed: int) -> None:
-        RecordConstructorArgs.__init__(self, group=group, member=member, size=size, seed=seed)
+    def __init__(self, env: gym.Env, *, group: int, member: int, size: int, seed: int,
+                 instances: Sequence[int] | None = None, repeats: int = 1) -> None:
+        RecordConstructorArgs.__init__(self, group=group, member=member, size=size, seed=seed, instances=instances,
+                                       repeats=repeats)
         gym.Wrapper.__init__(self, env)
-        self.size = check_int("size", size, minimum=2, numpy=True)
+        self.instances = None if instances is None else check_instances(instances)
+        self.size = check_int("size", size, minimum=2 if self.instances is None else 1, numpy=True)
         self.group = check_int("group", group, minimum=0, numpy=True)
         self.member = check_int("member", member, minimum=0, maximum=self.size - 1, numpy=True)
         self.base_seed = check_int("seed", seed, minimum=0, numpy=True)
+        self.repeats = check_int("repeats", repeats, minimum=1, numpy=True)
         self.episodes = 0  # the index of the next episode
+        self._runs = np.random.default_rng([self.base_seed, self.group])  # the group's draw of one instance per run
+        self.instance = -1
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
         index = self.episodes
-        s = instance_seed(self.base_seed, self.group, index)
+        spec: dict[str, Any] = {"group": self.group, "member": self.member, "size": self.size, "index": index,
+                                "seed": self.base_seed}
+        if self.instances is None:
+            s = instance_seed(self.base_seed, self.group, index)
+        else:
+            if index % self.repeats == 0:
+                self.instance = self.instances[int(self._runs.integers(len(self.instances)))]
+            s = self.instance
+            spec.update(instance=s, run=index // self.repeats, repeat=index % self.repeats)
         obs, info = self.env.reset(seed=s, options=options)
         self.episodes += 1
-        info = {**info, INSTANCE_INFO_KEY: {"group": self.group, "member": self.member, "size": self.size,
-                                            "index": index, "seed": self.base_seed}}
-        return obs, info
+        return obs, {**info, INSTANCE_INFO_KEY: spec}
 
 
 def paired_env_fns(make_env: Callable[[], gym.Env], n_envs: int, group_size: int, seed: int,
