@@ -29,7 +29,7 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
              "crl-trials-nosil", "crl-trials-imitate", "crl-trials-imitate-nearest",
              "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random",
-             "crl-trials-imitate-nearest-strong", "ppo", "ppo-sil", "ppo-visible", "ppo-visible-solo", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-imitate-nearest-strong", "crl-trials-imitate-nearest-strong-random", "ppo", "ppo-sil", "ppo-visible", "ppo-visible-solo", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -80,6 +80,17 @@ NEAREST_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-imitate-nearest-random", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-imitate-nearest-strong", "with_demonstration", "with_demonstration", "trial1"),
     ("crl-trials-imitate-nearest-strong", "with_experience", "with_experience", "after_first_success"),
+]
+
+#: the strong nearest-success imitation (``crl-trials-imitate-nearest-strong``, Meta-World): against the
+#: learning-free player, its random-retrieval ablation and the method without the loss
+STRONG_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("retrieve-and-play", "with_experience", "with_experience", "after_first_success"),
+    ("retrieve-and-play", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-imitate-nearest-strong-random", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-imitate-nearest-strong-random", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
 ]
 
 #: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
@@ -203,7 +214,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-default-imitate", IMITATE_COMPARISONS),
                                     ("crl-trials-default-index", INDEX_COMPARISONS),
                                     ("crl-trials-1000", MAZES_COMPARISONS),
-                                    ("crl-trials-imitate-nearest", NEAREST_COMPARISONS)):
+                                    ("crl-trials-imitate-nearest", NEAREST_COMPARISONS),
+                                    ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]

@@ -108,6 +108,9 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-imitate-nearest-frozen": {**METHOD, "imitate": {"max_distance": None}, "train_extractor": False},
     "crl-trials-imitate-nearest-random": {**METHOD, "imitate": {"max_distance": None}, "scope": "other"},
     "crl-trials-imitate-nearest-strong": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}},
+    # its ablation: the entries shown come from another instance's run (random retrieval)
+    "crl-trials-imitate-nearest-strong-random": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
+                                                 "scope": "other"},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
