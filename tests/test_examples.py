@@ -67,3 +67,13 @@ def test_make_demo_prints_a_verdict_and_a_plot_from_zero(tmp_path, capsys):
     out = capsys.readouterr().out
     assert set(results) == {"ppo", "crl-sil-obs"} and results["crl-sil-obs"]["demonstrations_used"] == 2
     assert "verdict:" in out and (tmp_path / "d.png").is_file()
+
+
+@pytest.mark.slow
+def test_metaworld_reach_hidden_goal(tmp_path):
+    pytest.importorskip("metaworld")
+    out = run("metaworld_reach_hidden_goal.py", "--steps", "512", "--n-steps", "64", "--goals", "1", "--repeats", "1",
+              "--out", "run", cwd=tmp_path)
+    assert "with demonstration: success by trial" in out and (tmp_path / "run" / "model.zip").is_file()
+    again = run("metaworld_reach_hidden_goal.py", "--load", "run", "--goals", "1", "--repeats", "1", cwd=tmp_path)
+    assert "loaded run" in again and "without experience: success by trial" in again

@@ -125,6 +125,11 @@ class ML1Trials(gym.Env):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
+    @property
+    def max_steps(self) -> int:
+        """A trial's step cap (``cap``): what ``ComplementaryRL(scope="run")`` takes as the memory's horizon."""
+        return self.cap
+
     def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
                  reward_scale: float = 0.1, success_bonus: bool = True, gamma: float = 0.99,
                  start_moves: int = 0, start_seed: int = 0) -> None:
