@@ -602,7 +602,7 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
     free = bonus(99, guided=False)
     free.reset()
     assert free.step(right)[1] == 0.0     # free runs (the paired baseline): never
-    for bad in (0.0, -1.0, float("nan"), "0.1"):
+    for bad in (0.0, -1.0, float("nan"), "0.1", True):
         with pytest.raises(ValueError, match="novelty_bonus must be"):
             NoveltyBonus(HiddenGoalRoom(), bad)
     with pytest.raises(ValueError, match="TrialsWrapper"):  # it reads the run from the trial's info

@@ -79,7 +79,8 @@ class NoveltyBonus(gym.Wrapper):
 
 def check_bonus(bonus: Any, *, positive: bool = False) -> float:
     """``bonus`` as a float: a finite number >= 0 (> 0 with ``positive``), else a ValueError naming it."""
-    if not (isinstance(bonus, int | float | np.floating) and np.isfinite(bonus) and (bonus > 0 if positive else bonus >= 0)):
+    if isinstance(bonus, bool | np.bool_) or not (isinstance(bonus, int | float | np.integer | np.floating)
+                                                  and np.isfinite(bonus) and (bonus > 0 if positive else bonus >= 0)):
         raise ValueError(f"novelty_bonus must be a finite number {'>' if positive else '>='} 0, got {bonus!r}")
     return float(bonus)
 
