@@ -133,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprint files")
     args = p.parse_args(argv)
     if args.compare:
-        a, b = (json.load(open(f)) for f in args.compare)
+        a, b = ({(r["env_id"], r["arm"]): r for r in json.load(open(f))} for f in args.compare)
         same = True
-        for x, y in zip(a, b, strict=True):
+        for case in sorted(a.keys() | b.keys()):
+            x, y = a.get(case), b.get(case)
+            if x is None or y is None:
+                print(f"{case[0]:32s} {case[1]:18s} only in {'AFTER' if x is None else 'BEFORE'}")
+                continue
             diff = [k for k in x if x[k] != y.get(k)]
             same &= not diff
-            print(f"{x['env_id']:32s} {x['arm']:12s} {'identical' if not diff else 'DIFFERS: ' + ', '.join(diff)}")
-        return 0 if same and len(a) == len(b) else 1
+            print(f"{case[0]:32s} {case[1]:18s} {'identical' if not diff else 'DIFFERS: ' + ', '.join(diff)}")
+        return 0 if same else 1
     torch.set_num_threads(1)
     rows = []
     for env_id, arm, steps in CASES:
