@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from benchmarks.peers.meta_episode import MetaEpisode
+from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
 from experience_wrappers.trials import TrialMemory, TrialsWrapper
 from experience_wrappers.trials.layout import EntryLayout
-from experience_wrappers.trials.meta_episode import MetaEpisode
-from experience_wrappers.trials.play import RetrieveAndPlay
 from experience_wrappers.trials.trial_index import TrialIndex
 from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY, trial_env, trials_env_fns
 from integrations.minihack.hidden_goal import (
@@ -408,7 +408,7 @@ def test_entry_imitation_raises_the_probability_of_the_shown_successful_action()
     from stable_baselines3 import PPO
     from stable_baselines3.common.utils import obs_as_tensor
 
-    from experience_wrappers.trials.play import success_actions
+    from experience_wrappers.trials.nearest_success import success_actions
     from integrations.sb3.trials_imitation import EntryImitationCallback
 
     probs = {}

@@ -197,8 +197,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
+    from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
     from experience_wrappers.trials import TrialMemory
-    from experience_wrappers.trials.play import RetrieveAndPlay
     from integrations.sb3.trials_evaluation import (
         evaluate_trials,
         frozen_predict,
@@ -320,7 +320,7 @@ def _meta_episode(make: Callable[[], Any], instances: list[int], trials: int, se
     """An env factory: the ``trials`` trials of an instance as one episode (RecurrentPPO's peer)."""
     from stable_baselines3.common.monitor import Monitor
 
-    from experience_wrappers.trials.meta_episode import MetaEpisode
+    from benchmarks.peers.meta_episode import MetaEpisode
 
     def build() -> Any:
         env = MetaEpisode(make(), instances=instances, trials=trials, seed=seed)

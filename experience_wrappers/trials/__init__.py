@@ -5,8 +5,9 @@ unseen map), the run's own earlier trials hold it: :class:`TrialMemory` keeps th
 bank, scoped by run, with decodable content per entry
 (:class:`~experience_wrappers.trials.layout.EntryLayout`), and :class:`TrialsWrapper` shows a
 guided trial the nearest of them. The rest is public in the module that defines it:
-:mod:`.layout`, :mod:`.wrapper` (the observation keys, ``trials_env_fns``), :mod:`.memory`
-(``SCOPES``), :mod:`.meta_episode` (the RL^2 peer) and :mod:`.play` (retrieve-and-play).
+:mod:`.layout`, :mod:`.wrapper` (the observation keys, ``trial_env``, ``trials_env_fns``), :mod:`.memory`
+(``SCOPES``), :mod:`.novelty`, :mod:`.trial_index` and :mod:`.nearest_success` (the action entry
+imitation copies). The peers (retrieve-and-play, RL^2's meta-episodes) are baselines: ``benchmarks/peers/``.
 """
 
 from .memory import TrialMemory

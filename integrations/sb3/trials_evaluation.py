@@ -13,7 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances, space_mismatch
-from experience_wrappers.trials.play import RetrieveAndPlay
+from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource, trial_env
 from experience_wrappers.validators import check_int
 
@@ -31,8 +31,8 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
 
     Every env of ``venv`` must report ``info["trial"]["index"]`` and, at a trial's end,
     ``info["trial_success"]`` (:class:`~experience_wrappers.trials.TrialsWrapper` and
-    :class:`~experience_wrappers.trials.meta_episode.MetaEpisode` do). ``predict`` is an SB3 model's
-    ``predict`` (or :class:`~experience_wrappers.trials.play.RetrieveAndPlay`'s); with ``recurrent``
+    ``benchmarks.peers.meta_episode.MetaEpisode`` do). ``predict`` is an SB3 model's
+    ``predict`` (or a learning-free reader's, ``benchmarks.peers.retrieve_and_play``); with ``recurrent``
     its state is carried and reset at episode starts (a MetaEpisode's episode is a whole run).
     Nothing is learned here: pass envs built with ``learn=False``.
 
@@ -43,7 +43,7 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
             ``trials`` (their ``trials`` attribute), when ``predict`` is an SB3 model's and the
             model was trained on other observations than the envs show (another ``k``,
             ``exp_dim``, key width or ``trial_index`` setting, or another number of trials with
-            ``trial_index``), or when it is a :class:`~experience_wrappers.trials.play.RetrieveAndPlay`
+            ``trial_index``), or when it is a reader with a layout of its own (retrieve-and-play)
             of another layout than the envs' memory.
     """
     runs_per_env = check_int("runs_per_env", runs_per_env, minimum=1)
@@ -90,10 +90,11 @@ def check_reader(venv: VecEnv, predict: Predict, trials: int) -> None:
         raise ValueError(f"run_trials(trials={trials}): the envs run {sorted(set(counts))} trials per run "
                          f"(their wrappers' trials); pass the envs' count, or build the envs with trials={trials}")
     reader = getattr(predict, "__self__", None)
-    if isinstance(reader, RetrieveAndPlay):
+    layout = getattr(reader, "layout", None)
+    if isinstance(layout, EntryLayout):  # a reader of the rows by a layout of its own (retrieve-and-play)
         for mem in _env_attr(venv, "memory") or []:
-            if isinstance(mem, TrialMemory) and mem.layout != reader.layout:
-                raise ValueError(f"RetrieveAndPlay reads the layout {reader.layout}, and the envs' memory writes "
+            if isinstance(mem, TrialMemory) and mem.layout != layout:
+                raise ValueError(f"{type(reader).__name__} reads the layout {layout}, and the envs' memory writes "
                                  f"{mem.layout}: build it with the envs' memory.layout")
         return
     space = getattr(reader, "observation_space", None)

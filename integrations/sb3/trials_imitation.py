@@ -12,7 +12,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.extractor import ActionCoder
 from experience_wrappers.trials.layout import EntryLayout
-from experience_wrappers.trials.play import success_codes
+from experience_wrappers.trials.nearest_success import success_codes
 from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
 from experience_wrappers.validators import check_int
 
@@ -28,7 +28,7 @@ class EntryImitationCallback(BaseCallback):
     demonstration) lies within ``max_distance`` of the state, the loss is
     ``-log pi(a_entry | s)`` with the entries in the input: the policy learns to *read* a
     success of its instance (the learned form of retrieve-and-play,
-    :class:`~experience_wrappers.trials.RetrieveAndPlay`). It runs ``n_batches`` steps of
+    ``benchmarks.peers.retrieve_and_play.RetrieveAndPlay``). It runs ``n_batches`` steps of
     ``batch_size`` states with the policy's optimizer, as self-imitation does. With a Box
     action space the entry's action code is decoded back to the action taken
     (:meth:`ActionCoder.decode <experience_wrappers.extractor.ActionCoder.decode>`) and its

@@ -1,6 +1,6 @@
 """``MetaEpisode``: ``K`` trials of one instance as one episode, for a recurrent policy (RL^2).
 
-The strongest memory peer of the trials protocol (Duan et al. 2016, "RL^2"; Wang et al.
+A baseline of the benchmarks, not a part of the method. The strongest memory peer of the trials protocol (Duan et al. 2016, "RL^2"; Wang et al.
 2016): a recurrent policy whose hidden state is carried across the ``K`` trials of one
 instance, with no bank. The episode the learner sees is the whole run: a trial's end is
 not an episode end (the env is reset underneath and the run goes on); the run ends after
@@ -18,10 +18,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..manager import success_from_info
-from ..validators import check_int
-from .checks import check_instances
-from .wrapper import TRIAL_INFO_KEY
+from experience_wrappers.manager import success_from_info
+from experience_wrappers.trials.checks import TRIAL_INFO_KEY
+from experience_wrappers.validators import check_instances, check_int
 
 __all__ = ["MetaEpisode"]
 

@@ -1,4 +1,8 @@
-"""Retrieve-and-play: the learning-free peer of a trials policy (REGENT's baseline, Sridhar et al. 2024)."""
+"""Retrieve-and-play: the learning-free peer of a trials policy (REGENT's baseline, Sridhar et al. 2024).
+
+A baseline of the benchmarks, not a part of the method: it plays the action of the nearest shown
+success (:mod:`experience_wrappers.trials.nearest_success`) with no learning.
+"""
 
 from __future__ import annotations
 
@@ -7,53 +11,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..extractor import ActionCoder
-from .layout import EntryLayout
-from .wrapper import ENTRIES_KEY, MASK_KEY
+from experience_wrappers.extractor import ActionCoder
+from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
+from experience_wrappers.trials.layout import EntryLayout
+from experience_wrappers.trials.nearest_success import success_codes
 
-__all__ = ["RetrieveAndPlay", "success_actions", "success_codes"]
-
-
-def success_actions(rows: np.ndarray, mask: np.ndarray, layout: EntryLayout,
-                    max_distance: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
-    """The (Discrete) action of the nearest shown entry of a successful trial (or a demonstration), per row.
-
-    Among the entries whose trial return is positive and whose distance is at most
-    ``max_distance``, the nearest, then the one fewest steps from its trial's end.
-    Returns ``(actions (n,), found (n,) bool)``; ``actions`` is 0 where none was found.
-    The action is the index of its one-hot code (:func:`success_codes` gives the code itself).
-
-    Raises:
-        ValueError: ``rows`` are not ``(n, k, layout.row_dim)`` (see :func:`success_codes`).
-    """
-    codes, found = success_codes(rows, mask, layout, max_distance)
-    return np.where(found, codes.argmax(-1), 0), found
-
-
-def success_codes(rows: np.ndarray, mask: np.ndarray, layout: EntryLayout,
-                  max_distance: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
-    """The action code of the nearest shown entry of a successful trial, per row (as :func:`success_actions`).
-
-    Returns ``(codes (n, action_dim), found (n,) bool)``; a row's code is meaningless where
-    ``found`` is False.
-
-    Raises:
-        ValueError: ``rows`` are not ``(n, k, layout.row_dim)`` (rows of another memory's layout,
-            whose columns would be read as the wrong fields).
-    """
-    rows = np.asarray(rows)
-    if rows.ndim != 3 or rows.shape[-1] != layout.row_dim:
-        raise ValueError(f"the entry rows are {rows.shape[-1] if rows.ndim else 0} wide (shape {rows.shape}), and "
-                         f"the layout read with reads rows {layout.row_dim} wide ({layout}): use the layout of the "
-                         "memory the envs read (memory.layout)")
-    won = (np.asarray(mask) > 0.5) & (rows[..., layout.row_return_col] > 0)
-    won &= rows[..., layout.row_distance_col] <= max_distance
-    dist = np.where(won, rows[..., layout.row_distance_col], np.inf)
-    stg = np.where(won, rows[..., layout.steps_to_go_col + 2], np.inf)
-    nearest = dist == dist.min(axis=-1, keepdims=True)
-    best = np.argmin(np.where(nearest, stg, np.inf), axis=-1)
-    codes = np.take_along_axis(rows[..., layout.row_action_slice()], best[:, None, None], axis=1)[:, 0]
-    return codes, np.asarray(won.any(axis=-1))
+__all__ = ["RetrieveAndPlay"]
 
 
 class RetrieveAndPlay:
@@ -73,7 +36,7 @@ class RetrieveAndPlay:
         action_space: a Discrete or Box action space (the memory's).
         seed: seed of the random actions.
 
-    Rows of another width than the layout's are refused (:func:`success_actions`), and so
+    Rows of another width than the layout's are refused (:func:`~experience_wrappers.trials.nearest_success.success_codes`), and so
     is a layout of another layout's envs in :func:`~integrations.sb3.trials_evaluation.run_trials`.
 
     >>> lay = EntryLayout(key_dim=2, action_dim=3, exp_dim=0, horizon=10)
