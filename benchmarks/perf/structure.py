@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = p.parse_args(argv)
     res = measure()
+    if args.out:  # before printing: a reader that stops early (| head) does not lose the file
+        args.out.write_text(json.dumps(res, indent=1) + "\n")
     print(f"main-path lines: {res['main_path_lines']:,} in {res['files']} files")
     print(f"modules over {LIMIT} lines: {res['over_limit'] or 'none'}")
     print(f"import circles within a package: {len(res['import_circles'])}")
@@ -187,8 +189,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"accesses to another file's private attributes: {res['private_accesses']}")
     for f, acc in res["private_accesses_by_file"].items():
         print(f"  {f}: {', '.join(acc[:6])}{' ...' if len(acc) > 6 else ''}")
-    if args.out:
-        args.out.write_text(json.dumps(res, indent=1) + "\n")
     return 0
 
 
