@@ -16,9 +16,10 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from ..validators import check_real
 from .checks import ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
 
-__all__ = ["NoveltyBonus", "check_bonus"]
+__all__ = ["NoveltyBonus"]
 
 _SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)  # what the TrialsWrapper adds: not part of where the agent is
 
@@ -45,7 +46,10 @@ class NoveltyBonus(gym.Wrapper):
 
     def __init__(self, env: gym.Env, bonus: float, until_success: bool = True) -> None:
         super().__init__(env)
-        self.bonus = check_bonus(bonus, positive=True)
+        self.bonus = check_real("novelty_bonus", bonus, minimum=0)
+        if not self.bonus:
+            raise ValueError(f"novelty_bonus must be a finite number > 0, got {bonus!r} (0 pays nothing: leave the "
+                             "wrapper out)")
         self.until_success = bool(until_success)
         self._run: int | None = None
         self._visited: set[bytes] = set()  # the observations this run has stood on
@@ -75,14 +79,6 @@ class NoveltyBonus(gym.Wrapper):
                 reward = float(reward) + self.bonus
         self._found = self._found or bool(info.get("trial_success", False))
         return obs, reward, terminated, truncated, info
-
-
-def check_bonus(bonus: Any, *, positive: bool = False) -> float:
-    """``bonus`` as a float: a finite number >= 0 (> 0 with ``positive``), else a ValueError naming it."""
-    if isinstance(bonus, bool | np.bool_) or not (isinstance(bonus, int | float | np.integer | np.floating)
-                                                  and np.isfinite(bonus) and (bonus > 0 if positive else bonus >= 0)):
-        raise ValueError(f"novelty_bonus must be a finite number {'>' if positive else '>='} 0, got {bonus!r}")
-    return float(bonus)
 
 
 def _obs_key(obs: Any) -> bytes:

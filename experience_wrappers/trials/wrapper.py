@@ -26,7 +26,7 @@ from gymnasium import spaces
 
 from ..keys.base import add_batch_axis, stack_observations
 from ..manager import success_from_info
-from ..validators import check_int
+from ..validators import check_int, check_real
 from ..wrappers.env_checks import check_finite_observation, env_name, observation_checker
 from ..wrappers.instances import INSTANCE_INFO_KEY, ReplayInstances
 from .checks import (
@@ -38,7 +38,7 @@ from .checks import (
     trials_observation_space,
 )
 from .memory import TrialMemory
-from .novelty import NoveltyBonus, check_bonus
+from .novelty import NoveltyBonus
 from .trial_index import TrialIndex
 
 __all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trial_env", "trials_env_fns"]
@@ -266,7 +266,7 @@ def trial_env(env: gym.Env, memory: TrialMemory, *, novelty_bonus: float = 0.0, 
     Raises:
         ValueError: ``novelty_bonus`` is not a finite number >= 0; the TrialsWrapper's errors.
     """
-    bonus = check_bonus(novelty_bonus)
+    bonus = check_real("novelty_bonus", novelty_bonus, minimum=0)
     out: gym.Env = TrialsWrapper(env, memory, **kwargs)
     if memory.trial_index:
         out = TrialIndex(out, out.trials)  # type: ignore[attr-defined]
@@ -296,7 +296,7 @@ def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs:
     group_size = check_int("group_size", group_size, minimum=1)
     if n_envs % group_size:
         raise ValueError(f"n_envs must be a multiple of group_size ({group_size}), got n_envs={n_envs}")
-    check_bonus(kwargs.get("novelty_bonus", 0.0))  # before any env is built
+    check_real("novelty_bonus", kwargs.get("novelty_bonus", 0.0), minimum=0)  # before any env is built
 
     def fn(i: int) -> Callable[[], gym.Env]:
         def make() -> gym.Env:
