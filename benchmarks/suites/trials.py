@@ -111,6 +111,9 @@ ARMS: dict[str, dict[str, Any]] = {
     # its ablation: the entries shown come from another instance's run (random retrieval)
     "crl-trials-imitate-nearest-strong-random": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
                                                  "scope": "other"},
+    # its ablation: the extractor never trained (does summing a trial's rewards into entries earn its place?)
+    "crl-trials-imitate-nearest-strong-frozen": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
+                                                 "train_extractor": False},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
