@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from experience_wrappers.bank import BankConfig, ExperienceBank, Provenance
-from experience_wrappers.bank.distance import pairwise_distances
 from experience_wrappers.bank.index import INDEX_SLACK
 from experience_wrappers.bank.merge import merge_weights
+from experience_wrappers.bank.search import pairwise_distances
 
 F32 = np.float32
 

@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experience_wrappers.bank import ExperienceBank
-from experience_wrappers.bank.distance import pairwise_distances
 from experience_wrappers.bank.index import INDEX_SLACK
-from experience_wrappers.bank.search import EXACT_SCOPE
+from experience_wrappers.bank.search import EXACT_SCOPE, pairwise_distances
 
 F32 = np.float32
 

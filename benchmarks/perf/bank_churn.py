@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.harness.result_file import write_result  # noqa: E402
 from experience_wrappers.bank import ExperienceBank  # noqa: E402
-from experience_wrappers.bank.distance import pairwise_distances  # noqa: E402
+from experience_wrappers.bank.search import pairwise_distances  # noqa: E402
 
 F32 = np.float32
 KINDS = ("onehot", "tied", "gaussian")

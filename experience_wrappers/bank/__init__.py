@@ -2,10 +2,10 @@
 
 from .bank import ExperienceBank
 from .config import BankConfig
-from .lock import RWLock
 from .provenance import Provenance
 from .replica import BankReplica
 from .results import AddResult, MergeResult, QueryResult
+from .transaction import RWLock
 
 __all__ = [
     "ExperienceBank",

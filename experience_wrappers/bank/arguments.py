@@ -1,10 +1,13 @@
-"""The checked arguments of :meth:`ExperienceBank.add` and :meth:`ExperienceBank.query`.
+"""Checks of caller input: the checked arguments of :meth:`ExperienceBank.add` and
+:meth:`ExperienceBank.query`, and the checks of single values and arrays they are made of.
 
-Each raises ``ValueError`` or ``TypeError`` naming the argument, before the bank changes.
+Each raises ``ValueError`` or ``TypeError`` naming the argument and showing the value
+received, before the bank changes.
 """
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,22 +15,198 @@ import numpy as np
 from ..validators import integral
 from .config import MAX_DIM, MAX_K, MAX_UTILITY, MIN_TEMPERATURE
 from .provenance import Provenance
-from .reranking import MODES
 from .results import AddResult, QueryResult
-from .validation import (
-    as_float_vector,
-    as_int_vector,
-    as_matrix,
-    as_real,
-    check_bounded,
-    check_int64s,
-    check_positive_int,
-)
+from .search import MODES
 
 if TYPE_CHECKING:
     from .core import BankCore
 
-__all__ = ["as_ids", "check_batch", "check_query", "check_widths", "empty_batch", "optional_column"]
+__all__ = ["as_ids", "check_batch", "check_query", "check_widths", "empty_batch", "optional_column",
+           "as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_non_negative_int",
+           "check_unit", "check_int64", "check_int64s", "check_bounded", "as_real"]
+
+# -- checks of single values and arrays ---------------------------------------------------------------
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _describe(x: Any) -> str:
+    arr = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    return f"array of shape {arr.shape} and dtype {arr.dtype}"
+
+
+def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> np.ndarray:
+    """A finite 2-D float matrix (a 1-D vector is taken as one row).
+
+    >>> as_matrix("keys", [1.0, 2.0], 2).shape
+    (1, 2)
+    >>> as_matrix("keys", [[1.0, float("nan")]], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: keys contains NaN or inf (array of shape (1, 2) and dtype float64)
+    """
+    if (type(x) is np.ndarray and x.dtype == dtype and x.ndim in (1, 2) and x.flags.c_contiguous
+            and (dim is None or x.shape[-1] == dim) and np.isfinite(x).all()):
+        return x if x.ndim == 2 else x[None, :]  # the usual query: checked without a copy
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name} must be an array of numbers, got {type(x).__name__}: {exc}") from exc
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be a real numeric array, got {_describe(arr)}")
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D, got {_describe(arr)}")
+    if dim is not None and arr.shape[1] != dim:
+        raise ValueError(f"{name} must have {dim} columns, got {_describe(arr)}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf ({_describe(arr)})")
+    _check_range(name, arr, dtype)
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def _check_range(name: str, arr: np.ndarray, dtype: type) -> None:
+    """Finite values too large for ``dtype`` would be stored as inf: refuse them."""
+    if arr.dtype == dtype:
+        return  # every value of a dtype fits in it
+    limit = float(np.finfo(dtype).max)
+    kind = arr.dtype.kind
+    # a Python number on the right: numpy would cast the limit to a float16 arr's dtype (overflow warning)
+    if float(np.finfo(arr.dtype).max if kind == "f" else np.iinfo(arr.dtype).max) <= limit:
+        return  # every value of arr's dtype fits (the usual case: float32 in, float32 out)
+    if arr.size and (float(arr.max()) > limit or float(arr.min()) < -limit):
+        raise ValueError(f"{name} has values beyond the range of {np.dtype(dtype).name} "
+                         f"(|x| > {float(limit):g}): {_describe(arr)}")
+
+
+def as_int_vector(name: str, x: Any, n: int) -> np.ndarray:
+    """An int64 vector of length ``n``; a scalar is broadcast.
+
+    >>> as_int_vector("task_ids", 3, 2).tolist()
+    [3, 3]
+    >>> as_int_vector("task_ids", 2**70, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: task_ids must fit in int64 ([-2**63, 2**63 - 1]), got 1180591620717411303424
+    """
+    arr = np.asarray(x)
+    if arr.dtype == object:  # Python ints beyond int64 (2**70) arrive as objects
+        flat = arr.ravel().tolist()
+        if flat and all(integral(v, numpy=True) for v in flat):
+            big = next((int(v) for v in flat if not _INT64_MIN <= int(v) <= _INT64_MAX), None)
+            if big is not None:
+                raise ValueError(f"{name} must fit in int64 ([-2**63, 2**63 - 1]), got {big}")
+            arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(np.mod(arr, 1) == 0)):
+        raise ValueError(f"{name} must be integers, got {_describe(arr)}")
+    if arr.size and arr.dtype.kind in "uf" and (arr.max() >= 2.0**63 or arr.min() < -(2.0**63)):
+        raise ValueError(f"{name} must fit in int64 ([-2**63, 2**63 - 1]), got {_describe(arr)} "
+                         f"with values up to {arr.max()!r}")
+    if arr.ndim == 0:
+        arr = np.full(n, int(arr))
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {_describe(arr)}")
+    return arr.astype(np.int64)
+
+
+def as_float_vector(name: str, x: Any, n: int, dtype: type = np.float64) -> np.ndarray:
+    """A finite float64 vector of length ``n`` (representable in ``dtype``); a scalar is broadcast."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must be real numbers, got {_describe(arr)}")
+    arr = arr.astype(np.float64)
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have shape ({n},), got {_describe(arr)}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf: {arr}")
+    _check_range(name, arr, dtype)
+    return arr
+
+
+def check_positive_int(name: str, x: Any) -> int:
+    if not integral(x, numpy=True) or x <= 0:
+        raise ValueError(f"{name} must be a positive int, got {x!r}")
+    return int(x)
+
+
+def check_non_negative_int(name: str, x: Any) -> int:
+    """An int >= 0 (bools are refused)."""
+    if not integral(x, numpy=True) or x < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {x!r}")
+    return int(x)
+
+
+def check_int64(name: str, x: Any) -> int:
+    """An int that fits in int64 (bools, floats and strings are refused).
+
+    >>> check_int64("step", 2**63)
+    Traceback (most recent call last):
+    ...
+    ValueError: step must be an int in [-2**63, 2**63 - 1], got 9223372036854775808
+    """
+    if not integral(x, numpy=True):
+        raise ValueError(f"{name} must be an int, got {x!r}")
+    if not _INT64_MIN <= int(x) <= _INT64_MAX:
+        raise ValueError(f"{name} must be an int in [-2**63, 2**63 - 1], got {x!r}")
+    return int(x)
+
+
+def check_int64s(name: str, x: Any, n: int) -> int | np.ndarray:
+    """One int for a batch of ``n`` items (as :func:`check_int64`), or an int64 vector of one per item.
+
+    A vector must hold integers (not bools or floats) and have shape ``(n,)``.
+
+    >>> check_int64s("step", 5, 2), check_int64s("step", np.array([1, 2]), 2).tolist()
+    (5, [1, 2])
+    >>> check_int64s("step", [1.0, 2.0], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: step must be an int or one int per item, got array of shape (2,) and dtype float64
+    """
+    if np.ndim(x) == 0:
+        return check_int64(name, x)
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iu" or (arr.dtype.kind == "u" and arr.size and int(arr.max()) > _INT64_MAX):
+        raise ValueError(f"{name} must be an int or one int per item, got {_describe(arr)}")
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be an int or have shape ({n},) (one per item), got {_describe(arr)}")
+    return arr.astype(np.int64)
+
+
+def check_bounded(name: str, arr: np.ndarray, bound: float) -> None:
+    """Refuse values beyond ``+-bound`` (utilities stay finite when every input is bounded)."""
+    if arr.size and float(np.max(np.abs(arr))) > bound:
+        raise ValueError(f"{name} must be within +-{bound:g}, got {float(arr[np.argmax(np.abs(arr))])!r}")
+
+
+def as_real(name: str, x: Any) -> float:
+    """A real number as a float (strings, bools and None are refused, not converted).
+
+    >>> as_real("threshold", "0.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: threshold must be a number, got '0.5'
+    """
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (Real, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {x!r}")
+    return float(x)
+
+
+def check_unit(name: str, x: Any) -> float:
+    """A float in [0, 1]."""
+    try:
+        v = as_real(name, x)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number in [0, 1], got {x!r}") from exc
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {x!r}")
+    return v
+
+
+# -- the checked arguments of add and query ---------------------------------------------------------
 
 
 def empty_batch(core: BankCore, keys: Any, values: Any) -> bool:

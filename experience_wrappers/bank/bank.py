@@ -2,9 +2,9 @@
 
 The bank is the public surface; what it holds is one :class:`~.core.BankCore` (``bank.core``:
 entries, index, counters, locks), and the rules beside it work on that, never on the bank's
-private attributes: :mod:`.arguments` (its checked arguments), :mod:`.writes` (a batch's refreshes and new entries, evictions, removals, merges),
-:mod:`.dedup` and :mod:`.merge` (how entries combine), :mod:`.search` (nearest entries and a
-query's steps), :mod:`.utility` (credit and eviction order), :mod:`.usage` (its figures),
+private attributes: :mod:`.arguments` (checks of caller input), :mod:`.writes` (a batch's refreshes and new entries, evictions, removals, merges),
+:mod:`.merge` (which entries are near duplicates, how they combine), :mod:`.search` (the
+retrieval path: nearest entries, re-ranking and a query's steps), :mod:`.utility` (credit and eviction order), :mod:`.usage` (its figures),
 :mod:`.consistency` (checked before a save), :mod:`.save_load` (save/load, through
 :meth:`ExperienceBank.state` and :meth:`ExperienceBank.from_state`).
 """
@@ -17,7 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .arguments import as_ids, check_batch, check_query, check_widths, empty_batch
+from .arguments import (
+    as_float_vector,
+    as_ids,
+    as_int_vector,
+    as_matrix,
+    as_real,
+    check_batch,
+    check_bounded,
+    check_non_negative_int,
+    check_positive_int,
+    check_query,
+    check_unit,
+    check_widths,
+    empty_batch,
+)
 from .config import MAX_UTILITY, BankConfig, resolve_config, warn_if_sparse
 from .consistency import check_consistency
 from .core import BankCore
@@ -28,16 +42,6 @@ from .state import BankState
 from .transaction import interrupts_deferred, transaction
 from .usage import bank_stats
 from .utility import credit
-from .validation import (
-    as_float_vector,
-    as_int_vector,
-    as_matrix,
-    as_real,
-    check_bounded,
-    check_non_negative_int,
-    check_positive_int,
-    check_unit,
-)
 from .writes import add_locked, evict_locked, merge_locked, remove_locked
 
 if TYPE_CHECKING:

@@ -57,7 +57,7 @@ class BankConfig:
     The default key encoders return unit-norm keys, so with ``"l2"`` a distance of
     0.01 means a cosine similarity of about 0.995. ``dedup_threshold`` and
     ``merge_threshold`` in ``"ip"`` space are squared Euclidean distances between keys
-    (near duplicates are near-identical keys; :func:`.dedup.dedup_targets`).
+    (near duplicates are near-identical keys; :func:`.merge.dedup_targets`).
 
     Attributes:
         capacity: most entries held; beyond it the lowest-utility, then oldest, are evicted.

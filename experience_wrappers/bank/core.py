@@ -20,10 +20,9 @@ from .arguments import check_widths
 from .config import BankConfig
 from .entries import EntryStore
 from .index import HnswIndex
-from .lock import RWLock
-from .search import nearest
+from .search import TaskMembers, nearest
 from .state import BankState
-from .task_members import TaskMembers
+from .transaction import RWLock
 
 if TYPE_CHECKING:
     from .transaction import Transaction

@@ -1,9 +1,13 @@
-"""Search over the bank: nearest entries (task-filtered, with an exact fallback) and a query's steps.
+"""The bank's retrieval path: nearest entries (task-filtered, with an exact fallback), re-ranking, and a query's steps.
 
 :meth:`ExperienceBank.query <experience_wrappers.bank.ExperienceBank.query>` runs, under the
 bank's locks: :func:`candidate_count`, then the nearest (or :func:`random_candidates`),
 :func:`choose` among them, :func:`gather` the picks and :func:`record_hits`; the usual kNN
 query (no task filter, no utility floor) takes :func:`knn_unfiltered` instead of the middle three.
+What those steps use lives here too: exact distances in hnswlib's units
+(:func:`pairwise_distances`, also dedup's :func:`near_duplicate_distances`), the task's
+members (:class:`TaskMembers`) and the re-ranking of candidates (:func:`retrieval_scores`,
+:func:`sample_without_replacement`).
 """
 
 from __future__ import annotations
@@ -14,19 +18,150 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import BankConfig
-from .distance import pairwise_distances
 from .entries import EntryStore
 from .index import HnswIndex
-from .reranking import retrieval_scores, sample_without_replacement
 from .results import QueryResult
-from .task_members import TaskMembers
 
 if TYPE_CHECKING:
     from .core import BankCore
 
-__all__ = ["EXACT_SCOPE", "nearest", "brute_nearest", "random_candidates", "candidate_count", "choose", "gather",
-           "knn_unfiltered", "record_hits", "empty_result", "run_query"]
+__all__ = ["EXACT_SCOPE", "MODES", "IP_CANDIDATES", "TaskMembers", "pairwise_distances", "near_duplicate_distances",
+           "retrieval_scores", "sample_without_replacement", "nearest", "brute_nearest", "random_candidates",
+           "candidate_count", "choose", "gather", "knn_unfiltered", "record_hits", "empty_result", "run_query"]
 
+# -- exact distances ---------------------------------------------------------------------------
+
+#: in ``"ip"`` space, how many of the index's nearest (by inner product) are re-measured by
+#: :func:`near_duplicate_distances` to find a near duplicate
+IP_CANDIDATES = 16
+
+
+def pairwise_distances(a: np.ndarray, b: np.ndarray, space: str) -> np.ndarray:
+    """``(len(a), len(b))`` distances as hnswlib reports them for ``space``.
+
+    ``"l2"``: squared Euclidean; ``"ip"``: ``1 - a.b``; ``"cosine"``: ``1 - cos(a, b)``.
+
+    >>> pairwise_distances(np.array([[0.0, 0.0]]), np.array([[3.0, 4.0]]), "l2").tolist()
+    [[25.0]]
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if space == "l2":
+        d = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
+        return np.maximum(d, 0.0)
+    if space == "ip":
+        return 1.0 - a @ b.T
+    if space == "cosine":
+        na = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-30)
+        nb = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-30)
+        return 1.0 - na @ nb.T
+    raise ValueError(f"space must be 'l2', 'ip' or 'cosine', got {space!r}")
+
+
+def near_duplicate_distances(a: np.ndarray, b: np.ndarray, space: str) -> np.ndarray:
+    """``(len(a), len(b))`` distances by which dedup and merge find near duplicates.
+
+    ``"l2"`` and ``"cosine"``: the space's own distance (:func:`pairwise_distances`).
+    ``"ip"``: the squared Euclidean distance between the keys, as in ``"l2"``. The space's
+    own ``1 - a.b`` is no measure of nearness: it is below any threshold for every pair
+    with a large dot product (``[1, 0]`` and ``[10, 10]`` are at ``-9``), so near duplicates
+    in ``"ip"`` are near-identical keys, whatever their norm.
+
+    >>> near_duplicate_distances(np.array([[1.0, 0.0]]), np.array([[10.0, 10.0], [1.0, 0.1]]), "ip").round(6).tolist()
+    [[181.0, 0.01]]
+    """
+    return pairwise_distances(a, b, "l2" if space == "ip" else space)
+
+
+# -- which entries each task holds -------------------------------------------------------------
+# worked out once per task after a write: the task-filtered search's input. A task-filtered
+# query needs the task's entries: their slots, for the exact search that answers a task of at
+# most EXACT_SCOPE entries, and their ids, for hnswlib's filter on a larger task. Both are
+# found on first use and kept until the next change to the entries (TaskMembers.clear, called
+# by every write and by a rollback).
+
+class TaskMembers:
+    """Per task: the slots and ids of its entries in one :class:`~.entries.EntryStore`, cached.
+
+    >>> store = EntryStore({"key_dim": 2, "value_dim": 1, "prior_dim": 0, "context_dim": 0})
+    >>> slots = store.append(3)
+    >>> store.cols["id"][slots] = [10, 11, 12]
+    >>> store.cols["task_id"][slots] = [5, 6, 5]
+    >>> store.reindex(slots)
+    >>> members = TaskMembers()
+    >>> members.slots(store, 5).tolist(), sorted(members.ids(store, 5))
+    ([0, 2], [10, 12])
+    """
+
+    def __init__(self) -> None:
+        self._slots: dict[int, np.ndarray] = {}
+        self._ids: dict[int, frozenset[int]] = {}
+
+    def clear(self) -> None:
+        """Forget every task's members: the entries changed."""
+        self._slots.clear()
+        self._ids.clear()
+
+    def slots(self, store: EntryStore, task: int) -> np.ndarray:
+        """The slots of ``task``'s entries, in slot order (read-only)."""
+        s = self._slots.get(task)
+        if s is None:
+            s = np.flatnonzero(store.view("task_id") == task)
+            s.flags.writeable = False
+            self._slots[task] = s
+        return s
+
+    def ids(self, store: EntryStore, task: int) -> frozenset[int]:
+        """The ids of ``task``'s entries (hnswlib's filter tests membership in it)."""
+        s = self._ids.get(task)
+        if s is None:
+            s = frozenset(store.view("id")[self.slots(store, task)].tolist())
+            self._ids[task] = s
+        return s
+
+
+# -- re-ranking of candidates: utility sampling, diversity penalty -------------------------------
+
+MODES = ("utility", "knn", "random")
+
+
+def retrieval_scores(utility: np.ndarray, n_retrieved: np.ndarray, temperature: float,
+                     diversity_penalty: float) -> np.ndarray:
+    """Sampling logits: ``utility / temperature - diversity_penalty * log(1 + n_retrieved)``.
+
+    >>> retrieval_scores(np.array([1.0, 1.0]), np.array([0, 3]), 0.5, 0.4).round(3).tolist()
+    [2.0, 1.445]
+    """
+    return utility / temperature - diversity_penalty * np.log1p(n_retrieved)
+
+
+def sample_without_replacement(logits: np.ndarray, valid: np.ndarray, k: int,
+                               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, draw up to ``k`` distinct columns with probabilities ``softmax(logits)`` over ``valid``.
+
+    Uses the Gumbel top-k trick, which is exact sampling without replacement. Returns the
+    chosen column indices ``(B, k)`` and a mask of which picks are real (rows with fewer
+    than ``k`` valid columns are padded with mask ``False``).
+
+    >>> rng = np.random.default_rng(0)
+    >>> cols, ok = sample_without_replacement(np.zeros((1, 3)), np.array([[1, 0, 1]], bool), 4, rng)
+    >>> sorted(cols[0][ok[0]].tolist()), ok.sum()
+    ([0, 2], np.int64(2))
+    """
+    b, n = logits.shape
+    gumbel = rng.gumbel(size=(b, n)) if n else np.zeros((b, 0))
+    perturbed = np.where(valid, logits + gumbel, -np.inf)
+    order = np.argsort(-perturbed, axis=1, kind="stable")[:, :k]
+    picked = np.take_along_axis(perturbed, order, axis=1)
+    mask = np.isfinite(picked)
+    if order.shape[1] < k:
+        pad = k - order.shape[1]
+        order = np.pad(order, ((0, 0), (0, pad)))
+        mask = np.pad(mask, ((0, 0), (0, pad)))
+    return order, mask
+
+
+# -- search ---------------------------------------------------------------------------------------
 
 #: a task-filtered query whose task holds at most this many entries is answered by exact
 #: search over them: exact, and cheaper than hnswlib's filtered search, whose filter is a Python
@@ -120,7 +255,7 @@ def choose(store: EntryStore, slots: np.ndarray, mode: str, k: int, temperature:
     """Pick up to ``k`` of the candidate ``slots`` per row (-1: none).
 
     Candidates under ``utility_floor`` are dropped. Mode ``"utility"`` samples with
-    :func:`.reranking.retrieval_scores`; the others keep candidate order (nearest first,
+    :func:`retrieval_scores`; the others keep candidate order (nearest first,
     or the random draw's).
 
     Returns:

@@ -10,8 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .dedup import dedup_targets, plan_new_items
-from .merge import combine_cluster, plan_clusters, refresh_entry, same_kind
+from .merge import (
+    combine_cluster,
+    dedup_targets,
+    plan_clusters,
+    plan_new_items,
+    refresh_entry,
+    same_kind,
+)
 from .results import AddResult, MergeResult
 from .transaction import Transaction, rebuild_index
 from .utility import eviction_order
@@ -126,7 +132,7 @@ def merge_locked(core: BankCore, thr: float) -> MergeResult:
     nb_ids, nb_d = core.nearest(keys, m, None)
     nb_slots = store.find(nb_ids)
     nb = np.maximum(nb_slots, 0)
-    if core.config.space == "ip":  # near duplicates are near-identical keys (see .dedup)
+    if core.config.space == "ip":  # near duplicates are near-identical keys (see .merge.dedup_targets)
         nb_d = ((keys[nb].astype(np.float64) - keys.astype(np.float64)[:, None, :]) ** 2).sum(-1)
         nb_d[nb_slots < 0] = np.inf
     tasks, prov = store.view("task_id"), store.view("provenance")

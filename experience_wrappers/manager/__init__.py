@@ -3,8 +3,8 @@
 from ..credit import FreeBaseline, utility_decay
 from .config import ManagerConfig
 from .episode import Episode, Instance, outcome_of, success_from_info
+from .episode_entries import segment_priors
 from .manager import ExperienceManager
-from .priors import segment_priors
 from .protocol import ExperienceSource
 from .sharing import manager_for_bank, resolve_manager
 

@@ -22,9 +22,8 @@ from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from .config import ManagerConfig
 from .episode import Episode
-from .priors import segment_priors
 
-__all__ = ["Distiller", "Proposal", "add_arguments"]
+__all__ = ["Distiller", "Proposal", "add_arguments", "prior_dim", "segment_priors"]
 
 
 @attrs.frozen
@@ -131,3 +130,33 @@ class Distiller:
         return Proposal(keys=keys[keep], values=z[keep], priors=priors[keep], contexts=contexts[keep],
                         logp=logp[keep], all_contexts=contexts, task_id=int(ep.task_id), provenance=provenance,
                         step=int(ep.env_steps))
+
+
+# -- action priors: a decodable action distribution carried by each entry --------------------------
+
+def prior_dim(action_space: spaces.Space, action_dim: int) -> int:
+    """Width of a prior: the encoded action width, twice it for Box (mean and std)."""
+    return 2 * action_dim if isinstance(action_space, spaces.Box) else action_dim
+
+
+def segment_priors(encoded_actions: np.ndarray, starts: np.ndarray, horizon: int, box: bool,
+                   smoothing: float = 0.05) -> np.ndarray:
+    """The action prior of each segment: what was done in its first ``horizon`` steps.
+
+    Discrete-style rows (one-hots) give a smoothed, geometrically weighted action
+    distribution (the first action weighs most); Box rows give ``[mean, std]``.
+
+    >>> acts = np.eye(2, dtype=np.float32)[[0, 0, 1]]
+    >>> segment_priors(acts, np.array([0, 2]), horizon=2, box=False).astype(float).round(3).tolist()
+    [[0.975, 0.025], [0.025, 0.975]]
+    """
+    rows = []
+    for s in starts.tolist():
+        a = encoded_actions[s : s + horizon]
+        if box:
+            rows.append(np.concatenate([a.mean(0), a.std(0)]))
+        else:
+            w = 0.5 ** np.arange(len(a))
+            p = (w[:, None] * a).sum(0) / w.sum()
+            rows.append((1 - smoothing) * p + smoothing / a.shape[1])
+    return np.asarray(rows, dtype=np.float32)

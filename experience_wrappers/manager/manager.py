@@ -32,10 +32,9 @@ from .config import ManagerConfig
 from .crediting import attribute
 from .entry_writes import EntryWriter
 from .episode import Episode
-from .episode_entries import Distiller
+from .episode_entries import Distiller, prior_dim
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
-from .priors import prior_dim
 from .process_backend import ProcessBackend
 from .replicas import ReplicaHolder, read_target
 from .save_restore import restore_manager, save_manager
