@@ -76,3 +76,7 @@ def test_step_profile_attributes_the_two_line_forms_time_to_the_librarys_parts(t
         assert crl.get(area, 0.0) > 0.0, area
         assert ppo.get(area, 0.0) == 0.0, area
     assert result["crl"]["steps"] >= 256 and result["ppo"]["steps"] >= 256
+    top = result["crl"]["top_functions"]  # --top 15 by default: the library's costliest, costliest first
+    assert 0 < len(top) <= 15 and result["ppo"]["top_functions"] == []
+    assert all(row["function"].startswith(("experience_wrappers/", "integrations/")) for row in top)
+    assert [row["us_per_step"] for row in top] == sorted((row["us_per_step"] for row in top), reverse=True)

@@ -9,7 +9,9 @@ the env, SB3, torch, numpy, hnswlib and each part of this library (the wrapper, 
 encoding, retrieval, the manager, the bank, the extractor, the callback, self-imitation),
 for both runs and their difference: what experience costs per step, and where. MiniHack ids
 get MiniHack's env factory and glyph CNN (the library's env families); any other id
-``gym.make``. ``--out FILE`` writes the figures as JSON. ``--mode sync`` runs the manager on
+``gym.make``. ``--top N`` also lists the ``N`` functions of this library (and its MiniHack
+adapter) with the most own time per step in the experience run, so the area that costs most
+can be opened at the function. ``--out FILE`` writes the figures as JSON. ``--mode sync`` runs the manager on
 the actor's thread: in the default ``async`` mode its thread's work (distillation, extractor
 training) is not in the profile, which sees the actor's thread only.
 
@@ -71,8 +73,9 @@ def area_of(filename: str, function: str) -> str:
 
 
 def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: int,
-                mode: str = "async") -> dict[str, Any]:
-    """Train one run under ``cProfile``; its steps/s and its own time per env step by area (µs)."""
+                mode: str = "async", top: int = 0) -> dict[str, Any]:
+    """Train one run under ``cProfile``; its steps/s, its own time per env step by area (µs) and,
+    with ``top``, the library's ``top`` functions by own time per step (``top_functions``)."""
     import torch
     from stable_baselines3 import PPO
 
@@ -100,13 +103,32 @@ def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: in
     env.close()
     done = int(model.num_timesteps)
     areas: dict[str, float] = {}
+    ours: list[tuple[float, str, str, int]] = []  # (own time, area, function, calls)
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
-    for (filename, _line, function), (_cc, _nc, tottime, _cum, _callers) in stats.items():
+    for (filename, line, function), (_cc, calls, tottime, _cum, _callers) in stats.items():
         area = area_of(filename, function)
         areas[area] = areas.get(area, 0.0) + tottime
+        if any(key in filename.replace("\\", "/") for key, _ in LIBRARY_AREAS):
+            ours.append((tottime, area, f"{_short(filename)}:{line}:{function}", calls))
+    ours.sort(reverse=True)
     return {"env_id": env_id, "experience": experience, "steps": done, "wall_s": round(wall, 2),
             "steps_per_s_profiled": round(done / wall, 1),
-            "us_per_step": {a: round(1e6 * t / done, 1) for a, t in sorted(areas.items(), key=lambda kv: -kv[1])}}
+            "us_per_step": {a: round(1e6 * t / done, 1) for a, t in sorted(areas.items(), key=lambda kv: -kv[1])},
+            "top_functions": [{"function": f, "area": a, "us_per_step": round(1e6 * t / done, 1),
+                               "calls_per_step": round(n / done, 2)} for t, a, f, n in ours[:top]]}
+
+
+def _short(filename: str) -> str:
+    """A profiled file's path from the package on (``experience_wrappers/bank/search.py``).
+
+    >>> _short("/x/y/experience_wrappers/bank/search.py")
+    'experience_wrappers/bank/search.py'
+    """
+    path = filename.replace("\\", "/")
+    for package in ("experience_wrappers/", "integrations/"):
+        if package in path:
+            return package + path.split(package, 1)[1]
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,15 +140,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=("async", "sync"), default="async",
                    help="the manager's mode (sync: its work on the actor's thread, so in the profile)")
+    p.add_argument("--top", type=int, default=15, help="list this library's N costliest functions (0: none)")
     p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = p.parse_args(argv)
-    if args.steps <= 0 or args.n_envs <= 0:
-        p.error("--steps and --n-envs must be positive")
+    if args.steps <= 0 or args.n_envs <= 0 or args.top < 0:
+        p.error("--steps and --n-envs must be positive, --top at least 0")
     import torch
 
     torch.set_num_threads(1)
     ppo = profile_run(args.env, False, args.steps, args.n_envs, args.seed)
-    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode)
+    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode, top=args.top)
     names = sorted(set(ppo["us_per_step"]) | set(crl["us_per_step"]),
                    key=lambda a: -(crl["us_per_step"].get(a, 0.0) - ppo["us_per_step"].get(a, 0.0)))
     print(f"{args.env}, {args.steps} steps, {args.n_envs} envs, manager {args.mode}; own time per env step (µs) "
@@ -139,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'total':42} {total_ppo:8.1f} {total_crl:13.1f} {total_crl - total_ppo:+11.1f}")
     print(f"steps/s under the profiler: PPO {ppo['steps_per_s_profiled']:.0f}, two-line CRL "
           f"{crl['steps_per_s_profiled']:.0f} ({crl['steps_per_s_profiled'] / ppo['steps_per_s_profiled']:.2f}x)")
+    if crl["top_functions"]:
+        print(f"\nthe library's {len(crl['top_functions'])} costliest functions in the two-line form (own time)")
+        print(f"{'function':72} {'µs/step':>8} {'calls/step':>10}")
+        for row in crl["top_functions"]:
+            print(f"{row['function'][-72:]:72} {row['us_per_step']:8.1f} {row['calls_per_step']:10.2f}")
     if args.out:
         write_result(args.out, {"args": {k: str(v) for k, v in vars(args).items()}, "ppo": ppo, "crl": crl})
     return 0
