@@ -4,9 +4,7 @@ A :class:`Schedule` holds the training progress and the rollout count, and the s
 the guided ratio (a constant, or ``(start, end)`` linear in the progress). The manager owns
 one (``manager.schedule``); :class:`~integrations.sb3.CRLCallback` configures and advances it;
 the injector (through ``manager.guided_ratio``) and the manager's utility decay read it.
-Nothing else writes these values. (The experimental action prior's weight and distillation
-coefficient follow the progress in a schedule of their own:
-:class:`integrations.sb3.experimental.ExperimentalSchedule`.)
+Nothing else writes these values.
 """
 
 from __future__ import annotations

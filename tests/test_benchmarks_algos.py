@@ -22,10 +22,10 @@ def test_train_run_with_another_algorithm(algo):
 
 
 def test_arms_that_need_ppo_are_refused_before_any_run(tmp_path, capsys):
-    with pytest.raises(ValueError, match="ActionPriorPolicy"):
-        check_algo_arm("recurrent-ppo", ARMS["crl-prior"])
-    check_algo_arm("a2c", ARMS["crl-prior"])  # an ActorCriticPolicy: fine for A2C
+    with pytest.raises(ValueError, match="self-imitation"):
+        check_algo_arm("recurrent-ppo", ARMS["crl-sil-obs"])
+    check_algo_arm("a2c", ARMS["crl"])  # nothing of PPO's own: fine for A2C
     with pytest.raises(SystemExit):
-        main(["--env", "CartPole-v1", "--algo", "maskable-ppo", "--arms", "crl-distill", "--results", str(tmp_path)])
-    assert "distillation" in capsys.readouterr().err
+        main(["--env", "CartPole-v1", "--algo", "maskable-ppo", "--arms", "crl-sil-obs", "--results", str(tmp_path)])
+    assert "self-imitation" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -88,30 +88,30 @@ def test_the_no_experience_control_never_guides_an_episode(tmp_path):
     assert any(c["free"] is not None for c in res["curve"])
 
 
-def _keyroom_run(arm_name: str, total_steps: int) -> dict:
-    """A tiny KeyRoom-S5 run of ``arm_name`` with 3 scripted demonstrations."""
+def _keyroom_run(arm_name: str, total_steps: int, **changes: object) -> dict:
+    """A tiny KeyRoom-S5 run of ``arm_name`` (with ``changes``) with 3 scripted demonstrations."""
     pytest.importorskip("minihack")
     import attrs
 
     from benchmarks.harness.run import train_run
     from benchmarks.suites.arms import ARMS
 
-    arm = attrs.evolve(ARMS[arm_name], demonstrations=3)
+    arm = attrs.evolve(ARMS[arm_name], demonstrations=3, **changes)
     hyper = {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}
     return train_run("MiniHack-KeyRoom-S5-v0", arm, 0, hyper, total_steps=total_steps)
 
 
 @pytest.mark.slow
 def test_an_arm_with_demonstrations_fills_the_bank_before_training():
-    res = _keyroom_run("crl-demos", 128)
+    res = _keyroom_run("crl-sil-obs", 128)
     demos = res["demonstrations"]
     assert demos["episodes"] == 3 and demos["segments"] >= 3 and demos["bank_size"] >= 1
     assert res["arm_config"]["demonstrations"] == 3
 
 
 @pytest.mark.slow
-def test_the_fixed_demonstration_arm_keeps_the_agents_episodes_out_of_the_bank():
-    res = _keyroom_run("crl-demos-fixed", 512)
+def test_an_arm_that_does_not_learn_keeps_the_agents_episodes_out_of_the_bank():
+    res = _keyroom_run("crl-sil-obs", 512, wrapper={"learn": False})
     assert res["episodes"] >= 2  # KeyRoom episodes end by 200 steps, so some were finished
     assert res["crl"]["manager"]["episodes_submitted"] == 0
     assert res["crl"]["bank"]["size"] <= res["demonstrations"]["bank_size"]  # merges may fold some
@@ -123,6 +123,6 @@ def test_demonstrations_on_an_env_without_a_script_are_refused():
     from benchmarks.harness.run import train_run
     from benchmarks.suites.arms import ARMS
 
-    arm = attrs.evolve(ARMS["crl-demos"], demonstrations=3)
+    arm = attrs.evolve(ARMS["crl-sil-obs"], demonstrations=3)
     with pytest.raises(ValueError, match="no scripted demonstrator"):
         train_run("CartPole-v1", arm, 0, {"n_envs": 1, "n_steps": 64, "batch_size": 64}, total_steps=64)

@@ -35,7 +35,7 @@ def test_the_compact_space_is_one_key_of_the_entry_width_plus_one():
     assert obs in space
     # a Dict observation keeps its own keys beside the one experience key
     base = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,)), "goal": gym.spaces.Discrete(3)})
-    assert sorted(experience_space(base, 4, 8, None, "compact").spaces) == ["experience", "goal", "pos"]
+    assert sorted(experience_space(base, 4, 8, "compact").spaces) == ["experience", "goal", "pos"]
 
 
 def test_the_vec_env_gives_the_same_compact_space_and_observations_in_it():
@@ -59,9 +59,9 @@ def test_compact_is_the_mask_weighted_mean_of_what_the_retriever_shows(mode):
     env = _filled()
     mgr = env.manager
     obs, tasks = _observations(6), np.zeros(6, np.int64)
-    full = Retriever(mgr.key_encoder, mgr.bank, 6, k=3, exp_dim=mgr.exp_dim, prior_dim=mgr.prior_dim,
+    full = Retriever(mgr.key_encoder, mgr.bank, 6, k=3, exp_dim=mgr.exp_dim,
                      query_mode=mode)
-    compact = Retriever(mgr.key_encoder, mgr.bank, 6, k=3, exp_dim=mgr.exp_dim, prior_dim=mgr.prior_dim,
+    compact = Retriever(mgr.key_encoder, mgr.bank, 6, k=3, exp_dim=mgr.exp_dim,
                         query_mode=mode, experience_input="compact")
     full.retrieve(np.arange(6), obs, tasks, record=False, rng=np.random.default_rng(1))
     compact.retrieve(np.arange(6), obs, tasks, record=False, rng=np.random.default_rng(1))
@@ -110,12 +110,8 @@ def test_bad_values_raise_value_errors_that_name_the_field():
         ExperienceOptions(experience_input="mean")
     with pytest.raises(ValueError, match="experience_input must be"):
         ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), experience_input=None)
-    with pytest.raises(ValueError, match="experience_input='compact' does not carry the action prior"):
-        ExperienceOptions(experience_input="compact", experimental={"action_prior": True})
-    with pytest.raises(ValueError, match="experience_input='compact' does not carry the action prior"):
-        ExperienceOptions.of(ExperienceOptions(experimental={"action_prior": True}), experience_input="compact")
     with pytest.raises(ValueError, match="experience_input must be"):
-        Retriever(None, ExperienceBank(), 1, k=2, exp_dim=4, prior_dim=0, experience_input="Compact")  # type: ignore[arg-type]
+        Retriever(None, ExperienceBank(), 1, k=2, exp_dim=4, experience_input="Compact")  # type: ignore[arg-type]
     assert ExperienceOptions().experience_input == "full"
 
 

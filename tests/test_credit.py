@@ -12,7 +12,6 @@ from experience_wrappers.credit import (
     FreeBaseline,
     OutcomeTracker,
     PairedCredit,
-    distill_weight,
     entry_reward,
     outcome_delta,
     paired_delta,
@@ -72,15 +71,6 @@ def test_entry_reward(delta, success, rule, want):
 def test_entry_reward_refuses_an_unknown_rule():
     with pytest.raises(ValueError, match="rule"):
         entry_reward(0.1, True, "median")
-
-
-def test_distill_weight():
-    assert distill_weight(0.25) == 0.25
-    assert distill_weight(1.0) == 1.0
-    assert distill_weight(7.0) == 1.0
-    assert distill_weight(0.0) is None
-    assert distill_weight(-0.5) is None
-    assert distill_weight(None) is None
 
 
 def test_utility_decay_ends_and_clips():

@@ -345,8 +345,10 @@ def test_strings_are_not_numbers_anywhere_in_the_bank_api():
         bank.query(np.eye(3)[0], k=1, temperature="1")
     with pytest.raises(ValueError, match=r"k must be an int in \[1, 65536\], got 1000000000"):
         wrap(gym.make("CartPole-v1"), k=10**9)
-    with pytest.raises(TypeError, match="action_prior must be a bool, got 'yes'"):
-        wrap(gym.make("CartPole-v1"), experimental={"action_prior": "yes"})
+    with pytest.raises(TypeError, match="value_baseline must be a bool, got 'yes'"):
+        wrap(gym.make("CartPole-v1"), experimental={"value_baseline": "yes"})
+    with pytest.raises(TypeError, match="action_prior was removed with the action prior"):
+        wrap(gym.make("CartPole-v1"), experimental={"action_prior": True})
     with pytest.raises(TypeError, match="rng must be a numpy Generator or None, got int"):
         bank.query(np.eye(3)[0], k=1, rng=3)
     with pytest.raises(TypeError, match="record must be a bool"):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import warnings
 
+import attrs
 import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -34,8 +35,8 @@ def test_the_experimental_parts_are_subclasses_of_the_main_ones():
 
 
 def test_benchmark_arms_that_use_experimental_parts_build_the_experimental_object():
-    for name in ("crl-prior", "crl-distill", "crl-all3", "crl-demos", "crl-sil-knn-prior"):
-        assert _method_class(ARMS[name]) is ExperimentalComplementaryRL, name
+    value_baseline = attrs.evolve(ARMS["crl-sil-obs-paired"], wrapper={"experimental": {"value_baseline": True}})
+    assert _method_class(value_baseline) is ExperimentalComplementaryRL
     for name in ("crl", "crl-sil-obs", "crl-sil-obs-paired", "ppo", "crl-sil-obs-nbr"):
         assert _method_class(ARMS[name]) is ComplementaryRL, name
 

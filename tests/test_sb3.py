@@ -24,7 +24,7 @@ from integrations.sb3 import (
     save_crl,
 )
 from integrations.sb3.experience_features import ExperienceFeaturesExtractor
-from integrations.sb3.experimental import ActionPriorPolicy, ExperimentalCRLCallback
+from integrations.sb3.experimental import ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
@@ -227,39 +227,20 @@ def test_callback_on_an_unwrapped_env_raises_a_clear_error():
         model.learn(64, callback=CRLCallback())
 
 
-def test_distillation_needs_the_action_prior():
-    model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
-    with pytest.raises(ValueError, match="experimental=.*action_prior"):
-        model.learn(64, callback=ExperimentalCRLCallback(distill_coef=0.5))
-
-
 @pytest.mark.parametrize("kwargs", [{"guided_ratio": 1.5}, {"guided_ratio": (0.2, -0.1)},
-                                    {"merge_every": -1}, {"distill_coef": float("nan")}])
+                                    {"merge_every": -1}])
 def test_callback_argument_checks(kwargs):
     with pytest.raises(ValueError):
         ExperimentalCRLCallback(**kwargs)
-    if "distill_coef" not in kwargs:
-        with pytest.raises(ValueError):
-            CRLCallback(**kwargs)
+    with pytest.raises(ValueError):
+        CRLCallback(**kwargs)
 
 
 @pytest.mark.parametrize("kwargs", [{"distill_coef": 0.1}, {"prior_weight": (1.0, 0.0)}])
-def test_the_main_callback_takes_no_experimental_argument(kwargs):
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        CRLCallback(**kwargs)  # type: ignore[call-arg]
-    assert ExperimentalCRLCallback(**kwargs)
-
-
-def test_distillation_runs_with_the_action_prior():
-    venv = wrapped_vec(4, experimental={"action_prior": True})
-    model = PPO(ActionPriorPolicy, venv, **{**PPO_KW, "n_steps": 128})
-    logs = RecordLogs()
-    model.learn(128 * 4 * 3, callback=CallbackList([ExperimentalCRLCallback(distill_coef=1.0, prior_weight=(1.0, 0.0)),
-                                                    logs]))
-    distilled = [r for r in logs.records if "crl/distill_loss" in r]
-    assert distilled, "no guided episode beat the free baseline in three rollouts"
-    assert all(np.isfinite(r["crl/distill_loss"]) and r["crl/distill_samples"] > 0 for r in distilled)
-    assert model.policy.prior_weight < 1.0  # annealed by the callback
+def test_the_callbacks_take_no_removed_argument(kwargs):
+    for callback in (CRLCallback, ExperimentalCRLCallback):  # distillation and the prior's weight were removed
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            callback(**kwargs)  # type: ignore[call-arg]
 
 
 # --------------------------------------------------------------- persistence
@@ -317,12 +298,12 @@ def _prefilled_bank_copies(tmp_path, n: int) -> list[ExperienceBank]:
 
 
 @pytest.mark.parametrize("as_options", [False, True])
-@pytest.mark.parametrize("action_prior", [False, True])
-def test_experience_vec_env_matches_per_env_wrappers(tmp_path, action_prior, as_options):
+@pytest.mark.parametrize("experience_input", ["full", "compact"])
+def test_experience_vec_env_matches_per_env_wrappers(tmp_path, experience_input, as_options):
     bank_a, bank_b = _prefilled_bank_copies(tmp_path, 2)
     assert len(bank_a) > 8
     kw = {"k": 3, "retrieve_every": 4, "query_mode": "knn", "learn": False,
-          "experimental": {"action_prior": action_prior}}
+          "experience_input": experience_input}
     if as_options:  # one options object serves both wrappers
         kw = {"options": ExperienceOptions(**kw)}
     per_env = DummyVecEnv([lambda: ExperienceWrapper(gym.make("CartPole-v1"), bank_a, **kw)] * 3)
@@ -340,7 +321,7 @@ def test_experience_vec_env_matches_per_env_wrappers(tmp_path, action_prior, as_
     for _ in range(60):
         for key in obs_a:
             np.testing.assert_array_equal(obs_a[key], obs_b[key], err_msg=key)
-        shown += obs_a["experience_mask"].sum()
+        shown += obs_a["experience_mask"].sum() if experience_input == "full" else obs_a["experience"][:, -1].sum()
         actions = rng.integers(0, 2, 3)
         obs_a, rew_a, done_a, info_a = per_env.step(actions)
         obs_b, rew_b, done_b, info_b = batched.step(actions)
@@ -378,82 +359,8 @@ def test_experience_vec_env_info_and_terminal_observation_in_space():
 
 
 # -------------------------------------------------------------- policy pieces
-def _policy_obs(model, mask: float, prior_row: list[float], n: int = 2) -> dict[str, th.Tensor]:
-    space = model.observation_space
-    k, d = space["experience"].shape
-    obs = {"observation": np.zeros((n, 4), np.float32),
-           "experience": np.zeros((n, k, d), np.float32),
-           "experience_utility": np.zeros((n, k), np.float32),
-           "experience_mask": np.full((n, k), mask, np.float32),
-           "experience_action_prior": np.tile(np.asarray(prior_row, np.float32), (n, k, 1))}
-    return obs_as_tensor(obs, model.device)
-
-
-def test_action_prior_policy_leans_toward_the_prior_only_with_experience():
-    env = wrapped_vec(1, experimental={"action_prior": True})
-    model = PPO(ActionPriorPolicy, env, **PPO_KW)
-    policy = model.policy
-    with_exp = _policy_obs(model, 1.0, [0.05, 0.95])
-    without = _policy_obs(model, 0.0, [0.05, 0.95])
-    with th.no_grad():
-        policy.prior_weight = 0.0
-        base_with = policy.get_distribution(with_exp).distribution.probs
-        base_without = policy.get_distribution(without).distribution.probs
-        policy.prior_weight = 1.0
-        biased = policy.get_distribution(with_exp).distribution.probs
-        unbiased = policy.get_distribution(without).distribution.probs
-        # through forward / evaluate_actions as PPO uses them
-        actions = th.ones(2, dtype=th.long)
-        _, logp_fwd, _ = policy.evaluate_actions(with_exp, actions)
-    th.testing.assert_close(unbiased, base_without)  # mask 0: unchanged
-    assert th.all(biased[:, 1] > base_with[:, 1])  # toward the prior's action 1
-    expected = th.softmax(th.log(base_with) + th.log(th.tensor([0.05, 0.95])), dim=-1)
-    th.testing.assert_close(biased, expected, rtol=1e-5, atol=1e-6)
-    th.testing.assert_close(logp_fwd, th.log(biased[:, 1]), rtol=1e-5, atol=1e-6)
-    # the bias is consumed by one call: a later call without experience obs is not biased
-    with th.no_grad():
-        again = policy.get_distribution(without).distribution.probs
-    th.testing.assert_close(again, base_without)
-
-
-def test_action_prior_policy_box_actions_move_the_mean():
-    env = make_vec_env("Pendulum-v1", n_envs=1, seed=0, wrapper_class=ExperienceWrapper,
-                       wrapper_kwargs={"bank": ExperienceBank(), "experimental": {"action_prior": True},
-                                       "manager_kwargs": {"mode": "sync"}})
-    model = PPO(ActionPriorPolicy, env, **PPO_KW)
-    policy = model.policy
-    space = model.observation_space
-    k, d = space["experience"].shape
-    p = space["experience_action_prior"].shape[-1]
-    assert p == 2  # mean and std of a 1-d action
-
-    def obs(mask):
-        return obs_as_tensor({"observation": np.zeros((1, 3), np.float32),
-                              "experience": np.zeros((1, k, d), np.float32),
-                              "experience_utility": np.zeros((1, k), np.float32),
-                              "experience_mask": np.full((1, k), mask, np.float32),
-                              "experience_action_prior": np.tile(np.float32([1.0, 0.1]), (1, k, 1))},
-                             model.device)
-
-    with th.no_grad():
-        policy.prior_weight = 0.0
-        base = policy.get_distribution(obs(1.0)).distribution.mean
-        base_free = policy.get_distribution(obs(0.0)).distribution.mean
-        policy.prior_weight = 0.5
-        half = policy.get_distribution(obs(1.0)).distribution.mean
-        free = policy.get_distribution(obs(0.0)).distribution.mean
-    th.testing.assert_close(free, base_free)  # mask 0: unchanged
-    # prior mean 1.0 in [-1, 1] maps to the action bound 2.0; half of the way from base
-    th.testing.assert_close(half, base + 0.5 * (2.0 - base), rtol=1e-5, atol=1e-6)
-
-
-def test_action_prior_policy_needs_the_prior_in_the_observation():
-    with pytest.raises(ValueError, match="experience_action_prior"):
-        PPO(ActionPriorPolicy, wrapped_vec(1), **PPO_KW)
-
-
 def test_features_extractor_shape_and_masking():
-    venv = wrapped_vec(1, k=3, experimental={"action_prior": True})
+    venv = wrapped_vec(1, k=3)
     model = PPO("MultiInputPolicy", venv, **{**PPO_KW, "policy_kwargs": crl_policy_kwargs(attn_dim=16)})
     fx = model.policy.features_extractor
     assert isinstance(fx, ExperienceFeaturesExtractor)
@@ -464,8 +371,7 @@ def test_features_extractor_shape_and_masking():
     obs = {"observation": rng.normal(size=(n, 4)).astype(np.float32),
            "experience": rng.normal(size=(n, k, d)).astype(np.float32),
            "experience_utility": rng.normal(size=(n, k)).astype(np.float32),
-           "experience_mask": np.array([[0, 0, 0], [1, 1, 1], [1, 0, 0], [0, 0, 0]], np.float32),
-           "experience_action_prior": rng.random((n, k, 2)).astype(np.float32)}
+           "experience_mask": np.array([[0, 0, 0], [1, 1, 1], [1, 0, 0], [0, 0, 0]], np.float32)}
     with th.no_grad():
         out = fx(obs_as_tensor(obs, model.device))
         assert out.shape == (n, fx.features_dim)

@@ -1,5 +1,5 @@
 """CRLCallback on other SB3 on-policy algorithms: A2C, and sb3-contrib's RecurrentPPO and MaskablePPO
-(action masks respected by the experience action prior)."""
+(action masks reach MaskablePPO through the experience wrappers)."""
 
 from __future__ import annotations
 
@@ -63,26 +63,23 @@ def test_recurrent_ppo(tmp_path):
 
 
 @pytest.mark.parametrize("vec", [False, True], ids=["ExperienceWrapper", "ExperienceVecEnv"])
-def test_maskable_ppo_and_the_prior_never_advises_a_masked_action(tmp_path, vec):
+def test_maskable_ppo_reads_the_action_masks_through_the_experience_wrappers(tmp_path, vec):
     if vec:
-        bank = ExperienceBank()
-        venv = ExperienceVecEnv(make_vec_env(masked_env, n_envs=2, seed=0), bank, experimental={"action_prior": True},
-                                manager_kwargs=FAST)
+        venv = ExperienceVecEnv(make_vec_env(masked_env, n_envs=2, seed=0), ExperienceBank(), manager_kwargs=FAST)
     else:
-        venv = wrapped(masked_env, experimental={"action_prior": True})
+        venv = wrapped(masked_env)
     log = train_and_read_log(MaskablePPO, "MultiInputPolicy", venv, tmp_path, batch_size=64, n_epochs=1,
                              policy_kwargs={"net_arch": [16]})
     check_crl_metrics(log, venv)
+    model = MaskablePPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, policy_kwargs={"net_arch": [16]})
     for inj in find_experience(venv)[1]:
         inj.force_guided = True
     obs = venv.reset()
     shown = 0
     for _ in range(30):
         masks = np.stack(venv.env_method("action_masks"))
-        prior = obs["experience_action_prior"]
-        assert np.all(prior[~np.broadcast_to(masks[:, None, :], prior.shape)] == 0)
-        rows = prior.sum(-1)
-        assert np.allclose(rows[rows > 0], 1.0, atol=1e-5)
-        shown += int((rows > 0).sum())
-        obs, *_ = venv.step(np.array([np.flatnonzero(m)[0] for m in masks]))
-    assert shown > 0  # guided episodes did show priors
+        actions, _ = model.predict(obs, action_masks=masks)
+        assert np.all(masks[np.arange(len(masks)), actions])  # the masks reach the policy: never a masked action
+        shown += int((obs["experience_mask"].sum(-1) > 0).sum())
+        obs, *_ = venv.step(actions)
+    assert shown > 0  # guided episodes did show experience

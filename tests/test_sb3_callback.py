@@ -10,7 +10,6 @@ from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWra
 from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.advantages import regroup_advantages as core_regroup
 from integrations.sb3 import CRLCallback, find_experience
-from integrations.sb3.experimental import ActionPriorPolicy, ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
@@ -43,20 +42,6 @@ def test_callback_advances_the_schedule_and_sets_no_manager_attribute(monkeypatc
     assert s.rollouts == mgr.rollouts == 3
     assert 0.0 < s.progress < 1.0 and s.guided == (0.2, 0.6)
     assert mgr.guided_ratio == s.guided_ratio == pytest.approx(0.2 + 0.4 * s.progress)
-
-
-def test_the_action_prior_policy_reads_the_schedule():
-    venv = wrapped_vec(2, experimental={"action_prior": True})
-    mgr = find_experience(venv)[0][0]
-    model = PPO(ActionPriorPolicy, venv, **PPO_KW)
-    model.learn(64 * 2 * 2, callback=ExperimentalCRLCallback(prior_weight=(1.0, 0.0)))
-    assert model.policy.prior_weight == pytest.approx(1.0 - mgr.schedule.progress)
-    assert model.policy.prior_weight < 1.0
-    frozen = model.policy.prior_weight
-    model.learn(64 * 2, callback=ExperimentalCRLCallback())  # no prior schedule: the policy keeps its value
-    assert model.policy.prior_weight == frozen
-    model.policy.prior_weight = 0.25  # set by hand: the policy stops following
-    assert model.policy.prior_weight == 0.25
 
 
 def test_the_logged_delta_is_its_two_logged_parts_apart():

@@ -1,36 +1,26 @@
-"""The schedules: progress, rollouts and the guided ratio; the experimental prior weight and distillation coefficient."""
+"""The schedule: progress, rollouts and the guided ratio."""
 
 from __future__ import annotations
 
 import pytest
 
 from experience_wrappers.schedule import Schedule, check_fraction_schedule, linear
-from integrations.sb3.experimental import ExperimentalSchedule
 
 
-@pytest.mark.parametrize(("progress", "ratio", "prior", "distill"), [
-    (0.0, 0.5, 1.0, 0.2), (0.25, 0.575, 0.75, 0.15), (1.0, 0.8, 0.0, 0.0), (1.5, 0.8, 0.0, -0.1),
-])
-def test_values_over_progress(progress, ratio, prior, distill):
+@pytest.mark.parametrize(("progress", "ratio"), [(0.0, 0.5), (0.25, 0.575), (1.0, 0.8), (1.5, 0.8)])
+def test_values_over_progress(progress, ratio):
     s = Schedule(guided=(0.5, 0.8))
-    x = ExperimentalSchedule(prior=(1.0, 0.0), distill=0.2)
     s.advance(progress)
-    x.advance(progress)
-    assert s.progress == x.progress == progress
+    assert s.progress == progress
     assert s.guided_ratio == pytest.approx(ratio)
-    assert x.prior_weight == pytest.approx(prior)
-    assert x.distill_coef == pytest.approx(distill)  # 0.2 * (1 - progress), as the callback computed it
 
 
 def test_defaults_and_constants():
-    s, x = Schedule(), ExperimentalSchedule()
+    s = Schedule()
     assert (s.guided_ratio, s.progress, s.rollouts) == (0.5, 0.0, 0)
-    assert (x.prior_weight, x.distill_coef, x.progress) == (None, 0.0, 0.0)
     s.configure(guided=0.3)
-    x = ExperimentalSchedule(prior=0.7)
     s.advance(0.9)
-    x.advance(0.9)
-    assert (s.guided_ratio, x.prior_weight) == (0.3, 0.7)
+    assert s.guided_ratio == 0.3
 
 
 def test_at_reads_another_progress_without_moving():
@@ -40,9 +30,6 @@ def test_at_reads_another_progress_without_moving():
     calls.clear()
     assert s.at(0.75).guided_ratio == 0.75
     assert s.progress == 0.25 and calls == []
-    x = ExperimentalSchedule(distill=1.0)
-    x.advance(0.25)
-    assert x.at(0.75).distill_coef == 0.25 and x.progress == 0.25
 
 
 def test_end_rollout_counts():
@@ -66,14 +53,8 @@ def test_checks(kwargs):
         Schedule(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{"distill": -1.0}, {"distill": float("nan")}, {"prior": (1.0, float("inf"))}])
-def test_experimental_checks(kwargs):
-    with pytest.raises(ValueError):
-        ExperimentalSchedule(**kwargs)
-
-
 @pytest.mark.parametrize("name", ["prior", "distill"])
-def test_the_main_schedule_has_no_experimental_field(name):
+def test_the_main_schedule_has_no_prior_or_distillation_field(name):
     with pytest.raises(TypeError):
         Schedule(**{name: 0.5})
 

@@ -10,7 +10,7 @@ from stable_baselines3 import PPO
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
-from integrations.sb3.experimental import ActionPriorPolicy
+from integrations.sb3 import ExperiencePolicy
 from integrations.sb3.self_imitation import (
     SelfImitationCallback,
     free_view,
@@ -19,9 +19,9 @@ from integrations.sb3.self_imitation import (
 )
 
 
-def _prior_model(seed: int = 0) -> PPO:
-    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=seed), experimental={"action_prior": True}, seed=seed)
-    return PPO(ActionPriorPolicy, env, n_steps=64, batch_size=64, seed=seed,
+def _model(seed: int = 0) -> PPO:
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=seed), seed=seed)
+    return PPO(ExperiencePolicy, env, n_steps=64, batch_size=64, seed=seed,
                policy_kwargs={"net_arch": [16]}, learning_rate=1e-2)
 
 
@@ -34,12 +34,9 @@ def _states(n: int, seed: int = 0) -> np.ndarray:
     return np.stack(out).astype(np.float32)
 
 
-def _own_prob(model: PPO, states: np.ndarray, action: int, prior: np.ndarray | None = None) -> float:
-    """Mean probability of ``action`` under the policy's own logits (free view), or with a shown prior."""
+def _own_prob(model: PPO, states: np.ndarray, action: int) -> float:
+    """Mean probability of ``action`` under the policy's own logits (free view: nothing shown)."""
     obs = free_view({"observation": states}, model.observation_space)
-    if prior is not None:
-        obs["experience_mask"][:, 0] = 1.0
-        obs["experience_action_prior"][:, 0] = prior
     with th.no_grad():
         t, _ = model.policy.obs_to_tensor(obs)
         dist = model.policy.get_distribution(t)
@@ -53,7 +50,7 @@ def test_sil_weights_is_the_positive_part_of_return_minus_value_clipped() -> Non
 
 @pytest.mark.parametrize("weight", ["sil", "bc"])
 def test_self_imitation_raises_the_own_probability_of_a_demonstrated_action(weight: str) -> None:
-    model = _prior_model()
+    model = _model()
     states = _states(64)
     replay = SuccessReplay(256)
     replay.add_episode({"observation": states}, np.ones(64, dtype=np.int64), np.r_[np.zeros(63), 1.0],
@@ -66,23 +63,8 @@ def test_self_imitation_raises_the_own_probability_of_a_demonstrated_action(weig
     assert after > before + 0.2, (before, after)
 
 
-def test_self_imitation_moves_own_logits_even_where_a_prior_already_recommends_the_action() -> None:
-    """The loss reads the free view, so a shown prior cannot absorb the gradient (the old
-    distillation's optimum for the own logits was uniform when the prior was shown)."""
-    model = _prior_model()
-    states = _states(32)
-    replay = SuccessReplay(64)
-    replay.add_episode({"observation": states}, np.zeros(32, dtype=np.int64), np.ones(32), gamma=0.0,
-                       source=SOURCE_DEMO)
-    prior = np.array([0.99, 0.01], dtype=np.float32)
-    own0, shown0 = _own_prob(model, states, 0), _own_prob(model, states, 0, prior)
-    self_imitation_step(model, replay, weight="bc", n_batches=30, batch_size=32, rng=np.random.default_rng(1))
-    own1, shown1 = _own_prob(model, states, 0), _own_prob(model, states, 0, prior)
-    assert own1 > own0 + 0.3 and shown1 >= shown0
-
-
 def test_sil_ignores_states_whose_value_already_exceeds_the_return() -> None:
-    model = _prior_model()
+    model = _model()
     states = _states(16)
     replay = SuccessReplay(64)
     replay.add_episode({"observation": states}, np.ones(16, dtype=np.int64), np.full(16, -100.0), gamma=0.0)
@@ -148,7 +130,7 @@ def test_callback_records_own_episodes_with_the_actions_taken_and_their_returns(
 
 
 def test_callback_pretrains_on_demonstrations_before_the_first_rollout() -> None:
-    model = _prior_model(1)
+    model = _model(1)
     states = _states(32, seed=100)
     replay = SuccessReplay(64)
     replay.add_episode({"observation": states}, np.ones(32, dtype=np.int64), np.ones(32), gamma=0.0,
@@ -163,7 +145,7 @@ def test_save_crl_keeps_the_replay_beside_the_bank(tmp_path) -> None:
     from integrations.sb3 import save_crl
     from integrations.sb3.run_persistence import REPLAY_FILE
 
-    model = _prior_model(2)
+    model = _model(2)
     replay = SuccessReplay(64)
     replay.add_episode({"observation": _states(8)}, np.ones(8, dtype=np.int64), np.ones(8), gamma=0.5,
                        source=SOURCE_DEMO)

@@ -107,9 +107,9 @@ ENV_NAMES = ["CartPole-v1", "dict", "FrozenLake-v1", "Taxi-v3"]
 
 
 @pytest.mark.parametrize("name", ENV_NAMES)
-@pytest.mark.parametrize("action_prior", [False, True])
-def test_env_checkers_pass_on_a_fresh_bank(name, action_prior):
-    env = ExperienceWrapper(make_env(name), ExperienceBank(), experimental={"action_prior": action_prior}, manager_kwargs=SYNC)
+@pytest.mark.parametrize("experience_input", ["full", "compact"])
+def test_env_checkers_pass_on_a_fresh_bank(name, experience_input):
+    env = ExperienceWrapper(make_env(name), ExperienceBank(), experience_input=experience_input, manager_kwargs=SYNC)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gym_check_env(env, skip_render_check=True)
@@ -131,8 +131,7 @@ def test_env_checkers_pass_on_guided_episodes_with_knn_retrieval(name):
 
 @pytest.mark.parametrize("name", ENV_NAMES)
 def test_every_observation_lies_in_the_space(name):
-    env = ExperienceWrapper(make_env(name), ExperienceBank(), experimental={"action_prior": True}, retrieve_every=2,
-                            manager_kwargs=SYNC, seed=0)
+    env = ExperienceWrapper(make_env(name), ExperienceBank(), retrieve_every=2, manager_kwargs=SYNC, seed=0)
     env.action_space.seed(0)
     for i in range(6):
         env.set_force_guided(i % 2 == 1)
@@ -150,7 +149,7 @@ def test_box_observation_goes_under_observation(cartpole_env):
 
 
 def test_dict_keys_stay_at_the_top_level():
-    env = ExperienceWrapper(DictEnv(), ExperienceBank(), k=3, experimental={"action_prior": True}, manager_kwargs=SYNC)
+    env = ExperienceWrapper(DictEnv(), ExperienceBank(), k=3, manager_kwargs=SYNC)
     assert set(env.observation_space.spaces) == {"pos", "room", *EXPERIENCE_KEYS}
     assert env.observation_space["room"] == spaces.Discrete(3)
     obs, _ = env.reset(seed=1)
@@ -158,10 +157,10 @@ def test_dict_keys_stay_at_the_top_level():
     assert set(obs) == {"pos", "room", *EXPERIENCE_KEYS}
     np.testing.assert_array_equal(obs["pos"], raw["pos"])
     assert obs["room"] == raw["room"]
-    assert obs["experience_action_prior"].shape == (3, 2)  # Discrete(2) actions
+    assert obs["experience"].shape[0] == 3
 
 
-@pytest.mark.parametrize("clash", ["experience", "experience_mask", "experience_action_prior"])
+@pytest.mark.parametrize("clash", ["experience", "experience_mask", "experience_utility"])
 def test_a_clashing_key_raises(clash):
     with pytest.raises(ValueError, match=clash):
         ExperienceWrapper(DictEnv(extra_key=clash), ExperienceBank(), manager_kwargs=SYNC)

@@ -34,16 +34,11 @@ def algorithm_class(name: str) -> type[BaseAlgorithm]:
 def check_algo_arm(name: str, arm: Any) -> None:
     """Raise ValueError if ``arm`` needs PPO's own pieces and ``name`` is another algorithm.
 
-    ``ActionPriorPolicy`` is an ``ActorCriticPolicy`` (PPO and A2C only); distillation and
-    self-imitation update a PPO policy.
+    Self-imitation updates a PPO policy.
     """
     if name == "ppo":
         return
     needs = []
-    if getattr(arm, "prior_policy", False) and name not in ("a2c",):
-        needs.append("ActionPriorPolicy")
-    if getattr(arm, "callback", {}).get("distill_coef", 0):
-        needs.append("distillation")
     if getattr(arm, "imitation", None) is not None:
         needs.append("self-imitation")
     if needs:

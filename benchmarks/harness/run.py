@@ -71,11 +71,9 @@ class _StopAtDeadline(BaseCallback):
 
 
 def _method_class(arm: Arm) -> type[ComplementaryRL]:
-    """:class:`ComplementaryRL`, or its experimental subclass where the arm uses a part measured to tie or hurt
-    (the action prior's schedule, distillation, the value baseline: :mod:`integrations.sb3.experimental`)."""
-    experimental = (set(arm.callback) & {"prior_weight", "distill_coef"}
-                    or (arm.wrapper.get("experimental") or {}).get("value_baseline", False))
-    if not experimental:
+    """:class:`ComplementaryRL`, or its experimental subclass where the arm uses the value baseline
+    (measured to tie: :mod:`integrations.sb3.experimental`)."""
+    if not (arm.wrapper.get("experimental") or {}).get("value_baseline", False):
         return ComplementaryRL
     from integrations.sb3.experimental import ExperimentalComplementaryRL
 
@@ -100,10 +98,6 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     n_demos = arm.demonstrations if (demonstrations is None or not arm.demonstrations) else demonstrations
     check_algo_arm(algo, arm)  # --algo: PPO by default, or A2C, RecurrentPPO, MaskablePPO
     algo_cls, policy, ppo_kwargs = resolve_algo(algo, None, {k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper})
-    if arm.prior_policy:
-        from integrations.sb3.experimental import ActionPriorPolicy
-
-        policy = ActionPriorPolicy
     # the arm is a set of the public object's arguments
     method = _method_class(arm)(env_id, algorithm=algo_cls, policy=policy, n_envs=n_envs, seed=seed,
                              experience=arm.crl, demonstrations=n_demos,
@@ -155,7 +149,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         "n_envs": n_envs, "hyperparameters": hyper, "arm_config": {
             "wrapper": arm.wrapper, "manager": arm.manager,
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
-            "prior_policy": arm.prior_policy, "demonstrations": arm.demonstrations,
+            "demonstrations": arm.demonstrations,
             "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation, "rollin": arm.rollin,
             **({"group_size": arm.group_size} if arm.group_size is not None else {}),
             **({"neighbour": arm.neighbour} if arm.neighbour is not None else {})},

@@ -18,9 +18,7 @@ class Arm:
         crl: whether experience is used at all (False: vanilla PPO).
         wrapper: extra ``ExperienceWrapper`` / ``ExperienceVecEnv`` arguments.
         manager: extra ``ManagerConfig`` fields.
-        callback: extra ``CRLCallback`` arguments (``prior_weight``, ``distill_coef``: the run then uses
-            :class:`~integrations.sb3.experimental.ExperimentalComplementaryRL` and its callback).
-        prior_policy: use :class:`~integrations.sb3.experimental.ActionPriorPolicy`.
+        callback: extra ``CRLCallback`` arguments.
         demonstrations: successful scripted episodes distilled into the bank before
             training (needs a family with a demonstrator; 0: none).
         ingest: extra :func:`~integrations.demos.ingest_demonstrations` arguments.
@@ -54,7 +52,6 @@ class Arm:
     wrapper: dict[str, Any] = attrs.field(factory=dict)
     manager: dict[str, Any] = attrs.field(factory=dict)
     callback: dict[str, Any] = attrs.field(factory=dict)
-    prior_policy: bool = False
     demonstrations: int = 0
     ingest: dict[str, Any] = attrs.field(factory=dict)
     bank: dict[str, Any] = attrs.field(factory=dict)
@@ -64,10 +61,6 @@ class Arm:
     neighbour: dict[str, Any] | None = None
     question: str = ""
 
-
-#: The action prior as these arms were recorded: the observation channel's entries' priors
-#: (utility sampling of 4 among 16 nearest, no distance floor), before the action path of its own.
-_SHOWN_PRIOR = {"experimental": {"action_prior": True, "prior_source": "shown"}}
 
 _ALL = [
     Arm("ppo", crl=False, question="the baseline: same policy network, no experience"),
@@ -87,24 +80,6 @@ _ALL = [
         question="control: the CRL network, wrapper and callback, but no episode is ever shown experience"),
     Arm("crl-sync", manager={"mode": "sync"}, question="what does the background worker save in wall-clock?"),
     Arm("crl-obs", question="experience reaches the actor through the observation only (as crl)"),
-    Arm("crl-prior", wrapper=_SHOWN_PRIOR, prior_policy=True, callback={"prior_weight": (1.0, 0.0)},
-        question="experience as a bias on the action logits (annealed to 0)"),
-    Arm("crl-distill", wrapper=_SHOWN_PRIOR, callback={"distill_coef": 0.1},
-        question="experience distillation toward retrieved actions on guided episodes that beat free ones"),
-    Arm("crl-all3", wrapper=_SHOWN_PRIOR, prior_policy=True,
-        callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1},
-        question="all three ways at once"),
-    _DEMOS := Arm("crl-demos", wrapper=_SHOWN_PRIOR, prior_policy=True,
-                  callback={"prior_weight": (1.0, 0.0), "distill_coef": 0.1}, demonstrations=100,
-                  ingest={"segment_every": 1},
-                  question="all three ways, starting from a bank distilled from 100 scripted demonstrations "
-                           "(one entry per demonstrated state)"),
-    attrs.evolve(_DEMOS, name="crl-demos-every-step", wrapper={**_SHOWN_PRIOR, "retrieve_every": 1},
-                 question="crl-demos, retrieving at every step (crl-demos retrieves every 8 steps, the default, so "
-                          "a state's prior is shown for up to 8 steps)"),
-    attrs.evolve(_DEMOS, name="crl-demos-fixed", wrapper={**_SHOWN_PRIOR, "retrieve_every": 1, "learn": False},
-                 question="control: crl-demos-every-step with the agent's episodes kept out, so the bank holds "
-                          "the demonstrations only (no extractor training, no credits)"),
 ]
 
 #: Behaviour-cloning steps on the demonstrations before training (the peers and the method alike).
@@ -151,18 +126,6 @@ _ALL += [
                  question="the method on the agent's own episodes, all of them kept (SIL's own choice: the "
                           "(R - V)+ weight filters), not only the successful ones"),
     # ablations of the method, one change each
-    _SIL_PRIOR := attrs.evolve(_METHOD, name="crl-sil", wrapper={**_SHOWN_PRIOR, "retrieve_every": 1},
-                               prior_policy=True, callback={"prior_weight": (1.0, 0.0)},
-                               question="ablation: the method plus the action prior (the observation channel's "
-                                        "entries' actions as a logit bias on guided episodes, retrieved every "
-                                        "step, weight annealed 1 -> 0)"),
-    attrs.evolve(_SIL_PRIOR, name="crl-sil-knn-prior",
-                 wrapper={"experimental": {"action_prior": True, "prior_source": "nearest", "prior_k": 1,
-                                           "prior_max_distance": 0.5}, "retrieve_every": 1},
-                 question="crl-sil with the action path of its own (issue 13, item 6): the prior is the nearest "
-                          "entry's (k = 1, no utility sampling, no diversity penalty), none beyond squared-l2 "
-                          "distance 0.5 (the policy acts alone there), retrieved every step; the observation "
-                          "channel as in crl-sil"),
     Arm("crl-sil-plain", crl=False, demonstrations=20,
         imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
         question="ablation: the bank, extractor, retrieval and observation channel replaced by a plain "

@@ -6,8 +6,10 @@ import attrs
 
 __all__ = ["Suite", "SUITES", "WAYS_ARMS", "ABLATION_ARMS", "KEYROOM_ARMS"]
 
-WAYS_ARMS = ("crl-obs", "crl-prior", "crl-distill", "crl-all3")
-KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil-obs", "crl-sil", "crl-sil-plain",
+#: the ways for experience to reach the actor; the action prior's arms (crl-prior, crl-distill,
+#: crl-all3) were removed with it: their results stay in benchmarks/results/ways/
+WAYS_ARMS = ("crl-obs",)
+KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil-obs", "crl-sil-plain",
                 "crl-sil-obs-no-sil", "crl-sil-obs-random", "crl-sil-obs-static", "crl-sil-obs-no-exp")
 ABLATION_ARMS = ("crl-static", "crl-all-guided", "crl-mixed-adv", "crl-random-retrieval", "crl-sync")
 
@@ -43,11 +45,10 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           (0, 1, 2, 3, 4), steps=60_000, thresholds=(0.9, 0.95)),
     Suite("medium", ("MiniHack-MazeWalk-9x9-v0", "MiniHack-River-Narrow-v0"), ("ppo", "crl"),
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000),
-    Suite("stretch", ("MiniHack-KeyRoom-S5-v0",), ("ppo", "crl-all3", "crl-demos", "crl-demos-every-step"), (0, 1),
-          steps=500_000, eval_every=100_000),
-    Suite("stretch-preview", ("MiniHack-KeyRoom-S5-v0",),
-          ("ppo", "crl-all3", "crl-demos", "crl-demos-every-step", "crl-demos-fixed"), (0,), steps=100_000,
-          eval_every=50_000),
+    # the method arms of these two (crl-all3, crl-demos*) used the action prior and were removed with it;
+    # their results stay in benchmarks/results/stretch*/
+    Suite("stretch", ("MiniHack-KeyRoom-S5-v0",), ("ppo",), (0, 1), steps=500_000, eval_every=100_000),
+    Suite("stretch-preview", ("MiniHack-KeyRoom-S5-v0",), ("ppo",), (0,), steps=100_000, eval_every=50_000),
     Suite("mt10", ("Meta-World/MT10",), ("ppo", "crl"), (0, 1, 2), steps=500_000, eval_episodes=20,
           eval_every=100_000),
     Suite("ways", ("MiniHack-Room-Monster-5x5-v0",), ("ppo", *WAYS_ARMS), (0, 1), steps=40_000),
@@ -76,8 +77,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in [
           (0, 1, 2, 3, 4), steps=300_000, thresholds=(0.5, 0.8), eval_every=60_000, reference="medium"),
     # guided roll-in (issue 13, item 4): the method with and without it
     Suite("keyroom-rollin", ("MiniHack-KeyRoom-S5-v0",),
-          ("crl-sil-obs-rollin", "crl-sil-obs-rollin-any", "crl-sil-obs-paired", "crl-sil-obs", "crl-sil-plain",
-           "crl-sil-knn-prior"), (0, 1, 2, 3, 4),
+          ("crl-sil-obs-rollin", "crl-sil-obs-rollin-any", "crl-sil-obs-paired", "crl-sil-obs", "crl-sil-plain"),
+          (0, 1, 2, 3, 4),
           steps=72_000, thresholds=(0.5, 0.8, 0.9), demonstrations=20),
     Suite("cartpole", ("CartPole-v1",), ("ppo", "crl"), (0, 1, 2, 3, 4), steps=50_000),
 ]}

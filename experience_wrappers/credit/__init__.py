@@ -1,13 +1,12 @@
 """Credit, the reward rule: what a guided episode earned, and what each entry that guided it gets.
 
 One home for the rule that the manager (bank utilities, extractor rewards), the SB3 callback
-(distillation weights, the ``crl/outcome_delta`` log) and the benchmarks all follow:
+(the ``crl/outcome_delta`` log) and the benchmarks all follow:
 
 * :func:`outcome_delta`: an episode's outcome against experience-free episodes of its task;
 * :class:`FreeBaseline`: the windows of free outcomes, per task, that the delta is taken against;
 * :func:`entry_reward`: the extractor reward of each entry that guided the episode (the delta,
   or a direct +1 / -1);
-* :func:`distill_weight`: the weight of a guided episode's samples in experience distillation;
 * :func:`utility_decay`: the decay of the bank's utility EMA over training;
 * :class:`OutcomeTracker`: rolling guided and free outcomes and deltas, for logs and curves;
 * :class:`PairedCredit`: the paired rule (the paper's groups): a guided episode's delta against
@@ -24,7 +23,6 @@ time are :mod:`.tracking`'s. Plain numpy: no SB3, no integration.
 from .rules import (
     EXTRACTOR_REWARDS,
     discounted_return,
-    distill_weight,
     entry_reward,
     outcome_delta,
     paired_delta,
@@ -35,5 +33,5 @@ from .rules import (
 from .tracking import FreeBaseline, OutcomeTracker, PairedCredit, PairedResult
 
 __all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
-           "discounted_return", "distill_weight", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
+           "discounted_return", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
            "value_delta"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["EXTRACTOR_REWARDS", "discounted_return", "distill_weight", "entry_reward", "finite_number",
+__all__ = ["EXTRACTOR_REWARDS", "discounted_return", "entry_reward", "finite_number",
            "outcome_delta", "paired_delta", "shown_shares", "utility_decay", "value_delta"]
 
 #: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
@@ -30,7 +30,7 @@ def outcome_delta(outcome: float, free_mean: float | None, *, free_spread: float
             return-based outcomes stay on a scale the retrieval temperature suits.
             The manager gives it for return outcomes (success deltas already lie in
             [-1, 1]); :class:`~integrations.sb3.CRLCallback` gives none: its ``crl/outcome_delta``
-            log (and the experimental callback's distillation weights) use the unscaled difference.
+            log uses the unscaled difference.
 
     >>> outcome_delta(1.0, 0.25)
     0.75
@@ -103,18 +103,6 @@ def entry_reward(delta: float, success: bool | None, rule: str = "delta") -> flo
     if rule != "direct":
         raise ValueError(f"rule must be one of {EXTRACTOR_REWARDS}, got {rule!r}")
     return 1.0 if (success if success is not None else delta > 0) else -1.0
-
-
-def distill_weight(delta: float | None) -> float | None:
-    """The weight of a guided episode's samples in experience distillation: ``min(delta, 1)``
-    for an episode that beat the free baseline, None (not distilled) otherwise.
-
-    >>> distill_weight(0.4), distill_weight(3.0), distill_weight(0.0), distill_weight(None)
-    (0.4, 1.0, None, None)
-    """
-    if delta is None or not delta > 0:
-        return None
-    return min(delta, 1.0)
 
 
 def utility_decay(progress: float, start: float = 0.99, end: float = 0.95) -> float:

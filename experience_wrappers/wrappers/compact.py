@@ -27,8 +27,7 @@ What it carries: the two things the attention reader's output
 anything is shown (there the guided flag; here the fraction, 0 for a free episode) and what
 the shown entries say (there an attention-weighted pool; here their values' mean). What it
 leaves out: the entries one by one (attention over them: the extractor needs ``"full"`` and
-says so), their utilities (the bank's ranking, already used to pick them), and the action
-prior (``experimental={"action_prior": True}`` needs ``"full"``: :func:`check_experience_input`).
+says so) and their utilities (the bank's ranking, already used to pick them).
 """
 
 from __future__ import annotations
@@ -42,11 +41,8 @@ __all__ = ["EXPERIENCE_INPUTS", "check_experience_input", "compact_space", "comp
 EXPERIENCE_INPUTS = ("full", "compact")
 
 
-def check_experience_input(value: object, *, action_prior: bool = False) -> str:
+def check_experience_input(value: object) -> str:
     """``value`` if it is a valid ``experience_input``, else a ``ValueError`` that names it.
-
-    The action prior reads the shown entries one by one (their priors, utilities and mask):
-    it needs ``"full"``.
 
     >>> check_experience_input("compact")
     'compact'
@@ -54,17 +50,9 @@ def check_experience_input(value: object, *, action_prior: bool = False) -> str:
     Traceback (most recent call last):
     ...
     ValueError: experience_input must be 'full' or 'compact', got 'small'
-    >>> check_experience_input("compact", action_prior=True)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: experience_input='compact' does not carry the action prior ...
     """
     if not isinstance(value, str) or value not in EXPERIENCE_INPUTS:
         raise ValueError(f"experience_input must be 'full' or 'compact', got {value!r}")
-    if value == "compact" and action_prior:
-        raise ValueError("experience_input='compact' does not carry the action prior (it reads the shown entries "
-                         "one by one: their priors, utilities and mask): use experience_input='full' with "
-                         "experimental={'action_prior': True}, or turn the action prior off")
     return value
 
 

@@ -15,7 +15,6 @@ from ..manager import ExperienceManager, success_from_info
 from ..validators import check_int
 from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
-from .masks import find_action_masks, mask_priors
 from .options import ExperienceOptions
 
 __all__ = ["ExperienceWrapper"]
@@ -30,8 +29,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     ``retrieve_every`` steps; free ones show zeros with mask 0. The observation becomes a
     Dict: the original observation (its own keys if it was a Dict, else under
     ``"observation"``) plus ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``,
-    ``experience_mask`` ``(k,)`` and, with ``experimental={"action_prior": True}``,
-    ``experience_action_prior``; with ``experience_input="compact"``, ``experience``
+    ``experience_mask`` ``(k,)``; with ``experience_input="compact"``, ``experience``
     ``(d + 1,)`` alone instead (the shown entries' mean and the fraction of slots shown: one
     key for SB3's default policy; see :mod:`~experience_wrappers.wrappers.compact`). ``info`` carries ``experience_guided``,
     ``experience_ids`` (the entries shown in the observation the action was taken
@@ -53,8 +51,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             ``key_encoder``, ``task_id`` (0), ``query_mode``
             (``"utility"``), ``filter_by_task`` (True), ``learn`` (None), ``manager``,
             ``manager_kwargs``, ``seed``, ``paired`` (False: see :class:`~experience_wrappers.wrappers.ReplayInstances`
-            for what True needs), ``experience_input`` (``"full"``, or ``"compact"``), ``experimental`` (the action prior and the value
-            baseline, measured to tie or hurt: :class:`~experience_wrappers.experimental.ExperimentalOptions`); see
+            for what True needs), ``experience_input`` (``"full"``, or ``"compact"``), ``experimental`` (the value baseline, measured
+            to tie: :class:`~experience_wrappers.experimental.ExperimentalOptions`); see
             :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 
     What the env returns is checked at the step that returned it, and the message names the
@@ -93,8 +91,6 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self.observation_space = self.injector.retriever.observation_space(env.observation_space)
         self._last_obs: Any = None
         self._ended = True
-        # an env with action_masks() (MaskablePPO's convention): the prior never advises a masked action
-        self._action_masks = find_action_masks(env) if opts.action_prior else None
 
     @property
     def bank(self) -> ExperienceBank:
@@ -105,10 +101,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self.injector.force_guided = value
 
     def _wrap(self, obs: Any) -> dict[str, Any]:
-        out = self.injector.retriever.observation(obs, 0)
-        if self._action_masks is not None:
-            out["experience_action_prior"] = mask_priors(out["experience_action_prior"], self._action_masks())
-        return out
+        return self.injector.retriever.observation(obs, 0)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -12,22 +12,27 @@ from ..bank import ExperienceBank
 from ..bank.config import MAX_K
 from ..keys import KeyEncoder
 from ..manager import ExperienceSource, resolve_manager
-from ..validators import check_int, check_real, integral, is_bool
+from ..validators import check_int, integral, is_bool
 from .compact import EXPERIENCE_INPUTS, check_experience_input
 
-__all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "PRIOR_SOURCES", "MAX_PRIOR_K",
-           "EXPERIMENTAL_FIELDS", "EXPERIENCE_INPUTS"]
+__all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "REMOVED_OPTIONS", "EXPERIMENTAL_FIELDS",
+           "EXPERIENCE_INPUTS"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
 QUERY_MODES = ("utility", "knn", "random")
 
-#: Where the action prior comes from: ``"nearest"``, its own kNN query with a distance floor
-#: (the default); ``"shown"``, the observation channel's entries (the path before issue 13).
-PRIOR_SOURCES = ("nearest", "shown")
+#: options that were removed with the action prior (it hurt: ``docs/what_to_use.md``), and the
+#: value each had when off; a saved setting at that value still loads (it changed nothing)
+REMOVED_OPTIONS: dict[str, object] = {"action_prior": False, "prior_source": "nearest", "prior_k": 1,
+                                      "prior_max_distance": 0.5}
 
-#: The action path mixes at most this many nearest entries.
-MAX_PRIOR_K = 2
+
+def _removed(name: str) -> TypeError:
+    return TypeError(f"{name} was removed with the action prior, which hurt where it was measured (KeyRoom-S5 "
+                     "from 20 demonstrations: 0.74 sampled and 0.46 nearest, against the method's 0.92; "
+                     "docs/what_to_use.md); the observation channel and self-imitation carry retrieved "
+                     "experience instead")
 
 
 def _k(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -57,22 +62,8 @@ def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> 
         raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {value!r}")
 
 
-def _experience_input(instance: ExperienceOptions, attribute: attrs.Attribute, value: object) -> None:
-    # attrs runs the validators once every field is set: the experimental options are there
-    check_experience_input(value, action_prior=instance.experimental.action_prior)
-
-
-def _prior_source(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if value not in PRIOR_SOURCES:
-        raise ValueError(f"prior_source must be 'nearest' or 'shown', got {value!r}")
-
-
-def _prior_k(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    check_int("prior_k", value, minimum=1, maximum=MAX_PRIOR_K)
-
-
-def _prior_max_distance(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    check_real("prior_max_distance", value, minimum=0)
+def _experience_input(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    check_experience_input(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -80,28 +71,10 @@ class ExperimentalOptions:
     """The experience wrapper's parts measured to tie or hurt (``experimental=`` of
     :class:`ExperienceOptions` and of the wrappers).
 
-    The action prior hurt on KeyRoom-S5 from 20 demonstrations (0.74 sampled, ``keyroom-20``,
-    5 seeds, against the method's 0.92; 0.46 nearest, ``keyroom-rollin``, seeds 0-2); the value baseline was no closer to
-    the paired baseline than the task's recent free episodes (``credit_agreement.json``).
+    The value baseline was no closer to the paired baseline than the task's recent free
+    episodes (``credit_agreement.json``).
 
     Args:
-        action_prior: add an action prior (``experience_action_prior``) to the observation.
-            Its steps come from :attr:`prior_source`. A prior describes the manager's
-            ``prior_horizon`` steps (4 by default): a ``retrieve_every`` of 0 or above it
-            shows a prior for longer than it describes, and the retriever warns
-            (``UserWarning``) when it is built so.
-        prior_source: ``"nearest"`` (default): the action path's own query, the
-            ``prior_k`` nearest entries (``"knn"``: no utility sampling, no diversity
-            penalty, retrievals not counted) of which those within ``prior_max_distance``
-            are mixed with equal weights; none within it: no prior (the policy acts
-            alone). ``"shown"``: the priors of the observation channel's entries (the path
-            before issue 13; for the arms recorded with it).
-        prior_k: nearest entries of the action path, 1 (default) or 2.
-        prior_max_distance: the action path's distance floor, in the bank's distance units
-            (``"l2"``, the default space: squared Euclidean; unit-norm keys lie in ``[0, 4]``,
-            and 0.5, the default, is a cosine similarity of 0.75; the nearest demonstrated
-            state of a held-out KeyRoom-S5 state lies at 0.09-0.7, median 0.22). The same
-            floor as :class:`~experience_wrappers.rollin.BankGuide`'s.
         value_baseline: credit guided episodes against the critic's value of their first
             observation seen without experience, ``V(s0)``, which
             :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` fills in
@@ -111,16 +84,10 @@ class ExperimentalOptions:
             episode of one step, which ends before the callback sees it), the episode is
             credited as without it.
 
-    >>> ExperimentalOptions(action_prior=True, prior_k=3)
-    Traceback (most recent call last):
-    ...
-    ValueError: prior_k must be an int in [1, 2], got 3
+    >>> ExperimentalOptions(value_baseline=True).value_baseline
+    True
     """
 
-    action_prior: bool = attrs.field(default=False, validator=is_bool)
-    prior_source: str = attrs.field(default="nearest", validator=_prior_source)
-    prior_k: int = attrs.field(default=1, validator=_prior_k)
-    prior_max_distance: float = attrs.field(default=0.5, validator=_prior_max_distance)
     value_baseline: bool = attrs.field(default=False, validator=is_bool)
 
 
@@ -134,6 +101,11 @@ def _experimental(value: Any) -> ExperimentalOptions:
     if isinstance(value, ExperimentalOptions):
         return value
     if isinstance(value, dict):
+        for name, off in REMOVED_OPTIONS.items():
+            if name in value:
+                if value[name] != off or type(value[name]) is not type(off):
+                    raise _removed(name)
+                value = {key: v for key, v in value.items() if key != name}  # an old save's "off": no change
         unknown = sorted(set(value) - set(EXPERIMENTAL_FIELDS))
         if unknown:
             raise TypeError(f"unexpected experimental option(s) {unknown}; they are {list(EXPERIMENTAL_FIELDS)}")
@@ -157,7 +129,7 @@ class ExperienceOptions:
         key_encoder: frozen key encoder of the (unwrapped) observations, for a new manager.
         task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
         query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation): the
-            observation channel's query (the action path's is always ``"knn"``).
+            observation channel's query.
         filter_by_task: retrieve only entries of the episode's task.
         learn: hand episodes to the manager and count retrievals. None (the default): yes,
             unless another env trains this bank under :class:`~integrations.sb3.CRLCallback`
@@ -181,15 +153,14 @@ class ExperienceOptions:
         experience_input: what the observation carries of the shown entries. ``"full"`` (the
             default): three keys, ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``
             and ``experience_mask`` ``(k,)``, what the attention reader
-            (:class:`~integrations.sb3.experience_features.ExperienceFeaturesExtractor`) and the action prior
-            need. ``"compact"``: one key, ``experience`` ``(d + 1,)``, the mask-weighted mean
+            (:class:`~integrations.sb3.experience_features.ExperienceFeaturesExtractor`)
+            needs. ``"compact"``: one key, ``experience`` ``(d + 1,)``, the mask-weighted mean
             of the shown entries' values and the fraction of the ``k`` slots shown (zeros when
             nothing is shown), for SB3's default policy, which pays for every extra key
             (:mod:`experience_wrappers.wrappers.compact` says what it leaves out, and why).
-            The action prior needs ``"full"`` (a ``ValueError`` otherwise).
         experimental: the parts measured to tie or hurt (:class:`ExperimentalOptions`, or a
-            dict of its fields): the action prior and the value-baseline fallback. Their
-            fields read through (``options.action_prior``).
+            dict of its fields): the value-baseline fallback. Its field reads through
+            (``options.value_baseline``).
 
     >>> ExperienceOptions(k=2, query_mode="knn").k
     2
@@ -199,16 +170,20 @@ class ExperienceOptions:
     Traceback (most recent call last):
     ...
     ValueError: k must be an int in [1, 65536], got 0
-    >>> ExperienceOptions(experimental={"action_prior": True}).action_prior
+    >>> ExperienceOptions(experimental={"value_baseline": True}).value_baseline
     True
     >>> ExperienceOptions(experience_input="mean")
     Traceback (most recent call last):
     ...
     ValueError: experience_input must be 'full' or 'compact', got 'mean'
-    >>> ExperienceOptions.of(action_prior=True)
+    >>> ExperienceOptions.of(value_baseline=True)
     Traceback (most recent call last):
     ...
-    TypeError: action_prior is experimental (measured to tie or hurt): pass experimental={'action_prior': ...} (ExperimentalOptions, in experience_wrappers.experimental)
+    TypeError: value_baseline is experimental (measured to tie or hurt): pass experimental={'value_baseline': ...} (ExperimentalOptions, in experience_wrappers.experimental)
+    >>> ExperienceOptions(experimental={"action_prior": True})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: action_prior was removed with the action prior, which hurt where it was measured ...
     """
 
     k: int = attrs.field(default=4, validator=_k)
@@ -226,23 +201,7 @@ class ExperienceOptions:
     experimental: ExperimentalOptions = attrs.field(factory=lambda: ExperimentalOptions(),
                                                     converter=lambda v: _experimental(v))
 
-    # the experimental fields read through, so that readers need not know where they live
-    @property
-    def action_prior(self) -> bool:
-        return self.experimental.action_prior
-
-    @property
-    def prior_source(self) -> str:
-        return self.experimental.prior_source
-
-    @property
-    def prior_k(self) -> int:
-        return self.experimental.prior_k
-
-    @property
-    def prior_max_distance(self) -> float:
-        return self.experimental.prior_max_distance
-
+    # the experimental field reads through, so that readers need not know where it lives
     @property
     def value_baseline(self) -> bool:
         return self.experimental.value_baseline
@@ -256,6 +215,9 @@ class ExperienceOptions:
         """
         if options is not None and not isinstance(options, cls):
             raise TypeError(f"options must be an ExperienceOptions, got {type(options).__name__}")
+        for name in REMOVED_OPTIONS:
+            if name in kwargs:
+                raise _removed(name)
         moved = sorted(set(kwargs) & set(EXPERIMENTAL_FIELDS))
         if moved:
             raise TypeError(f"{moved[0]} is experimental (measured to tie or hurt): pass "

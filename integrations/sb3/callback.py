@@ -74,10 +74,9 @@ class CRLCallback(BaseCallback):
       ``crl/delta_guided_*`` and ``crl/delta_baseline_*`` are its two parts:
       ``outcome_delta = delta_guided - delta_baseline``.
 
-    The parts measured to tie or hurt (the action prior's schedule, distillation, the value
-    baseline's ``V(s0)``) are not here: :class:`integrations.sb3.experimental.ExperimentalCRLCallback`
-    adds them through this class's hooks (:meth:`_setup_hook`, :meth:`_step_hook`,
-    :meth:`_episode_end_hook`, :meth:`_rollout_end_hook`, which do nothing here). Without
+    The value baseline's ``V(s0)``, measured to tie, is not here:
+    :class:`integrations.sb3.experimental.ExperimentalCRLCallback` adds it through this class's
+    hooks (:meth:`_setup_hook`, :meth:`_step_hook`, which do nothing here). Without
     it, ``paired=True`` on an env that cannot replay an instance credits its guided episodes
     against the task's recent free episodes (the unpaired rule, measured as close to pairing
     as ``V(s0)``: ``docs/benchmarks.md``), and ``experimental={"value_baseline": True}`` is refused.
@@ -173,14 +172,6 @@ class CRLCallback(BaseCallback):
     def _step_hook(self) -> None:
         """At each step, before its infos are read (``model._last_obs`` is the step's observation)."""
 
-    def _episode_end_hook(self, env: int, delta: float | None) -> None:
-        """At each finished episode of env ``env``: ``delta`` is a guided episode's outcome minus
-        the free baseline (None: a free episode, or no baseline yet)."""
-
-    def _rollout_end_hook(self, guided: np.ndarray) -> None:
-        """At each rollout's end, after the advantages are regrouped: ``guided`` is the
-        ``(n_steps, n_envs)`` mask of the buffer's guided samples."""
-
     def _self_imitation(self) -> SelfImitationCallback | None:
         """The self-imitation child on the first manager's replay (None: off)."""
         if self.self_imitation is None:
@@ -237,7 +228,7 @@ class CRLCallback(BaseCallback):
         n_envs = len(infos)
         if pos < len(self._guided):
             self._guided[pos, :n_envs] = [bool(i.get("experience_guided", False)) for i in infos]
-        for e, info in enumerate(infos):
+        for info in infos:
             if "experience_outcome" not in info:
                 continue
             outcome = float(info["experience_outcome"])
@@ -246,14 +237,12 @@ class CRLCallback(BaseCallback):
             task = int(info.get("experience_task_id", 0))
             guided = bool(info.get("experience_guided", False))
             self.outcomes.add(outcome, guided=guided)
-            delta = None
             if guided:
                 # unscaled (free_spread=None), unlike the manager's credit of return outcomes
                 baseline = self.managers[0].free_baseline(task)
                 delta = outcome_delta(outcome, baseline, free_spread=None)
                 if delta is not None:
                     self.outcomes.add_delta(delta, outcome, baseline)
-            self._episode_end_hook(e, delta)
         return True
 
     def _on_rollout_end(self) -> None:
@@ -262,7 +251,6 @@ class CRLCallback(BaseCallback):
         guided = self._guided[: buf.buffer_size, : buf.n_envs]
         if self.subgroup_advantages:
             buf.advantages[:] = regroup_advantages(buf.advantages, guided).astype(buf.advantages.dtype)
-        self._rollout_end_hook(guided)
         for m in self.managers:
             m.poll()  # process mode: the waiting episodes go to the learner, its entries into the bank
             rollouts = m.schedule.end_rollout()

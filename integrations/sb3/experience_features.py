@@ -27,7 +27,7 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     base extractor: ``base_extractor_class(sub_space, **base_extractor_kwargs)``, SB3's
     :class:`CombinedExtractor` by default (an MLP on vectors, a CNN on images); pass a
     domain encoder (e.g. :class:`integrations.minihack.GlyphCNNExtractor`) instead. Each
-    experience token is ``[experience, utility, action prior]`` projected to
+    experience token is ``[experience, utility]`` projected to
     ``attn_dim``; the base features make the query; padded tokens (mask 0) are ignored,
     and an episode with no experience pools to zeros. The output is
     ``[base features, pooled experience, guided flag]``.
@@ -63,18 +63,14 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
         self.base = base
         self.base_keys = keys
         k, d = _box_shape(observation_space, "experience")
-        self.has_prior = "experience_action_prior" in observation_space.spaces
-        token_dim = d + 1 + (_box_shape(observation_space, "experience_action_prior")[1] if self.has_prior else 0)
-        self.token = nn.Sequential(nn.Linear(token_dim, attn_dim), nn.ReLU(), nn.Linear(attn_dim, 2 * attn_dim))
+        self.token = nn.Sequential(nn.Linear(d + 1, attn_dim), nn.ReLU(), nn.Linear(attn_dim, 2 * attn_dim))
         self.query = nn.Linear(base.features_dim, attn_dim)
         self.attn_dim = attn_dim
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         base = self.base({key: observations[key] for key in self.base_keys})
-        parts = [observations["experience"], observations["experience_utility"].unsqueeze(-1)]
-        if self.has_prior:
-            parts.append(observations["experience_action_prior"])
-        keys, values = self.token(th.cat(parts, dim=-1)).split(self.attn_dim, dim=-1)
+        tokens = th.cat([observations["experience"], observations["experience_utility"].unsqueeze(-1)], dim=-1)
+        keys, values = self.token(tokens).split(self.attn_dim, dim=-1)
         mask = observations["experience_mask"] > 0.5
         scores = (keys @ self.query(base).unsqueeze(-1)).squeeze(-1) / self.attn_dim**0.5
         scores = scores.masked_fill(~mask, float("-inf"))

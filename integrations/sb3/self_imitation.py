@@ -8,8 +8,8 @@ experience to reach the actor", way 3). The loss is self-imitation learning's (O
 on states ``s`` from a :class:`~experience_wrappers.replay.SuccessReplay` (demonstrations and
 the agent's own episodes), with ``R`` the discounted return that followed ``a``. ``pi`` is
 the policy's *own* distribution: every experience key of the observation is zero (the
-free view), so an action-prior bias never enters it and the gradient moves the policy's
-own logits toward the stored action. ``weight="bc"`` uses ``w = 1`` and no value term:
+free view), so the gradient moves the policy's own logits toward the stored action, not its
+reading of the entries shown. ``weight="bc"`` uses ``w = 1`` and no value term:
 behaviour cloning / kickstarting, the simple peers the benchmarks compare against.
 
 The update runs after each PPO update (at the next rollout's start), as SIL's own

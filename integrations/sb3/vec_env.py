@@ -15,7 +15,6 @@ from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.env_checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows
-from experience_wrappers.wrappers.masks import mask_priors
 
 __all__ = ["ExperienceVecEnv", "norm_obs_keys", "check_one_layout"]
 
@@ -89,9 +88,6 @@ class ExperienceVecEnv(VecEnvWrapper):
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
         self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
         super().__init__(venv, observation_space=self.injector.retriever.observation_space(venv.observation_space))
-        # envs with action_masks() (MaskablePPO's convention): the prior never advises a masked action
-        self._masked = (opts.action_prior and isinstance(venv.action_space, spaces.Discrete)
-                        and venv.has_attr("action_masks"))
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
 
@@ -116,13 +112,7 @@ class ExperienceVecEnv(VecEnvWrapper):
         infos = list(getattr(self.venv, "reset_infos", [{}] * self.num_envs))
         self.injector.begin(np.arange(self.num_envs), obs, infos)
         self._last_obs = obs
-        return self._masked_prior(self.injector.retriever.observation(obs))
-
-    def _masked_prior(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        if self._masked:
-            masks = np.stack(self.venv.env_method("action_masks"))
-            out["experience_action_prior"] = mask_priors(out["experience_action_prior"], masks[:, None, :])
-        return out
+        return self.injector.retriever.observation(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.asarray(actions)
@@ -151,4 +141,4 @@ class ExperienceVecEnv(VecEnvWrapper):
         self._last_obs = obs
         for i in range(self.num_envs):
             infos[i].update(step_infos[i])
-        return self._masked_prior(inj.retriever.observation(obs)), rewards, dones, infos
+        return inj.retriever.observation(obs), rewards, dones, infos
