@@ -41,11 +41,11 @@ def rng() -> np.random.Generator:
 
 @pytest.fixture
 def filled(rng) -> ExperienceBank:
-    """40 entries, 2 tasks, random utilities, d=6, value_dim=3, prior_dim=2, context_dim=2."""
+    """40 entries, 2 tasks, random utilities, d=6, value_dim=3, context_dim=2."""
     bank = make(capacity=64, dedup_threshold=0.0, utility_floor=None)
     bank.add(rng.normal(size=(40, 6)).astype(F32), rng.normal(size=(40, 3)).astype(F32),
              task_ids=np.arange(40) % 2, utility=rng.normal(size=40),
-             prior=rng.normal(size=(40, 2)), context=rng.normal(size=(40, 2)))
+             context=rng.normal(size=(40, 2)))
     return bank
 
 
@@ -310,7 +310,6 @@ def test_knn_exact_order_on_small_bank(filled, rng):
     np.testing.assert_allclose(res.distances, np.sort(d, axis=1)[:, :7], rtol=1e-4, atol=1e-5)
     slots = np.vectorize({int(i): s for s, i in enumerate(ent["id"])}.get)(res.ids)
     np.testing.assert_array_equal(res.values, ent["value"][slots])
-    np.testing.assert_array_equal(res.prior, ent["prior"][slots])
     np.testing.assert_array_equal(res.utility, ent["utility"][slots])
 
 
@@ -527,8 +526,7 @@ BAD_CALLS = [
     ("task_ids", lambda b: _ok_add(b, task_ids=["a", "b"])),
     ("utility", lambda b: _ok_add(b, utility=[0.0, np.inf])),
     ("utility", lambda b: _ok_add(b, utility=[0.0])),
-    ("prior", lambda b: _ok_add(b, prior=np.ones((2, 3), F32))),
-    ("prior", lambda b: _ok_add(b, prior=np.ones((3, 2), F32))),
+    ("context", lambda b: _ok_add(b, context=np.ones((3, 2), F32))),
     ("context", lambda b: _ok_add(b, context=np.ones((2, 5), F32))),
     ("context", lambda b: _ok_add(b, context=np.full((2, 2), 1e6))),  # inf in float16
     ("sample_logp", lambda b: _ok_add(b, sample_logp=[0.0, np.nan])),
@@ -580,13 +578,14 @@ def test_zero_key_rejected_for_cosine():
         bank.add(np.zeros((1, 3), F32), np.ones((1, 1), F32))
 
 
-@pytest.mark.parametrize("name", ["prior", "context"])
-def test_prior_or_context_given_to_bank_without_them_names_it(name):
+def test_a_context_given_to_a_bank_without_contexts_names_it():
     bank = make(key_dim=2, value_dim=1, dedup_threshold=0.0)
     bank.add(row(0, 0), row(1))
     before = bank.entries()
-    with pytest.raises(ValueError, match=f"{name}_dim=0"):
-        bank.add(row(1, 1), row(2), **{name: [[1.0]]})
+    with pytest.raises(ValueError, match="context_dim=0"):
+        bank.add(row(1, 1), row(2), context=[[1.0]])
+    with pytest.raises(TypeError, match="prior"):  # removed with the action prior
+        bank.add(row(1, 1), row(2), prior=[[1.0]])  # type: ignore[call-arg]
     assert_entries_equal(before, bank.entries())
 
 

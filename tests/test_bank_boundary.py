@@ -155,7 +155,7 @@ def test_checksummed_but_invalid_meta_is_refused(saved, changes, match):
     (dict(n_retrieved=lambda a: a - 5), r"n_retrieved.*-\d"),
     (dict(n_credited=lambda a: a - 1), r"n_credited"),
     (dict(last_retrieved=lambda a: a - 7), r"last_retrieved"),
-    (dict(prior=lambda a: a), None),  # an untouched rewrite still loads
+    (dict(context=lambda a: a), None),  # an untouched rewrite still loads
 ])
 def test_checksummed_but_invalid_entries_are_refused(saved, change, match):
     forge_entries(saved, **change)
@@ -221,15 +221,15 @@ def test_bad_add_arguments_are_named(kwargs, match):
 
 
 # ----------------------------------------------- case 11: silently wrong
-def test_prior_and_context_dims_without_key_dim_are_kept():
-    bank = ExperienceBank(prior_dim=3, context_dim=2)
+def test_a_context_dim_without_key_dim_is_kept():
+    bank = ExperienceBank(context_dim=2)
     bank.add([[1.0, 2.0]], [[1.0]])
-    assert bank.dims == {"key_dim": 2, "value_dim": 1, "prior_dim": 3, "context_dim": 2}
-    other = ExperienceBank(prior_dim=3)
-    with pytest.raises(ValueError, match="prior must have 3 columns"):
-        other.add([[1.0, 2.0]], [[1.0]], prior=[[1.0, 2.0]])
-    with pytest.raises(ValueError, match="prior_dim"):
-        ExperienceBank(prior_dim=-1)
+    assert bank.dims == {"key_dim": 2, "value_dim": 1, "context_dim": 2}
+    other = ExperienceBank(context_dim=3)
+    with pytest.raises(ValueError, match="context must have 3 columns"):
+        other.add([[1.0, 2.0]], [[1.0]], context=[[1.0, 2.0]])
+    with pytest.raises(ValueError, match="context_dim"):
+        ExperienceBank(context_dim=-1)
 
 
 @pytest.mark.parametrize("provenance", [1.7, 1.0, True, "1", None, np.float64(1.0)])

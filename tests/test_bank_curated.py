@@ -26,14 +26,14 @@ def test_eviction_takes_the_agents_entries_before_demonstrations_even_of_lower_u
 
 def test_an_agent_item_beside_a_demonstration_is_a_new_entry_and_the_demonstration_keeps_its_content() -> None:
     bank = _bank()
-    demo_id = int(bank.add(np.ones((1, 4)), np.full((1, 2), 7.0), prior=np.array([[1.0, 0.0]]),
+    demo_id = int(bank.add(np.ones((1, 4)), np.full((1, 2), 7.0), context=np.array([[1.0, 0.0]]),
                            provenance=Provenance.DEMO).ids[0])
-    res = bank.add(np.ones((1, 4)) + 0.01, np.zeros((1, 2)), prior=np.array([[0.0, 1.0]]))
+    res = bank.add(np.ones((1, 4)) + 0.01, np.zeros((1, 2)), context=np.array([[0.0, 1.0]]))
     assert res.added.all() and int(res.ids[0]) != demo_id and len(bank) == 2
     kept = bank.get([demo_id])
     assert kept["provenance"][0] == Provenance.DEMO
     np.testing.assert_array_equal(kept["value"][0], [7.0, 7.0])
-    np.testing.assert_array_equal(kept["prior"][0], [1.0, 0.0])
+    np.testing.assert_array_equal(kept["context"][0], [1.0, 0.0])
     # within a kind, dedup still refreshes
     res = bank.add(np.ones((1, 4)) - 0.01, np.full((1, 2), 3.0), provenance=Provenance.DEMO)
     assert not res.added.any() and len(bank) == 2

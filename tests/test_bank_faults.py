@@ -497,7 +497,7 @@ def test_a_version_1_folder_loads_and_is_upgraded_by_the_next_save(tmp_path):
     loaded.save(path)
     names = folder_files(path)
     assert "entries.npz" not in names and "index.bin" not in names and len(names) == 4
-    assert json.loads((path / "meta.json").read_text())["version"] == ExperienceBank.VERSION == 3
+    assert json.loads((path / "meta.json").read_text())["version"] == ExperienceBank.VERSION == 4
     assert_entries_equal(bank.entries(), ExperienceBank.load(path).entries())
 
 

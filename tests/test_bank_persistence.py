@@ -30,7 +30,7 @@ def assert_entries_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> 
 
 
 def assert_results_equal(a, b) -> None:
-    for field in ("ids", "values", "utility", "prior", "distances", "mask"):
+    for field in ("ids", "values", "utility", "distances", "mask"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
 
 
@@ -57,7 +57,7 @@ def rechecksum(folder: Path) -> None:
 
 @pytest.fixture
 def bank() -> ExperienceBank:
-    """A used bank: two tasks, priors and contexts, retrievals, credits, a merge, evictions."""
+    """A used bank: two tasks, contexts, retrievals, credits, a merge, evictions."""
     rng = np.random.default_rng(5)
     b = ExperienceBank(capacity=60, dedup_threshold=0.01, merge_threshold=0.05, seed=3)
     for step in range(4):
@@ -66,8 +66,7 @@ def bank() -> ExperienceBank:
         tasks = rng.integers(0, 2, 25)
         tasks[:3] = tasks[3:6]
         b.add(keys, rng.normal(size=(25, 4)), task_ids=tasks,
-              utility=rng.normal(size=25), prior=rng.normal(size=(25, 3)),
-              context=rng.normal(size=(25, 5)), sample_logp=rng.normal(size=25), step=step)
+              utility=rng.normal(size=25), context=rng.normal(size=(25, 5)), sample_logp=rng.normal(size=25), step=step)
     ids = b.entries()["id"]
     b.update(ids[:10], rng.normal(size=10), 0.9)
     b.query(rng.normal(size=(6, 8)).astype(F32), k=4)
@@ -107,13 +106,41 @@ def test_round_trip_is_exact(bank, tmp_path):
     assert_entries_equal(bank.entries(), loaded.entries())
 
 
+def test_a_version_3_folder_with_an_action_prior_column_loads_without_it(bank, tmp_path):
+    """Folders saved before the action prior was removed (format 3: a ``prior`` column, ``prior_dim``
+    in the dims) still load, the column left out; the rest is exactly as saved."""
+    from experience_wrappers.bank.folder import config_checksum
+
+    path = bank.save(tmp_path / "bank")
+    entries = data(path, "entries")
+    with np.load(entries) as z:
+        cols = {k: z[k] for k in z.files}
+    cols["prior"] = np.random.default_rng(0).normal(size=(len(cols["id"]), 3)).astype(F32)
+    entries.unlink()
+    np.savez(entries, **cols)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["version"] = 3
+    meta["dims"] = {**meta["dims"], "prior_dim": 3}
+    meta["config_sha256"] = config_checksum(meta)
+    meta["files"] = {n: hashlib.sha256((path / n).read_bytes()).hexdigest() for n in meta["files"]}
+    (path / "meta.json").write_text(json.dumps(meta))
+    loaded = ExperienceBank.load(path)
+    assert loaded.dims == bank.dims and "prior" not in loaded.entries()
+    assert_entries_equal(bank.entries(), loaded.entries())
+    meta["version"] = 4  # the current format has no prior_dim: refused by name
+    meta["config_sha256"] = config_checksum(meta)
+    (path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(BankFileError, match="dims"):
+        ExperienceBank.load(path)
+
+
 def test_folder_layout(bank, tmp_path):
     path = bank.save(tmp_path / "bank")
     names = sorted(p.name for p in path.iterdir())
     assert len(names) == 4 and names[0] == ".lock" and names[3] == "meta.json"
     assert re.fullmatch(r"entries-[0-9a-f]{16}\.npz", names[1]) and re.fullmatch(r"index-[0-9a-f]{16}\.bin", names[2])
     meta = json.loads((path / "meta.json").read_text())
-    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION == 3
+    assert meta["format"] == ExperienceBank.FORMAT and meta["version"] == ExperienceBank.VERSION == 4
     assert meta["files"] == {names[1]: sha256(path / names[1]), names[2]: sha256(path / names[2])}
 
 
@@ -122,7 +149,7 @@ def test_empty_bank_round_trips(kind, tmp_path):
     if kind == "never_added":
         bank = ExperienceBank(capacity=5)
     elif kind == "dims_only":
-        bank = ExperienceBank(capacity=5, key_dim=3, value_dim=2, prior_dim=1)
+        bank = ExperienceBank(capacity=5, key_dim=3, value_dim=2, context_dim=1)
     else:
         bank = ExperienceBank(capacity=5, dedup_threshold=0.0)
         bank.add(np.eye(3, dtype=F32), np.ones((3, 2), F32))
@@ -222,7 +249,7 @@ def test_foreign_format_is_refused(saved):
 
 def test_newer_version_is_refused_with_the_version_error(saved):
     edit_meta(saved, version=99)  # and nothing else: checksums cover only the data files
-    with pytest.raises(BankFileError, match=r"newer version.*99 > 3.*upgrade"):
+    with pytest.raises(BankFileError, match=r"newer version.*99 > 4.*upgrade"):
         ExperienceBank.load(saved)
 
 

@@ -13,7 +13,7 @@ from experience_wrappers.bank import ExperienceBank
 from experience_wrappers.bank.idmap import SortedIds
 
 F32 = np.float32
-FIELDS = ("ids", "values", "utility", "prior", "distances", "mask")
+FIELDS = ("ids", "values", "utility", "distances", "mask")
 
 
 def churned_bank(seed: int, tasks: int = 1) -> ExperienceBank:
@@ -24,7 +24,7 @@ def churned_bank(seed: int, tasks: int = 1) -> ExperienceBank:
         keys = rng.normal(size=(90, 6)).astype(F32)
         if step:
             keys[:5] = bank.entries()["key"][:5] + 1e-3  # refreshes
-        bank.add(keys, rng.normal(size=(90, 3)), prior=rng.normal(size=(90, 2)), task_ids=rng.integers(0, tasks, 90),
+        bank.add(keys, rng.normal(size=(90, 3)), context=rng.normal(size=(90, 2)), task_ids=rng.integers(0, tasks, 90),
                  utility=rng.normal(size=90))
         ids = bank.entries()["id"]
         bank.remove(rng.choice(ids, 7, replace=False))
@@ -102,7 +102,7 @@ def test_sorted_ids_follow_adds_removals_rollbacks_and_loads(tmp_path, monkeypat
 
     np.testing.assert_array_equal(store.find(every), expected())
     bank.add(np.random.default_rng(9).normal(size=(400, 6)).astype(F32), np.zeros((400, 3)),
-             prior=np.zeros((400, 2)))  # more than the capacity: evictions, appends
+             context=np.zeros((400, 2)))  # more than the capacity: evictions, appends
     np.testing.assert_array_equal(store.find(every), expected())
     before = store.find(every)
 
@@ -114,7 +114,7 @@ def test_sorted_ids_follow_adds_removals_rollbacks_and_loads(tmp_path, monkeypat
             m.setattr(bank.core.index, "needs_rebuild", lambda n, rebuild=rebuild: rebuild)
             m.setattr(bank.core.index, "add", fail)  # the add evicts, appends, then fails and rolls back
             m.setattr(writes, "rebuild_index", fail)
-            bank.add(np.ones((250, 6), F32), np.zeros((250, 3)), prior=np.zeros((250, 2)))
+            bank.add(np.ones((250, 6), F32), np.zeros((250, 3)), context=np.zeros((250, 2)))
         assert bank.core.store is not None
         np.testing.assert_array_equal(bank.core.store.find(every), before)
     bank.check_consistency()

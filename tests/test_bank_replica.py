@@ -35,7 +35,7 @@ def test_a_replica_answers_as_the_bank_did_at_its_version_after_any_change(seed)
         before.append(bank.query(keys, record=False, rng=np.random.default_rng(7), **kw))
     replica = bank.replica()
     # the bank moves on: new entries, evictions, credit, removals, a merge
-    bank.add(keys + 1e-4, rng.normal(size=(12, 3)), prior=rng.normal(size=(12, 2)), task_ids=tasks)
+    bank.add(keys + 1e-4, rng.normal(size=(12, 3)), context=rng.normal(size=(12, 2)), task_ids=tasks)
     bank.update(bank.entries()["id"][:30], np.ones(30), 0.5)
     bank.remove(bank.entries()["id"][:10])
     bank.merge(threshold=0.5)

@@ -9,6 +9,7 @@ import pytest
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.bank import Provenance
 from experience_wrappers.errors import DemonstrationFileError
+from experience_wrappers.rollin import first_actions
 from integrations.demos import (
     Demonstration,
     ingest_demonstrations,
@@ -42,8 +43,9 @@ def test_ingestion_creates_retrievable_demo_entries(cartpole):
     key = env.manager.key_encoder(demos[0].observations[0])
     hit = bank.query(key, k=1, mode="knn", record=False)
     assert hit.mask[0, 0] and hit.distances[0, 0] < 1e-6
-    # priors are distributions over CartPole's two actions
-    np.testing.assert_allclose(entries["prior"].sum(axis=1), 1.0, rtol=1e-5)
+    # each entry's context starts with its segment's first action, read back exactly
+    _, exact, readable = first_actions(entries["context"], env.manager.key_encoder.key_dim, 2)
+    assert readable.all() and exact.all()
 
 
 def test_imitation_style_trajectories_are_accepted(cartpole):
@@ -155,9 +157,10 @@ def test_dense_segments_and_initial_utility_of_demonstrations(cartpole):
     assert n == sum(len(d.actions) for d in demos) == len(bank)
     entries = bank.entries()
     assert np.allclose(entries["utility"], 0.25)
-    # each entry's action prior puts most of its mass on the action demonstrated in that state
+    # each entry's context starts with the action demonstrated in that state
     first = bank.get([int(entries["id"][0])])
-    assert int(np.argmax(first["prior"][0])) == int(demos[0].actions[0])
+    action, exact, _ = first_actions(first["context"], env.manager.key_encoder.key_dim, 2)
+    assert exact[0] and int(action[0]) == int(demos[0].actions[0])
 
 
 @pytest.mark.parametrize("kwargs, message", [({"segment_every": 0}, "segment_every"),

@@ -18,6 +18,7 @@ from experience_wrappers.errors import BankFileError, ManagerFileError
 from experience_wrappers.extractor import ExtractorTrainer
 from experience_wrappers.keys import CallableKeyEncoder
 from experience_wrappers.manager import Episode, FreeBaseline, manager_for_bank, utility_decay
+from experience_wrappers.rollin import first_actions
 
 OBS = spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT = spaces.Discrete(3)
@@ -201,8 +202,6 @@ def test_distillation_adds_one_entry_per_segment(rng, length, every, starts):
     want_keys = mgr.key_encoder.encode(ep.observations[starts], np.full(len(starts), 2))
     order = np.argsort(e["id"])
     np.testing.assert_allclose(e["key"][order], want_keys, atol=1e-6)
-    np.testing.assert_allclose(e["prior"].sum(axis=1), 1.0, atol=1e-5)
-    assert np.all(e["prior"] > 0)
     assert np.all(e["task_id"] == 2)
     assert np.all(e["provenance"] == int(Provenance.EXTRACTED))
     assert np.all(np.isfinite(e["value"])) and e["value"].shape == (len(starts), mgr.exp_dim)
@@ -210,14 +209,17 @@ def test_distillation_adds_one_entry_per_segment(rng, length, every, starts):
     assert np.all(e["utility"] == 0.0)
 
 
-def test_prior_follows_the_first_actions_of_a_segment(rng):
-    mgr = make_manager(segment_every=4, prior_horizon=2)
+def test_each_entry_holds_its_segments_first_action(rng):
+    mgr = make_manager(segment_every=4)
     ep = make_episode(rng, 8)
     ep.actions = np.array([2, 2, 2, 2, 0, 0, 1, 1])
     mgr.submit(ep)
     e = mgr.bank.entries()
-    prior = e["prior"][np.argsort(e["id"])]
-    assert prior[0].argmax() == 2 and prior[1].argmax() == 0
+    actions, exact, _ = first_actions(e["context"][np.argsort(e["id"])], mgr.key_encoder.key_dim, ACT.n)
+    assert actions.tolist() == [2, 0] and exact.all()
+    with pytest.raises(TypeError, match=r"prior_horizon=\.\.\.\) was removed with the action prior"):
+        ManagerConfig(prior_horizon=2)
+    assert ManagerConfig.from_dict({"mode": "sync", "prior_horizon": 4}) == ManagerConfig(mode="sync")  # an old save
 
 
 def test_empty_episode_adds_nothing(rng):

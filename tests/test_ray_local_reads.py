@@ -37,11 +37,10 @@ def _vec_env(service: ExperienceService, **kwargs):
 
 
 def _add(service: ExperienceService, manager: RemoteManager, keys: np.ndarray) -> np.ndarray:
-    """Entries at ``keys`` (task 0) with the learner's value and prior widths; returns their ids."""
+    """Entries at ``keys`` (task 0) with the learner's value width; returns their ids."""
     n = len(keys)
     values = np.random.default_rng(len(keys)).standard_normal((n, manager.exp_dim)).astype(np.float32)
-    priors = np.zeros((n, manager.prior_dim), np.float32)
-    return service.add(keys, values, prior=priors, task_ids=0).ids
+    return service.add(keys, values, task_ids=0).ids
 
 
 def _counts(service: ExperienceService, ids: np.ndarray) -> dict[int, int]:

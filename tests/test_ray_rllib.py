@@ -115,5 +115,5 @@ def test_ppo_on_a_metaworld_task(ray_local):
     manager = service.manager(env.observation_space, env.action_space)
     manager.flush()
     assert manager.stats()["episodes_processed"] >= 4 and len(service) > 0
-    assert service.dims["prior_dim"] > 0  # Box actions: entries carry an action prior
+    assert service.dims["context_dim"] > 0  # entries carry the segment they were distilled from
     assert "crl" in result

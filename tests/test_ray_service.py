@@ -136,7 +136,7 @@ def test_batched_api_round_trip_pickle_and_errors(tmp_path):
     assert service.update([0, 0, 99], [1.0, 1.0, 1.0], 0.5).tolist() == [True, True, False]
     assert service.get([0])["n_credited"].tolist() == [2]
     assert service.stats()["size"] == 10.0 and 3 in service and 99 not in service
-    assert service.dims == {"key_dim": KEY_DIM, "value_dim": VALUE_DIM, "prior_dim": 0, "context_dim": 0}
+    assert service.dims == {"key_dim": KEY_DIM, "value_dim": VALUE_DIM, "context_dim": 0}
 
     with pytest.raises(ValueError, match="keys"):  # the bank's own error, with its own type
         service.add(np.ones((2, KEY_DIM + 1), np.float32), np.ones((2, VALUE_DIM), np.float32))

@@ -45,7 +45,7 @@ def test_the_retriever_answers_as_a_direct_bank_query_on_the_encoded_keys(mode, 
     got = retriever.retrieve(np.arange(5), obs, tasks, record=False, rng=np.random.default_rng(3))
     want = mgr.bank.query(mgr.key_encoder.encode(obs, tasks), 3, task_ids=tasks if filter_by_task else None,
                           mode=mode, record=False, rng=np.random.default_rng(3))
-    for field in ("ids", "values", "utility", "prior", "mask"):
+    for field in ("ids", "values", "utility", "mask"):
         np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
     assert want.mask.any()
     # what it shows is that answer

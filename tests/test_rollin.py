@@ -95,17 +95,19 @@ def test_for_lengths_refuses_no_lengths():
 
 
 # ------------------------------------------------------------------ reading an entry's action
-def test_first_action_is_read_from_the_context_not_the_prior():
+def test_first_action_is_read_from_the_contexts_first_row():
     key_dim, n_act = 3, 4
     row = key_dim + n_act + 2
-    ctx = np.zeros((2, 2 * row + 1), np.float16)
-    ctx[0, key_dim + 1] = 1  # first action 1
-    ctx[0, row + key_dim + 2] = 1  # a later action 2: the prior below leans to it
+    ctx = np.zeros((4, 2 * row + 1), np.float16)
     ctx[:, -1] = 2
-    ctx[1, key_dim: key_dim + n_act] = 0.5  # not a one-hot (an averaged context): prior fallback
-    prior = np.array([[0.1, 0.3, 0.5, 0.1], [0.1, 0.1, 0.1, 0.7]], np.float32)
-    actions, exact = first_actions(ctx, prior, key_dim, n_act)
-    assert actions.tolist() == [1, 3] and exact.tolist() == [True, False]
+    ctx[0, key_dim + 1] = 1  # first action 1
+    ctx[0, row + key_dim + 2] = 1  # a later action 2 does not count
+    ctx[1, key_dim: key_dim + n_act] = [0.2, 0.0, 0.0, 0.8]  # an averaged context (a merge): mostly action 3
+    ctx[3, -1] = 0  # no rows
+    actions, exact, readable = first_actions(ctx, key_dim, n_act)
+    assert actions[:2].tolist() == [1, 3] and exact.tolist() == [True, False, False, False]
+    assert readable.tolist() == [True, True, False, False]  # row 2: no action in its first row
+    assert not first_actions(np.zeros((1, 5), np.float16), key_dim, n_act)[2].any()  # another layout
 
 
 # ------------------------------------------------------------------ MiniHack: the guide acts

@@ -231,7 +231,7 @@ def empty_batch(core: BankCore, keys: Any, values: Any) -> bool:
     return True
 
 
-def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: Any, prior: Any, context: Any,
+def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: Any, context: Any,
                  sample_logp: Any, provenance: Provenance | int, step: Any,
                  extractor_version: Any) -> dict[str, Any]:
     """The arguments of :meth:`add`, checked, as per-item fields (``provenance`` is one value for
@@ -247,7 +247,6 @@ def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: 
     tasks = as_int_vector("task_ids", task_ids, n)
     util = as_float_vector("utility", core.config.initial_utility if utility is None else utility, n)
     check_bounded("utility", util, MAX_UTILITY)
-    pri = optional_column(core, "prior", prior, n, np.float32)
     ctx = optional_column(core, "context", context, n, np.float16)
     logp = as_float_vector("sample_logp", 0.0 if sample_logp is None else sample_logp, n,
                            dtype=np.float32)
@@ -261,12 +260,12 @@ def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: 
     step, extractor_version = check_int64s("step", step, n), check_int64s("extractor_version", extractor_version, n)
     if core.store is None:
         for name, width in (("keys", keys_arr.shape[1]), ("values", vals.shape[1]),
-                            ("prior", pri.shape[1]), ("context", ctx.shape[1])):
+                            ("context", ctx.shape[1])):
             if width > MAX_DIM:
                 raise ValueError(f"{name} must have at most {MAX_DIM} columns, got {width}")
     if core.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
         raise ValueError(f"keys must be non-zero for space {core.config.space!r}")
-    return {"key": keys_arr, "value": vals, "task_id": tasks, "utility": util, "prior": pri, "context": ctx,
+    return {"key": keys_arr, "value": vals, "task_id": tasks, "utility": util, "context": ctx,
             "sample_logp": logp, "provenance": int(prov), "created_step": step,
             "extractor_version": extractor_version}
 

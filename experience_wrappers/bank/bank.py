@@ -61,14 +61,14 @@ NOT_PICKLABLE = (
 class ExperienceBank:
     """A bounded store of experience entries with HNSW retrieval, safe to share between threads.
 
-    An entry holds a key (where it applies), a value (the experience vector), an optional
-    action prior, the segment it was distilled from (``context``) and the log-probability
+    An entry holds a key (where it applies), a value (the experience vector), the segment it
+    was distilled from (``context``) and the log-probability
     of its sampled value, a utility score, counters (retrieved, credited), a task id and
     provenance. How often the extractor trained on an entry is the learner's own count
     (:mod:`experience_wrappers.manager.learner`), not the bank's. Ids are stable for the life of an entry.
 
-    Dimensions are taken from the first :meth:`add` unless given here; ``prior_dim`` and
-    ``context_dim`` given without ``key_dim`` fix those two widths for the first :meth:`add`.
+    Dimensions are taken from the first :meth:`add` unless given here; ``context_dim`` given
+    without ``key_dim`` fixes that width for the first :meth:`add`.
     An ``M`` below ``RECALL_M`` (8) warns: such sparse graphs miss neighbours.
 
     Changes are all-or-nothing: :meth:`add`, :meth:`update`, :meth:`merge`, :meth:`evict`,
@@ -79,7 +79,7 @@ class ExperienceBank:
 
     Args:
         config: a :class:`BankConfig`; keyword overrides build one (``ExperienceBank(capacity=64)``).
-        key_dim, value_dim, prior_dim, context_dim: fix the dimensions up front.
+        key_dim, value_dim, context_dim: fix the dimensions up front.
 
     >>> bank = ExperienceBank(capacity=8)
     >>> res = bank.add(np.eye(3, dtype=np.float32), np.ones((3, 2), dtype=np.float32))
@@ -91,17 +91,17 @@ class ExperienceBank:
     """
 
     FORMAT = "complementary-rl.experience-bank"
-    # 3: no training counters (n_trained, last_trained: the learner's); 2: data files named per
-    # save (entries-<gen>.npz); 1 and 2 still load (their training counters are left out)
-    VERSION = 3
+    # 4: no action prior column (prior_dim; removed with the action prior); 3: no training counters
+    # (n_trained, last_trained: the learner's); 2: data files named per save (entries-<gen>.npz);
+    # 1 to 3 still load (their training counters and priors are left out)
+    VERSION = 4
 
     def __init__(self, config: BankConfig | None = None, *, key_dim: int | None = None,
-                 value_dim: int | None = None, prior_dim: int = 0, context_dim: int = 0,
+                 value_dim: int | None = None, context_dim: int = 0,
                  **overrides: Any) -> None:
         config = resolve_config(config, overrides)
         warn_if_sparse(config.M)
-        widths = check_widths({"prior_dim": check_non_negative_int("prior_dim", prior_dim),
-                               "context_dim": check_non_negative_int("context_dim", context_dim)})
+        widths = check_widths({"context_dim": check_non_negative_int("context_dim", context_dim)})
         #: the entries, index, counters and locks that the rule modules beside the bank work on
         self.core = core = BankCore(config, widths)
         self._save_id: str | None = None  # the save this bank was loaded from (see persistence)
@@ -123,7 +123,7 @@ class ExperienceBank:
 
     @property
     def dims(self) -> dict[str, int] | None:
-        """``key_dim``, ``value_dim``, ``prior_dim``, ``context_dim``; None before the first add."""
+        """``key_dim``, ``value_dim``, ``context_dim``; None before the first add."""
         return None if self.core.store is None else dict(self.core.store.dims)
 
     def __len__(self) -> int:
@@ -140,13 +140,13 @@ class ExperienceBank:
 
     # --------------------------------------------------------------------- add
     def add(self, keys: Any, values: Any, *, task_ids: Any = 0, utility: Any = None,
-            prior: Any = None, context: Any = None, sample_logp: Any = None,
+            context: Any = None, sample_logp: Any = None,
             provenance: Provenance | int = Provenance.EXTRACTED, step: int | np.ndarray = 0,
             extractor_version: int | np.ndarray = 0) -> AddResult:
         """Add a batch of entries, deduplicating against the bank and within the batch.
 
         An item closer than ``dedup_threshold`` to an entry of the same task (already in the
-        bank, or added earlier in this batch) refreshes that entry instead: its value, prior,
+        bank, or added earlier in this batch) refreshes that entry instead: its value,
         context, sample log-prob and extractor version are replaced by the item's, its key,
         utility and counters stay (:mod:`.merge`). A refresh never crosses between curated entries
         (demonstrations) and the agent's: such an item becomes a new entry. When the new
@@ -168,7 +168,7 @@ class ExperienceBank:
         if empty_batch(self.core, keys, values):
             empty = np.zeros(0, dtype=np.int64)
             return AddResult(ids=empty, added=np.zeros(0, dtype=bool), evicted=empty.copy())
-        items = check_batch(self.core, keys, values, task_ids, utility, prior, context, sample_logp, provenance,
+        items = check_batch(self.core, keys, values, task_ids, utility, context, sample_logp, provenance,
                                   step, extractor_version)
         with interrupts_deferred(), self.core.lock.write(), transaction(self.core) as txn:
             return add_locked(self.core, items, txn)
@@ -267,7 +267,7 @@ class ExperienceBank:
         closer than ``threshold`` (default ``merge_threshold``), never mixing curated entries
         (demonstrations) with the agent's. The survivor keeps its id,
         key and context; its sample log-prob becomes NaN (its value is no longer the
-        sampled one, so a trainer must recompute it); its value and prior become the cluster's
+        sampled one, so a trainer must recompute it); its value becomes the cluster's
         average weighted by :func:`~experience_wrappers.bank.merge.merge_weights`; its
         utility the credit-weighted mean; counters are summed; provenance becomes
         ``MERGED`` (demonstrations stay ``DEMO``); creation step the earliest; extractor version

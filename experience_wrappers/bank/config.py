@@ -33,7 +33,7 @@ MAX_M = 1024
 RECALL_M = 8
 #: most hnswlib beam width (build or search)
 MAX_EF = 2**31 - 1
-#: most columns of a key, value, prior or context (a sane bound before any allocation)
+#: most columns of a key, value or context (a sane bound before any allocation)
 MAX_DIM = 65_536
 #: most entries one query may ask for per key
 MAX_K = 65_536

@@ -47,7 +47,7 @@ class BankCore:
         store: the entries (None before the first add).
         index: the HNSW index over their keys (None before the first add).
         txn: the transaction of the change in progress (None between changes).
-        fixed_widths: prior and context widths given before the first add (0: taken from it).
+        fixed_widths: the context width given before the first add (0: taken from it).
     """
 
     def __init__(self, config: BankConfig, fixed_widths: dict[str, int]) -> None:

@@ -22,7 +22,6 @@ COLUMNS: dict[str, tuple[type, str | None]] = {
     "id": (np.int64, None),
     "key": (np.float32, "key_dim"),
     "value": (np.float32, "value_dim"),
-    "prior": (np.float32, "prior_dim"),
     "context": (np.float16, "context_dim"),
     "sample_logp": (np.float32, None),
     "utility": (np.float64, None),
@@ -35,7 +34,7 @@ COLUMNS: dict[str, tuple[type, str | None]] = {
     "extractor_version": (np.int64, None),
 }
 
-DIM_NAMES = ("key_dim", "value_dim", "prior_dim", "context_dim")
+DIM_NAMES = ("key_dim", "value_dim", "context_dim")
 
 #: up to this many ids, :meth:`EntryStore.find` reads the dict (cheaper than a search of the sorted copy)
 _FEW_IDS = 32
@@ -44,7 +43,7 @@ _FEW_IDS = 32
 class EntryStore:
     """Dense, growable columns of entries with an id -> slot map.
 
-    >>> s = EntryStore({"key_dim": 2, "value_dim": 1, "prior_dim": 0, "context_dim": 0})
+    >>> s = EntryStore({"key_dim": 2, "value_dim": 1, "context_dim": 0})
     >>> slots = s.append(2)
     >>> s.cols["id"][slots] = [7, 8]; s.reindex(slots)
     >>> s.remove_ids([7]); s.size, s.slots_of([8]).tolist()

@@ -1,6 +1,6 @@
 """The bank's folder on disk: which files are the bank's own, a save lock, and reads that never mix saves.
 
-A saved folder (format versions 2 and 3) holds::
+A saved folder (format versions 2 to 4) holds::
 
     meta.json            format name and version, config, counters, the SHA-256 of the config and
                          counters (``config_sha256``), and the name and SHA-256 of each data file

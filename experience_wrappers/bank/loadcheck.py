@@ -9,7 +9,7 @@ checked here, with the field, its value and its valid range in the message:
 * dims (:func:`check_dims`): ints, ``key_dim`` and ``value_dim`` >= 1, all ``<= MAX_DIM``;
 * per-entry fields (:func:`check_columns`): provenance a known code, ``sample_logp`` not
   infinite (NaN is a merged entry's), counters ``>= 0``, ``last_retrieved`` in ``[-1, tick)``,
-  priors and contexts finite;
+  contexts finite;
 * the index against the entries (:func:`check_index`): its ``M`` and ``ef_construction`` are
   the config's, and for up to ``SPOT_CHECKS`` entries spread over the bank the index's stored
   vector for the entry's id is the entry's key (a key column permuted against the index, or an
@@ -83,7 +83,7 @@ def check_dims(path: Path, dims: Any) -> dict[str, int]:
         integral(v) and (1 if k in ("key_dim", "value_dim") else 0) <= v <= MAX_DIM for k, v in dims.items()
     ):
         raise _fail(path, f"bad dims {dims!r}: meta.json field dims must give {list(DIM_NAMES)} as ints, "
-                          f"key_dim and value_dim in [1, {MAX_DIM}], prior_dim and context_dim in [0, {MAX_DIM}]")
+                          f"key_dim and value_dim in [1, {MAX_DIM}], context_dim in [0, {MAX_DIM}]")
     return {k: int(v) for k, v in dims.items()}
 
 
@@ -106,9 +106,8 @@ def check_columns(path: Path, cols: dict[str, np.ndarray], tick: int) -> None:
         _refuse_rows(path, name, cols[name] < 0, cols[name], ids, ">= 0")
     _refuse_rows(path, "last_retrieved", (cols["last_retrieved"] < -1) | (cols["last_retrieved"] >= max(tick, 0)),
                  cols["last_retrieved"], ids, f"-1 (never) or a query tick in [0, tick = {tick})")
-    for name in ("prior", "context"):
-        if cols[name].size:
-            _refuse_rows(path, name, ~np.isfinite(cols[name]).all(axis=1), cols[name], ids, "finite")
+    if cols["context"].size:
+        _refuse_rows(path, "context", ~np.isfinite(cols["context"]).all(axis=1), cols["context"], ids, "finite")
 
 
 def check_index(path: Path, index: HnswIndex, index_name: str, cols: dict[str, np.ndarray],

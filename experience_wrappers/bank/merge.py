@@ -30,7 +30,7 @@ __all__ = ["dedup_targets", "plan_new_items", "plan_clusters", "merge_weights", 
            "STALE_LOGP", "is_stale", "fold_samples"]
 
 #: the fields an item's refresh (dedup on add) replaces; key, utility and counters stay
-REFRESHED = ("value", "prior", "context", "sample_logp", "extractor_version")
+REFRESHED = ("value", "context", "sample_logp", "extractor_version")
 
 #: the sample log-prob of a merged entry: no longer the sampled one, to be recomputed
 STALE_LOGP = np.nan
@@ -104,7 +104,7 @@ def merge_weights(utility: np.ndarray, n_credited: np.ndarray) -> np.ndarray:
 def combine_cluster(cols: dict[str, np.ndarray], slots: np.ndarray) -> None:
     """Fold the entries in ``slots`` into the first (the survivor), in place.
 
-    The survivor keeps its id, key and context; its value and prior become the members'
+    The survivor keeps its id, key and context; its value becomes the members'
     average weighted by :func:`merge_weights`; its utility the credit-weighted mean
     (weights ``1 + n_credited``); counters are summed, ``last_*`` stamps and extractor
     version take the latest, creation step the earliest; provenance becomes ``MERGED``
@@ -115,7 +115,6 @@ def combine_cluster(cols: dict[str, np.ndarray], slots: np.ndarray) -> None:
     lead = s[0]
     credit_w = 1.0 + c["n_credited"][s]
     c["value"][lead] = (w[:, None] * c["value"][s]).sum(0)
-    c["prior"][lead] = (w[:, None] * c["prior"][s]).sum(0)
     c["utility"][lead] = float((credit_w * c["utility"][s]).sum() / credit_w.sum())
     for name in ("n_retrieved", "n_credited"):
         c[name][lead] = c[name][s].sum()

@@ -87,10 +87,10 @@ class BankReplica:
         self._one_shape = (store.dims["key_dim"],)  # one key
         self._k_max = min(self._size, index.ef_search)  # hnswlib's ef must cover k
         cols = store.cols
-        self._value, self._prior, self._utility = cols["value"], cols["prior"], cols["utility"]
+        self._value, self._utility = cols["value"], cols["utility"]
         self._n_retrieved, self._ids = cols["n_retrieved"], cols["id"]
-        # per k: the all-true mask and (no prior stored) the empty priors, shared read-only by every answer
-        self._constant: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        # per k: the all-true mask, shared read-only by every answer
+        self._constant: dict[int, np.ndarray] = {}
 
     @classmethod
     def of(cls, bank: ExperienceBank) -> BankReplica:
@@ -178,22 +178,12 @@ class BankReplica:
                 self._fast_rows.append(rows[0])
             if len(self._fast_rows) >= _FOLD_EVERY:
                 self._fold()
-        constant = self._constant.get(k)
-        if constant is None:
-            constant = self._constant[k] = self._constants(k)
-        mask, no_prior = constant
+        mask = self._constant.get(k)
+        if mask is None:
+            mask = self._constant[k] = np.ones((1, k), dtype=bool)
+            mask.flags.writeable = False
         return QueryResult(ids=ids, values=self._value[rows], utility=self._utility[rows],
-                           prior=self._prior[rows] if no_prior is None else no_prior,
                            distances=dists.astype(np.float64), mask=mask)
-
-    def _constants(self, k: int) -> tuple[np.ndarray, np.ndarray | None]:
-        mask = np.ones((1, k), dtype=bool)
-        mask.flags.writeable = False
-        if self._prior.shape[1]:
-            return mask, None
-        no_prior = np.zeros((1, k, 0), np.float32)
-        no_prior.flags.writeable = False
-        return mask, no_prior
 
     def _fold(self) -> None:
         """Count the single-key path's picks in the copy's columns, and keep their ids for the bank."""

@@ -31,7 +31,6 @@ class QueryResult:
     ids: np.ndarray
     values: np.ndarray
     utility: np.ndarray
-    prior: np.ndarray
     distances: np.ndarray
     mask: np.ndarray
 

@@ -350,6 +350,8 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
             raise _fail(path, "metadata says entries exist but gives no dims")
         _check_config_checksum(path, meta)
         return cls.from_state(state)
+    if meta.get("version") in (1, 2, 3) and isinstance(dims, dict):  # an action prior column: left out
+        dims = {name: width for name, width in dims.items() if name != "prior_dim"}
     dims = check_dims(path, dims)
     entries_name, index_name = _data_names(path, meta)
     try:

@@ -83,7 +83,7 @@ def near_duplicate_distances(a: np.ndarray, b: np.ndarray, space: str) -> np.nda
 class TaskMembers:
     """Per task: the slots and ids of its entries in one :class:`~.entries.EntryStore`, cached.
 
-    >>> store = EntryStore({"key_dim": 2, "value_dim": 1, "prior_dim": 0, "context_dim": 0})
+    >>> store = EntryStore({"key_dim": 2, "value_dim": 1, "context_dim": 0})
     >>> slots = store.append(3)
     >>> store.cols["id"][slots] = [10, 11, 12]
     >>> store.cols["task_id"][slots] = [5, 6, 5]
@@ -289,7 +289,7 @@ def gather(store: EntryStore, slots: np.ndarray, dists: np.ndarray, cols: np.nda
     if cols is None:  # every pick is real: plain gathers, nothing to mask
         chosen = slots[:, :k]
         out_ids, out_d = store.cols["id"][chosen], dists[:, :k]
-        values, prior = store.cols["value"][chosen], store.cols["prior"][chosen]
+        values = store.cols["value"][chosen]
         utility = store.cols["utility"][chosen]
     else:
         rows = np.arange(len(slots))[:, None]
@@ -297,9 +297,8 @@ def gather(store: EntryStore, slots: np.ndarray, dists: np.ndarray, cols: np.nda
         out_ids = np.where(mask, store.cols["id"][chosen], -1)
         out_d = np.where(mask, dists[rows, cols], np.inf)
         values = np.where(mask[..., None], store.cols["value"][chosen], 0).astype(np.float32, copy=False)
-        prior = np.where(mask[..., None], store.cols["prior"][chosen], 0).astype(np.float32, copy=False)
         utility = np.where(mask, store.cols["utility"][chosen], 0.0)
-    return QueryResult(ids=out_ids, values=values, utility=utility, prior=prior, distances=out_d,
+    return QueryResult(ids=out_ids, values=values, utility=utility, distances=out_d,
                        mask=mask), chosen
 
 
@@ -326,7 +325,7 @@ def knn_unfiltered(store: EntryStore, index: HnswIndex, keys: np.ndarray,
         return None
     cols = store.cols  # take: the same rows as fancy indexing, without its overhead on 2-D columns
     return QueryResult(ids=ids, values=cols["value"].take(slots, axis=0), utility=cols["utility"].take(slots),
-                       prior=cols["prior"].take(slots, axis=0), distances=dists,
+                       distances=dists,
                        mask=np.ones((n, k), dtype=bool)), slots
 
 
@@ -341,10 +340,10 @@ def record_hits(store: EntryStore, chosen: np.ndarray, mask: np.ndarray | None, 
     return tick + 1
 
 
-def empty_result(n: int, k: int, value_dim: int, prior_dim: int) -> QueryResult:
+def empty_result(n: int, k: int, value_dim: int) -> QueryResult:
     """What a query of an empty bank returns: no picks."""
     return QueryResult(ids=np.full((n, k), -1, dtype=np.int64), values=np.zeros((n, k, value_dim), np.float32),
-                       utility=np.zeros((n, k)), prior=np.zeros((n, k, prior_dim), np.float32),
+                       utility=np.zeros((n, k)),
                        distances=np.full((n, k), np.inf), mask=np.zeros((n, k), dtype=bool))
 
 
@@ -355,8 +354,7 @@ def run_query(core: BankCore, q: np.ndarray, k: int, mode: str, temp: float, tas
     with core.lock.read():
         store = core.store
         if dims is None or store is None or store.size == 0:
-            return empty_result(n, k, 0 if dims is None else dims["value_dim"],
-                                0 if dims is None else dims["prior_dim"])
+            return empty_result(n, k, 0 if dims is None else dims["value_dim"])
         if mode == "knn" and core.config.utility_floor is None and k <= store.size and (
                 tasks is None or only_task(core.task_counts, tasks)):
             assert core.index is not None  # set with the store

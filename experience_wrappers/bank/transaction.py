@@ -108,7 +108,7 @@ class _ReadGuard:
 class Journal:
     """Undo log of an :class:`EntryStore`: rows before their first change, the size, the id map.
 
-    >>> s = EntryStore({"key_dim": 1, "value_dim": 1, "prior_dim": 0, "context_dim": 0})
+    >>> s = EntryStore({"key_dim": 1, "value_dim": 1, "context_dim": 0})
     >>> slots = s.append(2); s.cols["id"][slots] = [5, 6]; s.reindex(slots)
     >>> s.journal = j = Journal(s)
     >>> s.remove_ids([5]); s.size

@@ -34,7 +34,7 @@ def add_locked(core: BankCore, items: dict[str, Any], txn: Transaction) -> AddRe
     keys_arr, tasks, prov = items["key"], items["task_id"], items["provenance"]
     n = len(keys_arr)
     if core.store is None:
-        core.init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "prior", "context")})
+        core.init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "context")})
     store, index = core.store, core.index
     assert store is not None and index is not None
     target, source = dedup_targets(keys_arr, tasks, core.config.dedup_threshold, core.config.space,
@@ -84,7 +84,7 @@ def append_locked(core: BankCore, items: dict[str, Any], kept: np.ndarray, src: 
     c = store.cols
     c["id"][slots] = new_ids
     c["key"][slots] = items["key"][kept]
-    for name in ("value", "prior", "context", "sample_logp"):
+    for name in ("value", "context", "sample_logp"):
         c[name][slots] = items[name][src]
     c["utility"][slots] = items["utility"][kept]
     c["last_retrieved"][slots] = -1

@@ -123,7 +123,6 @@ class ManagerConfig:
             inside ``submit``: deterministic, for tests).
         segment_every: a new entry starts every this many steps of an episode
             (0: one entry per episode, at its start).
-        prior_horizon: how many actions from a segment's start make its action prior.
         batch_size: credited samples per extractor update (the paper: 64).
         ssl_batch_size: fresh segments per self-supervised update.
         extractor_reward: ``"delta"`` (outcome delta against free episodes) or
@@ -181,7 +180,6 @@ class ManagerConfig:
 
     mode: str = attrs.field(default="async", validator=attrs.validators.in_(("sync", "async", "process")))
     segment_every: int = attrs.field(default=8, validator=[is_int, non_negative, at_most(MAX_LEN)])
-    prior_horizon: int = attrs.field(default=4, validator=[*_int, at_most(MAX_LEN)])
     batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
     ssl_batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
     extractor_reward: str = attrs.field(default="delta", validator=attrs.validators.in_(("delta", "direct")))
@@ -200,6 +198,9 @@ class ManagerConfig:
         """Every field by keyword; the deprecated extractor keywords go into ``extractor``
         (:func:`move_deprecated`), with a ``DeprecationWarning``."""
         fields = [f.name for f in attrs.fields(type(self))]
+        if "prior_horizon" in kwargs:
+            raise TypeError("ManagerConfig(prior_horizon=...) was removed with the action prior, which hurt where it "
+                            "was measured (docs/what_to_use.md): entries carry no action prior")
         unknown = sorted(set(kwargs) - set(fields) - set(MOVED_TO_EXTRACTOR))
         if unknown:
             raise TypeError(f"ManagerConfig() got an unexpected keyword argument {unknown[0]!r}; "
@@ -266,12 +267,13 @@ class ManagerConfig:
 
         A dict saved before ``extractor`` held every extractor setting (``exp_dim``, ``hidden``,
         ``max_len``, ``lr``, ``seed`` at its top level) is converted silently: a saved file is
-        not the caller's code, so it raises no ``DeprecationWarning``.
+        not the caller's code, so it raises no ``DeprecationWarning``; a saved ``prior_horizon``
+        (the removed action prior's) is dropped.
 
         >>> ManagerConfig.from_dict({"mode": "sync", "exp_dim": 32}) == ManagerConfig(mode="sync", extractor={"exp_dim": 32})
         True
         """
-        return cls(**move_deprecated(d, warn=False))
+        return cls(**move_deprecated({k: v for k, v in d.items() if k != "prior_horizon"}, warn=False))
 
 
 def _public_signature() -> inspect.Signature:

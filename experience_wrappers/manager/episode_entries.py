@@ -3,7 +3,7 @@
 One home for what turns a finished episode into candidate bank entries, shared by the
 manager's own thread (``sync`` / ``async`` modes) and the learner process (``process``
 mode, :mod:`experience_wrappers.manager.process`): keys of the segments' first states,
-segment contexts, action priors, and the extractor's sampled experience vectors.
+segment contexts, and the extractor's sampled experience vectors.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..keys.base import checked_keys
 from .config import ManagerConfig
 from .episode import Episode
 
-__all__ = ["Distiller", "Proposal", "add_arguments", "prior_dim", "segment_priors"]
+__all__ = ["Distiller", "Proposal", "add_arguments"]
 
 
 @attrs.frozen
@@ -33,7 +33,6 @@ class Proposal:
 
     keys: np.ndarray
     values: np.ndarray
-    priors: np.ndarray
     contexts: np.ndarray
     logp: np.ndarray
     all_contexts: np.ndarray
@@ -47,7 +46,7 @@ class Proposal:
 
     def add_kwargs(self) -> dict[str, Any]:
         """The ``ExperienceBank.add`` keywords of these entries (all but utility and version)."""
-        return dict(task_ids=self.task_id, prior=self.priors, context=self.contexts, sample_logp=self.logp,
+        return dict(task_ids=self.task_id, context=self.contexts, sample_logp=self.logp,
                     provenance=self.provenance, step=self.step)
 
 
@@ -74,7 +73,6 @@ def add_arguments(proposals: Sequence[tuple[Proposal, int]]) -> dict[str, Any]:
     return dict(keys=np.concatenate([p.keys for p, _ in proposals]),
                 values=np.concatenate([p.values for p, _ in proposals]),
                 task_ids=per_row([p.task_id for p, _ in proposals]),
-                prior=np.concatenate([p.priors for p, _ in proposals]),
                 context=np.concatenate([p.contexts for p, _ in proposals]),
                 sample_logp=np.concatenate([p.logp for p, _ in proposals]),
                 provenance=provenance.pop(), step=per_row([p.step for p, _ in proposals]),
@@ -87,7 +85,7 @@ class Distiller:
     Args:
         key_encoder: the frozen key encoder.
         action_space: the env's action space.
-        config: the manager's config (``segment_every``, ``max_len``, ``prior_horizon``, ``skip_below``).
+        config: the manager's config (``segment_every``, ``max_len``, ``skip_below``).
         generator: the torch generator the extractor samples with (seeded by the manager).
     """
 
@@ -95,13 +93,12 @@ class Distiller:
                  generator: torch.Generator) -> None:
         self.key_encoder = key_encoder
         self.action_coder = ActionCoder(action_space)
-        self.is_box = isinstance(action_space, spaces.Box)
         self.config = config
         self.generator = generator
 
-    def segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Keys, contexts and priors of an episode's segments (one starting every ``every``
-        steps, default ``config.segment_every``), and their start steps."""
+    def segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Keys and contexts of an episode's segments (one starting every ``every`` steps,
+        default ``config.segment_every``), and their start steps."""
         n = ep.length
         keys = checked_keys(self.key_encoder, ep.observations, np.full(n, ep.task_id, dtype=np.int64))
         acts = self.action_coder.encode(ep.actions)
@@ -110,8 +107,7 @@ class Distiller:
         rewards = np.asarray(ep.rewards, dtype=np.float64)
         contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.config.max_len)
                              for s in starts.tolist()])
-        priors = segment_priors(acts, starts, self.config.prior_horizon, self.is_box)
-        return keys[starts], contexts, priors, starts
+        return keys[starts], contexts, starts
 
     def propose(self, ep: Episode, trainer: ExtractorTrainer, provenance: Provenance = Provenance.EXTRACTED,
                 every: int | None = None) -> Proposal | None:
@@ -122,41 +118,12 @@ class Distiller:
         """
         if ep.length == 0:
             return None
-        keys, contexts, priors, _ = self.segments(ep, every)
+        keys, contexts, _ = self.segments(ep, every)
         z, logp, util = trainer.extractor.propose(contexts, self.generator)
         keep = np.ones(len(z), dtype=bool)
         if self.config.skip_below is not None and provenance != Provenance.DEMO:
             keep = util >= self.config.skip_below
-        return Proposal(keys=keys[keep], values=z[keep], priors=priors[keep], contexts=contexts[keep],
+        return Proposal(keys=keys[keep], values=z[keep], contexts=contexts[keep],
                         logp=logp[keep], all_contexts=contexts, task_id=int(ep.task_id), provenance=provenance,
                         step=int(ep.env_steps))
 
-
-# -- action priors: a decodable action distribution carried by each entry --------------------------
-
-def prior_dim(action_space: spaces.Space, action_dim: int) -> int:
-    """Width of a prior: the encoded action width, twice it for Box (mean and std)."""
-    return 2 * action_dim if isinstance(action_space, spaces.Box) else action_dim
-
-
-def segment_priors(encoded_actions: np.ndarray, starts: np.ndarray, horizon: int, box: bool,
-                   smoothing: float = 0.05) -> np.ndarray:
-    """The action prior of each segment: what was done in its first ``horizon`` steps.
-
-    Discrete-style rows (one-hots) give a smoothed, geometrically weighted action
-    distribution (the first action weighs most); Box rows give ``[mean, std]``.
-
-    >>> acts = np.eye(2, dtype=np.float32)[[0, 0, 1]]
-    >>> segment_priors(acts, np.array([0, 2]), horizon=2, box=False).astype(float).round(3).tolist()
-    [[0.975, 0.025], [0.025, 0.975]]
-    """
-    rows = []
-    for s in starts.tolist():
-        a = encoded_actions[s : s + horizon]
-        if box:
-            rows.append(np.concatenate([a.mean(0), a.std(0)]))
-        else:
-            w = 0.5 ** np.arange(len(a))
-            p = (w[:, None] * a).sum(0) / w.sum()
-            rows.append((1 - smoothing) * p + smoothing / a.shape[1])
-    return np.asarray(rows, dtype=np.float32)

@@ -32,7 +32,7 @@ from .config import ManagerConfig
 from .crediting import attribute
 from .entry_writes import EntryWriter
 from .episode import Episode
-from .episode_entries import Distiller, prior_dim
+from .episode_entries import Distiller
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
 from .process_backend import ProcessBackend
@@ -99,7 +99,6 @@ class ExperienceManager:
         self.action_space = action_space
         self.key_encoder = key_encoder or RandomProjectionKeyEncoder(observation_space)
         self.action_coder = ActionCoder(action_space)
-        self.prior_dim = prior_dim(action_space, self.action_coder.dim)
         self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
             discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
@@ -244,7 +243,7 @@ class ExperienceManager:
     def check_bank_dims(self, bank: ExperienceBank) -> None:
         """Refuse a bank whose widths are not this manager's (at construction and at restore)."""
         want = {"key_dim": self.key_encoder.key_dim, "value_dim": self.config.exp_dim,
-                "prior_dim": self.prior_dim, "context_dim": self.extractor_config.context_size}
+                "context_dim": self.extractor_config.context_size}
         if bank.dims is not None and bank.dims != want:
             raise ValueError(f"bank dims {bank.dims} do not match this manager's {want} "
                              "(key encoder, exp_dim, action space or max_len differ)")

@@ -11,8 +11,8 @@ Who uses what:
 * the wrappers (:class:`~experience_wrappers.ExperienceWrapper`,
   :class:`~integrations.sb3.ExperienceVecEnv`, through :class:`~experience_wrappers.wrappers.ExperienceInjector`
   and :meth:`Retriever.for_manager <experience_wrappers.wrappers.retrieval.Retriever.for_manager>`):
-  ``bank``, ``replicas``, ``key_encoder``, ``config`` (``prior_horizon``), ``exp_dim``, ``prior_dim``,
-  ``guided_ratio``, ``training_injectors``, ``submit``;
+  ``bank``, ``replicas``, ``key_encoder``, ``exp_dim``, ``guided_ratio``, ``training_injectors``,
+  ``submit``;
 * :class:`~integrations.sb3.CRLCallback` and its helpers (``discovery``, ``guards``, ``lifecycle``):
   ``schedule``, ``bank``, ``replay``, ``learn_claim``, ``training_injectors``, ``free_baseline``,
   ``poll``, ``request_merge``, ``stats``, ``flush``;
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from ..keys import KeyEncoder
     from ..replay import SuccessReplay
     from ..schedule import Schedule
-    from .config import ManagerConfig
     from .episode import Episode
     from .replicas import ReplicaHolder
 
@@ -80,10 +79,6 @@ class ExperienceSource(Protocol):
         """The frozen key encoder of the (unwrapped) observations."""
 
     @property
-    def config(self) -> ManagerConfig:
-        """The manager's settings (the wrappers read ``prior_horizon``)."""
-
-    @property
     def observation_space(self) -> spaces.Space:
         """The (unwrapped) observation space the manager was built for."""
 
@@ -94,10 +89,6 @@ class ExperienceSource(Protocol):
     @property
     def exp_dim(self) -> int:
         """Size of an entry's experience vector."""
-
-    @property
-    def prior_dim(self) -> int:
-        """Size of an entry's action prior."""
 
     @property
     def schedule(self) -> Schedule:

@@ -37,47 +37,47 @@ def successful_provenances() -> tuple[int, ...]:
     return tuple(int(p) for p in CURATED)
 
 
-def first_actions(contexts: np.ndarray, priors: np.ndarray, key_dim: int, action_dim: int) -> tuple[np.ndarray,
-                                                                                                       np.ndarray]:
-    """The first action of each entry, for a ``Discrete`` action space.
+def first_actions(contexts: np.ndarray, key_dim: int, action_dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first action of each entry, for a ``Discrete`` action space, read from its context.
 
     An entry stores ``context``: its segment as rows ``[key (key_dim), encoded action
     (action_dim), reward, return-to-go]`` (float16, then a row count; see
     :func:`~experience_wrappers.extractor.segments.encode_segment`), whose first row is
-    always the segment's first step (subsampling keeps it); and ``prior``: a smoothed,
-    geometrically weighted mix of its first ``prior_horizon`` actions. The first row's
-    action is a one-hot, exact in float16, so it gives the entry's next action *exactly*;
-    the prior's argmax can differ (two later equal actions outweigh a different first one
-    when the horizon is 4 or more). So the first row is read where it holds a valid
-    one-hot, and the prior's argmax is the fallback (``exact`` False there): a context of
-    another layout, or an entry whose context was averaged by a merge.
+    always the segment's first step (subsampling keeps it). The first row's action is a
+    one-hot, exact in float16, so it gives the entry's next action *exactly* (``exact``).
+    A merge averages the contexts of the entries it folds (:mod:`~experience_wrappers.bank.merge`):
+    the first row's action part is then the members' weighted mix of one-hots, and its argmax
+    is their most common first action (``exact`` False). A context of another layout, or
+    without a row, gives none (``readable`` False).
 
     Args:
         contexts: ``(n, context_dim)`` stored contexts.
-        priors: ``(n, action_dim)`` stored priors.
         key_dim: width of the key rows (the key encoder's ``key_dim``).
         action_dim: the number of discrete actions.
 
     Returns:
-        ``actions`` int64 ``(n,)`` and ``exact`` bool ``(n,)``.
+        ``actions`` int64 ``(n,)`` (0 where unreadable), ``exact`` bool ``(n,)`` and
+        ``readable`` bool ``(n,)``.
 
-    >>> ctx = np.zeros((1, 2 * 7 + 1), np.float16); ctx[0, 2 + 2] = 1; ctx[0, -1] = 2  # key 2, 3 actions
-    >>> prior = np.array([[0.1, 0.8, 0.1]], np.float32)
-    >>> first_actions(ctx, prior, key_dim=2, action_dim=3)
-    (array([2]), array([ True]))
+    >>> ctx = np.zeros((2, 2 * 7 + 1), np.float16); ctx[:, -1] = 2  # key 2, 3 actions, 2 rows
+    >>> ctx[0, 2 + 2] = 1  # a one-hot of action 2
+    >>> ctx[1, 2:5] = [0.25, 0.75, 0.0]  # an averaged context: mostly action 1
+    >>> first_actions(ctx, key_dim=2, action_dim=3)
+    (array([2, 1]), array([ True, False]), array([ True,  True]))
     """
-    n = len(priors)
-    actions = np.asarray(priors, dtype=np.float32).reshape(n, -1).argmax(axis=1).astype(np.int64)
-    exact = np.zeros(n, dtype=bool)
     ctx = np.asarray(contexts)
+    n = len(ctx)
+    actions = np.zeros(n, dtype=np.int64)
+    exact = np.zeros(n, dtype=bool)
+    readable = np.zeros(n, dtype=bool)
     row = key_dim + action_dim + 2
     if ctx.ndim == 2 and ctx.shape[1] >= row + 1 and (ctx.shape[1] - 1) % row == 0 and n:
-        onehot = ctx[:, key_dim:key_dim + action_dim].astype(np.float32)
+        part = ctx[:, key_dim:key_dim + action_dim].astype(np.float32)
         count = ctx[:, -1].astype(np.float32)
-        valid = ((count >= 1) & np.all((onehot == 0) | (onehot == 1), axis=1) & (onehot.sum(axis=1) == 1))
-        actions[valid] = onehot[valid].argmax(axis=1)
-        exact = valid
-    return actions, exact
+        readable = (count >= 1) & np.all(np.isfinite(part) & (part >= 0), axis=1) & (part.sum(axis=1) > 0)
+        actions[readable] = part[readable].argmax(axis=1)
+        exact = readable & np.all((part == 0) | (part == 1), axis=1) & (part.sum(axis=1) == 1)
+    return actions, exact, readable
 
 
 @attrs.frozen
@@ -107,7 +107,8 @@ class BankGuide:
     the guide's look-ups do not count as retrievals); among them, the nearest whose
     provenance is in ``provenances`` (default :func:`successful_provenances`:
     demonstrations, and the agent's successes where the bank marks them) and whose distance
-    is at most ``max_distance``; its first action (:func:`first_actions`). Where no such
+    is at most ``max_distance`` and whose context gives a first action; that action
+    (:func:`first_actions`). Where no such
     entry exists the guide has nothing to say (``found`` False) and the caller hands the
     episode over to the policy.
 
@@ -126,8 +127,8 @@ class BankGuide:
         filter_by_task: look only at entries of the state's task.
 
     Raises:
-        TypeError: the action space is not ``Discrete`` (a continuous guide would need the
-            prior's mean; not built).
+        TypeError: the action space is not ``Discrete`` (a continuous guide would read the
+            context's first action row; not built).
     """
 
     def __init__(self, manager: ExperienceSource, *, max_distance: float = 0.5, candidates: int = 32,
@@ -186,7 +187,8 @@ class BankGuide:
         if not entries:
             return GuideResult(actions, found, ids, dist, exact)
         row_of = {int(i): r for r, i in enumerate(entries["id"].tolist())}
-        good = np.isin(entries["provenance"].astype(np.int64), self.provenances)
+        first, first_exact, readable = first_actions(entries["context"], self.key_dim, self.action_dim)
+        good = np.isin(entries["provenance"].astype(np.int64), self.provenances) & readable
         for q in range(n):
             for c in np.flatnonzero(ok[q]).tolist():  # nearest first
                 r = row_of.get(int(res.ids[q, c]))
@@ -195,9 +197,8 @@ class BankGuide:
                     break
         if found.any():
             rows = np.array([row_of[int(i)] for i in ids[found].tolist()], dtype=np.int64)
-            a, ex = first_actions(entries["context"][rows], entries["prior"][rows], self.key_dim, self.action_dim)
-            actions[found] = a + self.action_start
-            exact[found] = ex
+            actions[found] = first[rows] + self.action_start
+            exact[found] = first_exact[rows]
         return GuideResult(actions, found, ids, dist, exact)
 
     def _entries(self, ids: np.ndarray) -> dict[str, np.ndarray]:

@@ -21,7 +21,7 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
     """Distil demonstrations into the manager's bank as entries with provenance ``demo``.
 
     Each demonstration is cut into segments exactly as a finished episode is (keys from
-    the frozen key encoder, values from the extractor, action priors from the demonstrated
+    the frozen key encoder, values from the extractor, contexts holding the demonstrated
     actions). Nothing is credited: demonstrations earn utility like any entry, when they
     guide episodes that beat the free baseline. Every demonstration is validated before
     any is written, so a malformed one changes nothing in the bank.
@@ -35,7 +35,7 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
         only_successful: skip demonstrations whose success is known to be False.
         segment_every: start a segment every this many steps (default: the manager's
             ``segment_every``). 1 writes one entry per demonstrated state, each with the
-            action taken there as its action prior: the densest coverage.
+            action taken there first in its context: the densest coverage.
         utility: initial utility of the entries (default: the bank's ``initial_utility``,
             as for extracted entries). A positive value lets retrieval prefer demonstrations
             until credit says otherwise.

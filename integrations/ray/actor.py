@@ -37,7 +37,7 @@ class ServiceActor:
 
     Args:
         config: the bank's config (a new bank), ignored when ``restore`` holds a bank.
-        dims: ``key_dim`` / ``value_dim`` / ``prior_dim`` / ``context_dim`` fixed up front.
+        dims: ``key_dim`` / ``value_dim`` / ``context_dim`` fixed up front.
         restore: a bank folder (written by :meth:`save`) to start from when it exists; a
             restarted actor (``max_restarts``) reloads from it, so it comes back with the
             contents of the last save there.
@@ -194,7 +194,7 @@ class ServiceActor:
         """Create the learner for these spaces, or check that the existing one fits them.
 
         Returns what a client needs to act like the learner locally: the frozen key encoder,
-        ``exp_dim``, ``prior_dim`` and the config. Once the learner exists, a key encoder
+        ``exp_dim`` and the config. Once the learner exists, a key encoder
         given here must be of the same type and ``key_dim`` as its own (a pickled copy of it
         is); every client then encodes with the learner's own.
         """
@@ -214,7 +214,7 @@ class ServiceActor:
                                  f"(key_dim {key_encoder.key_dim}). Clients use the learner's own encoder: "
                                  "pass none, or the same one")
         m = self.manager
-        return {"key_encoder": m.key_encoder, "exp_dim": m.exp_dim, "prior_dim": m.prior_dim,
+        return {"key_encoder": m.key_encoder, "exp_dim": m.exp_dim,
                 "config": m.config, "observation_space": m.observation_space,
                 "action_space": m.action_space}
 

@@ -197,7 +197,6 @@ class RemoteManager:
         self.observation_space: spaces.Space = info["observation_space"]
         self.action_space: spaces.Space = info["action_space"]
         self.exp_dim = int(info["exp_dim"])
-        self.prior_dim = int(info["prior_dim"])
         self.max_pending = max_pending
         self.baseline_ttl = baseline_ttl
         self.submit_batch = submit_batch

@@ -327,8 +327,7 @@ def _cluster_address(ray: Any, address: str | None) -> str | None:
 
 def start_service(config: BankConfig | None = None, *, name: str | None = None, address: str | None = None,
                   namespace: str = DEFAULT_NAMESPACE, restore: str | Path | None = None,
-                  key_dim: int | None = None, value_dim: int | None = None, prior_dim: int = 0,
-                  context_dim: int = 0, num_cpus: float = 1.0, max_restarts: int = 0,
+                  key_dim: int | None = None, value_dim: int | None = None, context_dim: int = 0, num_cpus: float = 1.0, max_restarts: int = 0,
                   detached: bool = False, timeout: float | None = 60.0, torch_threads: int | None = 1,
                   switch_interval: float | None = 0.0005,
                   ray_init_kwargs: dict[str, Any] | None = None, **bank_overrides: Any) -> ExperienceService:
@@ -343,7 +342,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
         namespace: the Ray namespace the actor is registered in.
         restore: a bank folder to start from when it exists (also what a restarted actor
             reloads: save there to checkpoint).
-        key_dim, value_dim, prior_dim, context_dim: fix the bank's dims up front.
+        key_dim, value_dim, context_dim: fix the bank's dims up front.
         num_cpus: CPUs Ray reserves for the service (its learner trains there).
         max_restarts: how often Ray restarts the service if its process dies (it comes back
             from ``restore``); calls made while it is down raise :class:`ServiceError`.
@@ -362,7 +361,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
         raise ValueError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
     dims = None
     if key_dim is not None or value_dim is not None:
-        dims = {"key_dim": key_dim, "value_dim": value_dim, "prior_dim": prior_dim, "context_dim": context_dim}
+        dims = {"key_dim": key_dim, "value_dim": value_dim, "context_dim": context_dim}
     ray = ensure_connected(address, **(ray_init_kwargs or {}))
     name = name or f"experience-service-{uuid.uuid4().hex[:12]}"
     options: dict[str, Any] = {"name": name, "namespace": namespace, "num_cpus": num_cpus,

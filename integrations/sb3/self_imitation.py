@@ -1,7 +1,7 @@
 """Self-imitation into the policy's own logits: the SIL rule, episode recording, the update.
 
-This is how stored experience reaches the actor's weights (docs/concepts.md, "Four ways for
-experience to reach the actor", way 3). The loss is self-imitation learning's (Oh et al., 2018)::
+This is how stored experience reaches the actor's weights (docs/concepts.md, "Three ways for
+experience to reach the actor", way 2). The loss is self-imitation learning's (Oh et al., 2018)::
 
     L = -log pi(a | s) * w  +  value_coef * 0.5 * w^2,   w = clip(R - V(s), 0, max_weight)
 
