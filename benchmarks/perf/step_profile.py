@@ -45,6 +45,10 @@ LIBRARY_AREAS: tuple[tuple[str, str], ...] = (
     ("experience_wrappers/extractor/", "extractor"),
     ("integrations/sb3/self_imitation", "self-imitation"),
     ("integrations/sb3/", "callback and policy (integrations/sb3)"),
+    # MiniHack's key encoder and the policy's glyph CNN are the library's, not the env's
+    ("integrations/minihack/key_parts", "key encoding"),
+    ("integrations/minihack/keys", "key encoding"),
+    ("integrations/minihack/glyph_features", "policy network (MiniHack glyph CNN)"),
     ("integrations/minihack/", "env (MiniHack adapter)"),
     ("experience_wrappers/", "library, other"),
 )
@@ -55,6 +59,8 @@ def area_of(filename: str, function: str) -> str:
 
     >>> area_of("/x/experience_wrappers/bank/search.py", "query")
     'bank'
+    >>> area_of("/x/integrations/minihack/key_parts.py", "__call__")
+    'key encoding'
     >>> area_of("~", "<method 'knn_query' of 'hnswlib.Index' objects>")
     'hnswlib'
     """
