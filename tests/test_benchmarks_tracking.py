@@ -80,3 +80,17 @@ def test_step_profile_attributes_the_two_line_forms_time_to_the_librarys_parts(t
     assert 0 < len(top) <= 15 and result["ppo"]["top_functions"] == []
     assert all(row["function"].startswith(("experience_wrappers/", "integrations/")) for row in top)
     assert [row["us_per_step"] for row in top] == sorted((row["us_per_step"] for row in top), reverse=True)
+
+
+def test_sil_cost_times_ppos_update_and_self_imitations_apart(tmp_path) -> None:
+    """The study's clocks: PPO's update, self-imitation's update and recording, shares in [0, 1]."""
+    import json
+
+    from benchmarks.studies.sil_cost import main
+
+    out = tmp_path / "sil.json"
+    main(["--envs", "MiniHack-Room-5x5-v0", "--steps", "256", "--n-envs", "2", "--n-steps", "64", "--out", str(out)])
+    [run] = json.loads(out.read_text())["runs"]
+    assert run["steps"] >= 256 and run["self_imitation_active"]
+    assert run["ppo_update_s"] > 0 and run["sil_record_s"] > 0 and run["sil_update_s"] >= 0
+    assert 0 <= run["sil_share_of_update"] <= 1 and 0 < run["sil_share_of_run"] < 1

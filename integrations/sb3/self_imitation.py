@@ -19,6 +19,7 @@ implementation runs after each A2C update.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Literal
 
 import numpy as np
@@ -249,6 +250,9 @@ class SelfImitationCallback(BaseCallback):
         self.active = True
         self._updated = False
         self.stats: dict[str, float] = {}
+        #: seconds spent so far recording episodes (each step) and in the updates (each rollout's
+        #: start): what self-imitation costs on top of PPO (``sil/update_seconds`` in the log)
+        self.seconds = {"record": 0.0, "update": 0.0}
 
     # ------------------------------------------------------------------ setup
     def _init_callback(self) -> None:
@@ -274,12 +278,14 @@ class SelfImitationCallback(BaseCallback):
     def _on_step(self) -> bool:
         if self.keep == "none" or not self.active:
             return True
+        t0 = time.perf_counter()
         obs = _base_keys(self.model._last_obs)  # the observations the actions were taken from
         self._recorder.append(obs, np.asarray(self.locals["actions"]),
                               np.asarray(self.locals["rewards"], dtype=np.float64))
         infos = self.locals["infos"]
         for e in np.flatnonzero(self.locals["dones"]).tolist():
             self._finish(e, infos[e])
+        self.seconds["record"] += time.perf_counter() - t0
         return True
 
     def _finish(self, e: int, info: dict[str, Any]) -> None:
@@ -305,11 +311,14 @@ class SelfImitationCallback(BaseCallback):
             self._updated = True
             return
         coef = linear(self.coef, training_progress(self.model, self.num_timesteps))
+        t0 = time.perf_counter()
         self.stats = self_imitation_step(self._on_policy, self.replay, coef=coef, weight=self.weight,
                                          n_batches=self.n_batches, batch_size=self.batch_size,
                                          value_coef=self.value_coef, max_weight=self.max_weight,
                                          sources=self.sources, rng=self.rng)
+        self.seconds["update"] += time.perf_counter() - t0
         rec = self.logger.record
+        rec("sil/update_seconds", self.seconds["update"])
         counts = self.replay.counts()
         rec("sil/demo_states", counts["demo"])
         rec("sil/own_states", counts["own"])
