@@ -298,16 +298,19 @@ def _prefilled_bank_copies(tmp_path, n: int) -> list[ExperienceBank]:
 
 
 @pytest.mark.parametrize("as_options", [False, True])
-@pytest.mark.parametrize("experience_input", ["full", "compact"])
-def test_experience_vec_env_matches_per_env_wrappers(tmp_path, experience_input, as_options):
+@pytest.mark.parametrize("compact", [False, True])
+def test_experience_vec_env_matches_per_env_wrappers(tmp_path, compact, as_options):
+    from integrations.sb3.experimental import CompactExperienceVecEnv
+
     bank_a, bank_b = _prefilled_bank_copies(tmp_path, 2)
     assert len(bank_a) > 8
-    kw = {"k": 3, "retrieve_every": 4, "query_mode": "knn", "learn": False,
-          "experience_input": experience_input}
+    kw: dict = {"k": 3, "retrieve_every": 4, "query_mode": "knn", "learn": False}
     if as_options:  # one options object serves both wrappers
         kw = {"options": ExperienceOptions(**kw)}
     per_env = DummyVecEnv([lambda: ExperienceWrapper(gym.make("CartPole-v1"), bank_a, **kw)] * 3)
     batched = ExperienceVecEnv(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 3), bank_b, **kw)
+    if compact:  # the experimental one-key input on both
+        per_env, batched = CompactExperienceVecEnv(per_env), CompactExperienceVecEnv(batched)
     for v in (per_env, batched):
         v.seed(7)
     for e in per_env.envs:
@@ -321,7 +324,7 @@ def test_experience_vec_env_matches_per_env_wrappers(tmp_path, experience_input,
     for _ in range(60):
         for key in obs_a:
             np.testing.assert_array_equal(obs_a[key], obs_b[key], err_msg=key)
-        shown += obs_a["experience_mask"].sum() if experience_input == "full" else obs_a["experience"][:, -1].sum()
+        shown += obs_a["experience"][:, -1].sum() if compact else obs_a["experience_mask"].sum()
         actions = rng.integers(0, 2, 3)
         obs_a, rew_a, done_a, info_a = per_env.step(actions)
         obs_b, rew_b, done_b, info_b = batched.step(actions)

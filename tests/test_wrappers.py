@@ -107,9 +107,13 @@ ENV_NAMES = ["CartPole-v1", "dict", "FrozenLake-v1", "Taxi-v3"]
 
 
 @pytest.mark.parametrize("name", ENV_NAMES)
-@pytest.mark.parametrize("experience_input", ["full", "compact"])
-def test_env_checkers_pass_on_a_fresh_bank(name, experience_input):
-    env = ExperienceWrapper(make_env(name), ExperienceBank(), experience_input=experience_input, manager_kwargs=SYNC)
+@pytest.mark.parametrize("compact", [False, True])
+def test_env_checkers_pass_on_a_fresh_bank(name, compact):
+    env = ExperienceWrapper(make_env(name), ExperienceBank(), manager_kwargs=SYNC)
+    if compact:  # the experimental one-key input on top
+        from experience_wrappers.experimental import CompactExperience
+
+        env = CompactExperience(env)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gym_check_env(env, skip_render_check=True)

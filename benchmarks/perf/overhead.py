@@ -31,7 +31,7 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
   one ``ExperienceVecEnv``; ``crl-default-vec`` is compared with ``ppo-default``;
 * ``crl-default-vec-compact`` and ``crl-default-vec-process-compact``: as ``crl-default-vec``
-  and ``crl-default-vec-process`` with ``experience_input="compact"`` (one experience key of
+  and ``crl-default-vec-process`` with the compact input (``CompactExperienceVecEnv``: one experience key of
   ``d + 1`` values instead of three keys: what SB3's default policy pays for the channel's
   layout), compared with ``ppo-default``.
 
@@ -93,9 +93,12 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False)
         manager_kwargs = {"mode": "process", "handover_every": 1}
     if "-replica" in arm:  # the retrievals read a replica swapped at each rollout's end
         manager_kwargs = {**(manager_kwargs or {}), "read_replica": True}
-    wrapper_kwargs = {"experience_input": "compact"} if arm.endswith("-compact") else None
-    env = build_env(env_id, int(hyper["n_envs"]), seed, bank, wrapper_kwargs=wrapper_kwargs,
-                    manager_kwargs=manager_kwargs, family=fam, vec_wrapper="-vec" in arm)
+    env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,
+                    vec_wrapper="-vec" in arm)
+    if arm.endswith("-compact"):  # one experience key instead of three (experimental)
+        from integrations.sb3.experimental import CompactExperienceVecEnv
+
+        env = CompactExperienceVecEnv(env)
     if "default" in arm:
         policy_kwargs: dict[str, Any] = {}  # SB3's defaults
     elif arm == "ppo":

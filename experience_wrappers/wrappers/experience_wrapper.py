@@ -29,9 +29,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     ``retrieve_every`` steps; free ones show zeros with mask 0. The observation becomes a
     Dict: the original observation (its own keys if it was a Dict, else under
     ``"observation"``) plus ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``,
-    ``experience_mask`` ``(k,)``; with ``experience_input="compact"``, ``experience``
-    ``(d + 1,)`` alone instead (the shown entries' mean and the fraction of slots shown: one
-    key for SB3's default policy; see :mod:`~experience_wrappers.wrappers.compact`). ``info`` carries ``experience_guided``,
+    ``experience_mask`` ``(k,)`` (one key instead, the shown entries' mean, for SB3's default
+    policy: the experimental :class:`~experience_wrappers.experimental.CompactExperience` on top).
+    ``info`` carries ``experience_guided``,
     ``experience_ids`` (the entries shown in the observation the action was taken
     from; after a re-retrieval the returned observation may show others) and, at an
     episode's end, ``experience_outcome``. The wrapper trains nothing.
@@ -51,7 +51,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             ``key_encoder``, ``task_id`` (0), ``query_mode``
             (``"utility"``), ``filter_by_task`` (True), ``learn`` (None), ``manager``,
             ``manager_kwargs``, ``seed``, ``paired`` (False: see :class:`~experience_wrappers.wrappers.ReplayInstances`
-            for what True needs), ``experience_input`` (``"full"``, or ``"compact"``), ``experimental`` (the value baseline, measured
+            for what True needs), ``experimental`` (the value baseline, measured
             to tie: :class:`~experience_wrappers.experimental.ExperimentalOptions`); see
             :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 

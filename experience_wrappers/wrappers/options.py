@@ -13,10 +13,8 @@ from ..bank.config import MAX_K
 from ..keys import KeyEncoder
 from ..manager import ExperienceSource, resolve_manager
 from ..validators import check_int, integral, is_bool
-from .compact import EXPERIENCE_INPUTS, check_experience_input
 
-__all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "REMOVED_OPTIONS", "EXPERIMENTAL_FIELDS",
-           "EXPERIENCE_INPUTS"]
+__all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "REMOVED_OPTIONS", "EXPERIMENTAL_FIELDS"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
@@ -60,10 +58,6 @@ def _seed(instance: object, attribute: attrs.Attribute, value: object) -> None:
 def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> None:
     if value not in QUERY_MODES:
         raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {value!r}")
-
-
-def _experience_input(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    check_experience_input(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -150,14 +144,6 @@ class ExperienceOptions:
             task's recent free episodes. An env that does not replay instances (no
             ``ReplayInstances`` below it) falls back to the value baseline (below), said once
             in a ``UserWarning``.
-        experience_input: what the observation carries of the shown entries. ``"full"`` (the
-            default): three keys, ``experience`` ``(k, d)``, ``experience_utility`` ``(k,)``
-            and ``experience_mask`` ``(k,)``, what the attention reader
-            (:class:`~integrations.sb3.experience_features.ExperienceFeaturesExtractor`)
-            needs. ``"compact"``: one key, ``experience`` ``(d + 1,)``, the mask-weighted mean
-            of the shown entries' values and the fraction of the ``k`` slots shown (zeros when
-            nothing is shown), for SB3's default policy, which pays for every extra key
-            (:mod:`experience_wrappers.wrappers.compact` says what it leaves out, and why).
         experimental: the parts measured to tie or hurt (:class:`ExperimentalOptions`, or a
             dict of its fields): the value-baseline fallback. Its field reads through
             (``options.value_baseline``).
@@ -172,10 +158,10 @@ class ExperienceOptions:
     ValueError: k must be an int in [1, 65536], got 0
     >>> ExperienceOptions(experimental={"value_baseline": True}).value_baseline
     True
-    >>> ExperienceOptions(experience_input="mean")
+    >>> ExperienceOptions.of(experience_input="compact")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: experience_input must be 'full' or 'compact', got 'mean'
+    TypeError: experience_input='compact' moved off the main path (it tied the full input): wrap the env ...
     >>> ExperienceOptions.of(value_baseline=True)
     Traceback (most recent call last):
     ...
@@ -197,7 +183,6 @@ class ExperienceOptions:
     manager_kwargs: dict[str, Any] | None = None
     seed: int | None = attrs.field(default=None, validator=_seed)
     paired: bool = attrs.field(default=False, validator=is_bool)
-    experience_input: str = attrs.field(default="full", validator=_experience_input)
     experimental: ExperimentalOptions = attrs.field(factory=lambda: ExperimentalOptions(),
                                                     converter=lambda v: _experimental(v))
 
@@ -218,6 +203,12 @@ class ExperienceOptions:
         for name in REMOVED_OPTIONS:
             if name in kwargs:
                 raise _removed(name)
+        if "experience_input" in kwargs:  # the compact input moved to experience_wrappers.experimental
+            kwargs = dict(kwargs)
+            if kwargs.pop("experience_input") != "full":  # "full" (an older save's default) is what the wrappers show
+                raise TypeError("experience_input='compact' moved off the main path (it tied the full input): wrap the "
+                                "env in experience_wrappers.experimental.CompactExperience (an ExperienceWrapper) or "
+                                "integrations.sb3.experimental.CompactExperienceVecEnv (an ExperienceVecEnv)")
         moved = sorted(set(kwargs) & set(EXPERIMENTAL_FIELDS))
         if moved:
             raise TypeError(f"{moved[0]} is experimental (measured to tie or hurt): pass "

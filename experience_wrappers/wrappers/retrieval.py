@@ -9,11 +9,6 @@ finished episodes.
 The observation channel's query (``k`` entries, ``query_mode``: by default utility sampling
 among the nearest, with the retrieval-count penalty) fills ``experience``,
 ``experience_utility`` and ``experience_mask``.
-
-With ``experience_input="compact"`` the observation channel is one key instead:
-``experience`` ``(d + 1,)``, the mask-weighted mean of the shown entries' values and the
-fraction of the ``k`` slots shown (:mod:`~experience_wrappers.wrappers.compact`), kept up to
-date with what each env is shown.
 """
 
 from __future__ import annotations
@@ -29,7 +24,6 @@ from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceSource
 from ..manager.replicas import ReplicaHolder, read_target
-from .compact import check_experience_input, compact_experience
 from .options import ExperienceOptions
 from .spaces import BASE_KEY, experience_space
 
@@ -47,8 +41,6 @@ class Retriever:
         exp_dim: width of an entry's value (the extractor's output).
         query_mode: the observation channel's query mode (``"utility"``, ``"knn"``, ``"random"``).
         filter_by_task: retrieve only entries of each env's task.
-        experience_input: ``"full"`` (three keys: every shown entry) or ``"compact"`` (one
-            key: their mean and the fraction of slots shown).
 
     >>> from experience_wrappers.keys import RandomProjectionKeyEncoder
     >>> space = spaces.Box(-1, 1, (3,))
@@ -59,17 +51,10 @@ class Retriever:
     (2, 2)
     >>> sorted(r.observation(obs)), r.observation(obs)["experience"].shape
     (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 2, 4))
-    >>> c = Retriever(RandomProjectionKeyEncoder(space), bank, 2, k=2, exp_dim=4,
-    ...               experience_input="compact")
-    >>> sorted(c.observation(obs)), c.observation(obs)["experience"].shape
-    (['experience', 'observation'], (2, 5))
     """
 
     def __init__(self, key_encoder: KeyEncoder, bank: ExperienceBank, n_envs: int, *, k: int, exp_dim: int,
-                 query_mode: str = "utility", filter_by_task: bool = True, experience_input: str = "full") -> None:
-        self.experience_input = check_experience_input(experience_input)
-        #: whether the observation carries the compact key (one row per env, kept by retrieve / clear)
-        self.compact_input = self.experience_input == "compact"
+                 query_mode: str = "utility", filter_by_task: bool = True) -> None:
         self.key_encoder, self.bank = key_encoder, bank
         #: the manager's replicas of the bank, read instead of it (set by :meth:`for_manager`; None: the bank)
         self.replicas: ReplicaHolder | None = None
@@ -79,7 +64,6 @@ class Retriever:
         self.utility = np.zeros((n_envs, k), np.float32)
         self.mask = np.zeros((n_envs, k), np.float32)
         self.ids = np.full((n_envs, k), -1, np.int64)
-        self.compact = np.zeros((n_envs, exp_dim + 1), np.float32)
         # each env's shown ids as a tuple, kept in step with ``ids`` and ``mask`` by
         # :meth:`retrieve` and :meth:`clear` (the only writers): read at every step for the infos
         self.shown: list[tuple[int, ...]] = [()] * n_envs
@@ -88,14 +72,13 @@ class Retriever:
     def for_manager(cls, manager: ExperienceSource, n_envs: int, options: ExperienceOptions) -> Retriever:
         """The retriever of ``n_envs`` envs on ``manager``'s bank and key encoder, set as ``options`` say."""
         retriever = cls(manager.key_encoder, manager.bank, n_envs, k=options.k, exp_dim=manager.exp_dim,
-                        query_mode=options.query_mode, filter_by_task=options.filter_by_task,
-                        experience_input=options.experience_input)
+                        query_mode=options.query_mode, filter_by_task=options.filter_by_task)
         retriever.replicas = manager.replicas
         return retriever
 
     def observation_space(self, base: spaces.Space) -> spaces.Dict:
         """The space of :meth:`observation`'s output for observations of ``base`` (no batch axis)."""
-        return experience_space(base, self.k, self.exp_dim, self.experience_input)
+        return experience_space(base, self.k, self.exp_dim)
 
     # -------------------------------------------------------------- the query
     def keys(self, obs: Any, task_ids: np.ndarray) -> np.ndarray:
@@ -138,8 +121,6 @@ class Retriever:
         # an empty bank answers with zero-width values: those slots stay zero
         if res.values.shape[-1] == self.values.shape[-1]:
             self.values[rows] = res.values
-        if self.compact_input:
-            self.compact[rows] = compact_experience(self.values[rows], self.mask[rows])
         shown = self.mask[rows] > 0
         for j, r in enumerate(np.asarray(rows).reshape(-1).tolist()):
             self.shown[r] = tuple(self.ids[r][shown[j]].tolist())
@@ -151,7 +132,6 @@ class Retriever:
         self.utility[r] = 0
         self.mask[r] = 0
         self.ids[r] = -1
-        self.compact[r] = 0
         self.shown[r] = ()
 
     # --------------------------------------------------------- the observation
@@ -163,9 +143,6 @@ class Retriever:
         """
         sel = slice(None) if rows is None else rows if isinstance(rows, int) else np.asarray(rows)
         out = dict(obs) if isinstance(obs, dict) else {BASE_KEY: obs}
-        if self.compact_input:
-            out["experience"] = self.compact[sel].copy()
-            return out
         out["experience"] = self.values[sel].copy()
         out["experience_utility"] = self.utility[sel].copy()
         out["experience_mask"] = self.mask[sel].copy()

@@ -5,29 +5,22 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from .compact import check_experience_input, compact_space
-
 __all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_keys"]
 
 BASE_KEY = "observation"
 EXPERIENCE_KEYS = ("experience", "experience_utility", "experience_mask")
 
 
-def experience_space(base: spaces.Space, k: int, exp_dim: int, experience_input: str = "full") -> spaces.Dict:
+def experience_space(base: spaces.Space, k: int, exp_dim: int) -> spaces.Dict:
     """The Dict space of wrapped observations.
 
     A Dict base keeps its own keys at the top level (SB3 rejects a Dict inside a Dict);
-    any other base goes under ``"observation"``. Then, with ``experience_input="full"``,
-    ``experience`` ``(k, exp_dim)``, ``experience_utility`` ``(k,)`` and ``experience_mask``
-    ``(k,)``; with ``"compact"``, ``experience`` ``(exp_dim + 1,)`` alone
-    (:mod:`~experience_wrappers.wrappers.compact`).
+    any other base goes under ``"observation"``. Then ``experience`` ``(k, exp_dim)``,
+    ``experience_utility`` ``(k,)`` and ``experience_mask`` ``(k,)``.
 
     >>> s = experience_space(spaces.Box(-1, 1, (3,)), k=2, exp_dim=4)
     >>> list(s.spaces), s["experience"].shape
     (['experience', 'experience_mask', 'experience_utility', 'observation'], (2, 4))
-    >>> s = experience_space(spaces.Box(-1, 1, (3,)), k=2, exp_dim=4, experience_input="compact")
-    >>> list(s.spaces), s["experience"].shape
-    (['experience', 'observation'], (5,))
     >>> experience_space(spaces.Tuple((spaces.Discrete(2),)), k=2, exp_dim=4)
     Traceback (most recent call last):
     ...
@@ -50,9 +43,6 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int, experience_input:
             "not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)")
     else:
         parts = {BASE_KEY: base}
-    if check_experience_input(experience_input) == "compact":
-        parts["experience"] = compact_space(exp_dim)
-        return spaces.Dict(parts)
     parts["experience"] = spaces.Box(-np.inf, np.inf, (k, exp_dim), np.float32)
     parts["experience_utility"] = spaces.Box(-np.inf, np.inf, (k,), np.float32)
     parts["experience_mask"] = spaces.Box(0.0, 1.0, (k,), np.float32)

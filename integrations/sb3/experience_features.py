@@ -32,9 +32,9 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     and an episode with no experience pools to zeros. The output is
     ``[base features, pooled experience, guided flag]``.
 
-    It needs the full experience input (``experience_input="full"``, the wrappers' default):
-    the compact one (one key, the entries' mean) is for SB3's default policy, and is refused
-    here with a ``ValueError`` that says so.
+    It needs the wrappers' three experience keys: the experimental compact input (one key, the
+    entries' mean: :class:`~experience_wrappers.experimental.CompactExperience`) is for SB3's
+    default policy, and is refused here with a ``ValueError`` that says so.
 
     Args:
         observation_space: the wrapped Dict observation space.
@@ -52,9 +52,9 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
             raise ValueError(
                 "ExperienceFeaturesExtractor attends over the k shown entries one by one, but the observation carries "
                 f"the compact experience input (experience {observation_space['experience'].shape}: the entries' "
-                "mean and the fraction shown; no experience_mask): build the wrapper with experience_input='full' "
-                "(the default) for this extractor, or keep experience_input='compact' and use SB3's default policy "
-                "(PPO('MultiInputPolicy', env) without crl_policy_kwargs)")
+                "mean and the fraction shown; no experience_mask): drop the CompactExperience wrapper for this "
+                "extractor, or keep it and use SB3's default policy (PPO('MultiInputPolicy', env) without "
+                "crl_policy_kwargs)")
         keys = base_keys(observation_space)
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
         base_cls = base_extractor_class or CombinedExtractor

@@ -10,6 +10,8 @@ is :class:`~integrations.sb3.ComplementaryRL` trained with it. What was measured
 * :class:`NeighbourImitationCallback`: cloning the nearest demonstration entry's action on
   the agent's own states. Measured to hurt on KeyRoom-S5 from 5 demonstrations
   (``keyroom-5``, 5 seeds: 0.34 against the method's 0.46, CI of the difference above zero).
+* :class:`CompactExperienceVecEnv`: the experience in one observation key instead of three, for
+  SB3's default policy (:mod:`experience_wrappers.experimental.compact`); it tied the full input.
 * The value-baseline fallback (``ExperienceWrapper(..., experimental={"value_baseline": True})``
   with :class:`ExperimentalCRLCallback`, whose :class:`StartValues` fills in the critic's
   ``V(s0)`` as the free baseline): no closer to the paired baseline than the task's last
@@ -24,8 +26,10 @@ method's 0.92) and distillation did no better than the observation channel
 """
 
 from .callback import ExperimentalCRLCallback
+from .compact import CompactExperienceVecEnv
 from .method import ExperimentalComplementaryRL
 from .neighbour_imitation import NeighbourImitationCallback
 from .value_baseline import StartValues
 
-__all__ = ["ExperimentalCRLCallback", "ExperimentalComplementaryRL", "NeighbourImitationCallback", "StartValues"]
+__all__ = ["ExperimentalCRLCallback", "ExperimentalComplementaryRL", "NeighbourImitationCallback", "StartValues",
+           "CompactExperienceVecEnv"]
