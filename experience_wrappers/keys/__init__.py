@@ -2,8 +2,7 @@
 
 from .base import KeyEncoder, normalise_rows
 from .callable import CallableKeyEncoder
-from .flatten import batch_flatten, flat_dim
-from .random_projection import RandomProjectionKeyEncoder
+from .random_projection import RandomProjectionKeyEncoder, batch_flatten, flat_dim
 
 __all__ = [
     "KeyEncoder",
