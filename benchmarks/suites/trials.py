@@ -114,6 +114,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # its ablation: the extractor never trained (does summing a trial's rewards into entries earn its place?)
     "crl-trials-imitate-nearest-strong-frozen": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
                                                  "train_extractor": False},
+    # every env on a goal of its own (groups of 1, no free members, so no paired credit and the
+    # extractor frozen): does a rollout of 8 goals instead of 2 lift the method as it lifted PPO?
+    "crl-trials-imitate-nearest-strong-solo": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
+                                               "train_extractor": False, "group_size": 1, "free_members": 0},
     "ppo": {"kind": "crl", "scope": "none"},
     "ppo-sil": {"kind": "crl", "scope": "none", "sil": True},
     "ppo-visible": {"kind": "crl", "scope": "none", "goal": "visible"},
