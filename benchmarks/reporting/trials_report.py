@@ -92,6 +92,8 @@ STRONG_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-imitate-nearest-strong-random", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-imitate-nearest-strong-frozen", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-imitate-nearest-strong-frozen", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-imitate-nearest-strong-solo", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-imitate-nearest-strong-solo", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
 ]
 
