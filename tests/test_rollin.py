@@ -102,7 +102,7 @@ def test_first_action_is_read_from_the_contexts_first_row():
     ctx[:, -1] = 2
     ctx[0, key_dim + 1] = 1  # first action 1
     ctx[0, row + key_dim + 2] = 1  # a later action 2 does not count
-    ctx[1, key_dim: key_dim + n_act] = [0.2, 0.0, 0.0, 0.8]  # an averaged context (a merge): mostly action 3
+    ctx[1, key_dim: key_dim + n_act] = [0.2, 0.0, 0.0, 0.8]  # not a one-hot (a mix of actions): mostly action 3
     ctx[3, -1] = 0  # no rows
     actions, exact, readable = first_actions(ctx, key_dim, n_act)
     assert actions[:2].tolist() == [1, 3] and exact.tolist() == [True, False, False, False]

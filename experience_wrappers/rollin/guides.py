@@ -44,11 +44,11 @@ def first_actions(contexts: np.ndarray, key_dim: int, action_dim: int) -> tuple[
     (action_dim), reward, return-to-go]`` (float16, then a row count; see
     :func:`~experience_wrappers.extractor.segments.encode_segment`), whose first row is
     always the segment's first step (subsampling keeps it). The first row's action is a
-    one-hot, exact in float16, so it gives the entry's next action *exactly* (``exact``).
-    A merge averages the contexts of the entries it folds (:mod:`~experience_wrappers.bank.merge`):
-    the first row's action part is then the members' weighted mix of one-hots, and its argmax
-    is their most common first action (``exact`` False). A context of another layout, or
-    without a row, gives none (``readable`` False).
+    one-hot, exact in float16, so it gives the entry's next action *exactly* (``exact``; a
+    merge keeps the survivor's context and a refresh takes the item's, so every entry the
+    library writes reads so). A first row whose action part is not a one-hot (a context
+    written by other code, say a mix of actions) gives the argmax of that part (``exact``
+    False); a context of another width, or without a row, gives none (``readable`` False).
 
     Args:
         contexts: ``(n, context_dim)`` stored contexts.
@@ -61,7 +61,7 @@ def first_actions(contexts: np.ndarray, key_dim: int, action_dim: int) -> tuple[
 
     >>> ctx = np.zeros((2, 2 * 7 + 1), np.float16); ctx[:, -1] = 2  # key 2, 3 actions, 2 rows
     >>> ctx[0, 2 + 2] = 1  # a one-hot of action 2
-    >>> ctx[1, 2:5] = [0.25, 0.75, 0.0]  # an averaged context: mostly action 1
+    >>> ctx[1, 2:5] = [0.25, 0.75, 0.0]  # not a one-hot: mostly action 1
     >>> first_actions(ctx, key_dim=2, action_dim=3)
     (array([2, 1]), array([ True, False]), array([ True,  True]))
     """
