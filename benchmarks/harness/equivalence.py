@@ -8,6 +8,8 @@ Run it before and after a change that must preserve behaviour, and compare the t
 
 With the manager in sync mode, one torch thread and fixed seeds, a run is deterministic, so a
 refactoring that keeps behaviour gives identical episode sequences, bank contents and weights.
+Make both files on one machine: the same commit fingerprinted on another machine (another CPU,
+another BLAS path) can differ in the weights' last bits, and from there in the episodes.
 """
 
 from __future__ import annotations
