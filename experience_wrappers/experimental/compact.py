@@ -7,7 +7,7 @@ The wrappers add three keys to every observation: ``experience`` ``(k, d)``,
 :class:`~integrations.sb3.ExperienceVecEnv`) replace them by one, ``experience`` ``(d + 1,)``:
 the mask-weighted mean of the shown entries' values, followed by the fraction of the ``k``
 slots shown. An experience-free episode (nothing shown) reads as
-zeros, the same as ``"full"``'s padding, so the parts that build an observation "seen
+zeros, the same as the three keys' padding, so the parts that build an observation "seen
 without experience" by zeroing the experience keys (the value baseline, self-imitation's
 replayed states) read it unchanged.
 
