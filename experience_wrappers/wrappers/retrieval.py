@@ -112,9 +112,7 @@ class Retriever:
                  rng: np.random.Generator | None = None) -> QueryResult:
         """Query for the envs ``rows`` (``obs`` and ``task_ids`` hold those rows only) and show
         the answer to them from now on; returns the bank's answer."""
-        task_ids = np.asarray(task_ids, dtype=np.int64)
-        keys = self.keys(obs, task_ids)
-        res = self._query_keys(keys, task_ids, record, rng)
+        res = self.query(obs, task_ids, record=record, rng=rng)
         self.mask[rows] = res.mask
         self.ids[rows] = res.ids
         self.utility[rows] = res.utility
