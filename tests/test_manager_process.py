@@ -260,15 +260,18 @@ def test_ppo_with_the_learner_in_its_own_process():
     venv.close()
 
 
-def test_a_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_path):
+@pytest.mark.parametrize("width", [4, 8192])
+def test_a_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_path, width):
     """``spawn`` re-imports the main module: a script that builds a process-mode manager at
-    module level fails in the re-import; the error names the guard (or mode='async')."""
+    module level fails in the re-import; the error names the guard (or mode='async'). With a
+    wide observation the key encoder's projection pickles to megabytes: the script still ends
+    (it hung while the settings went through spawn's own pipe, which the parent holds open)."""
     script = tmp_path / "train.py"
     script.write_text(
         "import numpy as np\n"
         "from gymnasium import spaces\n"
         "from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig\n"
-        "ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2),\n"
+        f"ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, ({width},), np.float32), spaces.Discrete(2),\n"
         "                  config=ManagerConfig(mode='process')).close()\n")
     repo = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}

@@ -26,6 +26,9 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``...-replica`` (``crl-same-net-vec-replica``, ``crl-default-vec-replica`` and their ``-process``
   forms): the arm without the suffix with ``ManagerConfig(read_replica=True)``: the retrievals read
   a copy of the bank swapped in whole at each rollout's end, so no retrieval waits for a write;
+* ``crl-default``: the README's two-line form as a user writes it on an existing script: an
+  ``ExperienceWrapper`` per env, SB3's default policy, ``CRLCallback()`` with its defaults;
+  compared with ``ppo-default``;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
@@ -43,6 +46,7 @@ Run::
     python -m benchmarks.perf.overhead                    # 2 rounds x 8192 steps per arm and env
     python -m benchmarks.perf.overhead --steps 4096 --rounds 1 --envs CartPole-v1
     python -m benchmarks.perf.overhead --arms ppo crl-same-net-vec ppo-default crl-default-vec --no-profile
+    python -m benchmarks.perf.overhead --envs MiniHack-Room-5x5-v0 --arms crl-default --n-envs 4 --steps 16384 --rounds 3 --no-profile
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ from integrations.sb3.env_families import build_env, family_of
 
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default-vec",
+ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default", "crl-default-vec",
         "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
         "crl-same-net-vec-process-each", "crl-default-vec-process-each", "crl-same-net-vec-replica",
         "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica",
@@ -81,9 +85,13 @@ BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}
 
 
-def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False) -> dict[str, Any]:
-    """Train one arm for ``steps`` and time ``model.learn`` (env and model construction excluded)."""
+def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False,
+            n_envs: int | None = None) -> dict[str, Any]:
+    """Train one arm for ``steps`` and time ``model.learn`` (env and model construction excluded);
+    ``n_envs`` None: the env's hyperparameter block's."""
     hyper = load_hyperparams(env_id)
+    if n_envs is not None:
+        hyper["n_envs"] = n_envs
     fam = family_of(env_id)
     crl = arm.startswith("crl")
     bank = ExperienceBank(seed=seed) if crl else None
@@ -153,6 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--n-envs", type=int, default=None, help="envs per run (default: the hyperparameter block's)")
     p.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS,
                    help="arms to run (each with its PPO baseline, added when missing)")
     p.add_argument("--no-profile", action="store_true", help="skip the profile of one CRL run on CartPole")
@@ -164,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for r in range(args.rounds):
         for env_id in args.envs:
             for arm in arms:
-                res = measure(env_id, arm, args.steps, args.seed + r)
+                res = measure(env_id, arm, args.steps, args.seed + r, n_envs=args.n_envs)
                 res["round"] = r
                 runs.append(res)
                 print(f"round {r} {env_id:24} {arm:16} {res['steps_per_s']:8.0f} steps/s "

@@ -91,8 +91,10 @@ class LearnerProcess:
         self.outbox: Any = ctx.Queue()  # from the learner
         init = {"key_encoder": key_encoder, "action_space": action_space, "config": config,
                 "extractor_config": extractor_config}
-        self.process = ctx.Process(target=serve, args=(init, self.inbox, self.outbox), name="crl-learner",
-                                   daemon=True)
+        # the settings go through the inbox, not the process's arguments: spawn writes those into a
+        # pipe the parent itself holds open until the write ends, so a child that dies before reading
+        # them (a script without a main guard) would leave the parent blocked on a large key encoder
+        self.process = ctx.Process(target=serve, args=(self.inbox, self.outbox), name="crl-learner", daemon=True)
         try:
             self.process.start()
         except RuntimeError as exc:
@@ -102,6 +104,7 @@ class LearnerProcess:
                 "mode='process' starts the learner with multiprocessing's 'spawn', which re-imports the "
                 "main module: in a script, build the env and the model under "
                 "`if __name__ == \"__main__\":` (or use mode='async')") from exc
+        self.inbox.put(init)  # the queue's feeder thread writes it: never blocks this thread
         # a manager dropped without close() still stops its process
         self._finalizer = weakref.finalize(self, _shutdown, self.process, self.inbox, self.outbox, 5.0)
         self._tokens = 0
@@ -273,9 +276,10 @@ class _Learner:
         return True
 
 
-def serve(init: dict[str, Any], inbox: Any, outbox: Any) -> None:
-    """The learner process's loop: one message at a time, until ``stop``."""
-    state = _Learner(init, outbox)
+def serve(inbox: Any, outbox: Any) -> None:
+    """The learner process's loop: its settings (the first message), then one message at a time,
+    until ``stop``."""
+    state = _Learner(inbox.get(), outbox)
     while True:
         kind, payload = inbox.get()
         try:
