@@ -108,6 +108,10 @@ _ALL += [
                           "replay one task instance per episode index, guided members credited against the free "
                           "members of their own instance, each entry by the steps it was shown (crl-sil-obs: "
                           "against the last 100 free episodes of other layouts, every entry alike)"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-process", manager={"mode": "process"},
+                 question="the method with its manager's learner in a process of its own (distillation and "
+                          "extractor training off the PPO process; entries written at polls): what the speed "
+                          "costs in learning against crl-sil-obs (the default async thread)"),
     _OWN := attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
                          question="the method on the agent's own successes only (no demonstrations)"),
     # does the bank earn its place on the agent's own successes? one change each
