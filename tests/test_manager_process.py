@@ -260,23 +260,48 @@ def test_ppo_with_the_learner_in_its_own_process():
     venv.close()
 
 
-@pytest.mark.parametrize("width", [4, 8192])
-def test_a_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_path, width):
-    """``spawn`` re-imports the main module: a script that builds a process-mode manager at
-    module level fails in the re-import; the error names the guard (or mode='async'). With a
-    wide observation the key encoder's projection pickles to megabytes: the script still ends
-    (it hung while the settings went through spawn's own pipe, which the parent holds open)."""
+def _run_script(tmp_path: Path, code: str) -> subprocess.CompletedProcess:
     script = tmp_path / "train.py"
-    script.write_text(
+    script.write_text(code)
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=tmp_path)
+
+
+@pytest.mark.parametrize("width", [4, 8192])
+def test_a_script_without_a_main_guard_runs_the_learner_process(tmp_path, width):
+    """``spawn`` would re-run an unguarded script in the child; the learner is started without
+    the main module (it needs nothing of it), so the README's lines work in a plain script. With
+    a wide observation the key encoder's projection pickles to megabytes (it once hung the
+    script, its settings written into spawn's own pipe)."""
+    out = _run_script(tmp_path, (
         "import numpy as np\n"
         "from gymnasium import spaces\n"
         "from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig\n"
-        f"ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, ({width},), np.float32), spaces.Discrete(2),\n"
-        "                  config=ManagerConfig(mode='process')).close()\n")
-    repo = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120,
-                         cwd=tmp_path)
+        f"mgr = ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, ({width},), np.float32), spaces.Discrete(2),\n"
+        "                         config=ManagerConfig(mode='process'))\n"
+        "mgr.flush()\n"
+        "print('learner pid', mgr.stats()['learner_pid'] if 'learner_pid' in mgr.stats() else 'ok')\n"
+        "mgr.close()\n"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("learner pid") == 1  # the script ran once: the child did not run it again
+
+
+def test_a_key_encoder_of_the_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_path):
+    """A key encoder whose class lives in the script needs the script in the child: ``spawn``
+    re-imports it there, and without the guard the error names the guard (or mode='async')."""
+    out = _run_script(tmp_path, (
+        "import numpy as np\n"
+        "from gymnasium import spaces\n"
+        "from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig\n"
+        "from experience_wrappers.keys import KeyEncoder\n"
+        "class Enc(KeyEncoder):\n"
+        "    key_dim = 4\n"
+        "    def encode(self, obs_batch, task_ids):\n"
+        "        return np.asarray(obs_batch, np.float32)\n"
+        "ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2), key_encoder=Enc(),\n"
+        "                  config=ManagerConfig(mode='process')).close()\n"))
     assert out.returncode != 0
     assert 'if __name__ == "__main__":' in out.stderr, out.stderr[-2000:]
 

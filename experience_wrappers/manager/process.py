@@ -53,6 +53,7 @@ from ..keys import KeyEncoder
 from .config import ManagerConfig
 from .episode_entries import Distiller, Proposal
 from .learner import ExtractorLearner
+from .spawn import refers_to_main, start_without_main
 
 __all__ = ["LearnerProcess", "LearnerProcessError"]
 
@@ -96,14 +97,19 @@ class LearnerProcess:
         # them (a script without a main guard) would leave the parent blocked on a large key encoder
         self.process = ctx.Process(target=serve, args=(self.inbox, self.outbox), name="crl-learner", daemon=True)
         try:
-            self.process.start()
+            if refers_to_main(pickle.dumps(init)):  # the child needs the script's classes: it imports the script
+                self.process.start()
+            else:  # the script is not run again in the child: no main guard needed
+                start_without_main(self.process)
         except RuntimeError as exc:
             if "bootstrapping phase" not in str(exc):
                 raise
             raise RuntimeError(
                 "mode='process' starts the learner with multiprocessing's 'spawn', which re-imports the "
-                "main module: in a script, build the env and the model under "
-                "`if __name__ == \"__main__\":` (or use mode='async')") from exc
+                "main module where the learner's settings refer to it (here: a key encoder defined in the "
+                "script): in a script, build the env and the model under "
+                "`if __name__ == \"__main__\":` (or define the key encoder in a module of its own, or use "
+                "mode='async')") from exc
         self.inbox.put(init)  # the queue's feeder thread writes it: never blocks this thread
         # a manager dropped without close() still stops its process
         self._finalizer = weakref.finalize(self, _shutdown, self.process, self.inbox, self.outbox, 5.0)
