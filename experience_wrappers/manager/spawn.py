@@ -41,7 +41,7 @@ def start_without_main(process: Any) -> None:
         process.start()
         return
     with _LOCK:
-        saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+        saved: dict[str, Any] = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
         main.__spec__ = None
         main.__dict__.pop("__file__", None)
         try:
