@@ -176,10 +176,12 @@ def test_end_to_end_dummy_vec_env_cartpole():
     assert mgr.rollouts == 5
 
 
-def test_default_async_flow_fills_the_bank_by_the_end_of_training():
+def test_default_flow_fills_the_bank_by_the_end_of_training():
+    """The README's two lines: the default manager (``mode="auto"``) runs its learner in a
+    process of its own; every episode is processed and written by the end of training."""
     bank = ExperienceBank()
     env = ExperienceWrapper(gym.make("CartPole-v1"), bank)
-    assert env.manager.config.mode == "async"
+    assert env.manager.config.mode == "auto" and env.manager.mode == "process"
     model = PPO("MultiInputPolicy", env, **PPO_KW)
     cb = CRLCallback()
     model.learn(512, callback=cb)

@@ -28,7 +28,8 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
   a copy of the bank swapped in whole at each rollout's end, so no retrieval waits for a write;
 * ``crl-default``: the README's two-line form as a user writes it on an existing script: an
   ``ExperienceWrapper`` per env, SB3's default policy, ``CRLCallback()`` with its defaults;
-  compared with ``ppo-default``;
+  compared with ``ppo-default``; ``crl-default-async``: the same with the learner on a thread
+  (``mode="async"``, the default before ``"auto"``), beside it in the same rounds;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
@@ -75,8 +76,8 @@ from integrations.sb3.env_families import build_env, family_of
 
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default", "crl-default-vec",
-        "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
+ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default",
+        "crl-default-async", "crl-default-vec", "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
         "crl-same-net-vec-process-each", "crl-default-vec-process-each", "crl-same-net-vec-replica",
         "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica",
         "crl-default-vec-compact", "crl-default-vec-process-compact", "crl-default-vec-process-replica-compact")
@@ -99,6 +100,8 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False,
     manager_kwargs: dict[str, Any] | None = None if mode is None else {"mode": mode}
     if arm.endswith("-each"):
         manager_kwargs = {"mode": "process", "handover_every": 1}
+    if arm.endswith("-async"):
+        manager_kwargs = {"mode": "async"}
     if "-replica" in arm:  # the retrievals read a replica swapped at each rollout's end
         manager_kwargs = {**(manager_kwargs or {}), "read_replica": True}
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,

@@ -116,11 +116,13 @@ class ManagerConfig:
     """How episodes become bank entries and how the extractor learns from their outcomes.
 
     Attributes:
-        mode: ``"async"`` (a background thread distils and trains; the actor never waits
-            for it, but shares the GIL with it), ``"process"`` (a learner process distils and
-            trains; credit stays in ``submit``, the bank in the actor's process:
-            :mod:`experience_wrappers.manager.process`) or ``"sync"`` (everything happens
-            inside ``submit``: deterministic, for tests).
+        mode: ``"auto"`` (the default: ``"process"`` where a learner process can start,
+            else ``"async"``; :func:`~experience_wrappers.manager.backend.resolve_mode`),
+            ``"process"`` (a learner process distils and trains; credit stays in ``submit``,
+            the bank in the actor's process: :mod:`experience_wrappers.manager.process`),
+            ``"async"`` (a background thread distils and trains; the actor never waits for it,
+            but shares the GIL with it) or ``"sync"`` (everything happens inside ``submit``:
+            deterministic, for tests).
         segment_every: a new entry starts every this many steps of an episode
             (0: one entry per episode, at its start).
         batch_size: credited samples per extractor update (the paper: 64).
@@ -178,7 +180,7 @@ class ManagerConfig:
 
     __signature__: ClassVar[inspect.Signature]  # the fields', for help() and the API page
 
-    mode: str = attrs.field(default="async", validator=attrs.validators.in_(("sync", "async", "process")))
+    mode: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "sync", "async", "process")))
     segment_every: int = attrs.field(default=8, validator=[is_int, non_negative, at_most(MAX_LEN)])
     batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
     ssl_batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])

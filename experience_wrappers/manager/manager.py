@@ -27,7 +27,7 @@ from ..keys.base import checked_keys
 from ..replay import SuccessReplay
 from ..schedule import Schedule
 from ..validators import check_int, check_real
-from .backend import LearnerBackend
+from .backend import LearnerBackend, resolve_mode
 from .config import ManagerConfig
 from .crediting import attribute
 from .entry_writes import EntryWriter
@@ -66,7 +66,8 @@ class ExperienceManager:
     when a batch of fresh segments is. ``merge()`` folds near duplicates.
 
     Where (2)-(3) run is the learner backend's (:mod:`experience_wrappers.manager.backend`,
-    chosen by ``config.mode``): ``sync`` inside ``submit``; ``async`` on a worker thread
+    chosen by ``config.mode``; ``"auto"``, the default, is ``process`` where a learner process can
+    start, else ``async``): ``sync`` inside ``submit``; ``async`` on a worker thread
     (``submit`` only enqueues, and the credit runs there too); ``process`` in a learner process
     of its own (:mod:`experience_wrappers.manager.process`: the credit runs in ``submit``, the bank
     stays here, so queries never wait). Credited episodes go to it ``handover_every`` at a
@@ -108,7 +109,9 @@ class ExperienceManager:
         #: the one writer of proposed entries into the bank (every backend writes through it)
         self.writer = EntryWriter(bank, self.stats_lock)
         #: where distillation and extractor training run (:mod:`.backend`)
-        self.backend: LearnerBackend = _BACKENDS[self.config.mode](
+        #: where the learner runs: ``config.mode``, with ``"auto"`` resolved (:func:`.backend.resolve_mode`)
+        self.mode = resolve_mode(self.config.mode, self.key_encoder)
+        self.backend: LearnerBackend = _BACKENDS[self.mode](
             self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
             partial(attribute, self), self.stats_lock)
         #: the copy of the bank the wrappers' retrievals query (``config.read_replica``; None: the bank)
