@@ -288,6 +288,27 @@ def test_a_script_without_a_main_guard_runs_the_learner_process(tmp_path, width)
     assert out.stdout.count("learner pid") == 1  # the script ran once: the child did not run it again
 
 
+def test_by_default_a_key_encoder_of_the_script_keeps_the_learner_on_a_thread(tmp_path):
+    """``mode="auto"`` (the default) would need the script in a learner process for a key
+    encoder defined there: it runs the learner on a thread instead, so an unguarded script that
+    worked before the default changed still works."""
+    out = _run_script(tmp_path, (
+        "import numpy as np\n"
+        "from gymnasium import spaces\n"
+        "from experience_wrappers import ExperienceBank, ExperienceManager\n"
+        "from experience_wrappers.keys import KeyEncoder\n"
+        "class Enc(KeyEncoder):\n"
+        "    key_dim = 4\n"
+        "    def encode(self, obs_batch, task_ids):\n"
+        "        return np.asarray(obs_batch, np.float32)\n"
+        "mgr = ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2), "
+        "key_encoder=Enc())\n"
+        "print('mode', mgr.mode)\n"
+        "mgr.close()\n"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["mode", "async"]
+
+
 def test_a_key_encoder_of_the_script_without_a_main_guard_gets_an_error_that_says_what_to_do(tmp_path):
     """A key encoder whose class lives in the script needs the script in the child: ``spawn``
     re-imports it there, and without the guard the error names the guard (or mode='async')."""

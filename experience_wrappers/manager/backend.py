@@ -31,6 +31,7 @@ import numpy as np
 
 from ..bank import Provenance
 from .episode import Episode
+from .spawn import refers_to_main
 
 if TYPE_CHECKING:
     from .episode_entries import Distiller
@@ -135,7 +136,8 @@ def resolve_mode(mode: str, key_encoder: object) -> str:
     start, else ``"async"`` (said in the log); the other modes are themselves.
 
     A learner process needs a key encoder that pickles (a ``CallableKeyEncoder`` around a
-    lambda does not) and a process allowed to have children (a daemonic one, such as a
+    lambda does not) and whose class is not defined in the main script (the child would run
+    the script again: :mod:`.spawn`), and a process allowed to have children (a daemonic one, such as a
     ``multiprocessing.Pool`` worker, is not). Measured (``docs/scaling.md``): with the learner in
     a process the two-line form runs at 0.62x PPO's steps/s on MiniHack-Room-5x5 and 0.65x on
     CartPole, against 0.43x and 0.52x with the worker thread, which shares the actor's GIL.
@@ -150,9 +152,14 @@ def resolve_mode(mode: str, key_encoder: object) -> str:
                  "a learner process")
         return "async"
     try:
-        pickle.dumps(key_encoder)
+        pickled = pickle.dumps(key_encoder)
     except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing
         log.info("mode='auto': the learner runs on a thread (mode='async'): the key encoder %s cannot be sent "
                  "to a learner process (%r)", type(key_encoder).__name__, exc)
+        return "async"
+    if refers_to_main(pickled):  # the child would run the script again, which needs a main guard
+        log.info("mode='auto': the learner runs on a thread (mode='async'): the key encoder %s is defined in "
+                 "the main script, which a learner process would have to run again; define it in a module "
+                 "(or ask for mode='process' under a main guard)", type(key_encoder).__name__)
         return "async"
     return "process"
