@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -325,6 +326,67 @@ def test_a_key_encoder_of_the_script_without_a_main_guard_gets_an_error_that_say
         "                  config=ManagerConfig(mode='process')).close()\n"))
     assert out.returncode != 0
     assert 'if __name__ == "__main__":' in out.stderr, out.stderr[-2000:]
+
+
+_WAITING_SCRIPT = (
+    "import time\n"
+    "import numpy as np\n"
+    "from gymnasium import spaces\n"
+    "from experience_wrappers import ExperienceBank, ExperienceManager\n"
+    "mgr = ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2))\n"
+    "mgr.flush()\n"
+    "print(mgr.learner_pid, flush=True)\n"
+    "time.sleep(60)\n")
+
+
+def _start_waiting_script(tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    script = tmp_path / "train.py"
+    script.write_text(_WAITING_SCRIPT)
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=tmp_path, start_new_session=True)
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:  # a zombie (exited, not reaped yet) is gone too
+                if f.read().split(") ")[-1].startswith("Z"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="process groups and /proc")
+def test_ctrl_c_stops_the_script_and_its_learner_with_one_traceback(tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: the learner ignores it and stops
+    with the script, which prints the only traceback."""
+    proc, learner = _start_waiting_script(tmp_path)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert err.count("Traceback") == 1 and "manager/process.py" not in err, err[-3000:]
+    assert _gone(learner, 30)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc")
+def test_a_learner_whose_script_was_killed_stops_on_its_own(tmp_path):
+    """SIGKILL gives the script no chance to stop its learner: the learner sees its parent gone
+    and ends, instead of waiting for messages forever."""
+    proc, learner = _start_waiting_script(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _gone(learner, 30)
 
 
 def test_no_credit_overtakes_the_eviction_of_its_entry(managers, tmp_path):

@@ -36,6 +36,7 @@ import logging
 import multiprocessing as mp
 import pickle
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 
 #: torch threads in the learner process (one: it shares the machine with the actor)
 LEARNER_TORCH_THREADS = 1
+#: seconds between the idle learner process's checks that the actor's process still lives
+PARENT_CHECK_S = 2.0
 
 
 class LearnerProcessError(RuntimeError):
@@ -284,10 +287,20 @@ class _Learner:
 
 def serve(inbox: Any, outbox: Any) -> None:
     """The learner process's loop: its settings (the first message), then one message at a time,
-    until ``stop``."""
+    until ``stop``, or until the actor's process is gone (killed: nobody reads what this makes).
+
+    Ctrl-C is ignored here: a terminal sends it to the actor too, whose exit stops this process
+    (one traceback, the actor's, instead of two)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     state = _Learner(inbox.get(), outbox)
+    parent = mp.parent_process()
     while True:
-        kind, payload = inbox.get()
+        try:
+            kind, payload = inbox.get(timeout=PARENT_CHECK_S)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                break
+            continue
         try:
             if not state.handle(kind, payload):
                 break
