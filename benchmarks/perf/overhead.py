@@ -30,6 +30,8 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
   ``ExperienceWrapper`` per env, SB3's default policy, ``CRLCallback()`` with its defaults;
   compared with ``ppo-default``; ``crl-default-async``: the same with the learner on a thread
   (``mode="async"``, the default before ``"auto"``), beside it in the same rounds;
+  ``crl-default-nosil``: without self-imitation (``CRLCallback(self_imitation=False)``), and
+  ``crl-default-nocallback``: the wrappers alone, no callback: what each part of the two lines costs;
 * ``ppo-default`` and ``crl-default-vec``: SB3's default policy for both (no policy
   arguments: ``MultiInputPolicy``'s ``CombinedExtractor`` on a Dict observation, which on the
   CRL arm also reads the experience keys; ``MlpPolicy`` on CartPole's PPO), the CRL arm through
@@ -77,7 +79,7 @@ from integrations.sb3.env_families import build_env, family_of
 BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default",
-        "crl-default-async", "crl-default-vec", "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
+        "crl-default-async", "crl-default-nosil", "crl-default-nocallback", "crl-default-vec", "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
         "crl-same-net-vec-process-each", "crl-default-vec-process-each", "crl-same-net-vec-replica",
         "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica",
         "crl-default-vec-compact", "crl-default-vec-process-compact", "crl-default-vec-process-replica-compact")
@@ -122,7 +124,9 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False,
     policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
     ppo_kwargs: dict[str, Any] = {k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper}  # "lin_1e-3": a schedule
     model = PPO(policy, env, seed=seed, policy_kwargs=policy_kwargs, **ppo_kwargs)
-    callback = CRLCallback() if crl else None
+    callback = None
+    if crl and not arm.endswith("-nocallback"):
+        callback = CRLCallback(self_imitation=False) if arm.endswith("-nosil") else CRLCallback()
     if crl:  # a learner process is started (spawn, imports) before the clock starts, as the env is
         find_experience(env)[0][0].flush()
     prof = cProfile.Profile() if profile else None
