@@ -12,8 +12,9 @@ get MiniHack's env factory and glyph CNN (the library's env families); any other
 ``gym.make``. ``--top N`` also lists the ``N`` functions of this library (and its MiniHack
 adapter) with the most own time per step in the experience run, so the area that costs most
 can be opened at the function. ``--out FILE`` writes the figures as JSON. ``--mode sync`` runs the manager on
-the actor's thread: in the default ``async`` mode its thread's work (distillation, extractor
-training) is not in the profile, which sees the actor's thread only.
+the actor's thread: in the default (``auto``: the learner in a process of its own, where one can
+start) and in ``async`` mode (a thread) the learner's work (distillation, extractor training) is
+not in the profile, which sees the actor's thread only.
 
 A profiler slows Python calls more than C calls, so the areas' shares are indicative and the
 steps/s printed (profiled) are lower than unprofiled; ``benchmarks.perf.overhead`` measures the
@@ -79,7 +80,7 @@ def area_of(filename: str, function: str) -> str:
 
 
 def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: int,
-                mode: str = "async", top: int = 0) -> dict[str, Any]:
+                mode: str = "auto", top: int = 0) -> dict[str, Any]:
     """Train one run under ``cProfile``; its steps/s, its own time per env step by area (µs) and,
     with ``top``, the library's ``top`` functions by own time per step (``top_functions``)."""
     import torch
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=8192)
     p.add_argument("--n-envs", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mode", choices=("async", "sync"), default="async",
+    p.add_argument("--mode", choices=("auto", "process", "async", "sync"), default="auto",
                    help="the manager's mode (sync: its work on the actor's thread, so in the profile)")
     p.add_argument("--top", type=int, default=15, help="list this library's N costliest functions (0: none)")
     p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
