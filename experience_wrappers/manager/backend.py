@@ -137,10 +137,10 @@ def resolve_mode(mode: str, key_encoder: object) -> str:
 
     A learner process needs a key encoder that pickles (a ``CallableKeyEncoder`` around a
     lambda does not) and whose class is not defined in the main script (the child would run
-    the script again: :mod:`.spawn`), and a process allowed to have children (a daemonic one, such as a
-    ``multiprocessing.Pool`` worker, is not). Measured (``docs/scaling.md``): with the learner in
-    a process the two-line form runs at 0.62x PPO's steps/s on MiniHack-Room-5x5 and 0.65x on
-    CartPole, against 0.43x and 0.52x with the worker thread, which shares the actor's GIL.
+    the script again: :mod:`.spawn`), and a process allowed to have children (a daemonic one,
+    such as a ``multiprocessing.Pool`` worker, is not). Measured (``docs/scaling.md``): with the learner in
+    a process the two-line form runs at 0.62x PPO's steps/s on MiniHack-Room-5x5 and 0.63x on
+    CartPole, against 0.44x and 0.50x with the worker thread, which shares the actor's GIL.
 
     >>> resolve_mode("sync", None), resolve_mode("auto", lambda: 0)
     ('sync', 'async')
