@@ -112,6 +112,10 @@ _ALL += [
                  question="the method with its manager's learner in a process of its own (distillation and "
                           "extractor training off the PPO process; entries written at polls): what the speed "
                           "costs in learning against crl-sil-obs (the default async thread)"),
+    attrs.evolve(_METHOD, name="crl-sil-obs-sil2",
+                 imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS, "n_batches": 2},
+                 question="the method with half self-imitation's gradient steps per update (2 batches of 256 "
+                          "instead of 4): what its cost buys in learning"),
     _OWN := attrs.evolve(_METHOD, name="crl-sil-own", demonstrations=0,
                          question="the method on the agent's own successes only (no demonstrations)"),
     # does the bank earn its place on the agent's own successes? one change each

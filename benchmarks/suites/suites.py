@@ -11,7 +11,7 @@ __all__ = ["Suite", "SUITES", "WAYS_ARMS", "ABLATION_ARMS", "KEYROOM_ARMS"]
 WAYS_ARMS = ("crl-obs",)
 KEYROOM_ARMS = ("ppo", "ppo-bc", "ppo-kickstart", "ppo-sil", "crl-sil-obs", "crl-sil-plain",
                 "crl-sil-obs-no-sil", "crl-sil-obs-random", "crl-sil-obs-static", "crl-sil-obs-no-exp",
-                "crl-sil-obs-process")
+                "crl-sil-obs-process", "crl-sil-obs-sil2")
 ABLATION_ARMS = ("crl-static", "crl-all-guided", "crl-mixed-adv", "crl-random-retrieval", "crl-sync")
 
 
