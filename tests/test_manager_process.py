@@ -329,7 +329,9 @@ def test_a_key_encoder_of_the_script_without_a_main_guard_gets_an_error_that_say
 
 
 _WAITING_SCRIPT = (
+    "import signal\n"
     "import time\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if started ignoring it\n"
     "import numpy as np\n"
     "from gymnasium import spaces\n"
     "from experience_wrappers import ExperienceBank, ExperienceManager\n"
