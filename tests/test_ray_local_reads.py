@@ -116,13 +116,13 @@ def test_where_nothing_polls_an_episode_start_refreshes_a_replica_older_than_its
     service = _service()
     env = service.wrap(gym.make("CartPole-v1"), query_mode="knn", seed=0)
     manager = env.manager
-    manager.replica_ttl = 0.2
+    manager.replica_ttl = 3.0  # long enough that a loaded machine's reset and add stay inside it
     env.reset(seed=0)
     keys = np.random.default_rng(0).standard_normal((8, manager.key_encoder.key_dim)).astype(np.float32)
     _add(service, manager, keys)
     env.reset()
     assert manager.replicas.swaps == 0  # not due yet
-    time.sleep(0.25)
+    time.sleep(3.05)
     env.reset()  # the wrapper reads the guided ratio at each episode start: the refresh is due
     assert manager.replicas.swaps == 1 and manager.replicas.current.version == service.version
     with pytest.raises(ValueError, match="replica_ttl must be None or a finite number > 0, got 0"):
