@@ -176,6 +176,7 @@ def test_end_to_end_dummy_vec_env_cartpole():
     assert mgr.rollouts == 5
 
 
+@pytest.mark.default_mode
 def test_default_flow_fills_the_bank_by_the_end_of_training():
     """The README's two lines: the default manager (``mode="auto"``) runs its learner in a
     process of its own; every episode is processed and written by the end of training."""
