@@ -1,22 +1,19 @@
 """Read replicas (:class:`~experience_wrappers.bank.BankReplica`): a replica answers exactly as the
 bank did at the version it copied, whatever the bank does next; its single-key path answers as the
-bank's steps; its retrieval counts reach the bank; the manager's replica is swapped at polls and
-read without the bank's lock."""
+bank's steps; its retrieval counts reach the bank; it is read without the bank's lock; the holder
+a service's worker swaps it in with (``integrations.ray.replica_holder``); the manager's own read
+replica was removed and is refused by name."""
 
 from __future__ import annotations
 
 import threading
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
-from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
+from experience_wrappers import ExperienceBank, ManagerConfig
 from experience_wrappers.bank import BankReplica
-from experience_wrappers.manager import Episode
-from experience_wrappers.manager.replicas import ReplicaHolder
-from experience_wrappers.wrappers import ExperienceOptions
-from experience_wrappers.wrappers.retrieval import Retriever
+from integrations.ray.replica_holder import ReplicaHolder
 from tests.test_bank_query_fast_path import assert_same_result, churned_bank
 
 F32 = np.float32
@@ -119,97 +116,54 @@ def test_the_holder_publishes_only_changes_and_swaps_whole():
     bank = ExperienceBank(capacity=64, seed=0)
     holder = ReplicaHolder(bank)
     first = holder.current
-    holder.publish()
-    assert holder.swap().size == 0 and holder.current is first  # nothing changed: nothing copied
+    assert holder.swap().size == 0 and holder.current is first  # nothing published: nothing swapped
     bank.add(np.eye(4, dtype=F32), np.ones((4, 2), F32))
     assert holder.lag == 1 and len(holder.current) == 0
-    holder.publish()
+    newer = bank.replica()
+    holder.publish(newer)
+    holder.publish(first)  # an older copy published later does not replace the newer one
     assert len(holder.current) == 0  # readers see the copy only after they swap
     holder.swap()
     assert len(holder.current) == 4 and holder.lag == 0 and holder.swaps == 1
 
 
-def _episode(obs_dim: int = 4, steps: int = 12, success: bool = True, ids=()) -> Episode:
-    rng = np.random.default_rng(steps)
-    return Episode(observations=rng.normal(size=(steps, obs_dim)).astype(F32), actions=rng.integers(0, 2, steps),
-                   rewards=np.ones(steps), success=success, guided=bool(len(ids)),
-                   injected_ids=np.asarray(ids, np.int64))
+def test_queries_on_a_replica_never_wait_for_a_write_to_its_bank():
+    bank = ExperienceBank(capacity=64, seed=0)
+    bank.add(np.eye(4, dtype=F32), np.ones((4, 2), F32))
+    replica = bank.replica()
+    held, release = threading.Event(), threading.Event()
 
+    def writer() -> None:
+        with bank.core.lock.write():  # a write in progress, as long as the test says
+            held.set()
+            release.wait(10)
 
-def _cartpole_manager(mode: str) -> ExperienceManager:
-    env = gym.make("CartPole-v1")
-    mgr = ExperienceManager(ExperienceBank(seed=0), env.observation_space, env.action_space,
-                            config=ManagerConfig(mode=mode, read_replica=True, extractor={"seed": 0}))
-    env.close()
-    return mgr
+    t = threading.Thread(target=writer)
+    t.start()
+    held.wait(5)
+    answered = threading.Event()
 
+    def read() -> None:
+        replica.query(np.eye(4, dtype=F32)[:1], 2, mode="knn")
+        answered.set()
 
-@pytest.mark.parametrize("mode", ["sync", "async", "process"])
-def test_the_managers_replica_shows_new_entries_after_the_next_poll(mode):
-    mgr = _cartpole_manager(mode)
+    reader = threading.Thread(target=read)
+    reader.start()
     try:
-        retriever = Retriever.for_manager(mgr, 2, ExperienceOptions(k=2, query_mode="knn"))
-        obs = np.zeros((2, 4), F32)
-        mgr.submit(_episode())
-        mgr.flush()
-        if mode == "process":  # the entries come back at the next poll, on the writer thread
-            mgr.poll()
-            mgr.flush()
-        assert len(mgr.bank) > 0 and len(mgr.reader) == 0  # written, not yet seen
-        assert not retriever.retrieve(np.arange(2), obs, np.zeros(2, np.int64)).mask.any()
-        mgr.poll()
-        mgr.flush()  # async: the copy is made on the worker
-        mgr.poll()
-        assert len(mgr.reader) == len(mgr.bank) and mgr.stats()["replica_lag"] == 0
-        res = retriever.retrieve(np.arange(2), obs, np.zeros(2, np.int64))
-        assert res.mask.all()
-        mgr.poll()
-        mgr.flush()
-        retrieved = mgr.bank.entries()["n_retrieved"].sum()
-        assert retrieved == res.mask.sum()  # the replica's retrievals were counted in the bank
+        assert answered.wait(5), "a query on the replica waited for the bank's write lock"
     finally:
-        mgr.close()
+        release.set()
+        t.join()
+        reader.join()
 
 
-def test_retrievals_from_the_replica_never_wait_for_a_write():
-    mgr = _cartpole_manager("sync")
-    try:
-        mgr.submit(_episode())
-        mgr.poll()
-        retriever = Retriever.for_manager(mgr, 1, ExperienceOptions(k=2, query_mode="knn"))
-        held, release = threading.Event(), threading.Event()
-
-        def writer() -> None:
-            with mgr.bank.core.lock.write():  # a write in progress, as long as the test says
-                held.set()
-                release.wait(10)
-
-        t = threading.Thread(target=writer)
-        t.start()
-        held.wait(5)
-        answered = threading.Event()
-
-        def read() -> None:
-            retriever.retrieve(np.arange(1), np.zeros((1, 4), F32), np.zeros(1, np.int64))
-            answered.set()
-
-        reader = threading.Thread(target=read)
-        reader.start()
-        try:
-            assert answered.wait(5), "a retrieval waited for the bank's write lock"
-        finally:
-            release.set()
-            t.join()
-            reader.join()
-    finally:
-        mgr.close()
-
-
-def test_the_replica_setting_round_trips_and_is_checked():
-    cfg = ManagerConfig(read_replica=True)
-    assert ManagerConfig.from_dict(cfg.to_dict()).read_replica is True
-    with pytest.raises(TypeError, match="read_replica"):
-        ManagerConfig(read_replica="yes")
+def test_the_removed_manager_replica_is_refused_by_name_and_dropped_from_old_saves():
+    for name, value in (("read_replica", True), ("read_replica", False), ("replica_swap", "write")):
+        with pytest.raises(TypeError, match=f"{name}=.*removed.*retrievals read the bank"):
+            ManagerConfig(**{name: value})
+    saved = {**ManagerConfig(mode="sync").to_dict(), "read_replica": True, "replica_swap": "rollout"}
+    assert ManagerConfig.from_dict(saved) == ManagerConfig(mode="sync")  # an older save loads; reads go to the bank
+    assert "read_replica" not in ManagerConfig().to_dict()
     assert isinstance(ExperienceBank(capacity=4).replica(), BankReplica)
 
 
@@ -267,53 +221,3 @@ def test_the_single_key_path_searches_with_the_banks_ef_after_a_larger_query():
     for key in rng.normal(size=(30, 6)).astype(F32):
         want = bank.query(key, 3, mode="knn", record=False)
         assert_same_result(replica.query(key, 3, mode="knn", record=False), want)
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_replica_swapped_on_write_shows_new_entries_at_the_next_retrieval(mode):
-    env = gym.make("CartPole-v1")
-    mgr = ExperienceManager(ExperienceBank(seed=0), env.observation_space, env.action_space,
-                            config=ManagerConfig(mode=mode, read_replica=True, replica_swap="write"))
-    env.close()
-    try:
-        retriever = Retriever.for_manager(mgr, 1, ExperienceOptions(k=2, query_mode="knn"))
-        mgr.submit(_episode())
-        mgr.flush()  # no poll: the copy made after the write is read at once
-        res = retriever.retrieve(np.arange(1), np.zeros((1, 4), F32), np.zeros(1, np.int64))
-        assert res.mask.all() and len(mgr.reader) == len(mgr.bank)
-        mgr.submit(_episode(steps=20))
-        mgr.flush()
-        retriever.retrieve(np.arange(1), np.zeros((1, 4), F32), np.zeros(1, np.int64))  # swaps the older copy out
-        mgr.submit(_episode(steps=16))
-        mgr.flush()  # its write publishes a copy, and hands the swapped-out copy's retrievals to the bank
-        assert mgr.bank.entries()["n_retrieved"].sum() >= 2
-    finally:
-        mgr.close()
-
-
-def test_the_swap_setting_is_checked():
-    with pytest.raises(ValueError, match="replica_swap"):
-        ManagerConfig(read_replica=True, replica_swap="never")
-
-
-@pytest.mark.parametrize("mode", ["sync", "async", "process"])
-def test_a_save_right_after_retrievals_holds_what_the_replica_counted(mode, tmp_path):
-    """The retrievals a replica counted since the last poll are in the save (they were left out: 0 saved)."""
-    mgr = _cartpole_manager(mode)
-    try:
-        mgr.submit(_episode())
-        mgr.flush()
-        for _ in range(3):  # the entries reach the bank, then the replica
-            mgr.poll()
-            mgr.flush()
-        retriever = Retriever.for_manager(mgr, 2, ExperienceOptions(k=2, query_mode="knn"))
-        res = retriever.retrieve(np.arange(2), np.zeros((2, 4), F32), np.zeros(2, np.int64))
-        assert res.mask.sum() == 4
-        saved = ExperienceBank.load(mgr.save(tmp_path / "run") / "bank")
-        assert saved.entries()["n_retrieved"].sum() == 4
-        assert mgr.bank.entries()["n_retrieved"].sum() == 4  # counted once, not again at the next poll
-        mgr.poll()
-        mgr.flush()
-        assert mgr.bank.entries()["n_retrieved"].sum() == 4
-    finally:
-        mgr.close()

@@ -217,7 +217,7 @@ def test_each_entry_holds_its_segments_first_action(rng):
     e = mgr.bank.entries()
     actions, exact, _ = first_actions(e["context"][np.argsort(e["id"])], mgr.key_encoder.key_dim, ACT.n)
     assert actions.tolist() == [2, 0] and exact.all()
-    with pytest.raises(TypeError, match=r"prior_horizon=\.\.\.\) was removed with the action prior"):
+    with pytest.raises(TypeError, match=r"prior_horizon=\.\.\.\) was removed: it belonged to the action prior"):
         ManagerConfig(prior_horizon=2)
     assert ManagerConfig.from_dict({"mode": "sync", "prior_horizon": 4}) == ManagerConfig(mode="sync")  # an old save
 

@@ -23,9 +23,6 @@ arm by arm over ``--rounds`` rounds so that machine noise hits all of them alike
 * ``crl-process-each``, ``crl-same-net-vec-process-each``, ``crl-default-vec-process-each``: the same with
   ``handover_every=1``: each episode sent, and its entries written, on its own (as before the
   batched hand-over): what the batching saves, measured side by side;
-* ``...-replica`` (``crl-same-net-vec-replica``, ``crl-default-vec-replica`` and their ``-process``
-  forms): the arm without the suffix with ``ManagerConfig(read_replica=True)``: the retrievals read
-  a copy of the bank swapped in whole at each rollout's end, so no retrieval waits for a write;
 * ``crl-default``: the README's two-line form as a user writes it on an existing script: an
   ``ExperienceWrapper`` per env, SB3's default policy, ``CRLCallback()`` with its defaults;
   compared with ``ppo-default``; ``crl-default-async``: the same with the learner on a thread
@@ -80,9 +77,8 @@ BASELINE_NOTE = "ppo; ppo-default for the default-policy arms"
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 ARMS = ("ppo", "crl-same-net", "crl-same-net-vec", "crl", "crl-sync", "ppo-default", "crl-default",
         "crl-default-async", "crl-default-nosil", "crl-default-nocallback", "crl-default-vec", "crl-process", "crl-same-net-vec-process", "crl-default-vec-process", "crl-process-each",
-        "crl-same-net-vec-process-each", "crl-default-vec-process-each", "crl-same-net-vec-replica",
-        "crl-default-vec-replica", "crl-same-net-vec-process-replica", "crl-default-vec-process-replica",
-        "crl-default-vec-compact", "crl-default-vec-process-compact", "crl-default-vec-process-replica-compact")
+        "crl-same-net-vec-process-each", "crl-default-vec-process-each",
+        "crl-default-vec-compact", "crl-default-vec-process-compact")
 #: the PPO arm each arm's steps/s are divided by
 BASELINE = {arm: "ppo-default" if "default" in arm else "ppo"
             for arm in ARMS}
@@ -104,8 +100,6 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False,
         manager_kwargs = {"mode": "process", "handover_every": 1}
     if arm.endswith("-async"):
         manager_kwargs = {"mode": "async"}
-    if "-replica" in arm:  # the retrievals read a replica swapped at each rollout's end
-        manager_kwargs = {**(manager_kwargs or {}), "read_replica": True}
     env = build_env(env_id, int(hyper["n_envs"]), seed, bank, manager_kwargs=manager_kwargs, family=fam,
                     vec_wrapper="-vec" in arm)
     if arm.endswith("-compact"):  # one experience key instead of three (experimental)

@@ -11,9 +11,8 @@ and every case (batch of ``B`` keys, ``B`` in ``--batches``) times, round by rou
 * ``bank``: ``bank.query(keys, k, mode="knn")`` (retrievals recorded, the default);
 * ``bank-norecord``: the same with ``record=False`` (evaluation);
 * ``replica``: ``replica.query(keys, k, mode="knn")`` on a read replica of the bank
-  (``bank.replica()``, taken after the fill: the same graph, copied), what the wrappers' retrievals
-  query with ``ManagerConfig(read_replica=True)``: no lock, and a single key's checks done once
-  per replica;
+  (``bank.replica()``, taken after the fill: the same graph, copied), what a Ray worker's retrievals
+  query with ``local_reads``: no lock, and a single key's checks done once per replica;
 * ``replica-norecord``: the same with ``record=False``;
 * ``raw-replica``: ``knn_query`` on the replica's own hnswlib index (its copy of the graph): the
   replica arms' ratios are to this arm, the bank arms' to ``raw``, so each is compared with raw

@@ -1,10 +1,10 @@
 """A read replica of the bank: a copy of its entries and index that readers query without locks.
 
-Writes (adds, credit, merges, evictions) go to the bank; readers (the actor's retrieval
-path) query a :class:`BankReplica` taken from it with :meth:`ExperienceBank.replica()
-<experience_wrappers.bank.ExperienceBank.replica>`, and swap a newer one in whole when the
-writer publishes it (:class:`~experience_wrappers.manager.replicas.ReplicaHolder`), so no
-read ever waits for a write. A replica answers exactly as the bank did at the version it
+Writes (adds, credit, merges, evictions) go to the bank; readers (an experience service's
+workers with ``local_reads``) query a :class:`BankReplica` taken from it with
+:meth:`ExperienceBank.replica() <experience_wrappers.bank.ExperienceBank.replica>`, and swap a
+newer one in whole (:class:`~integrations.ray.replica_holder.ReplicaHolder`), so no read ever
+waits for a write. A replica answers exactly as the bank did at the version it
 copied (the same steps, :mod:`.search`), draws from a generator of its own, and keeps the
 retrievals it counts (:meth:`BankReplica.take_hits`) for the bank
 (:meth:`ExperienceBank.record_retrievals`).

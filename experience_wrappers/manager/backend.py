@@ -104,10 +104,6 @@ class LearnerBackend(Protocol):
     def poll(self) -> None:
         """Apply what the learner has produced so far, never waiting (a learner process's entries)."""
 
-    def on_writer(self, job: Callable[[], None]) -> None:
-        """Run ``job`` where this backend writes the bank: now (sync, process) or on the worker,
-        after what is queued (async). A failure is raised as the learner's are."""
-
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything handed over is processed."""
 

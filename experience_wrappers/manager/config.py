@@ -25,10 +25,21 @@ from ..validators import (
     to_float,
 )
 
-__all__ = ["ManagerConfig", "MOVED_TO_EXTRACTOR", "move_deprecated"]
+__all__ = ["ManagerConfig", "MOVED_TO_EXTRACTOR", "REMOVED", "move_deprecated"]
 
 #: most steps a segment reads, hidden units per direction (sane bounds before any allocation)
 MAX_LEN, MAX_HIDDEN = 100_000, 8192
+
+#: settings of removed parts -> why (``ManagerConfig(name=...)`` raises it; a saved one is dropped on load)
+REMOVED = {
+    "prior_horizon": "it belonged to the action prior, which hurt where it was measured (docs/what_to_use.md): "
+                     "entries carry no action prior",
+    "read_replica": "the wrappers' retrievals reading a copy of the bank gained no speed and cost learning "
+                    "(MiniHack-Room-5x5, SB3's default policy: 0.68x PPO's steps/s with it, 0.79x without; the "
+                    "keyroom-20 method: -0.06 [-0.08, -0.03] final success, 3 seeds; docs/benchmarks.md): "
+                    "retrievals read the bank",
+    "replica_swap": "it set when the removed read replica (read_replica) was swapped: retrievals read the bank",
+}
 
 _int = [is_int, positive]
 _unit = [is_real, finite, at_least(0.0), at_most(1.0)]
@@ -142,13 +153,6 @@ class ManagerConfig:
             or earlier when the actor polls (``poll()``, which the callback calls at every
             rollout's end; ``stats()``, ``flush()``, ``save()``, merges). 1: each episode at
             once. Batching saves the actor a message, a poll and a bank write per episode.
-        read_replica: the wrappers' retrievals read a copy of the bank (a
-            :class:`~experience_wrappers.bank.BankReplica`) swapped in whole at every poll (each
-            rollout's end), instead of the bank itself: no retrieval ever waits for a write, and
-            what they see lags the bank by up to one rollout (:mod:`experience_wrappers.manager.replicas`).
-        replica_swap: with ``read_replica``: ``"rollout"`` (a copy made at each poll, read from the
-            next one) or ``"write"`` (a copy made after each write of new entries, read from the
-            next retrieval: a copy per episode, and a lag of one episode's processing).
         extractor: every extractor setting, by :class:`~experience_wrappers.extractor.ExtractorConfig`
             field, with its meaning and default there: ``exp_dim`` (the bank's value width),
             ``hidden``, ``max_len`` (most steps read per segment; longer ones are subsampled),
@@ -192,17 +196,14 @@ class ManagerConfig:
     extractor_per_task: bool = attrs.field(default=False, validator=is_bool)
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
-    read_replica: bool = attrs.field(default=False, validator=is_bool)
-    replica_swap: str = attrs.field(default="rollout", validator=attrs.validators.in_(("rollout", "write")))
     extractor: dict = attrs.field(factory=dict, converter=_settings, eq=_effective)
 
     def __init__(self, **kwargs: Any) -> None:
         """Every field by keyword; the deprecated extractor keywords go into ``extractor``
         (:func:`move_deprecated`), with a ``DeprecationWarning``."""
         fields = [f.name for f in attrs.fields(type(self))]
-        if "prior_horizon" in kwargs:
-            raise TypeError("ManagerConfig(prior_horizon=...) was removed with the action prior, which hurt where it "
-                            "was measured (docs/what_to_use.md): entries carry no action prior")
+        for name in sorted(set(kwargs) & set(REMOVED)):
+            raise TypeError(f"ManagerConfig({name}=...) was removed: {REMOVED[name]}")
         unknown = sorted(set(kwargs) - set(fields) - set(MOVED_TO_EXTRACTOR))
         if unknown:
             raise TypeError(f"ManagerConfig() got an unexpected keyword argument {unknown[0]!r}; "
@@ -269,13 +270,13 @@ class ManagerConfig:
 
         A dict saved before ``extractor`` held every extractor setting (``exp_dim``, ``hidden``,
         ``max_len``, ``lr``, ``seed`` at its top level) is converted silently: a saved file is
-        not the caller's code, so it raises no ``DeprecationWarning``; a saved ``prior_horizon``
-        (the removed action prior's) is dropped.
+        not the caller's code, so it raises no ``DeprecationWarning``; a saved setting of a removed
+        part (:data:`REMOVED`) is dropped.
 
         >>> ManagerConfig.from_dict({"mode": "sync", "exp_dim": 32}) == ManagerConfig(mode="sync", extractor={"exp_dim": 32})
         True
         """
-        return cls(**move_deprecated({k: v for k, v in d.items() if k != "prior_horizon"}, warn=False))
+        return cls(**move_deprecated({k: v for k, v in d.items() if k not in REMOVED}, warn=False))
 
 
 def _public_signature() -> inspect.Signature:

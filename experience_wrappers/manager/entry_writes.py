@@ -28,9 +28,6 @@ class EntryWriter:
         self.bank = bank
         self.lock = lock
         self.entries_added = 0
-        #: called after each write of new entries and each merge (the replica's copy, with
-        #: ``ManagerConfig(replica_swap="write")``); None: nothing
-        self.after_write: Callable[[], None] | None = None
 
     def write(self, proposals: list[tuple[Proposal, int]], utility: float | None,
               forget: Callable[[np.ndarray], None]) -> None:
@@ -63,15 +60,10 @@ class EntryWriter:
 
     def merge(self) -> dict[int, list[int]]:
         """Merge the bank's near duplicates; returns survivor id -> the ids merged into it."""
-        merged = self.bank.merge().merged
-        if self.after_write is not None:
-            self.after_write()
-        return merged
+        return self.bank.merge().merged
 
     def _record(self, res: AddResult, forget: Callable[[np.ndarray], None]) -> None:
         if res.evicted.size:
             forget(res.evicted)
         with self.lock:
             self.entries_added += int(res.added.sum())
-        if self.after_write is not None:
-            self.after_write()

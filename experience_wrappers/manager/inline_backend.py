@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +96,6 @@ class InlineBackend:
 
     def poll(self) -> None:
         pass
-
-    def on_writer(self, job: Callable[[], None]) -> None:
-        job()
 
     def flush(self, timeout: float | None = None) -> None:
         pass

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
-from ..bank import BankReplica, ExperienceBank, Provenance
+from ..bank import ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
 from ..credit import FreeBaseline, OutcomeTracker, PairedCredit
 from ..extractor import (
@@ -36,7 +36,6 @@ from .episode_entries import Distiller
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
 from .process_backend import ProcessBackend
-from .replicas import ReplicaHolder, read_target
 from .save_restore import restore_manager, save_manager
 from .stats import manager_stats
 from .thread_backend import ThreadBackend
@@ -114,11 +113,6 @@ class ExperienceManager:
         self.backend: LearnerBackend = _BACKENDS[self.mode](
             self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
             partial(attribute, self), self.stats_lock)
-        #: the copy of the bank the wrappers' retrievals query (``config.read_replica``; None: the bank)
-        self.replicas: ReplicaHolder | None = (ReplicaHolder(bank, self.config.replica_swap)
-                                               if self.config.read_replica else None)
-        if self.replicas is not None and self.config.replica_swap == "write":
-            self.writer.after_write = self.replicas.publish  # a copy after each write of new entries
         self.baseline = FreeBaseline(self.config.baseline_window)
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
@@ -296,9 +290,6 @@ class ExperienceManager:
         message), then write the entries it has proposed so far into the bank (never waits).
         Other modes: nothing.
 
-        With ``config.read_replica``, the retrievals' replica is then swapped for a copy of the
-        bank (:mod:`.replicas`).
-
         :class:`~integrations.sb3.CRLCallback` calls it at every rollout's end; ``stats()``,
         ``flush()``, ``save()``, merges and every ``handover_every``-th submission do it too.
         In that order, and under the hand-over lock: the waiting episodes' credits name entries
@@ -306,15 +297,11 @@ class ExperienceManager:
         learner after the credits).
         """
         self.backend.poll()
-        holder = self.replicas
-        if holder is not None:
-            self.backend.on_writer(partial(_publish, self.bank, holder, holder.swap()))
-            holder.swap()  # a copy published by now (sync, process: just above) is read from now on
 
     @property
-    def reader(self) -> ExperienceBank | BankReplica:
-        """What the wrappers' retrievals query: the bank, or its replica (``config.read_replica``)."""
-        return read_target(self.bank, self.replicas)
+    def reader(self) -> ExperienceBank:
+        """What the wrappers' retrievals query: this manager's bank."""
+        return self.bank
 
     def encode_keys(self, observations: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations, checked: ``(n, key_dim)`` finite float32 rows."""
@@ -368,16 +355,6 @@ class ExperienceManager:
         Everything is read and checked first: a bad folder raises and changes nothing.
         """
         restore_manager(self, path)
-        if self.replicas is not None:  # the restored entries are read from now on
-            self.flush()
-            self.replicas.refresh()
-
-
-def _publish(bank: ExperienceBank, holder: ReplicaHolder, hits: np.ndarray) -> None:
-    """On the writer's side: count the old replica's retrievals, copy the bank for the next swap."""
-    if len(hits):
-        bank.record_retrievals(hits)
-    holder.publish()
 
 
 #: the learner backend of each ``ManagerConfig.mode``

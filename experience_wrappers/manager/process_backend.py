@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,6 @@ from .entry_writes import EntryWriter
 from .episode import Episode
 from .inline_backend import read_generator
 from .process import LearnerProcess, LearnerProcessError
-from .writer_thread import WriterThread
 
 __all__ = ["ProcessBackend"]
 
@@ -63,9 +60,6 @@ class ProcessBackend:
         self.busy_seconds = 0.0  # this side's: credit and hand-over
         self.handed = 0  # episodes handed to this backend (the learner process's counts are of its life)
         self._error: BaseException | None = None
-        #: with ``read_replica`` (the retrievals read a replica): the thread that credits, hands over and
-        #: writes, so that the caller's step only enqueues; None: all of it on the caller's thread
-        self.jobs: WriterThread | None = WriterThread("crl-bank-writer") if config.read_replica else None
 
     # -------------------------------------------------------------- protocol
     @property
@@ -87,18 +81,9 @@ class ProcessBackend:
         return max(self.handed - done, 0)
 
     def episode(self, ep: Episode) -> None:
-        """Credit here (or on the writer thread); the episode and its credits wait for the next hand-over."""
-        if self.jobs is not None:
-            self.jobs.check()
-            with self.lock:
-                self.handed += 1
-            self.jobs.put(partial(self._credit_and_wait, ep))
-            return
+        """Credit here; the episode and its credits wait for the next hand-over."""
         with self.lock:
             self.handed += 1
-        self._credit_and_wait(ep)
-
-    def _credit_and_wait(self, ep: Episode) -> None:
         t0 = time.perf_counter()
         with self.handover_lock:
             self.waiting.append((ep, self.credit(ep)))
@@ -108,13 +93,6 @@ class ProcessBackend:
             self.busy_seconds += time.perf_counter() - t0
 
     def merge(self) -> None:
-        if self.jobs is not None:
-            self.jobs.check()
-            self.jobs.put(self._merge_now)
-        else:
-            self._merge_now()
-
-    def _merge_now(self) -> None:
         self._poll_now()  # the waiting episodes' credits reach the learner before the merge
         t0 = time.perf_counter()
         merged = self.writer.merge()
@@ -129,12 +107,7 @@ class ProcessBackend:
 
     def poll(self) -> None:
         """Hand the waiting episodes over (one message), then write the entries the learner has
-        proposed so far (never waits); under the hand-over lock, in that order. On the writer
-        thread when there is one (this call then only enqueues)."""
-        if self.jobs is not None:
-            self.jobs.put(self._poll_now)
-            self.check()
-            return
+        proposed so far (never waits); under the hand-over lock, in that order."""
         self._poll_now()
 
     def _poll_now(self) -> None:
@@ -145,28 +118,17 @@ class ProcessBackend:
             self.process.drain(self.on_learner)
         self.check()
 
-    def on_writer(self, job: Callable[[], None]) -> None:
-        """Where the bank is written: the writer thread (after what is queued), else now."""
-        if self.jobs is not None:
-            self.jobs.put(job)
-        else:
-            job()
-
     def flush(self, timeout: float | None = None) -> None:
         self.ask("flush", timeout=timeout)
 
     def close(self) -> None:
         try:
-            if self.jobs is not None:
-                self.jobs.close()
             if self.process.alive:
                 self.flush()
         finally:
             self.process.stop()
 
     def check(self) -> None:
-        if self.jobs is not None:
-            self.jobs.check()
         if self._error is not None:
             err, self._error = self._error, None
             raise err
@@ -197,8 +159,6 @@ class ProcessBackend:
     # -------------------------------------------------------------- messages
     def ask(self, kind: str, *payload: Any, timeout: float | None = None) -> tuple[Any, ...]:
         """Send a request and apply messages until its answer comes (after the waiting episodes)."""
-        if self.jobs is not None:
-            self.jobs.join()  # what the writer thread holds goes first
         self.check()
         self._poll_now()
         token = self.process.token()

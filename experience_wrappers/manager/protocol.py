@@ -11,7 +11,7 @@ Who uses what:
 * the wrappers (:class:`~experience_wrappers.ExperienceWrapper`,
   :class:`~integrations.sb3.ExperienceVecEnv`, through :class:`~experience_wrappers.wrappers.ExperienceInjector`
   and :meth:`Retriever.for_manager <experience_wrappers.wrappers.retrieval.Retriever.for_manager>`):
-  ``bank``, ``replicas``, ``key_encoder``, ``exp_dim``, ``guided_ratio``, ``training_injectors``,
+  ``bank``, ``reader``, ``key_encoder``, ``exp_dim``, ``guided_ratio``, ``training_injectors``,
   ``submit``;
 * :class:`~integrations.sb3.CRLCallback` and its helpers (``discovery``, ``guards``, ``lifecycle``):
   ``schedule``, ``bank``, ``replay``, ``learn_claim``, ``training_injectors``, ``free_baseline``,
@@ -41,12 +41,11 @@ import numpy as np
 from gymnasium import spaces
 
 if TYPE_CHECKING:
-    from ..bank import ExperienceBank
+    from ..bank import BankReplica, ExperienceBank
     from ..keys import KeyEncoder
     from ..replay import SuccessReplay
     from ..schedule import Schedule
     from .episode import Episode
-    from .replicas import ReplicaHolder
 
 __all__ = ["ExperienceSource"]
 
@@ -71,8 +70,9 @@ class ExperienceSource(Protocol):
         """The bank the wrappers retrieve from (a ``RemoteBank`` for a service)."""
 
     @property
-    def replicas(self) -> ReplicaHolder | None:
-        """The replicas of the bank the wrappers' retrievals read instead of it (None: they read ``bank``)."""
+    def reader(self) -> ExperienceBank | BankReplica:
+        """What the wrappers' retrievals query now: the bank, or a copy of it read without locks (an
+        experience service's local reads); read once per retrieval."""
 
     @property
     def key_encoder(self) -> KeyEncoder:

@@ -36,11 +36,8 @@ def own_state_name(name: str) -> bool:
 
 
 def save_manager(mgr: ExperienceManager, path: str | Path) -> Path:
-    """What :meth:`ExperienceManager.save` does: flush, count the replica's retrievals in the bank
-    (``read_replica``), then write the folder whole and atomically."""
+    """What :meth:`ExperienceManager.save` does: flush, then write the folder whole and atomically."""
     mgr.flush()
-    if mgr.replicas is not None:  # retrievals counted in the copy since the last poll belong in the save
-        mgr.replicas.hand_in(current=True)
     path = Path(path)
     with replaced_folder(path, mgr.STATE_FORMAT, own_state_name, ManagerFileError) as tmp:
         write_state(mgr, tmp)

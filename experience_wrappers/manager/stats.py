@@ -35,10 +35,6 @@ def manager_stats(mgr: ExperienceManager) -> dict[str, float]:
         out.update({f"loss_{k}": v for k, v in fig.last_losses.items()})
         if fig.learner_busy_seconds is not None:  # a learner process's own seconds (busy_seconds: this side's)
             out["learner_busy_seconds"] = fig.learner_busy_seconds
-    holder = mgr.replicas
-    if holder is not None:
-        out["replica_lag"] = float(holder.lag)  # bank changes the retrievals do not see yet
-        out["replica_swaps"] = float(holder.swaps)
     if mgr.paired.credited or mgr.paired.open_instances or mgr.paired.dropped_instances:
         out.update(mgr.paired.stats())  # only once instances are replayed (paired credit)
     return out

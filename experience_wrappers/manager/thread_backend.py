@@ -8,7 +8,6 @@ raised at the caller's next call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..bank import Provenance
@@ -43,9 +42,6 @@ class ThreadBackend(InlineBackend):
         """Distilled on the worker, after what is queued (the learner is the worker's alone); waits,
         and raises here what the distillation raised."""
         return self._worker.call(lambda: InlineBackend.ingest(self, ep, provenance, every, utility))
-
-    def on_writer(self, job: Callable[[], None]) -> None:
-        self._worker.put(job)
 
     def flush(self, timeout: float | None = None) -> None:
         if self._worker.started:

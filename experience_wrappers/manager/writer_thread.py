@@ -1,11 +1,7 @@
 """A thread that runs jobs in order, off the caller's thread.
 
-Two users: ``async`` mode's learner (:class:`~.thread_backend.ThreadBackend`: credit,
-distillation and training), and ``process`` mode with ``ManagerConfig(read_replica=True)``, where
-the actor's retrievals read a replica, so what still touches the bank on the actor's side (an
-episode's credit, the hand-over to the learner process, the writes of the entries it proposes,
-the replica's copy) runs here and the actor's step only enqueues
-(:class:`~.process_backend.ProcessBackend`).
+``async`` mode's learner runs on one (:class:`~.thread_backend.ThreadBackend`: credit,
+distillation and training).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from ..bank.results import QueryResult
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceSource
-from ..manager.replicas import ReplicaHolder, read_target
 from .options import ExperienceOptions
 from .spaces import BASE_KEY, experience_space
 
@@ -56,8 +55,8 @@ class Retriever:
     def __init__(self, key_encoder: KeyEncoder, bank: ExperienceBank, n_envs: int, *, k: int, exp_dim: int,
                  query_mode: str = "utility", filter_by_task: bool = True) -> None:
         self.key_encoder, self.bank = key_encoder, bank
-        #: the manager's replicas of the bank, read instead of it (set by :meth:`for_manager`; None: the bank)
-        self.replicas: ReplicaHolder | None = None
+        #: the manager whose ``reader`` the queries read (set by :meth:`for_manager`; None: ``bank``)
+        self.source: ExperienceSource | None = None
         self.k, self.query_mode, self.filter_by_task = k, query_mode, filter_by_task
         self.exp_dim = exp_dim
         self.values = np.zeros((n_envs, k, exp_dim), np.float32)
@@ -73,7 +72,7 @@ class Retriever:
         """The retriever of ``n_envs`` envs on ``manager``'s bank and key encoder, set as ``options`` say."""
         retriever = cls(manager.key_encoder, manager.bank, n_envs, k=options.k, exp_dim=manager.exp_dim,
                         query_mode=options.query_mode, filter_by_task=options.filter_by_task)
-        retriever.replicas = manager.replicas
+        retriever.source = manager
         return retriever
 
     def observation_space(self, base: spaces.Space) -> spaces.Dict:
@@ -100,8 +99,8 @@ class Retriever:
 
     @property
     def reader(self) -> ExperienceBank | BankReplica:
-        """What the queries read: the bank, or the manager's replica of it (``read_replica``)."""
-        return read_target(self.bank, self.replicas)
+        """What the queries read: the manager's ``reader`` (the bank, or a service's local copy of it)."""
+        return self.bank if self.source is None else self.source.reader
 
     def _query_keys(self, keys: np.ndarray, task_ids: np.ndarray, record: bool,
                     rng: np.random.Generator | None) -> QueryResult:

@@ -22,11 +22,11 @@ from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.keys.base import checked_keys
 from experience_wrappers.manager import Episode
-from experience_wrappers.manager.replicas import ReplicaHolder
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int
 
 from ._require import require_ray
+from .replica_holder import ReplicaHolder
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -222,6 +222,11 @@ class RemoteManager:
     def __repr__(self) -> str:
         return (f"RemoteManager(service={self.service.name!r}, pending={len(self._pending)}, "
                 f"local_reads={self.local_reads})")
+
+    @property
+    def reader(self) -> Any:
+        """What the wrappers' retrievals query: the local replica (``local_reads``), else the service's bank."""
+        return self.bank if self.replicas is None else self.replicas.current
 
     @property
     def local_reads(self) -> bool:

@@ -65,7 +65,7 @@ class CRLCallback(BaseCallback):
     * logs ``bank/``, ``extractor/``, ``crl/`` and ``sil/`` figures through SB3's logger.
       ``bank/lag`` is the learner's backlog (episodes handed over and not processed yet; a
       service's learner: from every client), ``bank/replica_lag`` the bank versions a read
-      replica of the retrievals misses (``read_replica``, a service's ``local_reads``).
+      replica of the retrievals misses (an experience service's ``local_reads``).
       ``crl/guided_*`` and ``crl/free_*`` are the last 100 guided and free episodes this callback
       saw; ``crl/outcome_delta`` is the mean, over the last 100 guided episodes that had a
       baseline, of the outcome minus the manager's free baseline when the episode ended (the
