@@ -345,9 +345,15 @@ def test_strings_are_not_numbers_anywhere_in_the_bank_api():
         bank.query(np.eye(3)[0], k=1, temperature="1")
     with pytest.raises(ValueError, match=r"k must be an int in \[1, 65536\], got 1000000000"):
         wrap(gym.make("CartPole-v1"), k=10**9)
-    with pytest.raises(TypeError, match="value_baseline must be a bool, got 'yes'"):
+    with pytest.raises(TypeError, match=r"experimental\['value_baseline'\] was removed: the critic's V\(s0\)"):
         wrap(gym.make("CartPole-v1"), experimental={"value_baseline": "yes"})
-    with pytest.raises(TypeError, match="action_prior was removed with the action prior"):
+    with pytest.raises(TypeError, match="value_baseline was removed"):
+        wrap(gym.make("CartPole-v1"), value_baseline=True)
+    with pytest.raises(TypeError, match=r"unexpected experimental option\(s\) \['other'\]"):
+        wrap(gym.make("CartPole-v1"), experimental={"other": 1})
+    old_save = wrap(gym.make("CartPole-v1"), experimental={"value_baseline": False, "action_prior": False})
+    assert old_save.options == wrap(gym.make("CartPole-v1")).options  # an older save's "off" loads as nothing
+    with pytest.raises(TypeError, match=r"experimental\['action_prior'\] was removed with the action prior"):
         wrap(gym.make("CartPole-v1"), experimental={"action_prior": True})
     with pytest.raises(TypeError, match="rng must be a numpy Generator or None, got int"):
         bank.query(np.eye(3)[0], k=1, rng=3)

@@ -153,20 +153,19 @@ def test_shown_steps_count_the_steps_each_entry_was_shown():
     env.close()
 
 
-def test_paired_on_envs_that_cannot_replay_falls_back_to_the_value_baseline_and_says_so():
+def test_paired_on_envs_that_cannot_replay_falls_back_to_the_unpaired_rule_and_says_so():
     env = DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2)
-    wrapped = ExperienceVecEnv(env, ExperienceBank(seed=0), paired=True, manager_kwargs={"mode": "sync"})
-    with pytest.warns(UserWarning, match="paired_env_fns"):
+    wrapped = ExperienceVecEnv(env, ExperienceBank(seed=0), paired=True, seed=0, manager_kwargs={"mode": "sync"})
+    with pytest.warns(UserWarning, match="credited against the task's recent free episodes.*paired_env_fns"):
         wrapped.reset()
     assert wrapped.injector.instances == [None, None]
-    # guided episodes want V(s0) after their first step; free ones never do
-    wrapped.step(np.zeros(2, dtype=np.int64))
-    assert wrapped.injector.wants_start_value().tolist() == np.flatnonzero(wrapped.injector.guided).tolist()
-    # forced episodes (an evaluation) pair nothing and fall back to nothing
-    wrapped.injector.force_guided = True
-    wrapped.reset()
-    wrapped.step(np.zeros(2, dtype=np.int64))
-    assert wrapped.injector.guided.all() and wrapped.injector.wants_start_value().size == 0
+    done = np.zeros(2, bool)
+    while not done.all():  # every episode ends without an instance to pair with
+        _, _, dones, _ = wrapped.step(np.zeros(2, dtype=np.int64))
+        done |= dones
+    mgr = wrapped.manager
+    assert mgr.episodes_processed >= 2 and not mgr.paired.credited and not mgr.paired.open_instances
+    assert mgr.outcomes.means()["free"] == mgr.baseline.mean(0)  # the free episodes are the task's baseline
     wrapped.close()
 
 

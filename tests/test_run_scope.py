@@ -18,7 +18,6 @@ from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
 from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration
 from integrations.sb3 import ComplementaryRL
-from integrations.sb3.experimental import ExperimentalComplementaryRL
 from integrations.sb3.run_scope import VEC_NORMALIZE_FILE, RunScopeRL
 from integrations.sb3.trials_logging import TrialsLogCallback
 
@@ -47,6 +46,10 @@ def same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
 
 
 # ------------------------------------------------------------------------- construction
+class UsersComplementaryRL(ComplementaryRL):
+    """A user's subclass of the task-scope object: it serves the task scope only."""
+
+
 def test_scope_selects_the_class_and_bad_scopes_are_refused() -> None:
     run = make()
     try:
@@ -56,7 +59,7 @@ def test_scope_selects_the_class_and_bad_scopes_are_refused() -> None:
     with pytest.raises(ValueError, match="scope must be 'task' or one of"):
         ComplementaryRL(room, scope="episode")
     with pytest.raises(ValueError, match="task scope"):
-        ExperimentalComplementaryRL(room, scope="run")
+        UsersComplementaryRL(room, scope="run")
     with pytest.raises(TypeError, match="demonstrations must be a function"):
         ComplementaryRL(room, scope="run", instances=TRAIN, demonstrations=3)
 
@@ -263,7 +266,7 @@ def test_foreign_folders_and_the_other_scope_are_refused(tmp_path) -> None:
     finally:
         run.close()
     with pytest.raises(RunFileError, match="use ComplementaryRL.load"):
-        ExperimentalComplementaryRL.load(folder, env=room)
+        UsersComplementaryRL.load(folder, env=room)
     task = ComplementaryRL("CartPole-v1", n_envs=2, algorithm_kwargs={"n_steps": 16, "batch_size": 32})
     try:
         task_folder = task.save(tmp_path / "task")

@@ -24,7 +24,6 @@ from integrations.sb3 import (
     save_crl,
 )
 from integrations.sb3.experience_features import ExperienceFeaturesExtractor
-from integrations.sb3.experimental import ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 PPO_KW = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "seed": 0, "device": "cpu",
@@ -234,16 +233,13 @@ def test_callback_on_an_unwrapped_env_raises_a_clear_error():
                                     {"merge_every": -1}])
 def test_callback_argument_checks(kwargs):
     with pytest.raises(ValueError):
-        ExperimentalCRLCallback(**kwargs)
-    with pytest.raises(ValueError):
         CRLCallback(**kwargs)
 
 
 @pytest.mark.parametrize("kwargs", [{"distill_coef": 0.1}, {"prior_weight": (1.0, 0.0)}])
 def test_the_callbacks_take_no_removed_argument(kwargs):
-    for callback in (CRLCallback, ExperimentalCRLCallback):  # distillation and the prior's weight were removed
-        with pytest.raises(TypeError, match="unexpected keyword"):
-            callback(**kwargs)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword"):  # distillation and the prior's weight were removed
+        CRLCallback(**kwargs)  # type: ignore[call-arg]
 
 
 # --------------------------------------------------------------- persistence

@@ -23,7 +23,6 @@ from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.wrappers import ExperienceOptions
 from integrations.sb3 import CRLCallback, ExperienceVecEnv, load_crl, save_crl
-from integrations.sb3.experimental import ExperimentalCRLCallback
 
 FAST = {"mode": "sync", "batch_size": 16, "ssl_batch_size": 16}
 HAS_FORK = hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
@@ -189,13 +188,11 @@ def test_a_bad_options_seed_is_refused_by_name(seed, exc):
 ])
 def test_callback_arguments_are_checked_by_name(kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        ExperimentalCRLCallback(**kwargs)
-    with pytest.raises(exc, match=match):
         CRLCallback(**kwargs)
 
 
 def test_callback_numbers_still_accept_numpy_and_tuples():
-    cb = ExperimentalCRLCallback(guided_ratio=np.float64(0.25))
+    cb = CRLCallback(guided_ratio=np.float64(0.25))
     assert cb.guided_ratio == 0.25 and CRLCallback(guided_ratio=(np.float32(0.5), 1)).guided_ratio[1] == 1
 
 

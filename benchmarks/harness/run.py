@@ -15,7 +15,6 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks.suites.arms import Arm
-from experience_wrappers.rollin import BankGuide
 from integrations.sb3 import (
     ComplementaryRL,
     ExperienceEvalCallback,
@@ -70,16 +69,6 @@ class _StopAtDeadline(BaseCallback):
         return True
 
 
-def _method_class(arm: Arm) -> type[ComplementaryRL]:
-    """:class:`ComplementaryRL`, or its experimental subclass where the arm uses the value baseline
-    (measured to tie: :mod:`integrations.sb3.experimental`)."""
-    if not (arm.wrapper.get("experimental") or {}).get("value_baseline", False):
-        return ComplementaryRL
-    from integrations.sb3.experimental import ExperimentalComplementaryRL
-
-    return ExperimentalComplementaryRL
-
-
 def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_steps: int | None = None,
               eval_episodes: int = 0, torch_threads: int = 1, eval_every: int = 0,
               eval_envs: int = 4, demonstrations: int | None = None, model_dir: str | None = None,
@@ -99,7 +88,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     check_algo_arm(algo, arm)  # --algo: PPO by default, or A2C, RecurrentPPO, MaskablePPO
     algo_cls, policy, ppo_kwargs = resolve_algo(algo, None, {k: schedule(hyper[k]) for k in PPO_KEYS if k in hyper})
     # the arm is a set of the public object's arguments
-    method = _method_class(arm)(env_id, algorithm=algo_cls, policy=policy, n_envs=n_envs, seed=seed,
+    method = ComplementaryRL(env_id, algorithm=algo_cls, policy=policy, n_envs=n_envs, seed=seed,
                              experience=arm.crl, demonstrations=n_demos,
                              self_imitation=False if arm.imitation is None else arm.imitation,
                              rollin=False if arm.rollin is None else arm.rollin, group_size=arm.group_size,
@@ -116,16 +105,6 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         assert bank is not None  # a CRL arm has a bank
         bank_cb = BankTracker(bank)
         callbacks.append(bank_cb)
-    nbr_cb = None
-    if arm.neighbour is not None:
-        from integrations.sb3.experimental import NeighbourImitationCallback
-
-        cfg = dict(arm.neighbour)
-        if method.manager is None or not n_demos:
-            raise ValueError(f"arm {arm.name!r}: neighbour imitation follows the bank's demonstration entries; it "
-                             f"needs crl=True and demonstrations, got crl={arm.crl} and {n_demos} demonstrations")
-        nbr_cb = NeighbourImitationCallback(BankGuide(method.manager, **cfg.pop("guide", {})), seed=seed, **cfg)
-        callbacks.append(nbr_cb)
     eval_cb = None
     if eval_every and eval_episodes:
         # evaluation envs never learn, so they are not paired (paired=False: no replayed instances)
@@ -151,8 +130,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
             "callback": {k: list(v) if isinstance(v, tuple) else v for k, v in arm.callback.items()},
             "demonstrations": arm.demonstrations,
             "ingest": arm.ingest, "bank": arm.bank, "imitation": arm.imitation, "rollin": arm.rollin,
-            **({"group_size": arm.group_size} if arm.group_size is not None else {}),
-            **({"neighbour": arm.neighbour} if arm.neighbour is not None else {})},
+            **({"group_size": arm.group_size} if arm.group_size is not None else {})},
         "demonstrations_used": int(n_demos),
         "wall_s": round(wall, 2), "steps_per_s": round(model.num_timesteps / wall, 1),
         "uses_success": bool(tracker.uses_success), "first_reached": tracker.first_reached,
@@ -165,11 +143,6 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
         result["demonstrations"] = demos_record
     if sil_cb is not None and replay is not None:
         result["imitation"] = {"replay": replay.counts(), "episodes": dict(replay.episodes), **sil_cb.stats}
-    if nbr_cb is not None:
-        labelled = [h["labelled"] for h in nbr_cb.history]
-        result["neighbour"] = {"updates": len(nbr_cb.history),
-                               "labelled_mean": float(np.mean(labelled)) if labelled else 0.0,
-                               "history": nbr_cb.history[:: max(1, len(nbr_cb.history) // 50)]}
     if rollin_env is not None and rollin_cb is not None:
         cur = rollin_env.curriculum
         result["rollin"] = {"h": int(cur.h), "shrinks": int(cur.shrinks), "history": rollin_cb.history,

@@ -35,10 +35,6 @@ class Arm:
             :class:`~integrations.sb3.rollin_env.GuidedRollInVecEnv` arguments (``rollin_ratio``,
             ``only_guided``: False for an arm without the experience wrapper, whose episodes are
             never drawn guided). Needs demonstrations (and, with the bank guide, a bank).
-        neighbour: neighbour imitation (None: none):
-            :class:`~integrations.sb3.experimental.NeighbourImitationCallback` arguments, with ``guide``
-            (:class:`~experience_wrappers.rollin.BankGuide` arguments). Needs a bank with
-            demonstrations.
         group_size: the training envs form groups of this size that replay one task
             instance per episode index, half (the guided ratio rounded per group) guided and
             the rest free, and a guided episode is credited against the free episodes of
@@ -58,7 +54,6 @@ class Arm:
     imitation: dict[str, Any] | None = None
     rollin: dict[str, Any] | None = None
     group_size: int | None = None
-    neighbour: dict[str, Any] | None = None
     question: str = ""
 
 
@@ -170,17 +165,6 @@ _ALL += [
                  question="ablation: crl-sil-obs-rollin with the bank's retrieval replaced by replaying the "
                           "demonstration's recorded actions open-loop on its own instance (ReplayGuide); the "
                           "bank, observation channel and self-imitation as in crl-sil-obs-rollin"),
-    # what only a state-keyed index can do: label the states the agent visits now
-    attrs.evolve(_METHOD, name="crl-sil-obs-nbr",
-                 neighbour={"coef": (1.0, 0.0), "n_batches": 4, "batch_size": 256, "guide": {"max_distance": 0.5}},
-                 question="the method + neighbour imitation: after each PPO update, 4 behaviour-cloning steps "
-                          "(batch 256, coefficient 1 -> 0 over training) of the policy's own logits on the last "
-                          "rollout's states toward the action of the bank's nearest demonstration entry within "
-                          "squared distance 0.5 (states with none get no label)"),
-    attrs.evolve(_METHOD, name="crl-sil-obs-nbr-tight",
-                 neighbour={"coef": (1.0, 0.0), "n_batches": 4, "batch_size": 256, "guide": {"max_distance": 0.15}},
-                 question="crl-sil-obs-nbr with a tighter distance floor (0.15 instead of 0.5: fewer states labelled, "
-                          "by nearer, likelier right neighbours)"),
     Arm("crl-sil-plain-rollin", crl=False, demonstrations=20,
         imitation={"weight": "sil", "keep": "successful", "pretrain_steps": PRETRAIN_STEPS},
         rollin={**{k: v for k, v in _ROLLIN.rollin.items() if k != "guide"},  # type: ignore[union-attr]

@@ -12,9 +12,7 @@ One home for the rule that the manager (bank utilities, extractor rewards), the 
 * :class:`PairedCredit`: the paired rule (the paper's groups): a guided episode's delta against
   the free episodes that replayed the same task instance, with the table of guided episodes
   that wait for them;
-* :func:`shown_shares`: how an episode's delta is shared among the entries it was shown;
-* :func:`value_delta`: the fallback where an env cannot replay an instance: a guided episode's
-  discounted return against the critic's value of its start state (seen without experience).
+* :func:`shown_shares`: how an episode's delta is shared among the entries it was shown.
 
 The rules are plain functions (:mod:`.rules`); the windows and tables that hold outcomes over
 time are :mod:`.tracking`'s. Plain numpy: no SB3, no integration.
@@ -22,16 +20,13 @@ time are :mod:`.tracking`'s. Plain numpy: no SB3, no integration.
 
 from .rules import (
     EXTRACTOR_REWARDS,
-    discounted_return,
     entry_reward,
     outcome_delta,
     paired_delta,
     shown_shares,
     utility_decay,
-    value_delta,
 )
 from .tracking import FreeBaseline, OutcomeTracker, PairedCredit, PairedResult
 
 __all__ = ["EXTRACTOR_REWARDS", "FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult",
-           "discounted_return", "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay",
-           "value_delta"]
+           "entry_reward", "outcome_delta", "paired_delta", "shown_shares", "utility_decay"]

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["EXTRACTOR_REWARDS", "discounted_return", "entry_reward", "finite_number",
-           "outcome_delta", "paired_delta", "shown_shares", "utility_decay", "value_delta"]
+__all__ = ["EXTRACTOR_REWARDS", "entry_reward", "finite_number", "outcome_delta", "paired_delta", "shown_shares",
+           "utility_decay"]
 
 #: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
 EXTRACTOR_REWARDS = ("delta", "direct")
@@ -44,45 +44,6 @@ def outcome_delta(outcome: float, free_mean: float | None, *, free_spread: float
     d = outcome - free_mean
     if free_spread is not None:
         d /= max(free_spread, 1.0)
-    return d
-
-
-def discounted_return(rewards: Sequence[float] | np.ndarray, gamma: float) -> float:
-    """An episode's discounted return ``sum_t gamma^t r_t`` (0 for an empty episode).
-
-    >>> discounted_return([1.0, 1.0, 1.0], 0.5), discounted_return([], 0.9)
-    (1.75, 0.0)
-    """
-    r = np.asarray(rewards, dtype=np.float64).reshape(-1)
-    return float(np.dot(r, gamma ** np.arange(r.size))) if r.size else 0.0
-
-
-def value_delta(rewards: Sequence[float] | np.ndarray, start_value: float, gamma: float, *,
-                free_spread: float | None = None) -> float:
-    """A guided episode's discounted return minus the critic's value of its start state.
-
-    The value baseline for envs that cannot replay a task instance (so no free episode of
-    the same instance exists to pair with): ``start_value`` is ``V(s0)`` of the episode's
-    first observation *seen without experience* (what the agent expects from that very state
-    on its own), ``gamma`` the discount the critic was trained with. The return is
-    discounted the same way, so both sides are in the critic's units. ``free_spread``
-    divides the difference by ``max(free_spread, 1)`` as in :func:`outcome_delta`.
-
-    >>> round(value_delta([0.0, 0.0, 1.0], 0.5, 0.9), 4)
-    0.31
-    >>> value_delta([2.0, 2.0], 1.0, 1.0, free_spread=3.0)
-    1.0
-    >>> value_delta([1.0], float("nan"), 0.99)
-    Traceback (most recent call last):
-    ...
-    ValueError: start_value must be finite, got nan: an episode with a NaN or inf reward or outcome cannot be credited
-    """
-    start_value = finite_number("start_value", start_value)
-    gamma = finite_number("gamma", gamma)
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
-    d = outcome_delta(discounted_return(rewards, gamma), start_value, free_spread=free_spread)
-    assert d is not None
     return d
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..credit import entry_reward, shown_shares, utility_decay, value_delta
+from ..credit import entry_reward, shown_shares, utility_decay
 from .backend import Credit
 from .episode import Episode
 
@@ -34,9 +34,7 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
     judged by the paired rule (:class:`~experience_wrappers.credit.PairedCredit`: the guided
     outcome minus the mean free outcome of the same instance; the guided episode waits in
     :attr:`ExperienceManager.paired` until those are in); any other guided episode against the task's recent
-    free episodes (:class:`~experience_wrappers.credit.FreeBaseline`), unless it carries the
-    critic's ``start_value`` (the value baseline, for envs that cannot replay an instance:
-    :func:`~experience_wrappers.credit.value_delta`).
+    free episodes (:class:`~experience_wrappers.credit.FreeBaseline`).
     """
     credits: list[Credit] = []
     outcome = ep.outcome
@@ -59,12 +57,6 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
         return credits
     if not ep.guided:
         return credits
-    if ep.start_value is not None:  # no instance to pair with: the critic's V(s0) (value_delta)
-        spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
-        with mgr.stats_lock:
-            mgr.value_credited += 1
-        return credit(mgr, *credit_payload(ep), value_delta(ep.rewards, ep.start_value, ep.gamma,
-                                                            free_spread=spread))
     delta = mgr.baseline.delta(ep.task_id, outcome, ep.success is not None)
     if delta is None:
         return credits

@@ -77,13 +77,6 @@ class Episode:
             credit is the unpaired baseline's).
         shown_steps: per entry of ``injected_ids``, the steps on which it was shown (None:
             not counted; every entry then gets the whole delta).
-        start_value: the critic's value of the episode's first observation seen without
-            experience, ``V(s0)`` (set by :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` where the
-            wrapper asks for the value baseline; None: none). A guided episode with no replayed
-            instance to pair with is then credited against it
-            (:func:`~experience_wrappers.credit.value_delta`) instead of the task's recent
-            free episodes.
-        gamma: the discount the critic was trained with (the return is discounted alike).
     """
 
     observations: Any
@@ -96,8 +89,6 @@ class Episode:
     env_steps: int = 0
     instance: Instance | None = None
     shown_steps: np.ndarray | None = None
-    start_value: float | None = None
-    gamma: float = 1.0
 
     @property
     def length(self) -> int:

@@ -122,7 +122,6 @@ class ExperienceManager:
         self.replay: SuccessReplay | None = None
         # statistics
         self.episodes_submitted = 0
-        self.value_credited = 0  # guided episodes judged against V(s0) (the value baseline)
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under stats_lock)
         self._closed = False
         #: the ``learn`` call a CRLCallback trains this manager in, and that callback (its check

@@ -27,8 +27,6 @@ def manager_stats(mgr: ExperienceManager) -> dict[str, float]:
             "guided_ratio": float(mgr.guided_ratio),
             "busy_seconds": float(fig.busy_seconds),
         }
-        if mgr.value_credited:
-            out["value_credited"] = float(mgr.value_credited)
         for name, mean in mgr.outcomes.means().items():
             key = name if name == "delta" else f"{name}_outcome"
             out[key] = float("nan") if mean is None else mean

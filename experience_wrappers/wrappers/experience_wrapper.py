@@ -51,9 +51,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             ``key_encoder``, ``task_id`` (0), ``query_mode``
             (``"utility"``), ``filter_by_task`` (True), ``learn`` (None), ``manager``,
             ``manager_kwargs``, ``seed``, ``paired`` (False: see :class:`~experience_wrappers.wrappers.ReplayInstances`
-            for what True needs), ``experimental`` (the value baseline, measured
-            to tie: :class:`~experience_wrappers.experimental.ExperimentalOptions`); see
-            :class:`~experience_wrappers.wrappers.ExperienceOptions`.
+            for what True needs); see :class:`~experience_wrappers.wrappers.ExperienceOptions`.
 
     What the env returns is checked at the step that returned it, and the message names the
     env (``CartPole-v1's step()``) and the step: a reward must be one finite real number of

@@ -78,7 +78,6 @@ class ExperienceInjector:
         self.task_source = options.task_id
         self.learn = options.learn
         self.paired = options.paired
-        self.value_baseline = options.value_baseline
         self._warned_unpaired = False
         self.force_guided: bool | None = None
         #: inside ``model.learn`` (set by :class:`~integrations.sb3.CRLCallback`); None: never
@@ -95,10 +94,6 @@ class ExperienceInjector:
         # paired credit: each env's replayed instance and the steps each entry was shown
         self.instances: list[Instance | None] = [None] * n_envs
         self._shown: list[dict[int, int]] = [{} for _ in range(n_envs)]
-        # the value baseline: V(s0) of each env's episode (NaN until CRLCallback fills it in)
-        self.start_values = np.full(n_envs, np.nan)
-        self.value_gamma = 1.0
-        self._wants_value = np.zeros(n_envs, dtype=bool)
 
     @property
     def learning(self) -> bool:
@@ -125,11 +120,6 @@ class ExperienceInjector:
         for j, r in enumerate(rows.tolist()):
             self.guided[r] = guided[j]
             self._shown[r] = {}
-            self.start_values[r] = np.nan
-            # the value baseline where asked for, or as paired credit's fallback on an env that cannot
-            # replay (not for forced episodes: an evaluation pairs nothing and falls back to nothing)
-            self._wants_value[r] = guided[j] and (self.value_baseline or (
-                self.paired and self.force_guided is None and self.instances[r] is None))
             self.steps[r] = 0
             # a task function reads the observation (a copy); a fixed task needs none
             self.task_ids[r] = (self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
@@ -148,15 +138,14 @@ class ExperienceInjector:
         if self.force_guided is not None:  # forced (evaluation): no pairs, every episode the same
             self.instances[r] = None
             return bool(self.force_guided)
-        if not isinstance(spec, dict):  # this env cannot replay an instance: the value baseline
+        if not isinstance(spec, dict):  # this env cannot replay an instance: the unpaired rule
             self.instances[r] = None
             if not self._warned_unpaired:
                 self._warned_unpaired = True
                 warnings.warn(
                     f"paired=True, but env {r}'s reset info has no {INSTANCE_INFO_KEY!r}, so it does not replay "
                     "task instances: its guided episodes are credited against the task's recent free episodes "
-                    "(or, under integrations.sb3.experimental.ExperimentalCRLCallback, the critic's value of their "
-                    "start, V(s0)) instead of free episodes of the same instance. To pair "
+                    "instead of free episodes of the same instance. To pair "
                     "them, build the envs with experience_wrappers.wrappers.paired_env_fns(...) (each env in "
                     "ReplayInstances, below the VecEnv and below the experience wrapper)", UserWarning, stacklevel=2)
             return bool(self.rng.random() < ratio)
@@ -210,9 +199,7 @@ class ExperienceInjector:
         ep = Episode(observations=observations, actions=actions, rewards=rewards, success=success,
                      guided=bool(self.guided[r]), injected_ids=ids,
                      task_id=int(self.task_ids[r]), env_steps=self.env_steps,
-                     instance=self.instances[r], shown_steps=shown,
-                     start_value=None if np.isnan(self.start_values[r]) else float(self.start_values[r]),
-                     gamma=self.value_gamma)
+                     instance=self.instances[r], shown_steps=shown)
         if self.learning:
             if self.in_learn is False and not self._warned_outside:
                 self._warned_outside = True
@@ -222,22 +209,6 @@ class ExperienceInjector:
                               "bank, which learns nothing", UserWarning, stacklevel=2)
             self.manager.submit(ep)
         return ep
-
-    def wants_start_value(self) -> np.ndarray:
-        """Envs whose episode is credited against ``V(s0)`` and has none yet (the value
-        baseline: ``experimental={"value_baseline": True}``, or ``paired=True`` on an env that does not replay
-        instances), after its first step: :class:`~integrations.sb3.experimental.ExperimentalCRLCallback`
-        fills them in with :meth:`set_start_values` (nothing on the main path does: without it
-        they are credited by the unpaired rule)."""
-        return np.flatnonzero(self._wants_value & np.isnan(self.start_values) & (self.steps == 1))
-
-    def set_start_values(self, rows: np.ndarray, values: np.ndarray, gamma: float) -> None:
-        """Record ``V(s0)`` (seen without experience) of the episodes in ``rows``, and the discount."""
-        values = np.asarray(values, dtype=np.float64).reshape(-1)
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"start values must be finite, got {values.tolist()}")
-        self.start_values[np.asarray(rows, dtype=np.int64)] = values
-        self.value_gamma = float(gamma)
 
     def due(self) -> np.ndarray:
         """Envs in a guided episode whose step count calls for a new retrieval."""

@@ -14,23 +14,40 @@ from ..keys import KeyEncoder
 from ..manager import ExperienceSource, resolve_manager
 from ..validators import check_int, integral, is_bool
 
-__all__ = ["ExperienceOptions", "ExperimentalOptions", "TaskIdSource", "REMOVED_OPTIONS", "EXPERIMENTAL_FIELDS"]
+__all__ = ["ExperienceOptions", "TaskIdSource", "REMOVED_OPTIONS"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
 QUERY_MODES = ("utility", "knn", "random")
 
-#: options that were removed with the action prior (it hurt: ``docs/what_to_use.md``), and the
-#: value each had when off; a saved setting at that value still loads (it changed nothing)
+#: options of removed parts (measured to tie or hurt: ``docs/what_to_use.md``), and the value each
+#: had when off; a saved setting at that value still loads (it changed nothing), in ``experimental``
+#: (where the last two lived) or not
 REMOVED_OPTIONS: dict[str, object] = {"action_prior": False, "prior_source": "nearest", "prior_k": 1,
-                                      "prior_max_distance": 0.5}
+                                      "prior_max_distance": 0.5, "value_baseline": False}
+
+_PRIOR = ("was removed with the action prior, which hurt where it was measured (KeyRoom-S5 from 20 "
+          "demonstrations: 0.74 sampled and 0.46 nearest, against the method's 0.92; docs/what_to_use.md); "
+          "the observation channel and self-imitation carry retrieved experience instead")
+_WHY = {"value_baseline": "was removed: the critic's V(s0) as a guided episode's baseline was no closer to the "
+                          "paired baseline than the task's last 100 free episodes (Room-Monster r 0.35 against "
+                          "0.46, Room-Ultimate 0.27 against 0.28; docs/what_to_use.md); guided episodes are "
+                          "credited against the task's recent free episodes, or paired (paired=True)"}
 
 
-def _removed(name: str) -> TypeError:
-    return TypeError(f"{name} was removed with the action prior, which hurt where it was measured (KeyRoom-S5 "
-                     "from 20 demonstrations: 0.74 sampled and 0.46 nearest, against the method's 0.92; "
-                     "docs/what_to_use.md); the observation channel and self-imitation carry retrieved "
-                     "experience instead")
+def _removed(name: str, label: str | None = None) -> TypeError:
+    return TypeError(f"{label or name} {_WHY.get(name, _PRIOR)}")
+
+
+def _without_removed(settings: dict[str, Any], experimental: bool = False) -> dict[str, Any]:
+    """``settings`` without the removed options set to their old "off" (an older save); one set
+    otherwise is a ``TypeError`` that says why it went (``experimental``: they sat in ``experimental=``)."""
+    for name, off in REMOVED_OPTIONS.items():
+        if name in settings:
+            if settings[name] != off or type(settings[name]) is not type(off):
+                raise _removed(name, f"experimental[{name!r}]" if experimental else None)
+            settings = {key: v for key, v in settings.items() if key != name}
+    return settings
 
 
 def _k(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -58,53 +75,6 @@ def _seed(instance: object, attribute: attrs.Attribute, value: object) -> None:
 def _query_mode(instance: object, attribute: attrs.Attribute, value: object) -> None:
     if value not in QUERY_MODES:
         raise ValueError(f"query_mode must be 'utility', 'knn' or 'random', got {value!r}")
-
-
-@attrs.frozen(kw_only=True)
-class ExperimentalOptions:
-    """The experience wrapper's parts measured to tie or hurt (``experimental=`` of
-    :class:`ExperienceOptions` and of the wrappers).
-
-    The value baseline was no closer to the paired baseline than the task's recent free
-    episodes (``credit_agreement.json``).
-
-    Args:
-        value_baseline: credit guided episodes against the critic's value of their first
-            observation seen without experience, ``V(s0)``, which
-            :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` fills in
-            (:func:`~experience_wrappers.credit.value_delta`: the discounted return minus
-            it), instead of the task's recent free episodes, which started elsewhere. For envs
-            that cannot replay a task instance. Without a callback to fill it in (or for an
-            episode of one step, which ends before the callback sees it), the episode is
-            credited as without it.
-
-    >>> ExperimentalOptions(value_baseline=True).value_baseline
-    True
-    """
-
-    value_baseline: bool = attrs.field(default=False, validator=is_bool)
-
-
-#: the fields of :class:`ExperimentalOptions`
-EXPERIMENTAL_FIELDS = tuple(attrs.fields_dict(ExperimentalOptions))
-
-
-def _experimental(value: Any) -> ExperimentalOptions:
-    if value is None:
-        return ExperimentalOptions()
-    if isinstance(value, ExperimentalOptions):
-        return value
-    if isinstance(value, dict):
-        for name, off in REMOVED_OPTIONS.items():
-            if name in value:
-                if value[name] != off or type(value[name]) is not type(off):
-                    raise _removed(name)
-                value = {key: v for key, v in value.items() if key != name}  # an old save's "off": no change
-        unknown = sorted(set(value) - set(EXPERIMENTAL_FIELDS))
-        if unknown:
-            raise TypeError(f"unexpected experimental option(s) {unknown}; they are {list(EXPERIMENTAL_FIELDS)}")
-        return ExperimentalOptions(**value)
-    raise TypeError(f"experimental must be an ExperimentalOptions or a dict of its fields, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -142,11 +112,7 @@ class ExperienceOptions:
             (:class:`~experience_wrappers.credit.PairedCredit`), by the steps each entry was
             shown. False (the default): a random draw per episode, credited against the
             task's recent free episodes. An env that does not replay instances (no
-            ``ReplayInstances`` below it) falls back to the value baseline (below), said once
-            in a ``UserWarning``.
-        experimental: the parts measured to tie or hurt (:class:`ExperimentalOptions`, or a
-            dict of its fields): the value-baseline fallback. Its field reads through
-            (``options.value_baseline``).
+            ``ReplayInstances`` below it) is credited so too, said once in a ``UserWarning``.
 
     >>> ExperienceOptions(k=2, query_mode="knn").k
     2
@@ -156,17 +122,15 @@ class ExperienceOptions:
     Traceback (most recent call last):
     ...
     ValueError: k must be an int in [1, 65536], got 0
-    >>> ExperienceOptions(experimental={"value_baseline": True}).value_baseline
-    True
     >>> ExperienceOptions.of(experience_input="compact")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     TypeError: experience_input='compact' moved off the main path (it tied the full input): wrap the env ...
-    >>> ExperienceOptions.of(value_baseline=True)
+    >>> ExperienceOptions.of(experimental={"value_baseline": True})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: value_baseline is experimental (measured to tie or hurt): pass experimental={'value_baseline': ...} (ExperimentalOptions, in experience_wrappers.experimental)
-    >>> ExperienceOptions(experimental={"action_prior": True})  # doctest: +ELLIPSIS
+    TypeError: experimental['value_baseline'] was removed: the critic's V(s0) as a guided episode's baseline ...
+    >>> ExperienceOptions.of(action_prior=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     TypeError: action_prior was removed with the action prior, which hurt where it was measured ...
@@ -183,13 +147,6 @@ class ExperienceOptions:
     manager_kwargs: dict[str, Any] | None = None
     seed: int | None = attrs.field(default=None, validator=_seed)
     paired: bool = attrs.field(default=False, validator=is_bool)
-    experimental: ExperimentalOptions = attrs.field(factory=lambda: ExperimentalOptions(),
-                                                    converter=lambda v: _experimental(v))
-
-    # the experimental field reads through, so that readers need not know where it lives
-    @property
-    def value_baseline(self) -> bool:
-        return self.experimental.value_baseline
 
     @classmethod
     def of(cls, options: ExperienceOptions | None = None, /, **kwargs: Any) -> ExperienceOptions:
@@ -200,19 +157,23 @@ class ExperienceOptions:
         """
         if options is not None and not isinstance(options, cls):
             raise TypeError(f"options must be an ExperienceOptions, got {type(options).__name__}")
-        for name in REMOVED_OPTIONS:
-            if name in kwargs:
-                raise _removed(name)
+        kwargs = _without_removed(kwargs)
+        if "experimental" in kwargs:  # where the removed parts' options lived: an older save's "off" loads
+            kwargs = dict(kwargs)
+            experimental = kwargs.pop("experimental")
+            if experimental is not None and not isinstance(experimental, dict):
+                raise TypeError(f"experimental= was removed with the parts it held (none is left on the wrappers), "
+                                f"got {experimental!r}")
+            leftover = _without_removed(dict(experimental or {}), experimental=True) if experimental else {}
+            if leftover:
+                raise TypeError(f"unexpected experimental option(s) {sorted(leftover)}: experimental= was removed "
+                                "with the parts it held")
         if "experience_input" in kwargs:  # the compact input moved to experience_wrappers.experimental
             kwargs = dict(kwargs)
             if kwargs.pop("experience_input") != "full":  # "full" (an older save's default) is what the wrappers show
                 raise TypeError("experience_input='compact' moved off the main path (it tied the full input): wrap the "
                                 "env in experience_wrappers.experimental.CompactExperience (an ExperienceWrapper) or "
                                 "integrations.sb3.experimental.CompactExperienceVecEnv (an ExperienceVecEnv)")
-        moved = sorted(set(kwargs) & set(EXPERIMENTAL_FIELDS))
-        if moved:
-            raise TypeError(f"{moved[0]} is experimental (measured to tie or hurt): pass "
-                            f"experimental={{'{moved[0]}': ...}} (ExperimentalOptions, in experience_wrappers.experimental)")
         unknown = sorted(set(kwargs) - set(attrs.fields_dict(cls)))
         if unknown:
             raise TypeError(f"unexpected keyword argument(s) {unknown}; the experience options are "

@@ -74,12 +74,9 @@ class CRLCallback(BaseCallback):
       ``crl/delta_guided_*`` and ``crl/delta_baseline_*`` are its two parts:
       ``outcome_delta = delta_guided - delta_baseline``.
 
-    The value baseline's ``V(s0)``, measured to tie, is not here:
-    :class:`integrations.sb3.experimental.ExperimentalCRLCallback` adds it through this class's
-    hooks (:meth:`_setup_hook`, :meth:`_step_hook`, which do nothing here). Without
-    it, ``paired=True`` on an env that cannot replay an instance credits its guided episodes
-    against the task's recent free episodes (the unpaired rule, measured as close to pairing
-    as ``V(s0)``: ``docs/benchmarks.md``), and ``experimental={"value_baseline": True}`` is refused.
+    ``paired=True`` on an env that cannot replay an instance credits its guided episodes
+    against the task's recent free episodes (the unpaired rule; the critic's ``V(s0)`` in its
+    place was measured no closer to pairing and removed: ``docs/what_to_use.md``).
 
     Args:
         guided_ratio: a constant, or ``(start, end)`` linear over training.
@@ -136,7 +133,6 @@ class CRLCallback(BaseCallback):
     def _init_callback(self) -> None:
         self.managers, self.injectors = find_experience(self.training_env)
         check_callback(self, self.managers)  # on-policy, and one CRLCallback per learn()
-        self._setup_hook()
         for m in self.managers:
             m.schedule.configure(guided=self._spec.guided)
         start_training(self.model, self.training_env, self.managers, self.injectors)
@@ -156,21 +152,6 @@ class CRLCallback(BaseCallback):
         n_envs, n_steps = self.training_env.num_envs, getattr(self.model, "n_steps", 1)
         self._guided = np.zeros((n_steps, n_envs), dtype=bool)
         self.sil = self._self_imitation()
-
-    # ------------------------------------------------- hooks (a subclass's parts)
-    def _setup_hook(self) -> None:
-        """At setup, once the experience is found, before each manager's schedule is configured.
-
-        Here: refuse ``experimental={"value_baseline": True}``, whose ``V(s0)`` only
-        :class:`~integrations.sb3.experimental.ExperimentalCRLCallback` fills in.
-        """
-        if any(getattr(inj, "value_baseline", False) for inj in self.injectors):
-            raise ValueError("ExperienceWrapper(..., experimental={'value_baseline': True}) needs the critic's V(s0), "
-                             "which CRLCallback does not fill in: train with "
-                             "integrations.sb3.experimental.ExperimentalCRLCallback")
-
-    def _step_hook(self) -> None:
-        """At each step, before its infos are read (``model._last_obs`` is the step's observation)."""
 
     def _self_imitation(self) -> SelfImitationCallback | None:
         """The self-imitation child on the first manager's replay (None: off)."""
@@ -221,7 +202,6 @@ class CRLCallback(BaseCallback):
     def _on_step(self) -> bool:
         if self.sil is not None:
             self.sil.on_step()
-        self._step_hook()
         infos = self.locals.get("infos", [])
         buf = getattr(self.model, "rollout_buffer", None)
         pos = buf.pos if buf is not None else 0

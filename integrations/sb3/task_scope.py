@@ -132,8 +132,6 @@ class TaskScopeRL:
         model, env, bank, manager, replay, demonstrations, rollin_env, callbacks.
     """
 
-    #: the callback built with ``callback_kwargs`` (the experimental subclass's is its own)
-    callback_class: type[CRLCallback] = CRLCallback
     def __init__(self, env: str | Callable[[], gym.Env], *, algorithm: type[BaseAlgorithm] | str = PPO,
                  policy: Any = None, n_envs: int = 8, seed: int | None = 0, experience: bool = True,
                  demonstrations: int | Sequence[Any] = 0, self_imitation: bool | Mapping[str, Any] = True,
@@ -288,7 +286,7 @@ class TaskScopeRL:
             # without roll-in, self-imitation is the callback's own (on the manager's replay, this
             # run's): the code path of the two-line form
             sil = {"seed": self.seed, **self.self_imitation} if sil_inside and self.self_imitation else False
-            self.crl_callback = self.callback_class(**{**callback_kwargs, "self_imitation": sil})
+            self.crl_callback = CRLCallback(**{**callback_kwargs, "self_imitation": sil})
             out.append(self.crl_callback)
         elif callback_kwargs:
             raise ValueError(f"callback_kwargs {sorted(callback_kwargs)} are CRLCallback's; experience=False has none")

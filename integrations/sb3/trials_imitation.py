@@ -39,9 +39,9 @@ class EntryImitationCallback(BaseCallback):
     on the hidden key and door, following a run's success 0.91 and one demonstration 0.99
     from the first trial, against 0.68 and 0.83 without it; on the hidden-goal room a tie
     (0.94; 0.99-1.00). The same operator in task scope, copying the action of the nearest
-    entry of *other* instances (``integrations.sb3.experimental.NeighbourImitationCallback``),
-    hurt: KeyRoom-S5 from 5 demonstrations 0.34 against 0.46. The scope of what is shown decides
-    its sign, which is why it is a run-scope part.
+    entry of *other* instances (neighbour imitation, since removed), hurt: KeyRoom-S5 from 5
+    demonstrations 0.34 against 0.46. The scope of what is shown decides its sign, which is why
+    it is a run-scope part, and the only one.
 
     Args:
         layout: the memory's :class:`~experience_wrappers.trials.EntryLayout`.
