@@ -85,22 +85,22 @@ class LearnerProcess:
 
     def __init__(self, key_encoder: KeyEncoder, action_space: spaces.Space, config: ManagerConfig,
                  extractor_config: ExtractorConfig) -> None:
-        try:
-            pickle.dumps(key_encoder)
+        init = {"key_encoder": key_encoder, "action_space": action_space, "config": config,
+                "extractor_config": extractor_config}
+        try:  # pickled once: checked here, sent as these bytes, read by the child (serve)
+            settings = pickle.dumps(init)
         except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing
             raise TypeError(f"mode='process' sends the key encoder to the learner process, but "
                             f"{type(key_encoder).__name__} cannot be pickled ({exc!r}); use mode='async'") from exc
         ctx = mp.get_context("spawn")
         self.inbox: Any = ctx.Queue()  # to the learner
         self.outbox: Any = ctx.Queue()  # from the learner
-        init = {"key_encoder": key_encoder, "action_space": action_space, "config": config,
-                "extractor_config": extractor_config}
         # the settings go through the inbox, not the process's arguments: spawn writes those into a
         # pipe the parent itself holds open until the write ends, so a child that dies before reading
         # them (a script without a main guard) would leave the parent blocked on a large key encoder
         self.process = ctx.Process(target=serve, args=(self.inbox, self.outbox), name="crl-learner", daemon=True)
         try:
-            if refers_to_main(pickle.dumps(init)):  # the child needs the script's classes: it imports the script
+            if refers_to_main(settings):  # the child needs the script's classes: it imports the script
                 self.process.start()
             else:  # the script is not run again in the child: no main guard needed
                 start_without_main(self.process)
@@ -113,7 +113,7 @@ class LearnerProcess:
                 "script): in a script, build the env and the model under "
                 "`if __name__ == \"__main__\":` (or define the key encoder in a module of its own, or use "
                 "mode='async')") from exc
-        self.inbox.put(init)  # the queue's feeder thread writes it: never blocks this thread
+        self.inbox.put(settings)  # the queue's feeder thread writes it: never blocks this thread
         # a manager dropped without close() still stops its process
         self._finalizer = weakref.finalize(self, _shutdown, self.process, self.inbox, self.outbox, 5.0)
         self._tokens = 0
@@ -292,7 +292,7 @@ def serve(inbox: Any, outbox: Any) -> None:
     Ctrl-C is ignored here: a terminal sends it to the actor too, whose exit stops this process
     (one traceback, the actor's, instead of two)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    state = _Learner(inbox.get(), outbox)
+    state = _Learner(pickle.loads(inbox.get()), outbox)  # the settings, pickled once by LearnerProcess
     parent = mp.parent_process()
     while True:
         try:

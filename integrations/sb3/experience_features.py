@@ -1,4 +1,4 @@
-"""Policy features extractor that reads the experience channel with masked attention."""
+"""The one reader of shown entries, in either scope: :class:`ExperienceFeaturesExtractor`."""
 
 from __future__ import annotations
 
@@ -9,75 +9,108 @@ import torch as th
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
-from experience_wrappers.wrappers.spaces import base_keys
+from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
+from experience_wrappers.wrappers.spaces import EXPERIENCE_KEYS
 
-__all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs"]
+__all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs", "ENTRY_LAYOUTS"]
+
+#: the entry keys each scope's wrapper adds: (entries, mask, the entries' utility or None)
+ENTRY_LAYOUTS: dict[str, tuple[str, str, str | None]] = {
+    "task": ("experience", "experience_mask", "experience_utility"),  # ExperienceWrapper, ExperienceVecEnv
+    "run": (ENTRIES_KEY, MASK_KEY, None),  # TrialsWrapper: one row per entry (experience_wrappers.trials.EntryLayout)
+}
 
 
-def _box_shape(space: gym.spaces.Dict, key: str) -> tuple[int, ...]:
-    shape = space[key].shape
-    assert shape is not None  # the wrapper's experience channels are Boxes
-    return shape
-
-
-class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
-    """Encode the original observation, pool the ``k`` shown experiences with attention.
-
-    The original observation (every key that is not an experience key) goes through a
-    base extractor: ``base_extractor_class(sub_space, **base_extractor_kwargs)``, SB3's
-    :class:`CombinedExtractor` by default (an MLP on vectors, a CNN on images); pass a
-    domain encoder (e.g. :class:`integrations.minihack.GlyphCNNExtractor`) instead. Each
-    experience token is ``[experience, utility]`` projected to
-    ``attn_dim``; the base features make the query; padded tokens (mask 0) are ignored,
-    and an episode with no experience pools to zeros. The output is
-    ``[base features, pooled experience, guided flag]``.
-
-    It needs the wrappers' three experience keys: the experimental compact input (one key, the
-    entries' mean: :class:`~experience_wrappers.experimental.CompactExperience`) is for SB3's
-    default policy, and is refused here with a ``ValueError`` that says so.
-
-    Args:
-        observation_space: the wrapped Dict observation space.
-        base_extractor_class: features extractor for the original observation.
-        base_extractor_kwargs: its keyword arguments.
-        attn_dim: width of the attention and of the pooled experience.
-    """
-
-    def __init__(self, observation_space: gym.spaces.Dict, base_extractor_class: type[BaseFeaturesExtractor] | None = None,
-                 base_extractor_kwargs: dict[str, Any] | None = None, attn_dim: int = 64) -> None:
-        if not isinstance(observation_space, gym.spaces.Dict) or "experience" not in observation_space.spaces:
-            raise ValueError("ExperienceFeaturesExtractor needs the Dict observation of an ExperienceWrapper, "
-                             f"got {observation_space}")
-        if "experience_mask" not in observation_space.spaces:
+def entry_layout(space: gym.spaces.Space) -> str:
+    """The scope whose entry keys ``space`` holds (a ``ValueError`` for a space without them)."""
+    if isinstance(space, gym.spaces.Dict):
+        for scope, (entries, mask, _) in ENTRY_LAYOUTS.items():
+            if entries in space.spaces and mask in space.spaces:
+                return scope
+        if "experience" in space.spaces:
             raise ValueError(
                 "ExperienceFeaturesExtractor attends over the k shown entries one by one, but the observation carries "
-                f"the compact experience input (experience {observation_space['experience'].shape}: the entries' "
+                f"the compact experience input (experience {space['experience'].shape}: the entries' "
                 "mean and the fraction shown; no experience_mask): drop the CompactExperience wrapper for this "
                 "extractor, or keep it and use SB3's default policy (PPO('MultiInputPolicy', env) without "
                 "crl_policy_kwargs)")
-        keys = base_keys(observation_space)
+    raise ValueError("ExperienceFeaturesExtractor needs the Dict observation of an experience wrapper "
+                     f"(ExperienceWrapper, ExperienceVecEnv or a run scope's TrialsWrapper), got {space}")
+
+
+class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
+    """Encode the observation; pool the ``k`` shown entries with attention. Either scope's.
+
+    The env's own observation (every key that is not an entry key) goes through a base
+    extractor: ``base_extractor_class(sub_space, **base_extractor_kwargs)``, SB3's
+    :class:`CombinedExtractor` by default (an MLP on vectors, a CNN on images); pass a domain
+    encoder (e.g. :class:`integrations.minihack.GlyphCNNExtractor`) instead. Each shown entry
+    becomes a token: in task scope (:class:`~experience_wrappers.ExperienceWrapper`'s keys)
+    ``[experience, utility]``; in run scope (a :class:`~experience_wrappers.trials.TrialsWrapper`'s)
+    its row (offset to the query, distance, same-instance flag, action, return, steps to go,
+    the extractor's vector: :class:`~experience_wrappers.trials.EntryLayout`). A small MLP maps
+    each token to a key and a value; the base features make the query; padded slots (mask 0)
+    are ignored, and with nothing shown the pools are zeros. The output is ``[base features,
+    attention pool, max pool (with max_pool), any-entry flag]``.
+
+    Each scope's measured reader is a setting of this one: task scope's (``crl_policy_kwargs``)
+    the defaults; run scope's (``ComplementaryRL(scope="run")``, :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`)
+    ``base_width=attn_dim, max_pool=True``.
+
+    It needs the entries one by one: the experimental compact input (one key, the entries'
+    mean: :class:`~experience_wrappers.experimental.CompactExperience`) is for SB3's default
+    policy, and is refused here with a ``ValueError`` that says so.
+
+    Args:
+        observation_space: the wrapped Dict observation space.
+        base_extractor_class: features extractor for the env's own observation.
+        base_extractor_kwargs: its keyword arguments.
+        attn_dim: width of the attention and of each pool.
+        base_width: None (default): the base features as they come; an int: through one
+            ReLU layer of this width first (run scope's reader).
+        max_pool: also max-pool the entries' values, which then pass a ReLU (run scope's
+            reader: a successful trial's rows stand out even among many of failed ones).
+    """
+
+    def __init__(self, observation_space: gym.spaces.Dict, base_extractor_class: type[BaseFeaturesExtractor] | None = None,
+                 base_extractor_kwargs: dict[str, Any] | None = None, attn_dim: int = 64, *,
+                 base_width: int | None = None, max_pool: bool = False) -> None:
+        self.scope = entry_layout(observation_space)
+        self.entries_key, self.mask_key, self.utility_key = ENTRY_LAYOUTS[self.scope]
+        entry_keys = EXPERIENCE_KEYS if self.scope == "task" else (self.entries_key, self.mask_key)
+        keys = [key for key in observation_space.spaces if key not in entry_keys]
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
-        base_cls = base_extractor_class or CombinedExtractor
-        base = base_cls(sub, **(base_extractor_kwargs or {}))
-        super().__init__(observation_space, features_dim=base.features_dim + attn_dim + 1)
+        base = (base_extractor_class or CombinedExtractor)(sub, **(base_extractor_kwargs or {}))
+        width = base.features_dim if base_width is None else int(base_width)
+        super().__init__(observation_space, features_dim=width + (2 if max_pool else 1) * attn_dim + 1)
         self.base = base
         self.base_keys = keys
-        k, d = _box_shape(observation_space, "experience")
-        self.token = nn.Sequential(nn.Linear(d + 1, attn_dim), nn.ReLU(), nn.Linear(attn_dim, 2 * attn_dim))
-        self.query = nn.Linear(base.features_dim, attn_dim)
+        self.project = None if base_width is None else nn.Sequential(nn.Linear(base.features_dim, width), nn.ReLU())
+        entries_shape = observation_space[self.entries_key].shape
+        assert entries_shape is not None  # the wrappers' entries are a Box
+        d = entries_shape[-1] + (self.utility_key is not None)
+        layers: list[nn.Module] = [nn.Linear(d, attn_dim), nn.ReLU(), nn.Linear(attn_dim, 2 * attn_dim)]
+        self.token = nn.Sequential(*layers, *([nn.ReLU()] if max_pool else []))
+        self.query = nn.Linear(width, attn_dim)
         self.attn_dim = attn_dim
+        self.max_pool = bool(max_pool)
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
         base = self.base({key: observations[key] for key in self.base_keys})
-        tokens = th.cat([observations["experience"], observations["experience_utility"].unsqueeze(-1)], dim=-1)
+        if self.project is not None:
+            base = self.project(base)
+        tokens = observations[self.entries_key].float()
+        if self.utility_key is not None:
+            tokens = th.cat([tokens, observations[self.utility_key].unsqueeze(-1)], dim=-1)
         keys, values = self.token(tokens).split(self.attn_dim, dim=-1)
-        mask = observations["experience_mask"] > 0.5
-        scores = (keys @ self.query(base).unsqueeze(-1)).squeeze(-1) / self.attn_dim**0.5
-        scores = scores.masked_fill(~mask, float("-inf"))
-        any_mask = mask.any(dim=-1, keepdim=True)
-        weights = th.softmax(scores.masked_fill(~any_mask, 0.0), dim=-1) * any_mask
-        pooled = (weights.unsqueeze(-1) * values).sum(dim=1)
-        return th.cat([base, pooled, any_mask.float()], dim=-1)
+        mask = observations[self.mask_key].float() > 0.5
+        scores = (keys * self.query(base).unsqueeze(1)).sum(-1) / self.attn_dim ** 0.5
+        weights = th.softmax(scores.masked_fill(~mask, -1e9), dim=-1) * mask.float()
+        parts = [base, (weights.unsqueeze(-1) * values).sum(1)]
+        if self.max_pool:
+            parts.append(values.masked_fill(~mask.unsqueeze(-1), 0.0).max(dim=1).values)
+        parts.append(mask.any(dim=1, keepdim=True).float())
+        return th.cat(parts, dim=1)
 
 
 def crl_policy_kwargs(base_extractor_class: type[BaseFeaturesExtractor] | None = None,

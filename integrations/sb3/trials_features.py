@@ -1,36 +1,33 @@
-"""Policy features extractor that reads a trial's ``k`` retrieved entries with attention."""
+"""Run scope's measured reader, by the name its saved models refer to: :class:`TrialsFeaturesExtractor`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import gymnasium as gym
-import torch as th
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-from torch import nn
 
-from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
+from experience_wrappers.trials.checks import ENTRIES_KEY
+
+from .experience_features import ExperienceFeaturesExtractor
 
 __all__ = ["TrialsFeaturesExtractor"]
 
 
-class TrialsFeaturesExtractor(BaseFeaturesExtractor):
-    """An MLP of the env's observation, and the ``k`` entries pooled by attention and by max.
+class TrialsFeaturesExtractor(ExperienceFeaturesExtractor):
+    """:class:`~integrations.sb3.experience_features.ExperienceFeaturesExtractor` as run scope measured it:
+    ``attn_dim=hidden, base_width=hidden, max_pool=True``.
 
-    Each entry row (offset to the query, distance, same-instance flag, action, return,
-    steps to go, the extractor's vector; see :class:`~experience_wrappers.trials.layout.EntryLayout`)
-    is encoded by a small MLP; the observation's features make the attention query;
-    padded slots (mask 0) are ignored. The output is ``[observation features, attention
-    pool, max pool, any-entry flag]``: with nothing retrieved the pools are zeros.
+    An MLP of the env's observation (one ``hidden``-wide ReLU layer over the base extractor's
+    features: the flattened keys by default, or ``base_extractor_class``'s, e.g.
+    :class:`integrations.minihack.GlyphCNNExtractor` for images), and the ``k`` entry rows of a
+    :class:`~experience_wrappers.trials.TrialsWrapper` pooled by attention and by max. A model
+    saved before the two readers were one loads: its parameters' old names are read as the new.
 
     Args:
         observation_space: the Dict observation of a :class:`~experience_wrappers.trials.TrialsWrapper`.
         hidden: width of every layer.
-        base_extractor_class: an SB3 features extractor for the env's own observation keys (a
-            Dict space of them), e.g. :class:`integrations.minihack.GlyphCNNExtractor` or SB3's
-            ``CombinedExtractor`` for images; its output goes through one ``hidden``-wide layer.
-            None (the default): one ``hidden``-wide ReLU layer on the flattened keys (for vector
-            observations such as a position).
+        base_extractor_class: an SB3 features extractor for the env's own observation keys.
         base_extractor_kwargs: its keyword arguments.
     """
 
@@ -40,35 +37,17 @@ class TrialsFeaturesExtractor(BaseFeaturesExtractor):
         if not isinstance(observation_space, gym.spaces.Dict) or ENTRIES_KEY not in observation_space.spaces:
             raise ValueError(f"TrialsFeaturesExtractor needs the Dict observation of a TrialsWrapper, got "
                              f"{observation_space}")
-        self.base_keys = sorted(key for key in observation_space.spaces if key not in (ENTRIES_KEY, MASK_KEY))
-        super().__init__(observation_space, features_dim=3 * hidden + 1)
-        entries_shape = observation_space[ENTRIES_KEY].shape
-        assert entries_shape is not None  # the TrialsWrapper's entries are a Box
-        row_dim = entries_shape[-1]
-        self.encoder: BaseFeaturesExtractor | None = None
-        if base_extractor_class is None:
-            base_dim = sum(gym.spaces.flatdim(observation_space[key]) for key in self.base_keys)
-        else:
-            sub = gym.spaces.Dict({key: observation_space[key] for key in self.base_keys})
-            self.encoder = base_extractor_class(sub, **(base_extractor_kwargs or {}))
-            base_dim = self.encoder.features_dim
-        self.base = nn.Sequential(nn.Linear(base_dim, hidden), nn.ReLU())
-        self.token = nn.Sequential(nn.Linear(row_dim, hidden), nn.ReLU(), nn.Linear(hidden, 2 * hidden), nn.ReLU())
-        self.query = nn.Linear(hidden, hidden)
-        self.hidden = hidden
+        super().__init__(observation_space, base_extractor_class, base_extractor_kwargs, attn_dim=hidden,
+                         base_width=hidden, max_pool=True)
+        self._register_load_state_dict_pre_hook(_read_old_names)
 
-    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
-        if self.encoder is None:
-            base_in = th.cat([observations[key].float().flatten(1) for key in self.base_keys], dim=1)
-        else:
-            base_in = self.encoder({key: observations[key] for key in self.base_keys})
-        base = self.base(base_in)
-        keys, values = self.token(observations[ENTRIES_KEY].float()).split(self.hidden, dim=-1)
-        mask = observations[MASK_KEY].float() > 0.5
-        scores = (keys * self.query(base).unsqueeze(1)).sum(-1) / self.hidden ** 0.5
-        scores = scores.masked_fill(~mask, -1e9)
-        weights = th.softmax(scores, dim=-1) * mask.float()
-        pooled = (weights.unsqueeze(-1) * values).sum(1)
-        maxed = values.masked_fill(~mask.unsqueeze(-1), 0.0).max(dim=1).values
-        any_entry = mask.any(dim=1, keepdim=True).float()
-        return th.cat([base, pooled, maxed, any_entry], dim=1)
+
+def _read_old_names(state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+    """Rename, in place, a state dict of the reader before it was one: its ``hidden``-wide layer was
+    ``base.0`` (now ``project.0``) and its base extractor ``encoder`` (now ``base``)."""
+    if f"{prefix}base.0.weight" not in state_dict or f"{prefix}project.0.weight" in state_dict:
+        return
+    for key in [k for k in state_dict if k.startswith(f"{prefix}base.0.")]:
+        state_dict[f"{prefix}project.0.{key[len(prefix) + 7:]}"] = state_dict.pop(key)
+    for key in [k for k in state_dict if k.startswith(f"{prefix}encoder.")]:
+        state_dict[f"{prefix}base.{key[len(prefix) + 8:]}"] = state_dict.pop(key)
