@@ -59,6 +59,19 @@ def _digest(values: Any) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _weights(state: dict[str, Any]) -> dict[str, str]:
+    """``weights_digest`` (names and values, by name) and ``weights_values_digest`` (the values
+    alone, whatever their names and order: a parameter renamed keeps its digest)."""
+    w = hashlib.sha256()
+    tensors = []
+    for name in sorted(state):
+        x = state[name].detach().cpu().numpy()
+        w.update(name.encode())
+        w.update(x.tobytes())
+        tensors.append(hashlib.sha256(str(x.shape).encode() + x.tobytes()).hexdigest())
+    return {"weights_digest": w.hexdigest()[:16], "weights_values_digest": _digest(sorted(tensors))}
+
+
 def fingerprint_run(env_id: str, arm_name: str, steps: int, seed: int = 0) -> dict[str, Any]:
     """One sync-mode run; the episode outcomes, lengths and the curve, with a digest of each."""
     arm = ARMS[arm_name]
@@ -69,13 +82,9 @@ def fingerprint_run(env_id: str, arm_name: str, steps: int, seed: int = 0) -> di
         res = train_run(env_id, arm, seed, load_hyperparams(env_id), steps, eval_episodes=0, model_dir=tmp)
         with zipfile.ZipFile(f"{tmp}/model.zip") as z:
             weights = torch.load(io.BytesIO(z.read("policy.pth")), map_location="cpu")
-    w = hashlib.sha256()
-    for name in sorted(weights):
-        w.update(name.encode())
-        w.update(weights[name].detach().cpu().numpy().tobytes())
     crl = _timeless(res.get("crl"))
     return {"env_id": env_id, "arm": arm_name, "steps": steps, "seed": seed, "episodes": res["episodes"],
-            "curve_digest": _digest(_timeless(res.get("curve"))), "weights_digest": w.hexdigest()[:16],
+            "curve_digest": _digest(_timeless(res.get("curve"))), **_weights(weights),
             "bank_digest": _digest(_timeless(res.get("bank_curve"))), "crl_digest": _digest(crl),
             "crl_values_digest": _digest(sorted(map(str, _leaves(crl))))}
 
@@ -108,15 +117,12 @@ def fingerprint_trials(env: str, steps: int, seed: int = 0) -> dict[str, Any]:
     try:
         outcomes = Outcomes()
         run.model.learn(steps, callback=[outcomes, *run.callbacks])
-        w = hashlib.sha256()
-        for name, tensor in sorted(run.model.policy.state_dict().items()):
-            w.update(name.encode())
-            w.update(tensor.detach().cpu().numpy().tobytes())
+        weights = _weights(run.model.policy.state_dict())
         memory = _timeless(dict(run.memory.stats))
     finally:
         run.close()
     return {"env_id": env, "arm": "run-scope-defaults", "steps": steps, "seed": seed, "episodes": len(outcomes.rows),
-            "curve_digest": _digest(outcomes.rows), "weights_digest": w.hexdigest()[:16],
+            "curve_digest": _digest(outcomes.rows), **weights,
             "crl_digest": _digest(memory), "crl_values_digest": _digest(sorted(map(str, _leaves(memory))))}
 
 
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="write the fingerprints here (JSON)")
     p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprint files")
+    p.add_argument("--scope", choices=("all", "task", "run"), default="all",
+                   help="the task-scope cases (CASES), the run-scope ones (TRIALS_CASES), or all")
     args = p.parse_args(argv)
     if args.compare:
         a, b = ({(r["env_id"], r["arm"]): r for r in json.load(open(f))} for f in args.compare)
@@ -142,16 +150,16 @@ def main(argv: list[str] | None = None) -> int:
             if x is None or y is None:
                 print(f"{case[0]:32s} {case[1]:18s} only in {'AFTER' if x is None else 'BEFORE'}")
                 continue
-            diff = [k for k in x if x[k] != y.get(k)]
+            diff = [k for k in x if k in y and x[k] != y[k]]  # a field one file lacks is not compared
             same &= not diff
             print(f"{case[0]:32s} {case[1]:18s} {'identical' if not diff else 'DIFFERS: ' + ', '.join(diff)}")
         return 0 if same else 1
     torch.set_num_threads(1)
     rows = []
-    for env_id, arm, steps in CASES:
+    for env_id, arm, steps in CASES if args.scope != "run" else ():
         rows.append(fingerprint_run(env_id, arm, steps))
         print(json.dumps(rows[-1]), flush=True)
-    for env, steps in TRIALS_CASES:
+    for env, steps in TRIALS_CASES if args.scope != "task" else ():
         rows.append(fingerprint_trials(env, steps))
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
