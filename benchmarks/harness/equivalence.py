@@ -10,6 +10,14 @@ With the manager in sync mode, one torch thread and fixed seeds, a run is determ
 refactoring that keeps behaviour gives identical episode sequences, bank contents and weights.
 Make both files on one machine: the same commit fingerprinted on another machine (another CPU,
 another BLAS path) can differ in the weights' last bits, and from there in the episodes.
+
+Where a change of path makes the fingerprints differ, rerun a suite's arm on the new code and
+compare its seeds with the published ones (final success and area under the curve, the
+difference with its 95 % bootstrap CI)::
+
+    python -m benchmarks.harness.runner --suite keyroom-20 --arms crl-sil-obs --seeds 0 1 2 3 4 --results /tmp/new
+    python -m benchmarks.harness.equivalence --compare-runs benchmarks/results/keyroom-20/MiniHack-KeyRoom-S5-v0/crl-sil-obs \
+        /tmp/new/keyroom-20/MiniHack-KeyRoom-S5-v0/crl-sil-obs --out benchmarks/results/equivalence-X-keyroom-20.json
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from benchmarks.suites.arms import ARMS
 from .config import load_hyperparams
 from .run import train_run
 
-__all__ = ["CASES", "TRIALS_CASES", "fingerprint_run", "fingerprint_trials", "main"]
+__all__ = ["CASES", "TRIALS_CASES", "fingerprint_run", "fingerprint_trials", "compare_runs", "main"]
 
 #: (env id, arm, steps): the library's default arm and the method arm (bank, demonstrations, self-imitation)
 CASES: tuple[tuple[str, str, int], ...] = (
@@ -135,13 +143,48 @@ def _leaves(values: Any) -> list[Any]:
     return [values]
 
 
+def compare_runs(before: str, after: str) -> dict[str, Any]:
+    """The seeds of one arm's result files in two folders (``seed*.json``): final success and area
+    under the curve per seed, and after minus before with its 95 % bootstrap CI; ``within`` says
+    whether the CI of the final's difference spans zero."""
+    from pathlib import Path
+
+    from benchmarks.reporting.results_reading import auc
+    from benchmarks.reporting.stats import difference_ci
+
+    runs = [{int(f.stem[4:]): json.loads(f.read_text()) for f in sorted(Path(d).glob("seed*.json"))}
+            for d in (before, after)]
+    out: dict[str, Any] = {"before": before, "after": after}
+    for name, value in (("final", lambda r: float(r["final_outcome"])), ("auc", auc)):
+        a, b = ([value(r) for _, r in sorted(side.items())] for side in runs)
+        d, lo, hi = difference_ci(b, a)
+        out[name] = {"before": a, "after": b, "before_mean": float(np.mean(a)), "after_mean": float(np.mean(b)),
+                     "difference": d, "ci": [lo, hi]}
+    out["seeds"] = {"before": sorted(runs[0]), "after": sorted(runs[1])}
+    out["within"] = bool(out["final"]["ci"][0] <= 0 <= out["final"]["ci"][1])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="write the fingerprints here (JSON)")
     p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprint files")
+    p.add_argument("--compare-runs", nargs=2, metavar=("BEFORE_DIR", "AFTER_DIR"),
+                   help="compare one arm's seeds in two result folders (final success, AUC, CIs)")
     p.add_argument("--scope", choices=("all", "task", "run"), default="all",
                    help="the task-scope cases (CASES), the run-scope ones (TRIALS_CASES), or all")
     args = p.parse_args(argv)
+    if args.compare_runs:
+        res = compare_runs(*args.compare_runs)
+        for name in ("final", "auc"):
+            r = res[name]
+            print(f"{name:6s} before {r['before_mean']:.3f} ({', '.join(f'{x:.2f}' for x in r['before'])})  after "
+                  f"{r['after_mean']:.3f} ({', '.join(f'{x:.2f}' for x in r['after'])})  after - before "
+                  f"{r['difference']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]")
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(res, f, indent=1)
+        return 0 if res["within"] else 1
     if args.compare:
         a, b = ({(r["env_id"], r["arm"]): r for r in json.load(open(f))} for f in args.compare)
         same = True
