@@ -21,8 +21,8 @@ TaskIdSource = int | Callable[[Any, dict], int]
 QUERY_MODES = ("utility", "knn", "random")
 
 #: options of removed parts (measured to tie or hurt: ``docs/what_to_use.md``), and the value each
-#: had when off; a saved setting at that value still loads (it changed nothing), in ``experimental``
-#: (where the last two lived) or not
+#: had when off; a saved setting at that value still loads (it changed nothing), at the top level or
+#: inside the removed ``experimental=`` dict, which held some of them
 REMOVED_OPTIONS: dict[str, object] = {"action_prior": False, "prior_source": "nearest", "prior_k": 1,
                                       "prior_max_distance": 0.5, "value_baseline": False}
 
