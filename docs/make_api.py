@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -45,9 +46,12 @@ def _doc(obj: object) -> str:
 
 def _signature(name: str, obj: object) -> str:
     try:
-        return f"{name}{inspect.signature(obj)}"  # type: ignore[arg-type]
+        text = f"{name}{inspect.signature(obj)}"  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return name
+    # a set's order changes with the hash seed from run to run: write its items sorted
+    return re.sub(r"frozenset\(\{([^{}]*)\}\)",
+                  lambda m: "frozenset({" + ", ".join(sorted(m.group(1).split(", "))) + "})", text)
 
 
 def render(modules: tuple[str, ...] = MODULES) -> str:
