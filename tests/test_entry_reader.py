@@ -12,7 +12,8 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
-from integrations.sb3.experience_features import ExperienceFeaturesExtractor
+from experience_wrappers.wrappers.spaces import EXPERIENCE_KEYS
+from integrations.sb3.experience_features import ENTRY_LAYOUTS, ExperienceFeaturesExtractor
 from integrations.sb3.trials_features import TrialsFeaturesExtractor
 
 K, ROW = 4, 7
@@ -80,6 +81,11 @@ def test_a_model_saved_before_the_readers_were_one_loads():
         torch.testing.assert_close(loaded(x), new(x), rtol=0, atol=0)
     plain = TrialsFeaturesExtractor(RUN_SPACE, hidden=8)
     plain.load_state_dict(plain.state_dict())  # today's names load as they are
+
+
+def test_the_task_layout_is_the_wrappers_experience_keys():
+    assert set(ENTRY_LAYOUTS["task"]) == set(EXPERIENCE_KEYS)
+    assert None not in ENTRY_LAYOUTS["run"][:2] and ENTRY_LAYOUTS["run"][2] is None  # run rows carry no utility
 
 
 def test_a_space_without_entries_is_refused_by_both_names():

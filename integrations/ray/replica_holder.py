@@ -29,24 +29,18 @@ class ReplicaHolder:
     >>> bank = ExperienceBank(capacity=8)
     >>> holder = ReplicaHolder(bank)
     >>> _ = bank.add(np.eye(2, dtype=np.float32), np.ones((2, 1), np.float32))
-    >>> len(holder.current), holder.lag
+    >>> len(holder.current), bank.version - holder.current.version   # the bank changed since the copy
     (0, 1)
-    >>> holder.publish(bank.replica()); _ = holder.swap(); len(holder.current), holder.lag, holder.swaps
-    (2, 0, 1)
+    >>> holder.publish(bank.replica()); _ = holder.swap(); len(holder.current), holder.swaps
+    (2, 1)
     """
 
     def __init__(self, bank: Any) -> None:
-        self.bank = bank
         self.current: BankReplica = bank.replica()
         self._next: BankReplica | None = None
         self._lock = threading.Lock()
         #: replicas swapped in so far
         self.swaps = 0
-
-    @property
-    def lag(self) -> int:
-        """Changes the bank has committed since the replica readers query now."""
-        return int(self.bank.version) - self.current.version
 
     def publish(self, replica: BankReplica) -> None:
         """Offer ``replica`` for the next swap (kept only if newer than the one offered before)."""

@@ -10,7 +10,6 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, Combine
 from torch import nn
 
 from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
-from experience_wrappers.wrappers.spaces import EXPERIENCE_KEYS
 
 __all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs", "ENTRY_LAYOUTS"]
 
@@ -77,8 +76,7 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
                  base_width: int | None = None, max_pool: bool = False) -> None:
         self.scope = entry_layout(observation_space)
         self.entries_key, self.mask_key, self.utility_key = ENTRY_LAYOUTS[self.scope]
-        entry_keys = EXPERIENCE_KEYS if self.scope == "task" else (self.entries_key, self.mask_key)
-        keys = [key for key in observation_space.spaces if key not in entry_keys]
+        keys = [key for key in observation_space.spaces if key not in ENTRY_LAYOUTS[self.scope]]
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
         base = (base_extractor_class or CombinedExtractor)(sub, **(base_extractor_kwargs or {}))
         width = base.features_dim if base_width is None else int(base_width)
