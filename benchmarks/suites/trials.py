@@ -114,6 +114,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # its ablation: the extractor never trained (does summing a trial's rewards into entries earn its place?)
     "crl-trials-imitate-nearest-strong-frozen": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
                                                  "train_extractor": False},
+    # and reading each earlier trial's (and the demonstration's) first and last steps too: where it
+    # went, whatever the agent's state; on ML1 the last step of a success is the hidden goal
+    "crl-trials-imitate-nearest-strong-path": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
+                                               "path": 2},
     # every env on a goal of its own (groups of 1, no free members, so no paired credit and the
     # extractor frozen): does a rollout of 8 goals instead of 2 lift the method as it lifted PPO?
     "crl-trials-imitate-nearest-strong-solo": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
