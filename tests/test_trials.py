@@ -676,3 +676,33 @@ def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_
             pass
     with pytest.raises(ValueError, match="more trials per run"):
         short.reset()
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_a_guided_trials_shown_entries_earn_its_delta_through_the_managers_learner(train: bool) -> None:
+    mem = TrialMemory(spaces.Box(0, 9, (2,)), spaces.Discrete(4), horizon=10, k=2, exp_dim=4, batch_size=3,
+                      train_extractor=train)
+    extractor = mem.trainer.extractor  # type: ignore[union-attr]
+    before = {n: p.detach().clone() for n, p in extractor.named_parameters()}
+
+    def trial(key: tuple[int, int, int], delta_run: tuple[float, float]) -> np.ndarray:
+        s = mem.new_scope()
+        mem.write(s, np.array([[0, 0], [1, 1]]), np.array([1, 2]), [0.0, 1.0])
+        _, mask, ids = mem.read(np.array([s]), np.array([[1, 1]]), np.array([1.0]))
+        shown = ids[0][mask[0]]
+        mem.finish_trial(key, delta_run[0], guided=True, members=2, free=1, shown=set(shown.tolist()))
+        mem.forget(s)  # the run retires before the group's free trial ends: the credit still reaches its entries
+        mem.finish_trial(key, delta_run[1], guided=False, members=2, free=1)
+        return shown
+
+    shown = trial((0, 0, 1), (1.0, 0.0))  # delta +1 for the two entries shown
+    assert len(shown) == 2 and mem.stats["credited_entries"] == 2
+    assert mem.stats["mean_delta"] == pytest.approx(0.05)
+    if train:  # one short of a batch: waiting in the learner, the reward the delta
+        assert sorted(mem.learner.samples) == sorted(shown.tolist())  # type: ignore[union-attr]
+        assert [s.rewards for s in mem.learner.samples.values()] == [[1.0], [1.0]]  # type: ignore[union-attr]
+    assert mem.stats["extractor_updates"] == 0
+    trial((0, 1, 1), (0.0, 1.0))  # two more (delta -1): a batch of 3, one update
+    assert mem.stats["credited_entries"] == 4
+    changed = any(not torch.equal(before[n], p) for n, p in extractor.named_parameters())
+    assert mem.stats["extractor_updates"] == (1 if train else 0) and changed == train

@@ -10,8 +10,10 @@ The extractor writes each entry's vector ``z`` (for the rest of the trial from t
 and is trained by outcome: a guided trial's delta is its success minus the success of the
 free trial of the same instance and trial index in its group
 (:class:`~experience_wrappers.credit.PairedCredit`), and every entry it was shown earns
-that delta (:meth:`ExtractorTrainer.update <experience_wrappers.extractor.ExtractorTrainer.update>`:
-CISPO on the sampled ``z``, with the decoder and steps-to-go losses).
+that delta. The extractor learns as task scope's does, by the manager's learner
+(:class:`~experience_wrappers.manager.learner.ExtractorLearner`: an entry's reward is the
+mean of the deltas credited to it, then CISPO on the sampled ``z`` with the decoder and
+steps-to-go losses); an entry carries its context and log-prob in the bank, as there.
 
 Writes happen when a trial ends, in the stepping thread: the next trial of the run waits
 for its predecessor's entries (a DummyVecEnv steps its envs in one thread; every wrapper
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections import deque
 from collections.abc import Hashable
 from pathlib import Path
@@ -33,15 +36,11 @@ from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
 from ..credit import PairedCredit
-from ..extractor import (
-    ActionCoder,
-    ExperienceExtractor,
-    ExtractorConfig,
-    ExtractorTrainer,
-    encode_segment,
-)
+from ..extractor import ActionCoder, ExtractorConfig, ExtractorTrainer, encode_segment
 from ..keys import KeyEncoder, batch_flatten, flat_dim
 from ..keys.base import checked_keys
+from ..manager.config import ManagerConfig
+from ..manager.learner import ExtractorLearner
 from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
@@ -138,12 +137,17 @@ class TrialMemory:
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.bank = ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20)
         self.exp_dim = int(exp_dim)
-        self.trainer: ExtractorTrainer | None = None
+        #: the extractor's learner (credited entries, updates; None with ``exp_dim=0``)
+        self.learner: ExtractorLearner | None = None
         if self.exp_dim:
             cfg = ExtractorConfig(state_dim=self.key_dim, action_dim=self.action_coder.dim, exp_dim=self.exp_dim,
                                   hidden=hidden, max_len=max_len, lr=lr, seed=seed,
                                   discrete_actions=isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete)))
-            self.trainer = ExtractorTrainer(ExperienceExtractor(cfg))  # seeded by cfg.seed, global RNG untouched
+            # the extractor seeded by cfg.seed, the global RNG untouched
+            self.learner = ExtractorLearner(cfg, ManagerConfig(batch_size=self.batch_size,
+                                                               train_extractor=self.train_extractor,
+                                                               extractor={"seed": seed}),
+                                            threading.Lock())
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
         self.generator = torch.Generator().manual_seed(seed)
         self.max_len = int(max_len)
@@ -154,11 +158,14 @@ class TrialMemory:
         self._scope_ids: dict[int, list[tuple[int, np.ndarray]]] = {}
         self._next_task = 1
         self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
-        #: id -> (context, z, logp) of the live entries, for crediting what a guided trial was shown
-        self._samples: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
-        self._credited: list[tuple[np.ndarray, np.ndarray, float, float]] = []
+        self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
                                         "credited_entries": 0.0, "mean_delta": 0.0}
+
+    @property
+    def trainer(self) -> ExtractorTrainer | None:
+        """The extractor's trainer (the learner's; None with ``exp_dim=0``)."""
+        return None if self.learner is None else self.learner.trainer
 
     # ----------------------------------------------------------------- keys
     def keys(self, obs: Any) -> np.ndarray:
@@ -189,8 +196,9 @@ class TrialMemory:
         if not chunks:
             return 0
         ids = np.concatenate([c for _, c in chunks])
-        for i in ids.tolist():
-            self._samples.pop(int(i), None)
+        self._live.difference_update(ids.tolist())
+        if self.learner is not None:  # their credited samples stay (copies) until trained on
+            self.learner.trained.forget(ids)
         return self.bank.remove(ids)
 
     def retire(self, scope: int, instance: int) -> None:
@@ -246,11 +254,13 @@ class TrialMemory:
         values = self.layout.values(keys, codes, trial_return, z, rewards)
         task = self._next_task
         self._next_task += 1
-        ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
+        learned = self.trainer is not None
+        ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance,
+                                       context=contexts if learned else None,
+                                       sample_logp=logp if learned else None).ids, np.int64)
         self._scope_ids[scope].append((task, ids))
-        if self.trainer is not None:
-            for j, i in enumerate(ids.tolist()):
-                self._samples[int(i)] = (contexts[j], z[j], float(logp[j]))
+        if learned:
+            self._live.update(ids.tolist())
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
         return ids
@@ -362,29 +372,26 @@ class TrialMemory:
         """One finished trial of a group; credits the guided trials it resolves and trains the extractor.
 
         ``key`` is the group's (run, trial index); ``shown``, the entries a guided trial read.
+        Their fields are taken now (the run's entries may retire before its free trial ends) and
+        credited with the delta when the group's trial resolves; the learner trains when it has a batch.
         """
-        payload = None
-        if guided and shown and self.trainer is not None:
-            payload = [self._samples[i] for i in sorted(shown) if i in self._samples]
+        learner, payload = self.learner, None
+        if guided and shown and learner is not None:
+            ids = np.asarray(sorted(i for i in shown if i in self._live), np.int64)
+            if len(ids):
+                got = self.bank.get(ids)
+                payload = (ids, {"context": got["context"], "value": got["value"][:, -self.exp_dim:],
+                                 "sample_logp": got["sample_logp"], "task_id": got["task_id"]})
         for result in self.pairs.add(key, float(success), guided=guided, members=members, free=free,
                                      payload=payload):
-            if result.payload:
-                self._credited.extend((c, z, lp, result.delta) for c, z, lp in result.payload)
-                self.stats["credited_entries"] += len(result.payload)
+            if result.payload and learner is not None:
+                ids, entries = result.payload
+                learner.add_credit(ids, entries, result.delta)
+                self.stats["credited_entries"] += len(ids)
                 self.stats["mean_delta"] += 0.05 * (result.delta - self.stats["mean_delta"])
-        if self.train_extractor and self.trainer is not None and len(self._credited) >= self.batch_size:
-            self._train()
-
-    def _train(self) -> None:
-        assert self.trainer is not None
-        batch, self._credited = self._credited[: self.batch_size], self._credited[self.batch_size:]
-        ctx = np.stack([b[0] for b in batch])
-        z = np.stack([b[1] for b in batch])
-        logp = np.array([b[2] for b in batch], np.float32)
-        rewards = np.array([b[3] for b in batch], np.float32)
-        n = len(batch)
-        self.trainer.update(ctx, z, logp, rewards, np.zeros(n), np.zeros(n, bool))
-        self.stats["extractor_updates"] += 1
+        if learner is not None:
+            learner.train_if_ready()
+            self.stats["extractor_updates"] = float(learner.extractor_version)
 
     # ----------------------------------------------------------- save / load
     def save(self, folder: str | Path) -> Path:
@@ -405,14 +412,15 @@ class TrialMemory:
             ExtractorFileError: the file is missing or damaged.
         """
         path = Path(folder) / "extractor.pt"
-        if self.trainer is None:
+        if self.learner is None:
             if path.exists():
                 raise ValueError(f"cannot load {str(path)!r} into this TrialMemory: it has exp_dim=0 (no extractor) "
                                  "and the folder holds one; build the memory with the exp_dim of training")
             return
         trainer = ExtractorTrainer.load(path)
         self.check_extractor(trainer.config.to_dict(), str(path))
-        self.trainer = trainer
+        assert self.learner is not None
+        self.learner.trainer = trainer
 
     def check_extractor(self, saved: dict[str, Any], source: str) -> None:
         """Refuse an extractor config (``ExtractorConfig.to_dict()``) whose widths differ from this memory's.
