@@ -36,3 +36,19 @@ def test_fingerprints_that_differ_only_in_a_field_one_file_lacks_compare_identic
     assert main(["--compare", str(a), str(b)]) == 0 and "identical" in capsys.readouterr().out
     b.write_text(json.dumps([{**row, "episodes": 4}]))
     assert main(["--compare", str(a), str(b)]) == 1 and "DIFFERS: episodes" in capsys.readouterr().out
+
+
+def _trial_seeds(folder, cumulative, after_first):
+    folder.mkdir(parents=True)
+    for seed, (c, a) in enumerate(zip(cumulative, after_first, strict=True)):
+        held = {"with_experience": {"cumulative_by_trial": [c / 2, c], "after_first_success": a}}
+        (folder / f"seed{seed}.json").write_text(json.dumps({"heldout": held, "train": None}))
+
+
+def test_a_trials_rerun_is_compared_on_its_held_out_figures(tmp_path):
+    _trial_seeds(tmp_path / "old", [0.5, 0.55, 0.45], [0.9, 0.95, 0.92])
+    _trial_seeds(tmp_path / "new", [0.1, 0.12, 0.08], [0.93, 0.9, 0.95])
+    res = compare_runs(str(tmp_path / "old"), str(tmp_path / "new"))
+    assert res["metrics"] == ["final", "after_first_success"] and "auc" not in res
+    assert res["final"]["before"] == [0.5, 0.55, 0.45] and not res["within"]
+    assert res["after_first_success"]["ci"][0] <= 0 <= res["after_first_success"]["ci"][1]

@@ -18,6 +18,14 @@ difference with its 95 % bootstrap CI)::
     python -m benchmarks.harness.runner --suite keyroom-20 --arms crl-sil-obs --seeds 0 1 2 3 4 --results /tmp/new
     python -m benchmarks.harness.equivalence --compare-runs benchmarks/results/keyroom-20/MiniHack-KeyRoom-S5-v0/crl-sil-obs \
         /tmp/new/keyroom-20/MiniHack-KeyRoom-S5-v0/crl-sil-obs --out benchmarks/results/equivalence-X-keyroom-20.json
+
+A trials suite's arm compares the same way, on its held-out figures (cumulative success by the
+last trial, success after the first success)::
+
+    python -m benchmarks.suites.trials --family darkroom --arms crl-trials-default-imitate --seeds 0 1 2 3 4 \
+        --steps 150000 --out /tmp/new/trials-darkroom
+    python -m benchmarks.harness.equivalence --compare-runs benchmarks/results/trials-darkroom/crl-trials-default-imitate \
+        /tmp/new/trials-darkroom/crl-trials-default-imitate
 """
 
 from __future__ import annotations
@@ -143,10 +151,20 @@ def _leaves(values: Any) -> list[Any]:
     return [values]
 
 
+def _trials_metric(name: str) -> Any:
+    """A held-out figure of a trials result (``benchmarks.suites.trials``), with experience."""
+    def value(run: dict) -> float:
+        got = run["heldout"]["with_experience"]
+        return float(got["cumulative_by_trial"][-1] if name == "cumulative" else got[name])
+    return value
+
+
 def compare_runs(before: str, after: str) -> dict[str, Any]:
-    """The seeds of one arm's result files in two folders (``seed*.json``): final success and area
-    under the curve per seed, and after minus before with its 95 % bootstrap CI; ``within`` says
-    whether the CI of the final's difference spans zero."""
+    """The seeds of one arm's result files in two folders (``seed*.json``), after minus before with
+    its 95 % bootstrap CI per figure: a learning suite's final success and area under the curve, or
+    a trials suite's held-out cumulative success by the last trial and success after the first
+    success (with experience). ``within`` says whether the CI of the first figure's difference
+    spans zero; ``metrics`` names the figures in that order."""
     from pathlib import Path
 
     from benchmarks.reporting.results_reading import auc
@@ -154,8 +172,11 @@ def compare_runs(before: str, after: str) -> dict[str, Any]:
 
     runs = [{int(f.stem[4:]): json.loads(f.read_text()) for f in sorted(Path(d).glob("seed*.json"))}
             for d in (before, after)]
-    out: dict[str, Any] = {"before": before, "after": after}
-    for name, value in (("final", lambda r: float(r["final_outcome"])), ("auc", auc)):
+    trials = any("heldout" in r and "with_experience" in (r["heldout"] or {}) for side in runs for r in side.values())
+    figures = ({"final": _trials_metric("cumulative"), "after_first_success": _trials_metric("after_first_success")}
+               if trials else {"final": lambda r: float(r["final_outcome"]), "auc": auc})
+    out: dict[str, Any] = {"before": before, "after": after, "metrics": list(figures)}
+    for name, value in figures.items():
         a, b = ([value(r) for _, r in sorted(side.items())] for side in runs)
         d, lo, hi = difference_ci(b, a)
         out[name] = {"before": a, "after": b, "before_mean": float(np.mean(a)), "after_mean": float(np.mean(b)),
@@ -176,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.compare_runs:
         res = compare_runs(*args.compare_runs)
-        for name in ("final", "auc"):
+        for name in res["metrics"]:
             r = res[name]
             print(f"{name:6s} before {r['before_mean']:.3f} ({', '.join(f'{x:.2f}' for x in r['before'])})  after "
                   f"{r['after_mean']:.3f} ({', '.join(f'{x:.2f}' for x in r['after'])})  after - before "

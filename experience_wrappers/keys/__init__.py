@@ -2,12 +2,14 @@
 
 from .base import KeyEncoder, normalise_rows
 from .callable import CallableKeyEncoder
+from .flat import FlatKeyEncoder
 from .random_projection import RandomProjectionKeyEncoder, batch_flatten, flat_dim
 
 __all__ = [
     "KeyEncoder",
     "RandomProjectionKeyEncoder",
     "CallableKeyEncoder",
+    "FlatKeyEncoder",
     "batch_flatten",
     "flat_dim",
     "normalise_rows",

@@ -36,10 +36,12 @@ from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
 from ..credit import PairedCredit
-from ..extractor import ActionCoder, ExtractorConfig, ExtractorTrainer, encode_segment
-from ..keys import KeyEncoder, batch_flatten, flat_dim
+from ..extractor import ActionCoder, ExtractorConfig, ExtractorTrainer
+from ..keys import FlatKeyEncoder, KeyEncoder
 from ..keys.base import checked_keys
 from ..manager.config import ManagerConfig
+from ..manager.episode import Episode
+from ..manager.episode_entries import Distiller
 from ..manager.learner import ExtractorLearner
 from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
@@ -75,7 +77,7 @@ class TrialMemory:
             (the hidden-goal room, 5 seeds: cumulative success ties, following a success falls
             from 0.86 to 0.55; ``crl-trials-novelty-paths``).
         key_encoder: the frozen key encoder; None: the flattened observation
-            (:func:`~experience_wrappers.keys.batch_flatten`, Box bounds mapped to [-1, 1]), which
+            (:class:`~experience_wrappers.keys.FlatKeyEncoder`, Box bounds mapped to [-1, 1]), which
             puts two visits of one state at distance 0.
         exp_dim: width of the extractor's vector (0: no extractor; entries hold decodable content only).
         scope: ``"instance"`` (default), ``"other"`` or ``"none"`` (see :data:`SCOPES`).
@@ -128,29 +130,30 @@ class TrialMemory:
         self.trial_index = bool(trial_index)
         self.dense_rewards = bool(dense_rewards)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
-        if key_encoder is None:
-            self.key_dim = flat_dim(observation_space)
-        else:
-            self.key_dim = int(key_encoder.key_dim)
-        self.key_encoder = key_encoder
+        self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
+        self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.bank = ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20)
         self.exp_dim = int(exp_dim)
+        self.max_len = int(max_len)
+        self.generator = torch.Generator().manual_seed(seed)
+        #: the manager's settings of the parts run scope shares with it: a trial is distilled into
+        #: one entry per step (``segment_every=1``), the learner trains on ``batch_size`` credited entries
+        self.config = ManagerConfig(mode="sync", segment_every=1, batch_size=self.batch_size,
+                                    train_extractor=self.train_extractor,
+                                    # (with exp_dim 0 there is no extractor, and the width here is unused)
+                                    extractor={"exp_dim": max(self.exp_dim, 1), "hidden": hidden, "max_len": max_len,
+                                               "lr": lr, "seed": seed})
+        self.distiller = Distiller(self.key_encoder, action_space, self.config, self.generator)
         #: the extractor's learner (credited entries, updates; None with ``exp_dim=0``)
         self.learner: ExtractorLearner | None = None
         if self.exp_dim:
-            cfg = ExtractorConfig(state_dim=self.key_dim, action_dim=self.action_coder.dim, exp_dim=self.exp_dim,
-                                  hidden=hidden, max_len=max_len, lr=lr, seed=seed,
-                                  discrete_actions=isinstance(action_space, (spaces.Discrete, spaces.MultiDiscrete)))
+            cfg = ExtractorConfig(state_dim=self.key_dim, action_dim=self.action_coder.dim,
+                                  discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
             # the extractor seeded by cfg.seed, the global RNG untouched
-            self.learner = ExtractorLearner(cfg, ManagerConfig(batch_size=self.batch_size,
-                                                               train_extractor=self.train_extractor,
-                                                               extractor={"seed": seed}),
-                                            threading.Lock())
+            self.learner = ExtractorLearner(cfg, self.config, threading.Lock())
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
-        self.generator = torch.Generator().manual_seed(seed)
-        self.max_len = int(max_len)
         self.pairs = PairedCredit()
         self._pid = os.getpid()
         self._next_scope = 1
@@ -170,8 +173,6 @@ class TrialMemory:
     # ----------------------------------------------------------------- keys
     def keys(self, obs: Any) -> np.ndarray:
         """Keys ``(n, key_dim)`` of a batch of observations."""
-        if self.key_encoder is None:
-            return batch_flatten(self.observation_space, obs)
         n = len(obs) if not isinstance(obs, dict) else len(next(iter(obs.values())))
         return checked_keys(self.key_encoder, obs, np.zeros(n, np.int64))
 
@@ -238,28 +239,31 @@ class TrialMemory:
         t = len(rewards)
         if t == 0:
             return np.zeros(0, np.int64)
-        keys = self.keys(observations)
-        codes = self.action_coder.encode(np.asarray(actions))
-        if len(keys) != t or len(codes) != t:
-            raise ValueError(f"a trial needs one observation, action and reward per step, got {len(keys)}, "
-                             f"{len(codes)} and {t}")
+        actions = np.asarray(actions)
+        n_obs = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
+        if n_obs != t or len(actions) != t:
+            raise ValueError(f"a trial needs one observation, action and reward per step, got {n_obs}, "
+                             f"{len(actions)} and {t}")
+        codes = self.action_coder.encode(actions)
         trial_return = float(rewards.sum())
         if self.dense_rewards:
             trial_return = float(bool(success) if success is not None else trial_return > 0)
-        if self.trainer is not None:
-            contexts = np.stack([encode_segment(keys[s:], codes[s:], rewards[s:], self.max_len) for s in range(t)])
-            z, logp, _ = self.trainer.extractor.propose(contexts, self.generator)
+        contexts = logp = None
+        if self.trainer is not None:  # distilled as the manager distils, a segment starting at every step
+            episode = Episode(observations=observations, actions=actions, rewards=rewards, success=success,
+                              guided=False)
+            proposal = self.distiller.propose(episode, self.trainer, provenance)
+            assert proposal is not None  # t > 0 steps
+            keys, z, contexts, logp = proposal.keys, proposal.values, proposal.contexts, proposal.logp
         else:
-            contexts, z, logp = np.zeros((t, 0), np.float32), np.zeros((t, 0), np.float32), np.zeros(t, np.float32)
+            keys, z = self.keys(observations), np.zeros((t, 0), np.float32)
         values = self.layout.values(keys, codes, trial_return, z, rewards)
         task = self._next_task
         self._next_task += 1
-        learned = self.trainer is not None
-        ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance,
-                                       context=contexts if learned else None,
-                                       sample_logp=logp if learned else None).ids, np.int64)
+        ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance, context=contexts,
+                                       sample_logp=logp).ids, np.int64)
         self._scope_ids[scope].append((task, ids))
-        if learned:
+        if self.trainer is not None:
             self._live.update(ids.tolist())
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
