@@ -72,12 +72,12 @@ def trace_trial_end(seed: int = 0) -> dict[str, Any]:
     cap = 6
     room = HiddenGoalRoom(5, cap)
     memory = TrialMemory(room.observation_space, room.action_space, horizon=cap, k=4, exp_dim=4, write_failures=True,
-                         batch_size=8, seed=seed)
+                         batch_size=1, seed=seed)  # the traced step trains on what it credits
     guided, free = (TrialsWrapper(HiddenGoalRoom(5, cap), memory, instances=[7], trials=8, member=m, group_size=2,
                                   free_members=1, seed=seed) for m in (0, 1))
     for env in (guided, free):
         env.reset(seed=seed)
-    for _ in range(3):  # three trials of each first: credited pairs, the extractor trained once
+    for _ in range(3):  # three trials of each first: credited pairs, the extractor trained
         for env in (free, guided):
             for _ in range(cap):
                 env.step(0)
