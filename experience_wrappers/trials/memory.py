@@ -136,7 +136,6 @@ class TrialMemory:
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.bank = ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20)
         self.exp_dim = int(exp_dim)
-        self.max_len = int(max_len)
         self.generator = torch.Generator().manual_seed(seed)
         #: the manager's settings of the parts run scope shares with it: a trial is distilled into
         #: one entry per step (``segment_every=1``), the learner trains on ``batch_size`` credited entries
@@ -164,6 +163,11 @@ class TrialMemory:
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
                                         "credited_entries": 0.0, "mean_delta": 0.0}
+
+    @property
+    def max_len(self) -> int:
+        """The most steps the extractor reads of a trial's rest (``config.max_len``)."""
+        return self.config.max_len
 
     @property
     def trainer(self) -> ExtractorTrainer | None:
