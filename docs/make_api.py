@@ -18,7 +18,7 @@ from pathlib import Path
 MODULES = ("experience_wrappers", "experience_wrappers.bank", "experience_wrappers.manager", "experience_wrappers.keys",
            "experience_wrappers.errors", "experience_wrappers.schedule", "experience_wrappers.advantages",
            "experience_wrappers.rollin", "experience_wrappers.inspect",
-           "experience_wrappers.trials", "experience_wrappers.trials.layout", "experience_wrappers.trials.memory",
+           "experience_wrappers.trials", "experience_wrappers.manager.entry_layout", "experience_wrappers.trials.memory",
            "experience_wrappers.trials.wrapper", "experience_wrappers.trials.novelty",
            "experience_wrappers.trials.trial_index", "experience_wrappers.trials.nearest_success",
            "integrations.sb3", "integrations.sb3.run_scope", "integrations.sb3.self_imitation", "integrations.sb3.evaluation",

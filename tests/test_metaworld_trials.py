@@ -11,8 +11,8 @@ pytest.importorskip("metaworld")
 from benchmarks.peers.meta_episode import MetaEpisode  # noqa: E402
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay  # noqa: E402
 from experience_wrappers.extractor import ActionCoder  # noqa: E402
+from experience_wrappers.manager.entry_layout import EntryLayout  # noqa: E402
 from experience_wrappers.trials import TrialMemory, TrialsWrapper  # noqa: E402
-from experience_wrappers.trials.layout import EntryLayout  # noqa: E402
 from integrations.metaworld.ml1_demos import ml1_demonstrations, scripted_demonstration  # noqa: E402
 from integrations.metaworld.ml1_trials import (  # noqa: E402
     ML1Trials,

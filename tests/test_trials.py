@@ -12,8 +12,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from benchmarks.peers.meta_episode import MetaEpisode
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
+from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory, TrialsWrapper
-from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.trial_index import TrialIndex
 from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY, trial_env, trials_env_fns
 from integrations.minihack.hidden_goal import (
@@ -50,6 +50,32 @@ def test_rows_decode_what_was_written() -> None:
     assert rows[0, 0, lay.row_return_col] == 1.0
     assert rows[0, 0, lay.steps_to_go_col + 2] == pytest.approx(0.2)  # 2 steps of a 2-step trial, / 10
     assert not rows[0, 1].any()  # a masked slot is zeros
+
+
+def test_the_managers_distiller_writes_one_entry_per_step_in_the_layout() -> None:
+    from experience_wrappers.extractor import ExperienceExtractor, ExtractorConfig, ExtractorTrainer
+    from experience_wrappers.keys import FlatKeyEncoder
+    from experience_wrappers.manager import Episode, ManagerConfig
+    from experience_wrappers.manager.episode_entries import Distiller
+
+    space, acts = spaces.Box(0, 9, (2,)), spaces.Discrete(8)
+    enc = FlatKeyEncoder(space)
+    dense = EntryLayout(key_dim=2, action_dim=8, exp_dim=3, horizon=10, step_reward=True)
+    config = ManagerConfig(mode="sync", segment_every=1, extractor={"exp_dim": 3})
+    trainer = ExtractorTrainer(ExperienceExtractor(ExtractorConfig(state_dim=2, action_dim=8, discrete_actions=True,
+                                                                   **config.extractor)))
+    distiller = Distiller(enc, acts, config, torch.Generator().manual_seed(0), dense)
+    ep = Episode(observations=np.array([[0, 0], [1, 1], [2, 2]]), actions=np.array([1, 2, 3]),
+                 rewards=[0.5, 0.25, 0.75], success=False, guided=False)
+    p = distiller.propose(ep, trainer)
+    assert p is not None and p.values.shape == (3, dense.value_dim)
+    assert p.values[:, dense.reward_col].tolist() == [0.5, 0.25, 0.75]
+    assert (p.values[:, dense.return_col] == 0.0).all()  # dense rewards: the outcome, not their positive sum
+    assert np.argmax(p.values[:, dense.action_slice()], axis=1).tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="segment_every must be 1"):
+        Distiller(enc, acts, ManagerConfig(mode="sync"), torch.Generator(), dense)
+    with pytest.raises(ValueError, match="key and action widths"):
+        Distiller(enc, spaces.Discrete(4), config, torch.Generator(), dense)
 
 
 # ------------------------------------------------------------------------- memory

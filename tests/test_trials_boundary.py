@@ -20,8 +20,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from benchmarks.peers.meta_episode import MetaEpisode
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
 from experience_wrappers.errors import RunFileError
+from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory, TrialsWrapper
-from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.wrapper import trials_env_fns
 from integrations.sb3.trials_evaluation import evaluate_trials, run_trials
 from integrations.sb3.trials_method import TrialsRun, build_trials_method

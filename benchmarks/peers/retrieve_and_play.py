@@ -12,8 +12,8 @@ import numpy as np
 from gymnasium import spaces
 
 from experience_wrappers.extractor import ActionCoder
+from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
-from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.nearest_success import success_codes
 
 __all__ = ["RetrieveAndPlay"]
@@ -32,7 +32,7 @@ class RetrieveAndPlay:
     model, so the same evaluation runs it.
 
     Args:
-        layout: the memory's :class:`~experience_wrappers.trials.layout.EntryLayout`.
+        layout: the memory's :class:`~experience_wrappers.manager.entry_layout.EntryLayout`.
         action_space: a Discrete or Box action space (the memory's).
         seed: seed of the random actions.
 

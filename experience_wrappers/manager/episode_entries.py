@@ -1,9 +1,11 @@
 """Distillation: an episode's segments and the extractor's proposed entries for them.
 
 One home for what turns a finished episode into candidate bank entries, shared by the
-manager's own thread (``sync`` / ``async`` modes) and the learner process (``process``
-mode, :mod:`experience_wrappers.manager.process`): keys of the segments' first states,
-segment contexts, and the extractor's sampled experience vectors.
+manager's own thread (``sync`` / ``async`` modes), the learner process (``process``
+mode, :mod:`experience_wrappers.manager.process`) and run scope's memory: keys of the segments'
+first states, segment contexts, and the extractor's sampled experience vectors (task scope's
+values), or with an :class:`~.entry_layout.EntryLayout` one entry per step holding its key,
+action, return and steps to go beside the vector (run scope's values).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..extractor import ActionCoder, ExtractorTrainer, encode_segment
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from .config import ManagerConfig
+from .entry_layout import EntryLayout
 from .episode import Episode
 
 __all__ = ["Distiller", "Proposal", "add_arguments"]
@@ -87,14 +90,27 @@ class Distiller:
         action_space: the env's action space.
         config: the manager's config (``segment_every``, ``max_len``, ``skip_below``).
         generator: the torch generator the extractor samples with (seeded by the manager).
+        layout: the values hold a run scope's entry (:class:`~.entry_layout.EntryLayout`, one
+            entry per step: ``config.segment_every`` must be 1); None (the default): the vector alone.
+
+    Raises:
+        ValueError: a layout with ``segment_every`` other than 1, or whose widths are not the
+            key encoder's and the action space's.
     """
 
     def __init__(self, key_encoder: KeyEncoder, action_space: spaces.Space, config: ManagerConfig,
-                 generator: torch.Generator) -> None:
+                 generator: torch.Generator, layout: EntryLayout | None = None) -> None:
         self.key_encoder = key_encoder
         self.action_coder = ActionCoder(action_space)
         self.config = config
         self.generator = generator
+        if layout is not None and config.segment_every != 1:
+            raise ValueError(f"an entry layout writes one entry per step: segment_every must be 1, "
+                             f"got {config.segment_every}")
+        if layout is not None and (layout.key_dim, layout.action_dim) != (key_encoder.key_dim, self.action_coder.dim):
+            raise ValueError(f"the entry layout's key and action widths ({layout.key_dim}, {layout.action_dim}) are not "
+                             f"the key encoder's and the action space's ({key_encoder.key_dim}, {self.action_coder.dim})")
+        self.layout = layout
 
     def segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Keys and contexts of an episode's segments (one starting every ``every`` steps,
@@ -123,7 +139,10 @@ class Distiller:
         keep = np.ones(len(z), dtype=bool)
         if self.config.skip_below is not None and provenance != Provenance.DEMO:
             keep = util >= self.config.skip_below
-        return Proposal(keys=keys[keep], values=z[keep], contexts=contexts[keep],
+        values = z
+        if self.layout is not None:  # one entry per step (checked at construction), with its content
+            values = self.layout.trial_values(keys, self.action_coder.encode(ep.actions), z, ep.rewards, ep.success)
+        return Proposal(keys=keys[keep], values=values[keep], contexts=contexts[keep],
                         logp=logp[keep], all_contexts=contexts, task_id=int(ep.task_id), provenance=provenance,
                         step=int(ep.env_steps))
 

@@ -3,9 +3,9 @@
 Where the observation lacks what changes from one instance to the next (a hidden goal, an
 unseen map), the run's own earlier trials hold it: :class:`TrialMemory` keeps them in the
 bank, scoped by run, with decodable content per entry
-(:class:`~experience_wrappers.trials.layout.EntryLayout`), and :class:`TrialsWrapper` shows a
+(:class:`~experience_wrappers.manager.entry_layout.EntryLayout`), and :class:`TrialsWrapper` shows a
 guided trial the nearest of them. The rest is public in the module that defines it:
-:mod:`.layout`, :mod:`.wrapper` (the observation keys, ``trial_env``, ``trials_env_fns``), :mod:`.memory`
+:mod:`.wrapper` (the observation keys, ``trial_env``, ``trials_env_fns``), :mod:`.memory`
 (``SCOPES``), :mod:`.novelty`, :mod:`.trial_index` and :mod:`.nearest_success` (the action entry
 imitation copies). The peers (retrieve-and-play, RL^2's meta-episodes) are baselines: ``benchmarks/peers/``.
 """

@@ -40,13 +40,13 @@ from ..extractor import ActionCoder, ExtractorConfig, ExtractorTrainer
 from ..keys import FlatKeyEncoder, KeyEncoder
 from ..keys.base import checked_keys
 from ..manager.config import ManagerConfig
+from ..manager.entry_layout import EntryLayout
 from ..manager.episode import Episode
 from ..manager.episode_entries import Distiller
 from ..manager.learner import ExtractorLearner
 from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
-from .layout import EntryLayout
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -144,7 +144,7 @@ class TrialMemory:
                                     # (with exp_dim 0 there is no extractor, and the width here is unused)
                                     extractor={"exp_dim": max(self.exp_dim, 1), "hidden": hidden, "max_len": max_len,
                                                "lr": lr, "seed": seed})
-        self.distiller = Distiller(self.key_encoder, action_space, self.config, self.generator)
+        self.distiller = Distiller(self.key_encoder, action_space, self.config, self.generator, self.layout)
         #: the extractor's learner (credited entries, updates; None with ``exp_dim=0``)
         self.learner: ExtractorLearner | None = None
         if self.exp_dim:
@@ -248,20 +248,17 @@ class TrialMemory:
         if n_obs != t or len(actions) != t:
             raise ValueError(f"a trial needs one observation, action and reward per step, got {n_obs}, "
                              f"{len(actions)} and {t}")
-        codes = self.action_coder.encode(actions)
-        trial_return = float(rewards.sum())
-        if self.dense_rewards:
-            trial_return = float(bool(success) if success is not None else trial_return > 0)
         contexts = logp = None
-        if self.trainer is not None:  # distilled as the manager distils, a segment starting at every step
+        if self.trainer is not None:  # distilled as the manager distils: one entry per step, in this layout
             episode = Episode(observations=observations, actions=actions, rewards=rewards, success=success,
                               guided=False)
             proposal = self.distiller.propose(episode, self.trainer, provenance)
             assert proposal is not None  # t > 0 steps
-            keys, z, contexts, logp = proposal.keys, proposal.values, proposal.contexts, proposal.logp
+            keys, values, contexts, logp = proposal.keys, proposal.values, proposal.contexts, proposal.logp
         else:
-            keys, z = self.keys(observations), np.zeros((t, 0), np.float32)
-        values = self.layout.values(keys, codes, trial_return, z, rewards)
+            keys = self.keys(observations)
+            values = self.layout.trial_values(keys, self.action_coder.encode(actions), np.zeros((t, 0), np.float32),
+                                              rewards, success)
         task = self._next_task
         self._next_task += 1
         ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance, context=contexts,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import EntryLayout
+from ..manager.entry_layout import EntryLayout
 
 __all__ = ["success_actions", "success_codes"]
 

@@ -69,7 +69,7 @@ class TrialsWrapper(gym.Wrapper):
 
     The observation is a Dict: the env's observation (its own keys if a Dict, else
     ``"observation"``), ``trial_entries`` ``(k, row_dim)`` (see
-    :class:`~experience_wrappers.trials.layout.EntryLayout`) and ``trial_mask`` ``(k,)``. ``info["trial"]``
+    :class:`~experience_wrappers.manager.entry_layout.EntryLayout`) and ``trial_mask`` ``(k,)``. ``info["trial"]``
     carries ``instance``, ``index`` (0-based), ``run``, ``guided`` and ``demonstrated`` (a
     demonstration was placed in the run); at a trial's end ``info["trial_success"]``. The
     trial's index shown to the policy and the exploration bonus are wrappers of their own on

@@ -16,7 +16,7 @@ __all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs", "ENTRY_LAYOUTS"]
 #: the entry keys each scope's wrapper adds: (entries, mask, the entries' utility or None)
 ENTRY_LAYOUTS: dict[str, tuple[str, str, str | None]] = {
     "task": ("experience", "experience_mask", "experience_utility"),  # ExperienceWrapper, ExperienceVecEnv
-    "run": (ENTRIES_KEY, MASK_KEY, None),  # TrialsWrapper: one row per entry (experience_wrappers.trials.EntryLayout)
+    "run": (ENTRIES_KEY, MASK_KEY, None),  # TrialsWrapper: one row per entry (experience_wrappers.manager.entry_layout.EntryLayout)
 }
 
 
@@ -47,7 +47,7 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     becomes a token: in task scope (:class:`~experience_wrappers.ExperienceWrapper`'s keys)
     ``[experience, utility]``; in run scope (a :class:`~experience_wrappers.trials.TrialsWrapper`'s)
     its row (offset to the query, distance, same-instance flag, action, return, steps to go,
-    the extractor's vector: :class:`~experience_wrappers.trials.EntryLayout`). A small MLP maps
+    the extractor's vector: :class:`~experience_wrappers.manager.entry_layout.EntryLayout`). A small MLP maps
     each token to a key and a value; the base features make the query; padded slots (mask 0)
     are ignored, and with nothing shown the pools are zeros. The output is ``[base features,
     attention pool, max pool (with max_pool), any-entry flag]``.

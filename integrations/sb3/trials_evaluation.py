@@ -11,9 +11,9 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
+from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances, space_mismatch
-from experience_wrappers.trials.layout import EntryLayout
 from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource, trial_env
 from experience_wrappers.validators import check_int
 

@@ -11,7 +11,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.extractor import ActionCoder
-from experience_wrappers.trials.layout import EntryLayout
+from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials.nearest_success import success_codes
 from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY
 from experience_wrappers.validators import check_int
@@ -44,7 +44,7 @@ class EntryImitationCallback(BaseCallback):
     it is a run-scope part, and the only one.
 
     Args:
-        layout: the memory's :class:`~experience_wrappers.trials.EntryLayout`.
+        layout: the memory's :class:`~experience_wrappers.manager.entry_layout.EntryLayout`.
         coef: the loss coefficient.
         max_distance: the farthest an entry may lie (the bank's distance; the default takes
             the agent's own state only, for position keys; None: any shown success, the

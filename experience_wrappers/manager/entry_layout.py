@@ -1,4 +1,8 @@
-"""What a trial entry holds and what the policy reads of it: one home for both layouts.
+"""What a run scope's entry holds and what the policy reads of it: one home for both layouts.
+
+Run scope distils a trial into one entry per step (the manager's
+:class:`~experience_wrappers.manager.episode_entries.Distiller` with ``segment_every=1`` and
+this layout); task scope's entries hold the extractor's vector alone.
 
 An *entry* is one step of a finished trial, stored in the bank under its key (the
 state's key) with a value laid out as::
@@ -144,6 +148,20 @@ class EntryLayout:
             parts.append(r[:, None])
         parts.append(np.asarray(z, np.float32).reshape(t, self.exp_dim))
         return np.concatenate(parts, axis=1)
+
+    def trial_values(self, keys: np.ndarray, action_codes: np.ndarray, z: np.ndarray, rewards: Any,
+                     success: bool | None) -> np.ndarray:
+        """:meth:`values` of a finished trial, with its return by the layout's rule.
+
+        The return column holds the rewards' sum; with ``step_reward`` (dense, positive rewards,
+        whose sum is positive for any trial) it holds the outcome instead: 1 for a success, 0 for
+        a failure (``success`` None: a positive sum counts as success).
+        """
+        rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
+        trial_return = float(rewards.sum())
+        if self.step_reward:
+            trial_return = float(bool(success) if success is not None else trial_return > 0)
+        return self.values(keys, action_codes, trial_return, z, rewards)
 
     def rows(self, values: np.ndarray, query_keys: np.ndarray, distances: np.ndarray, same: np.ndarray,
              mask: np.ndarray) -> np.ndarray:
