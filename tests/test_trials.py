@@ -52,30 +52,31 @@ def test_rows_decode_what_was_written() -> None:
     assert not rows[0, 1].any()  # a masked slot is zeros
 
 
-def test_the_managers_distiller_writes_one_entry_per_step_in_the_layout() -> None:
-    from experience_wrappers.extractor import ExperienceExtractor, ExtractorConfig, ExtractorTrainer
-    from experience_wrappers.keys import FlatKeyEncoder
-    from experience_wrappers.manager import Episode, ManagerConfig
-    from experience_wrappers.manager.episode_entries import Distiller
+def test_a_manager_with_a_layout_writes_one_entry_per_step_holding_its_content() -> None:
+    from experience_wrappers.bank import ExperienceBank
+    from experience_wrappers.manager import Episode, ExperienceManager, ManagerConfig
 
-    space, acts = spaces.Box(0, 9, (2,)), spaces.Discrete(8)
-    enc = FlatKeyEncoder(space)
-    dense = EntryLayout(key_dim=2, action_dim=8, exp_dim=3, horizon=10, step_reward=True)
-    config = ManagerConfig(mode="sync", segment_every=1, extractor={"exp_dim": 3})
-    trainer = ExtractorTrainer(ExperienceExtractor(ExtractorConfig(state_dim=2, action_dim=8, discrete_actions=True,
-                                                                   **config.extractor)))
-    distiller = Distiller(enc, acts, config, torch.Generator().manual_seed(0), dense)
+    config = ManagerConfig(mode="sync", segment_every=1, layout={"horizon": 10, "step_reward": True},
+                           extractor={"exp_dim": 3})
+    mgr = ExperienceManager(ExperienceBank(dedup_threshold=0.0), POS, spaces.Discrete(8), config=config)
+    dense = mgr.layout
+    assert dense == EntryLayout(key_dim=mgr.key_encoder.key_dim, action_dim=8, exp_dim=3, horizon=10, step_reward=True)
     ep = Episode(observations=np.array([[0, 0], [1, 1], [2, 2]]), actions=np.array([1, 2, 3]),
-                 rewards=[0.5, 0.25, 0.75], success=False, guided=False)
-    p = distiller.propose(ep, trainer)
-    assert p is not None and p.values.shape == (3, dense.value_dim)
-    assert p.values[:, dense.reward_col].tolist() == [0.5, 0.25, 0.75]
-    assert (p.values[:, dense.return_col] == 0.0).all()  # dense rewards: the outcome, not their positive sum
-    assert np.argmax(p.values[:, dense.action_slice()], axis=1).tolist() == [1, 2, 3]
+                 rewards=[0.5, 0.25, 0.75], success=False, guided=False, task_id=7)
+    ids = mgr.write_entries(ep)
+    got = mgr.bank.get(ids)
+    assert len(ids) == 3 and (got["task_id"] == 7).all() and got["value"].shape == (3, dense.value_dim)
+    assert got["value"][:, dense.reward_col].tolist() == [0.5, 0.25, 0.75]
+    assert (got["value"][:, dense.return_col] == 0.0).all()  # dense rewards: the outcome, not their positive sum
+    assert np.argmax(got["value"][:, dense.action_slice()], axis=1).tolist() == [1, 2, 3]
+    assert dense.vectors(got["value"]).shape == (3, 3)
     with pytest.raises(ValueError, match="segment_every must be 1"):
-        Distiller(enc, acts, ManagerConfig(mode="sync"), torch.Generator(), dense)
-    with pytest.raises(ValueError, match="key and action widths"):
-        Distiller(enc, spaces.Discrete(4), config, torch.Generator(), dense)
+        ManagerConfig(layout={"horizon": 10})
+    with pytest.raises(TypeError, match="horizon"):
+        ManagerConfig(segment_every=1, layout={"horizon": 2.5})
+    with pytest.raises(RuntimeError, match="mode='sync'"):
+        ExperienceManager(ExperienceBank(), POS, spaces.Discrete(8),
+                          config=ManagerConfig(mode="async", segment_every=1, layout={"horizon": 10})).write_entries(ep)
 
 
 # ------------------------------------------------------------------------- memory

@@ -16,6 +16,7 @@ from ..extractor.config import ExtractorConfig
 from ..validators import (
     at_least,
     at_most,
+    check_int,
     finite,
     is_bool,
     is_int,
@@ -24,6 +25,7 @@ from ..validators import (
     positive,
     to_float,
 )
+from .entry_layout import EntryLayout
 
 __all__ = ["ManagerConfig", "MOVED_TO_EXTRACTOR", "REMOVED", "move_deprecated"]
 
@@ -161,6 +163,11 @@ class ManagerConfig:
             ``min_log_std``, ``max_grad_norm``. The dims (``state_dim``, ``action_dim``,
             ``discrete_actions``) come from the spaces. ``config.exp_dim``, ``.hidden``,
             ``.max_len``, ``.lr`` and ``.seed`` read the value in effect.
+        layout: what an entry's value holds. None (the default): the extractor's vector alone
+            (task scope). ``{"horizon": H, "step_reward": bool}``: run scope's entries, one per
+            step (``segment_every`` must be 1), each holding its key, action, trial return, steps
+            to go divided by ``H`` (and with ``step_reward`` its reward) before the vector
+            (:class:`~experience_wrappers.manager.entry_layout.EntryLayout`; :meth:`entry_layout`).
 
     Deprecated: ``exp_dim``, ``hidden``, ``max_len``, ``lr`` and ``seed`` as keywords
     (``ManagerConfig(exp_dim=32)``) still work, with a ``DeprecationWarning``, and land in
@@ -197,6 +204,7 @@ class ManagerConfig:
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
     handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
     extractor: dict = attrs.field(factory=dict, converter=_settings, eq=_effective)
+    layout: dict | None = attrs.field(default=None)
 
     def __init__(self, **kwargs: Any) -> None:
         """Every field by keyword; the deprecated extractor keywords go into ``extractor``
@@ -224,6 +232,26 @@ class ManagerConfig:
                 for check in checks:
                     check(self, attribute.evolve(name=name), value[name])
         ExtractorConfig(state_dim=1, action_dim=1, **value)  # each value checked now, not inside torch
+
+    @layout.validator
+    def _check_layout(self, attribute: attrs.Attribute, value: dict | None) -> None:
+        if value is None:
+            return
+        if not isinstance(value, Mapping) or set(value) - {"horizon", "step_reward"} or "horizon" not in value:
+            raise ValueError(f'layout must be None or {{"horizon": int, "step_reward": bool}}, got {value!r}')
+        if self.segment_every != 1:
+            raise ValueError(f"layout writes one entry per step: segment_every must be 1, got {self.segment_every}")
+        check_int("layout['horizon']", value["horizon"], minimum=1, maximum=MAX_LEN, numpy=True, type_error=TypeError)
+        self.entry_layout(1, 1)  # step_reward checked now
+
+    def entry_layout(self, key_dim: int, action_dim: int) -> EntryLayout | None:
+        """The :class:`~experience_wrappers.manager.entry_layout.EntryLayout` of :attr:`layout` for
+        these widths (the vector ``exp_dim`` wide), or None for task scope's entries."""
+        if self.layout is None:
+            return None
+        step_reward = self.layout.get("step_reward", False)
+        is_bool(self, attrs.fields(type(self)).layout.evolve(name="layout['step_reward']"), step_reward)
+        return EntryLayout(key_dim, action_dim, self.exp_dim, self.layout["horizon"], step_reward=step_reward)
 
     @skip_below.validator
     def _check_skip_below(self, attribute: attrs.Attribute, value: float | None) -> None:

@@ -90,4 +90,7 @@ def credit(mgr: ExperienceManager, ids: np.ndarray, shares: np.ndarray | None, s
         return []
     rewards = reward if shares is None else reward * shares[found]
     entries = mgr.bank.get(ids)
-    return [(ids, {k: entries[k] for k in CREDITED_FIELDS}, rewards)]
+    fields = {k: entries[k] for k in CREDITED_FIELDS}
+    if mgr.layout is not None:  # the learner's sample is the entry's vector
+        fields["value"] = mgr.layout.vectors(fields["value"])
+    return [(ids, fields, rewards)]

@@ -163,6 +163,10 @@ class EntryLayout:
             trial_return = float(bool(success) if success is not None else trial_return > 0)
         return self.values(keys, action_codes, trial_return, z, rewards)
 
+    def vectors(self, values: np.ndarray) -> np.ndarray:
+        """The extractor's vectors ``(..., exp_dim)`` of entries' values (their last columns)."""
+        return values[..., values.shape[-1] - self.exp_dim:]
+
     def rows(self, values: np.ndarray, query_keys: np.ndarray, distances: np.ndarray, same: np.ndarray,
              mask: np.ndarray) -> np.ndarray:
         """Rows the policy reads: ``(n, k, row_dim)`` float32 from retrieved ``values`` ``(n, k, value_dim)``.

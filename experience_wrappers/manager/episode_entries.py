@@ -23,7 +23,6 @@ from ..extractor import ActionCoder, ExtractorTrainer, encode_segment
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from .config import ManagerConfig
-from .entry_layout import EntryLayout
 from .episode import Episode
 
 __all__ = ["Distiller", "Proposal", "add_arguments"]
@@ -90,27 +89,18 @@ class Distiller:
         action_space: the env's action space.
         config: the manager's config (``segment_every``, ``max_len``, ``skip_below``).
         generator: the torch generator the extractor samples with (seeded by the manager).
-        layout: the values hold a run scope's entry (:class:`~.entry_layout.EntryLayout`, one
-            entry per step: ``config.segment_every`` must be 1); None (the default): the vector alone.
 
-    Raises:
-        ValueError: a layout with ``segment_every`` other than 1, or whose widths are not the
-            key encoder's and the action space's.
+    With ``config.layout`` the values are run scope's entries, one per step
+    (:meth:`ManagerConfig.entry_layout`); without, the extractor's vectors.
     """
 
     def __init__(self, key_encoder: KeyEncoder, action_space: spaces.Space, config: ManagerConfig,
-                 generator: torch.Generator, layout: EntryLayout | None = None) -> None:
+                 generator: torch.Generator) -> None:
         self.key_encoder = key_encoder
         self.action_coder = ActionCoder(action_space)
         self.config = config
         self.generator = generator
-        if layout is not None and config.segment_every != 1:
-            raise ValueError(f"an entry layout writes one entry per step: segment_every must be 1, "
-                             f"got {config.segment_every}")
-        if layout is not None and (layout.key_dim, layout.action_dim) != (key_encoder.key_dim, self.action_coder.dim):
-            raise ValueError(f"the entry layout's key and action widths ({layout.key_dim}, {layout.action_dim}) are not "
-                             f"the key encoder's and the action space's ({key_encoder.key_dim}, {self.action_coder.dim})")
-        self.layout = layout
+        self.layout = config.entry_layout(key_encoder.key_dim, self.action_coder.dim)
 
     def segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Keys and contexts of an episode's segments (one starting every ``every`` steps,

@@ -92,7 +92,7 @@ class InlineBackend:
             self.busy_seconds += time.perf_counter() - t0
 
     def ingest(self, ep: Episode, provenance: Provenance, every: int | None, utility: float | None) -> int:
-        return self.distil(ep, provenance, every, utility)
+        return len(self.distil(ep, provenance, every, utility))
 
     def poll(self) -> None:
         pass
@@ -127,15 +127,16 @@ class InlineBackend:
 
     # ----------------------------------------------------------------- steps
     def distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
-               utility: float | None = None) -> int:
-        """Distil ``ep`` into the bank (its entries written now); returns the entries proposed."""
+               utility: float | None = None) -> np.ndarray:
+        """Distil ``ep`` into the bank (its entries written now); returns their ids."""
         p = self._distiller.propose(ep, self.learner.trainer_for(ep.task_id), provenance, every)
         if p is None:
-            return 0
+            return np.zeros(0, np.int64)
+        ids = np.zeros(0, np.int64)
         if p.size:
-            self.writer.write([(p, self.learner.extractor_version)], utility, self.learner.forget)
+            ids = self.writer.write([(p, self.learner.extractor_version)], utility, self.learner.forget)
         self.learner.add_segments(p.all_contexts, ep.task_id)
-        return p.size
+        return ids
 
 
 def read_generator(blobs: dict[str, bytes], path: Path) -> torch.Tensor:

@@ -102,6 +102,8 @@ class ExperienceManager:
         self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
             discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
+        #: what an entry's value holds: run scope's layout (``config.layout``), or None: the vector alone
+        self.layout = self.config.entry_layout(self.key_encoder.key_dim, self.action_coder.dim)
         self.check_bank_dims(bank)
         #: guards the manager's counters and outcomes (the writer, crediting and stats take it)
         self.stats_lock = threading.Lock()
@@ -238,7 +240,8 @@ class ExperienceManager:
 
     def check_bank_dims(self, bank: ExperienceBank) -> None:
         """Refuse a bank whose widths are not this manager's (at construction and at restore)."""
-        want = {"key_dim": self.key_encoder.key_dim, "value_dim": self.config.exp_dim,
+        value_dim = self.config.exp_dim if self.layout is None else self.layout.value_dim
+        want = {"key_dim": self.key_encoder.key_dim, "value_dim": value_dim,
                 "context_dim": self.extractor_config.context_size}
         if bank.dims is not None and bank.dims != want:
             raise ValueError(f"bank dims {bank.dims} do not match this manager's {want} "
@@ -325,6 +328,23 @@ class ExperienceManager:
         check_ingest_args(segment_every, utility)
         self.backend.check()
         return self.backend.ingest(episode, provenance, segment_every, utility)
+
+    def write_entries(self, episode: Episode, provenance: Provenance = Provenance.EXTRACTED) -> np.ndarray:
+        """Distil an episode into the bank now, crediting nothing; returns its new entries' ids.
+
+        For a caller that keeps the ids (run scope's memory files each trial's entries under
+        its run). Sync mode only, where the learner is the caller's.
+
+        Raises:
+            RuntimeError: the manager is not in sync mode, or is closed.
+        """
+        if self.mode != "sync":
+            raise RuntimeError(f"write_entries needs a manager in mode='sync' (this one is {self.mode!r}): "
+                               "use ingest(), which returns how many entries it wrote")
+        if self._closed:
+            raise RuntimeError("this manager is closed")
+        assert isinstance(self.backend, InlineBackend)
+        return self.backend.distil(episode, provenance)
 
     # ------------------------------------------------------------------ stats
     def stats(self) -> dict[str, float]:

@@ -6,14 +6,15 @@ trial under a bank task id of its own, and its later trials read only there, so 
 ``t`` sees exactly the run's trials ``1 .. t - 1`` (and a demonstration, if one was
 placed in the scope). A run's entries leave the bank when the run ends.
 
-The extractor writes each entry's vector ``z`` (for the rest of the trial from that step)
-and is trained by outcome: a guided trial's delta is its success minus the success of the
+The manager's extractor writes each entry's vector ``z`` (for the rest of the trial from that
+step) and is trained by outcome: a guided trial's delta is its success minus the success of the
 free trial of the same instance and trial index in its group
 (:class:`~experience_wrappers.credit.PairedCredit`), and every entry it was shown earns
 that delta. The extractor learns as task scope's does, by the manager's learner
 (:class:`~experience_wrappers.manager.learner.ExtractorLearner`: an entry's reward is the
 mean of the deltas credited to it, then CISPO on the sampled ``z`` with the decoder and
-steps-to-go losses); an entry carries its context and log-prob in the bank, as there.
+steps-to-go losses, and a self-supervised step per batch of fresh segments); an entry carries
+its context and log-prob in the bank, as there.
 
 Writes happen when a trial ends, in the stepping thread: the next trial of the run waits
 for its predecessor's entries (a DummyVecEnv steps its envs in one thread; every wrapper
@@ -24,25 +25,22 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections import deque
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
-from ..credit import PairedCredit
-from ..extractor import ActionCoder, ExtractorConfig, ExtractorTrainer
+from ..extractor import ActionCoder, ExtractorTrainer
 from ..keys import FlatKeyEncoder, KeyEncoder
 from ..keys.base import checked_keys
+from ..manager import ExperienceManager
 from ..manager.config import ManagerConfig
 from ..manager.entry_layout import EntryLayout
 from ..manager.episode import Episode
-from ..manager.episode_entries import Distiller
 from ..manager.learner import ExtractorLearner
 from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
@@ -62,7 +60,13 @@ DONORS = 32
 
 
 class TrialMemory:
-    """The bank, the extractor and the pairing table that the trial wrappers of one VecEnv share.
+    """Run scope over an :class:`~experience_wrappers.manager.ExperienceManager`: what the trial wrappers of one VecEnv share.
+
+    The manager (``memory.manager``, sync mode, ``ManagerConfig(segment_every=1, layout=...)``)
+    holds the bank, the extractor, its learner and the pairing table, and distils each trial
+    into one entry per step; the memory adds what is run scope's own: the runs' scopes (which
+    trials' entries a run reads, and their retirement), the read of a run's nearest steps, and
+    the credit of a guided trial's shown entries, taken when it ends.
 
     Args:
         observation_space: the env's observation space (the states keyed).
@@ -134,26 +138,23 @@ class TrialMemory:
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
-        self.bank = ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20)
         self.exp_dim = int(exp_dim)
-        self.generator = torch.Generator().manual_seed(seed)
-        #: the manager's settings of the parts run scope shares with it: a trial is distilled into
-        #: one entry per step (``segment_every=1``), the learner trains on ``batch_size`` credited entries
-        self.config = ManagerConfig(mode="sync", segment_every=1, batch_size=self.batch_size,
-                                    train_extractor=self.train_extractor,
-                                    # (with exp_dim 0 there is no extractor, and the width here is unused)
-                                    extractor={"exp_dim": max(self.exp_dim, 1), "hidden": hidden, "max_len": max_len,
-                                               "lr": lr, "seed": seed})
-        self.distiller = Distiller(self.key_encoder, action_space, self.config, self.generator, self.layout)
+        #: the manager that holds run scope's bank, extractor, learner and distillation: in sync mode
+        #: (a trial's entries are written when it ends), one entry per step in this layout
+        #: (``segment_every=1``), the learner training on ``batch_size`` credited entries
+        self.manager = ExperienceManager(
+            ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20), observation_space, action_space,
+            key_encoder=self.key_encoder,
+            config=ManagerConfig(mode="sync", segment_every=1, batch_size=self.batch_size,
+                                 train_extractor=self.train_extractor,
+                                 layout={"horizon": int(horizon), "step_reward": self.dense_rewards},
+                                 # (with exp_dim 0 there is no extractor, and the width here is unused)
+                                 extractor={"exp_dim": max(self.exp_dim, 1), "hidden": hidden, "max_len": max_len,
+                                            "lr": lr, "seed": seed}))
+        self.bank = self.manager.bank
         #: the extractor's learner (credited entries, updates; None with ``exp_dim=0``)
-        self.learner: ExtractorLearner | None = None
-        if self.exp_dim:
-            cfg = ExtractorConfig(state_dim=self.key_dim, action_dim=self.action_coder.dim,
-                                  discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
-            # the extractor seeded by cfg.seed, the global RNG untouched
-            self.learner = ExtractorLearner(cfg, self.config, threading.Lock())
+        self.learner: ExtractorLearner | None = self.manager.learner if self.exp_dim else None
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
-        self.pairs = PairedCredit()
         self._pid = os.getpid()
         self._next_scope = 1
         #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids)``, oldest first
@@ -163,6 +164,11 @@ class TrialMemory:
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
                                         "credited_entries": 0.0, "mean_delta": 0.0}
+
+    @property
+    def config(self) -> ManagerConfig:
+        """The settings of the manager's parts that run scope uses."""
+        return self.manager.config
 
     @property
     def max_len(self) -> int:
@@ -248,24 +254,18 @@ class TrialMemory:
         if n_obs != t or len(actions) != t:
             raise ValueError(f"a trial needs one observation, action and reward per step, got {n_obs}, "
                              f"{len(actions)} and {t}")
-        contexts = logp = None
-        if self.trainer is not None:  # distilled as the manager distils: one entry per step, in this layout
-            episode = Episode(observations=observations, actions=actions, rewards=rewards, success=success,
-                              guided=False)
-            proposal = self.distiller.propose(episode, self.trainer, provenance)
-            assert proposal is not None  # t > 0 steps
-            keys, values, contexts, logp = proposal.keys, proposal.values, proposal.contexts, proposal.logp
+        task = self._next_task
+        self._next_task += 1
+        if self.learner is not None:  # distilled by the manager: one entry per step, in this layout
+            ids = self.manager.write_entries(Episode(observations=observations, actions=actions, rewards=rewards,
+                                                     success=success, guided=False, task_id=task), provenance)
+            self._live.update(ids.tolist())
         else:
             keys = self.keys(observations)
             values = self.layout.trial_values(keys, self.action_coder.encode(actions), np.zeros((t, 0), np.float32),
                                               rewards, success)
-        task = self._next_task
-        self._next_task += 1
-        ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance, context=contexts,
-                                       sample_logp=logp).ids, np.int64)
+            ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
         self._scope_ids[scope].append((task, ids))
-        if self.trainer is not None:
-            self._live.update(ids.tolist())
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
         return ids
@@ -385,9 +385,9 @@ class TrialMemory:
             ids = np.asarray(sorted(i for i in shown if i in self._live), np.int64)
             if len(ids):
                 got = self.bank.get(ids)
-                payload = (ids, {"context": got["context"], "value": got["value"][:, -self.exp_dim:],
+                payload = (ids, {"context": got["context"], "value": self.layout.vectors(got["value"]),
                                  "sample_logp": got["sample_logp"], "task_id": got["task_id"]})
-        for result in self.pairs.add(key, float(success), guided=guided, members=members, free=free,
+        for result in self.manager.paired.add(key, float(success), guided=guided, members=members, free=free,
                                      payload=payload):
             if result.payload and learner is not None:
                 ids, entries = result.payload
