@@ -19,7 +19,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from benchmarks.peers.meta_episode import MetaEpisode
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
-from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory, TrialsWrapper
 from experience_wrappers.trials.wrapper import trials_env_fns
@@ -110,60 +109,20 @@ def test_instances_must_be_a_sequence_of_reset_seeds_wherever_they_enter(bad: An
     assert wrapper(mem, instances=range(1, 3)).instances == [1, 2]
 
 
-# ------------------------------------------------------------------ items 3 and 15: saving a run
-def test_a_run_is_never_saved_over_files_that_are_not_a_saved_run(tmp_path: Path) -> None:
-    run = tiny_run(memory())
-    foreign = tmp_path / "other"
-    foreign.mkdir()
-    (foreign / "model.zip").write_bytes(b"someone else's model")
-    with pytest.raises(RunFileError, match="not empty and is not a saved folder"):
-        run.save(foreign)
-    assert (foreign / "model.zip").read_bytes() == b"someone else's model"
-    a_file = tmp_path / "a_file"
-    a_file.write_text("mine")
-    with pytest.raises(ValueError, match=r"TrialsRun.save writes a folder, and .*a_file' is a file"):
-        run.save(a_file)
-    assert a_file.read_text() == "mine"
-    folder = run.save(tmp_path / "run")
-    (folder / "notes.txt").write_text("kept")
-    run.save(folder)  # its own save: replaced whole, the user's notes kept
-    assert (folder / "notes.txt").read_text() == "kept"
-    before = (folder / "model.zip").read_bytes()
-
-    def broken(path: Any) -> None:
-        raise OSError("disk full")
-
-    run.memory.save = broken  # type: ignore[method-assign,assignment]
-    with pytest.raises(OSError, match="disk full"):
-        run.save(folder)
-    assert (folder / "model.zip").read_bytes() == before  # all or nothing: the previous save stands
-    assert TrialsRun.load_policy(folder, memory(train_extractor=False)) is not None
-
-
 # ------------------------------------------------------------------ items 9 and 15: loading into another memory
-def test_load_policy_refuses_a_memory_of_other_widths_and_changes_nothing(tmp_path: Path) -> None:
-    folder = tiny_run(memory()).save(tmp_path / "run")
+def test_an_extractor_is_refused_by_a_memory_of_other_widths_which_stays_as_it_was(tmp_path: Path) -> None:
+    folder = memory().save(tmp_path / "memory")
     wide = spaces.Box(0.0, SIZE - 1.0, (3,), np.float32)
-    cases = [(memory(wide), r"observation: .*\(2,\).*\(3,\).*trial_entries: the policy reads \(4, 12\).*the envs show \(4, 13\)"),
-             (memory(exp_dim=4), r"rows 12 wide.*rows 14 wide"),
-             (memory(k=2), r"k=4.*k=2"),
-             (memory(trial_index=True), "trial_index: the envs show it"),
+    cases = [(memory(wide), "key_dim 2 there, 3 here"),
+             (memory(exp_dim=4), "exp_dim 2 there, 4 here"),
              (memory(max_len=8), "max_len 16 there, 8 here"),
-             (memory(exp_dim=0), "rows 12 wide.*rows 10 wide")]
+             (memory(exp_dim=0), "it has exp_dim=0")]
     for mem, said in cases:
         trainer = mem.trainer
         with pytest.raises(ValueError, match=said) as info:
-            TrialsRun.load_policy(folder, mem)
+            mem.load(folder)
         assert "\n" not in str(info.value)
         assert mem.trainer is trainer  # nothing loaded
-    with pytest.raises(ValueError, match="key_dim 2 there, 3 here"):
-        memory(wide).load(folder / "memory")  # the extractor alone, into a memory of another key width
-    saved_crl_like = tmp_path / "crl"
-    saved_crl_like.mkdir()
-    (saved_crl_like / "model.zip").write_bytes((folder / "model.zip").read_bytes())
-    (saved_crl_like / "meta.json").write_text('{"format": "complementary-rl-run", "version": 1}')
-    with pytest.raises(RunFileError, match="not a TrialsRun.save folder"):
-        TrialsRun.load_policy(saved_crl_like, memory())
 
 
 # ------------------------------------------------------------------ item 15: evaluating with other settings
