@@ -24,11 +24,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..keys.base import add_batch_axis, stack_observations
+from ..keys.base import add_batch_axis
 from ..manager import success_from_info
 from ..validators import check_int, check_real
 from ..wrappers.env_checks import check_finite_observation, env_name, observation_checker
 from ..wrappers.instances import INSTANCE_INFO_KEY, ReplayInstances
+from ..wrappers.recorder import EpisodeRecorder
 from .checks import (
     ENTRIES_KEY,
     MASK_KEY,
@@ -122,9 +123,10 @@ class TrialsWrapper(gym.Wrapper):
         self.instance = -1
         self.scope = 0
         self._donor = 0  # the finished run of another instance read with scope="other"
-        self._obs: list[Any] = []
-        self._actions: list[Any] = []
-        self._rewards: list[float] = []
+        #: the trial's steps (the observation acted on, the action, the reward): the main path's recorder
+        self._recorder = EpisodeRecorder(1)
+        self._last_obs: Any = None
+        self._return = 0.0
         self._shown: set[int] = set()
         self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
         self._mask = np.zeros(memory.k, np.float32)
@@ -205,23 +207,24 @@ class TrialsWrapper(gym.Wrapper):
             self._start_run(spec["run"], spec["instance"])
         self.trial = spec["repeat"]
         self._check(obs, "reset")
-        self._obs, self._actions, self._rewards, self._shown = [obs], [], [], set()
+        self._recorder.clear(0)
+        self._last_obs, self._return, self._shown = obs, 0.0, set()
         self._read(obs)
         return self._wrap(obs), {**info, **self._info()}
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._check(obs, f"step {len(self._actions) + 1}")
-        self._actions.append(action)
-        self._rewards.append(float(reward))
+        self._check(obs, f"step {int(self._recorder.lengths[0]) + 1}")
+        self._recorder.append(add_batch_axis(self._last_obs), np.asarray([action]), [float(reward)])
+        self._return += float(reward)
+        self._last_obs = obs
         info = {**info, **self._info()}
         if terminated or truncated:
             success = success_from_info(info)
-            won = bool(sum(self._rewards) > 0) if success is None else bool(success)
+            won = bool(self._return > 0) if success is None else bool(success)
             info["trial_success"] = won
             self._finish(won)
         else:
-            self._obs.append(obs)
             self._read(obs)
         return self._wrap(obs), reward, terminated, truncated, info
 
@@ -236,9 +239,9 @@ class TrialsWrapper(gym.Wrapper):
         # a trial is written where someone reads it: the run's later trials, or (scope "other") other runs;
         # with scope "none" no one does
         read_later = self.trial < self.trials - 1 or mem.scope == "other"
+        observations, actions, rewards = self._recorder.take(0)
         if self.guided and mem.scope != "none" and read_later:
-            batch = stack_observations(self._obs[: len(self._actions)])
-            mem.write_trial(self.scope, batch, np.asarray(self._actions), self._rewards, success)
+            mem.write_trial(self.scope, observations, actions, rewards, success)
         if self.learn and self.free_members and self.free_members < self.group_size:
             mem.finish_trial((self.group, self.run, self.trial), float(success), guided=self.guided,
                              members=self.group_size, free=self.free_members, shown=self._shown)
