@@ -88,6 +88,7 @@ def test_experience_false_is_the_same_network_shown_nothing() -> None:
     run = make(experience=False)
     try:
         assert run.memory.scope == "none" and run.sil_callback is None and len(run.callbacks) == 1
+        assert run.manager is None  # as in task scope
         masks = []
 
         def look(_locals, _globals) -> bool:
@@ -122,6 +123,8 @@ def test_learn_logs_success_by_trial_through_sb3s_logger() -> None:
             recorded.update(run.model.logger.name_to_value)
             return True
         run.learn(512, callback=[log, _Every(spy)])
+        assert run.manager is run.memory.manager and run.manager.mode == "sync"  # one manager type, both scopes
+        assert run.manager.stats()["entries_added"] == run.memory.stats["entries_written"] > 0
         assert log.curve and all(len(c["guided_by_trial"]) == 2 for c in log.curve)
         assert {"trials/guided", "trials/free"} & recorded
         values = [v for c in log.curve for v in (c["guided"], c["free"]) if v is not None]

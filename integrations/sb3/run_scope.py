@@ -107,7 +107,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             (:class:`~integrations.sb3.trials_logging.TrialsLogCallback`, in :attr:`log_callback`).
 
     Attributes:
-        model, env, memory, callbacks, log_callback, seed, instances, trials, demonstration_source.
+        model, env, memory, callbacks, log_callback, seed, instances, trials, demonstration_source;
+        ``bank`` and ``manager``: the memory's (an :class:`~experience_wrappers.manager.ExperienceManager`
+        in sync mode with run scope's layout: its ``stats()`` as in task scope).
     """
 
     def __init__(self, env: str | Callable[[], gym.Env], *, scope: str = "run", instances: Sequence[int],
@@ -175,7 +177,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         self.callbacks: list[BaseCallback] = [self.log_callback, *built.callbacks]
         self.sil_callback = next((c for c in built.callbacks if isinstance(c, SelfImitationCallback)), None)
         self.replay = self.sil_callback.replay if self.sil_callback is not None else None
-        self.bank, self.manager, self.crl_callback, self.rollin_env = self.memory.bank, None, None, None
+        # the one manager type of both scopes: here the memory's (sync mode, run scope's layout)
+        self.bank, self.crl_callback, self.rollin_env = self.memory.bank, None, None
+        self.manager = self.memory.manager if self.experience else None
         self._lineage: list[str] = []
 
     def _memory(self, kwargs: dict[str, Any]) -> TrialMemory:
