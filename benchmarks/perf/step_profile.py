@@ -80,9 +80,12 @@ def area_of(filename: str, function: str) -> str:
 
 
 def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: int,
-                mode: str = "auto", top: int = 0) -> dict[str, Any]:
+                mode: str = "auto", top: int = 0, policy: str = "reader") -> dict[str, Any]:
     """Train one run under ``cProfile``; its steps/s, its own time per env step by area (µs) and,
-    with ``top``, the library's ``top`` functions by own time per step (``top_functions``)."""
+    with ``top``, the library's ``top`` functions by own time per step (``top_functions``).
+
+    ``policy``: ``"reader"``, the family's network (with experience: ``ExperiencePolicy`` and its
+    reader on it); ``"default"``, SB3's default policy for both (no policy arguments)."""
     import torch
     from stable_baselines3 import PPO
 
@@ -94,7 +97,9 @@ def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: in
     fam = family_of(env_id)
     bank = ExperienceBank(seed=seed) if experience else None
     env = build_env(env_id, n_envs, seed, bank, family=fam, manager_kwargs={"mode": mode} if experience else None)
-    if experience:
+    if policy == "default":
+        model = PPO("MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy", env, seed=seed)
+    elif experience:
         base_cls, base_kwargs = fam.base_extractor or (None, None)
         model = PPO(ExperiencePolicy, env, seed=seed,
                     policy_kwargs=crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs))
@@ -147,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mode", choices=("auto", "process", "async", "sync"), default="auto",
                    help="the manager's mode (sync: its work on the actor's thread, so in the profile)")
+    p.add_argument("--policy", choices=("reader", "default"), default="reader",
+                   help="reader: the README's two-line form (ExperiencePolicy with the reader on the env's network) "
+                        "against PPO with that network; default: SB3's default policy on both")
     p.add_argument("--top", type=int, default=15, help="list this library's N costliest functions (0: none)")
     p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = p.parse_args(argv)
@@ -155,11 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    ppo = profile_run(args.env, False, args.steps, args.n_envs, args.seed)
-    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode, top=args.top)
+    ppo = profile_run(args.env, False, args.steps, args.n_envs, args.seed, policy=args.policy)
+    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode, top=args.top, policy=args.policy)
     names = sorted(set(ppo["us_per_step"]) | set(crl["us_per_step"]),
                    key=lambda a: -(crl["us_per_step"].get(a, 0.0) - ppo["us_per_step"].get(a, 0.0)))
-    print(f"{args.env}, {args.steps} steps, {args.n_envs} envs, manager {args.mode}; own time per env step (µs) "
+    print(f"{args.env}, {args.steps} steps, {args.n_envs} envs, manager {args.mode}, {args.policy} policy; "
+          "own time per env step (µs) "
           "on the actor's thread, under cProfile")
     print(f"{'area':42} {'PPO':>8} {'two-line CRL':>13} {'difference':>11}")
     for a in names:

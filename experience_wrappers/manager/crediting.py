@@ -1,7 +1,8 @@
 """A finished episode's credit: which entries guided it, against which baseline, and by how much.
 
 The rules are :mod:`experience_wrappers.credit`'s; here they meet the manager's state (its free
-baseline, paired credit, outcome figures). A credit changes the bank's utilities here, and
+baseline, paired credit, outcome figures), for task scope's episodes (:func:`attribute`) and
+run scope's trials (:func:`credit_trial`). A credit changes the bank's utilities here, and
 returns the extractor's rewards with the credited entries' fields, which the learner backend
 takes into its samples (:mod:`.backend`: inline, on its worker thread, or sent to the learner
 process with the episode). The backend runs :func:`attribute` where its mode says.
@@ -9,6 +10,7 @@ process with the episode). The backend runs :func:`attribute` where its mode say
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +22,7 @@ from .episode import Episode
 if TYPE_CHECKING:
     from .manager import ExperienceManager
 
-__all__ = ["CREDITED_FIELDS", "attribute", "credit", "credit_payload"]
+__all__ = ["CREDITED_FIELDS", "attribute", "credit", "credit_payload", "credit_trial"]
 
 #: the fields of a credited entry that the learner needs (its sample)
 CREDITED_FIELDS = ("context", "value", "sample_logp", "task_id")
@@ -61,6 +63,34 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
     if delta is None:
         return credits
     return credit(mgr, *credit_payload(ep), delta)
+
+
+def credit_trial(mgr: ExperienceManager, key: Hashable, success: float, *, guided: bool, members: int, free: int,
+                 shown: np.ndarray | None = None) -> list[Credit]:
+    """Run scope's credit: one finished trial of a group, paired by ``key`` (its run and trial index).
+
+    A guided trial's delta is its success minus the mean success of its group's free trials of
+    the same key (:class:`~experience_wrappers.credit.PairedCredit`, the manager's pairing
+    table); every entry it was shown (``shown``, ids in the bank) earns it whole. Their fields
+    are taken now, as a run's entries may retire before its free trial ends. Bank utilities are
+    left alone (run scope reads by nearness, not utility). Returns the extractor's credits of
+    the guided trials this trial resolves (none until their free trials are in).
+    """
+    payload = None
+    if guided and shown is not None and len(shown):
+        got = mgr.bank.get(shown)
+        fields = {k: got[k] for k in CREDITED_FIELDS}
+        if mgr.layout is not None:  # the learner's sample is the entry's vector
+            fields["value"] = mgr.layout.vectors(fields["value"])
+        payload = (shown, fields)
+    credits: list[Credit] = []
+    for res in mgr.paired.add(key, float(success), guided=guided, members=members, free=free, payload=payload):
+        if res.payload is not None:
+            ids, fields = res.payload
+            with mgr.stats_lock:
+                mgr.outcomes.add_delta(res.delta)
+            credits.append((ids, fields, res.delta))
+    return credits
 
 
 def credit_payload(ep: Episode) -> tuple[np.ndarray, np.ndarray | None, bool | None]:

@@ -39,6 +39,7 @@ from ..keys import FlatKeyEncoder, KeyEncoder
 from ..keys.base import checked_keys
 from ..manager import ExperienceManager
 from ..manager.config import ManagerConfig
+from ..manager.crediting import credit_trial
 from ..manager.entry_layout import EntryLayout
 from ..manager.episode import Episode
 from ..manager.learner import ExtractorLearner
@@ -380,20 +381,16 @@ class TrialMemory:
         Their fields are taken now (the run's entries may retire before its free trial ends) and
         credited with the delta when the group's trial resolves; the learner trains when it has a batch.
         """
-        learner, payload = self.learner, None
+        learner = self.learner
+        ids = None
         if guided and shown and learner is not None:
             ids = np.asarray(sorted(i for i in shown if i in self._live), np.int64)
-            if len(ids):
-                got = self.bank.get(ids)
-                payload = (ids, {"context": got["context"], "value": self.layout.vectors(got["value"]),
-                                 "sample_logp": got["sample_logp"], "task_id": got["task_id"]})
-        for result in self.manager.paired.add(key, float(success), guided=guided, members=members, free=free,
-                                     payload=payload):
-            if result.payload and learner is not None:
-                ids, entries = result.payload
-                learner.add_credit(ids, entries, result.delta)
-                self.stats["credited_entries"] += len(ids)
-                self.stats["mean_delta"] += 0.05 * (result.delta - self.stats["mean_delta"])
+        for credited, fields, delta in credit_trial(self.manager, key, float(success), guided=guided, members=members,
+                                                    free=free, shown=ids):
+            assert learner is not None  # credits name shown entries, which only a memory with an extractor gives
+            learner.add_credit(credited, fields, delta)
+            self.stats["credited_entries"] += len(credited)
+            self.stats["mean_delta"] += 0.05 * (float(delta) - self.stats["mean_delta"])
         if learner is not None:
             learner.train_if_ready()
             self.stats["extractor_updates"] = float(learner.extractor_version)
