@@ -1,4 +1,4 @@
-"""``TrialMemory``: the experience of trials of one instance, in the bank, scoped by run.
+"""``TrialMemory``: the experience of trials of one instance, in a manager's bank, scoped by run.
 
 A *run* is ``K`` consecutive trials of one instance by one env. Every run has a scope:
 its finished trials are written there, one entry per step (see :mod:`.layout`), each
