@@ -1,7 +1,7 @@
 """``TrialMemory``: the experience of trials of one instance, in a manager's bank, scoped by run.
 
 A *run* is ``K`` consecutive trials of one instance by one env. Every run has a scope:
-its finished trials are written there, one entry per step (see :mod:`.layout`), each
+its finished trials are written there, one entry per step (see :mod:`experience_wrappers.manager.entry_layout`), each
 trial under a bank task id of its own, and its later trials read only there, so trial
 ``t`` sees exactly the run's trials ``1 .. t - 1`` (and a demonstration, if one was
 placed in the scope). A run's entries leave the bank when the run ends.
