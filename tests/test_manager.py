@@ -291,6 +291,10 @@ def test_ssl_update_runs_on_fresh_segments(rng):
     mgr.submit(make_episode(rng, 12))  # 6 >= 5
     assert mgr.ssl_updates == 1
     assert np.isfinite(mgr.stats()["loss_ssl_loss"])
+    off = make_manager(segment_every=4, ssl_batch_size=0)  # run scope's setting: no self-supervised step
+    for _ in range(4):
+        off.submit(make_episode(rng, 12))
+    assert off.ssl_updates == 0 and not off.learner.ssl_contexts
 
 
 def test_training_changes_the_extractor(rng):

@@ -139,7 +139,9 @@ class ManagerConfig:
         segment_every: a new entry starts every this many steps of an episode
             (0: one entry per episode, at its start).
         batch_size: credited samples per extractor update (the paper: 64).
-        ssl_batch_size: fresh segments per self-supervised update.
+        ssl_batch_size: fresh segments per self-supervised update (0: no self-supervised step;
+            run scope's memory sets it: with the step, a hidden-goal room's trials follow a run's
+            first success 0.89 against 0.94 without, -0.05 [-0.09, -0.02], ``trials-darkroom``, 5 seeds).
         extractor_reward: ``"delta"`` (outcome delta against free episodes) or
             ``"direct"`` (the paper's +1 success / -1 failure).
         baseline_window: free episodes per task in the running baseline.
@@ -194,7 +196,7 @@ class ManagerConfig:
     mode: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "sync", "async", "process")))
     segment_every: int = attrs.field(default=8, validator=[is_int, non_negative, at_most(MAX_LEN)])
     batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
-    ssl_batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
+    ssl_batch_size: int = attrs.field(default=64, validator=[is_int, non_negative, at_most(MAX_LEN)])
     extractor_reward: str = attrs.field(default="delta", validator=attrs.validators.in_(("delta", "direct")))
     baseline_window: int = attrs.field(default=100, validator=[*_int, at_most(MAX_LEN)])
     skip_below: float | None = attrs.field(default=None, converter=to_float)

@@ -107,7 +107,10 @@ class ExtractorLearner:
                 s.rewards.append(r)
 
     def add_segments(self, contexts: np.ndarray, task_id: int) -> None:
-        """Fresh segment contexts of a task, for the self-supervised step."""
+        """Fresh segment contexts of a task, for the self-supervised step (none kept without one:
+        ``config.ssl_batch_size`` 0)."""
+        if not self.config.ssl_batch_size:
+            return
         self.ssl_contexts.extend(contexts)
         self.ssl_tasks.extend([int(task_id)] * len(contexts))
 

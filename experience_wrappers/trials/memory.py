@@ -80,7 +80,9 @@ class TrialMemory:
             state (evenly spaced steps, first and last included): where that trial went, which
             a failed trial's nearest steps do not say. 0 (default): none. Measured not to help
             (the hidden-goal room, 5 seeds: cumulative success ties, following a success falls
-            from 0.86 to 0.55; ``crl-trials-novelty-paths``).
+            from 0.86 to 0.55; ``crl-trials-novelty-paths``), nor on Meta-World reach with the goal hidden
+            (3 seeds, ``path=2``: one demonstration's trial 1 0.20 against 0.62 without;
+            ``crl-trials-imitate-nearest-strong-path``).
         key_encoder: the frozen key encoder; None: the flattened observation
             (:class:`~experience_wrappers.keys.FlatKeyEncoder`, Box bounds mapped to [-1, 1]), which
             puts two visits of one state at distance 0.
@@ -146,7 +148,9 @@ class TrialMemory:
         self.manager = ExperienceManager(
             ExperienceBank(seed=seed, dedup_threshold=0.0, capacity=1 << 20), observation_space, action_space,
             key_encoder=self.key_encoder,
-            config=ManagerConfig(mode="sync", segment_every=1, batch_size=self.batch_size,
+            # (no self-supervised step: with it, a hidden-goal room's trials follow a run's first success
+            # 0.89 against 0.94, trials-darkroom at 5 seeds, benchmarks/results/equivalence-manager-trials-darkroom.json)
+            config=ManagerConfig(mode="sync", segment_every=1, batch_size=self.batch_size, ssl_batch_size=0,
                                  train_extractor=self.train_extractor,
                                  layout={"horizon": int(horizon), "step_reward": self.dense_rewards},
                                  # (with exp_dim 0 there is no extractor, and the width here is unused)
