@@ -74,6 +74,8 @@ from benchmarks.harness.result_file import write_result
 from benchmarks.harness.workers import Stopped, worker_pool
 from benchmarks.reporting.trials_report import SUITES
 from benchmarks.suites.trials_ml1 import (
+    ml1_pick_place_moves_family,
+    ml1_push_moves_family,
     ml1_reach_family,
     ml1_reach_moves_family,
 )
@@ -199,7 +201,9 @@ def maze_family(train_mazes: int = 200) -> dict[str, Any]:
 
 FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_family, "keydoor": keydoor_family,
                                                       "maze": maze_family, "ml1-reach": ml1_reach_family,
-                                                      "ml1-reach-moves": ml1_reach_moves_family}
+                                                      "ml1-reach-moves": ml1_reach_moves_family,
+                                                      "ml1-push-moves": ml1_push_moves_family,
+                                                      "ml1-pick-place-moves": ml1_pick_place_moves_family}
 
 
 # ---------------------------------------------------------------------------- one run

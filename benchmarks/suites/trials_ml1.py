@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ml1_reach_family", "ml1_reach_moves_family", "CALIBRATED",
-           "START_MOVES"]
+__all__ = ["ml1_family", "ml1_moves_family", "ml1_reach_family", "ml1_reach_moves_family", "ml1_push_moves_family",
+           "ml1_pick_place_moves_family", "trial_cap", "CALIBRATED", "CAPS", "START_MOVES"]
 
 #: the calibration's setting the ML1 families train with
 CALIBRATED = "obsnorm-rs"
@@ -30,29 +30,48 @@ CALIBRATED = "obsnorm-rs"
 START_MOVES = 10
 
 
-def ml1_reach_family() -> dict[str, Any]:
-    """The ``ml1-reach`` family (the fields :func:`benchmarks.suites.trials.run_one` reads)."""
+#: each task's trial cap but reach's (``integrations.metaworld.ml1_trials.TRIAL_CAP``, 150): about 3x
+#: its scripted policy's mean length with the goal visible (reach: 49 steps, 33-72, on the held-out
+#: goals; push: 61, 53-73; pick-place: 54, 48-61, on 20 held-out goals each, all succeeding), so a
+#: trial can search and still finish
+CAPS = {"push-v3": 180, "pick-place-v3": 160}
+
+
+def trial_cap(task: str) -> int:
+    """The trial cap of an ML1 task (:data:`CAPS`, reach's from the env module)."""
+    from integrations.metaworld.ml1_trials import TRIAL_CAP
+
+    return TRIAL_CAP if task == "reach-v3" else CAPS[task]
+
+
+def ml1_family(task: str = "reach-v3") -> dict[str, Any]:
+    """The ML1 family of ``task`` (the fields :func:`benchmarks.suites.trials.run_one` reads)."""
     from benchmarks.suites.metaworld_calibration import SETTINGS
     from integrations.metaworld.ml1_demos import ml1_demonstrations
-    from integrations.metaworld.ml1_trials import TRIAL_CAP, ML1Trials, ml1_instances
+    from integrations.metaworld.ml1_trials import ML1Trials, ml1_instances
 
+    cap = trial_cap(task)
     train, held_out = ml1_instances()
     setting = SETTINGS[CALIBRATED]
-    return {"task": f"metaworld.ML1('reach-v3', seed=0), goal hidden (ML1's partially_observable), "
-                    f"{TRIAL_CAP}-step trials ending at info['success'], reward x{setting['reward_scale']}",
-            "make": lambda: ML1Trials("reach-v3", TRIAL_CAP, reward_scale=setting["reward_scale"]),
-            "make_visible": lambda: ML1Trials("reach-v3", TRIAL_CAP, goal_visible=True,
-                                              reward_scale=setting["reward_scale"]),
-            "train": train, "held_out": held_out, "horizon": TRIAL_CAP, "trials": 4,
-            "demonstration": ml1_demonstrations("reach-v3", TRIAL_CAP),
+    return {"task": f"metaworld.ML1({task!r}, seed=0), goal hidden (ML1's partially_observable), "
+                    f"{cap}-step trials ending at info['success'], reward x{setting['reward_scale']}",
+            "make": lambda: ML1Trials(task, cap, reward_scale=setting["reward_scale"]),
+            "make_visible": lambda: ML1Trials(task, cap, goal_visible=True, reward_scale=setting["reward_scale"]),
+            "train": train, "held_out": held_out, "horizon": cap, "trials": 4,
+            "demonstration": ml1_demonstrations(task, cap),
             "memory_kwargs": {"dense_rewards": True},
             "ppo": dict(setting["ppo"]), "calibration": CALIBRATED, "reward_scale": setting["reward_scale"],
             "vec_normalize": {"norm_obs": True, "norm_reward": False,
                               "gamma": float(setting["ppo"].get("gamma", 0.99))}}
 
 
-def ml1_reach_moves_family() -> dict[str, Any]:
-    """``ml1-reach`` with :data:`START_MOVES` random hand moves before each trial (``ML1Trials(start_moves=...)``).
+def ml1_reach_family() -> dict[str, Any]:
+    """The ``ml1-reach`` family."""
+    return ml1_family("reach-v3")
+
+
+def ml1_moves_family(task: str = "reach-v3") -> dict[str, Any]:
+    """:func:`ml1_family` with :data:`START_MOVES` random hand moves before each trial (``ML1Trials(start_moves=...)``).
 
     Meta-World's resets are deterministic, so in ``ml1-reach`` a demonstration replays open loop
     (retrieve-and-play 1.00); here each trial starts elsewhere (every env its own move seed) while
@@ -60,13 +79,28 @@ def ml1_reach_moves_family() -> dict[str, Any]:
     """
     from itertools import count
 
-    from integrations.metaworld.ml1_trials import TRIAL_CAP, ML1Trials
+    from integrations.metaworld.ml1_trials import ML1Trials
 
-    fam = ml1_reach_family()
-    scale = fam["reward_scale"]
+    fam = ml1_family(task)
+    scale, cap = fam["reward_scale"], trial_cap(task)
     seeds = count()
     return {**fam, "task": fam["task"] + f", {START_MOVES} random hand moves before each trial",
-            "make": lambda: ML1Trials("reach-v3", TRIAL_CAP, reward_scale=scale, start_moves=START_MOVES,
+            "make": lambda: ML1Trials(task, cap, reward_scale=scale, start_moves=START_MOVES,
                                       start_seed=next(seeds)),
-            "make_visible": lambda: ML1Trials("reach-v3", TRIAL_CAP, goal_visible=True, reward_scale=scale,
+            "make_visible": lambda: ML1Trials(task, cap, goal_visible=True, reward_scale=scale,
                                               start_moves=START_MOVES, start_seed=next(seeds))}
+
+
+def ml1_reach_moves_family() -> dict[str, Any]:
+    """The ``ml1-reach-moves`` family."""
+    return ml1_moves_family("reach-v3")
+
+
+def ml1_push_moves_family() -> dict[str, Any]:
+    """``ml1-push-moves``: push-v3's goals hidden, the hand moved before each trial (the object's place is seen)."""
+    return ml1_moves_family("push-v3")
+
+
+def ml1_pick_place_moves_family() -> dict[str, Any]:
+    """``ml1-pick-place-moves``: pick-place-v3's goals hidden, the hand moved before each trial."""
+    return ml1_moves_family("pick-place-v3")
