@@ -77,6 +77,22 @@ def test_demonstration_succeeds_with_hidden_goal_observations(env: ML1Trials) ->
     assert terminated and info["success"] and not truncated
 
 
+@pytest.mark.parametrize("task", ["push-v3", "pick-place-v3"])
+def test_the_push_and_pick_place_families_hide_the_goal_and_their_demonstrations_succeed(task: str) -> None:
+    from benchmarks.suites.trials_ml1 import ml1_moves_family
+
+    fam = ml1_moves_family(task)
+    obs, actions, _ = fam["demonstration"](fam["held_out"][0])
+    assert len(actions) < fam["horizon"] and np.all(obs[:, 36:39] == 0)
+    env = fam["make"]()
+    try:
+        first, _ = env.reset(seed=fam["held_out"][0])
+        assert env.cap == fam["horizon"] and np.all(first[36:39] == 0) and np.any(env.goal() != 0)
+        assert not np.array_equal(first[:3], obs[0, :3])  # the hand was moved before the trial: follow, not replay
+    finally:
+        env.close()
+
+
 def test_trial_cap_truncates_and_success_terminates() -> None:
     env = ML1Trials("reach-v3", cap=12)
     env.reset(seed=3)
