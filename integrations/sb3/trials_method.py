@@ -14,9 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.trials import TrialMemory
-from experience_wrappers.trials.checks import (
-    check_instances,
-)
+from experience_wrappers.trials.checks import check_instances
 from experience_wrappers.trials.wrapper import (
     ENTRIES_KEY,
     MASK_KEY,
@@ -34,6 +32,7 @@ __all__ = ["TrialsRun", "build_trials_method", "TRIALS_PPO_KWARGS"]
 #: PPO's settings of the trials benchmarks (every arm, the recurrent peer included)
 TRIALS_PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "learning_rate": 3e-4,
                                      "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2}
+
 
 @attrs.define
 class TrialsRun:
