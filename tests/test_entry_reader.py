@@ -89,7 +89,7 @@ def test_the_task_layout_is_the_wrappers_experience_keys():
 
 
 def test_a_space_without_entries_is_refused_by_both_names():
-    with pytest.raises(ValueError, match="TrialsWrapper"):
+    with pytest.raises(ValueError, match="scope=.run."):
         ExperienceFeaturesExtractor(spaces.Dict({"pos": RUN_SPACE["pos"]}))
-    with pytest.raises(ValueError, match="TrialsWrapper"):
+    with pytest.raises(ValueError, match="scope=.run."):
         TrialsFeaturesExtractor(spaces.Dict({"pos": RUN_SPACE["pos"]}))

@@ -10,9 +10,10 @@ pytest.importorskip("metaworld")
 
 from benchmarks.peers.meta_episode import MetaEpisode  # noqa: E402
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay  # noqa: E402
+from experience_wrappers import ExperienceWrapper  # noqa: E402
 from experience_wrappers.extractor import ActionCoder  # noqa: E402
 from experience_wrappers.manager.entry_layout import EntryLayout  # noqa: E402
-from experience_wrappers.trials import TrialMemory, TrialsWrapper  # noqa: E402
+from experience_wrappers.trials import TrialMemory  # noqa: E402
 from integrations.metaworld.ml1_demos import ml1_demonstrations, scripted_demonstration  # noqa: E402
 from integrations.metaworld.ml1_trials import (  # noqa: E402
     ML1Trials,
@@ -142,7 +143,7 @@ def test_retrieve_and_play_replays_a_demonstration_on_a_heldout_goal(env: ML1Tri
     held = ml1_instances()[1][4]
     mem = TrialMemory(env.observation_space, env.action_space, horizon=env.cap, k=8, exp_dim=0,
                       dense_rewards=True)
-    wrapped = TrialsWrapper(env, mem, instances=[held], trials=1, guided=True, learn=False,
+    wrapped = ExperienceWrapper(env, mem, scope="run", instances=[held], trials=1, guided=True, learn=False,
                             demonstrations=ml1_demonstrations(), group_size=1, free_members=0)
     player = RetrieveAndPlay(mem.layout, env.action_space)
     obs, _ = wrapped.reset()
@@ -197,7 +198,8 @@ def test_entry_imitation_raises_the_likelihood_of_the_shown_continuous_action() 
         venv.close()
         if cb is not None:
             assert cb.stats["states"] > 0
-        env = TrialsWrapper(ML1Trials("reach-v3"), mem, instances=[50, 51, 52], trials=1, guided=True, learn=False,
+        env = ExperienceWrapper(ML1Trials("reach-v3"), mem, scope="run",
+                                instances=[50, 51, 52], trials=1, guided=True, learn=False,
                             demonstrations=demos, group_size=1, free_members=0)
         states, wanted = [], []
         for _ in range(3):

@@ -12,10 +12,17 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from benchmarks.peers.meta_episode import MetaEpisode
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
+from experience_wrappers import ExperienceWrapper
 from experience_wrappers.manager.entry_layout import EntryLayout
-from experience_wrappers.trials import TrialMemory, TrialsWrapper
+from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.trial_index import TrialIndex
-from experience_wrappers.trials.wrapper import ENTRIES_KEY, MASK_KEY, trial_env, trials_env_fns
+from experience_wrappers.trials.wrapper import (
+    ENTRIES_KEY,
+    MASK_KEY,
+    RunScopeWrapper,
+    trial_env,
+    trials_env_fns,
+)
 from integrations.minihack.hidden_goal import (
     MOVES,
     HiddenGoalRoom,
@@ -265,7 +272,7 @@ def test_a_run_replays_one_instance_and_guided_trials_read_the_earlier_ones() ->
 
 def test_a_demonstration_is_read_from_the_first_trial_and_retrieve_and_play_follows_it() -> None:
     mem = memory()
-    env = TrialsWrapper(HiddenGoalRoom(), mem, instances=[77], trials=2, guided=True, learn=False,
+    env = ExperienceWrapper(HiddenGoalRoom(), mem, scope="run", instances=[77], trials=2, guided=True, learn=False,
                         demonstrations=demo, group_size=1, free_members=0)
     player = RetrieveAndPlay(mem.layout, env.action_space)
     for trial in range(2):
@@ -283,7 +290,8 @@ def test_a_demonstration_is_read_from_the_first_trial_and_retrieve_and_play_foll
 
 def test_random_retrieval_reads_another_instance() -> None:
     mem = memory(scope="other")
-    envs = [TrialsWrapper(HiddenGoalRoom(max_steps=3), mem, instances=[g], trials=2, guided=True, learn=False,
+    envs = [ExperienceWrapper(HiddenGoalRoom(max_steps=3), mem, scope="run",
+                              instances=[g], trials=2, guided=True, learn=False,
                           group_size=1, free_members=0) for g in (40, 60)]
     for env in envs:  # one finished run of each instance
         for _ in range(2):
@@ -320,7 +328,8 @@ def test_meta_episode_runs_k_trials_as_one_episode() -> None:
 
 def test_evaluation_reports_success_by_trial() -> None:
     mem = memory()
-    venv = DummyVecEnv([lambda g=g: TrialsWrapper(HiddenGoalRoom(), mem, instances=[g], trials=2, guided=True,
+    venv = DummyVecEnv([lambda g=g: ExperienceWrapper(HiddenGoalRoom(), mem, scope="run",
+                                                      instances=[g], trials=2, guided=True,
                                                   learn=False, demonstrations=demo, group_size=1, free_members=0)
                         for g in (15, 91)])
     player = RetrieveAndPlay(mem.layout, ACT)
@@ -355,7 +364,7 @@ def test_the_policy_can_read_the_demonstrated_action_from_the_entries() -> None:
     mem = memory(exp_dim=0, k=4)
 
     def samples(goals: list[int], runs: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        env = TrialsWrapper(HiddenGoalRoom(), mem, instances=goals, trials=1, guided=True, learn=False,
+        env = ExperienceWrapper(HiddenGoalRoom(), mem, scope="run", instances=goals, trials=1, guided=True, learn=False,
                             demonstrations=shuffled_demo, group_size=1, free_members=0)
         obs_list, labels = [], []
         for _ in range(runs):
@@ -449,7 +458,8 @@ def test_entry_imitation_raises_the_probability_of_the_shown_successful_action()
         model.learn(3 * 128, callback=cb)
         venv.close()
         # states along the demonstrations of 30 goals, the demonstration shown
-        env = TrialsWrapper(HiddenGoalRoom(), mem, instances=list(range(1, 100, 3)), trials=1, guided=True,
+        env = ExperienceWrapper(HiddenGoalRoom(), mem, scope="run",
+                                instances=list(range(1, 100, 3)), trials=1, guided=True,
                             learn=False, demonstrations=demo, group_size=1, free_members=0)
         states, wanted = [], []
         for _ in range(30):
@@ -516,7 +526,8 @@ def test_self_imitation_keeps_the_trial_entries_it_was_shown() -> None:
 def test_members_of_a_group_run_the_same_instances_whatever_they_read() -> None:
     """Random retrieval draws its donors apart from the group's instance draws: pairing holds."""
     mem = memory(scope="other")
-    envs = [TrialsWrapper(HiddenGoalRoom(max_steps=2), mem, instances=list(range(1, 100)), trials=2, group=0,
+    envs = [ExperienceWrapper(HiddenGoalRoom(max_steps=2), mem, scope="run",
+                              instances=list(range(1, 100)), trials=2, group=0,
                           member=m, group_size=3, free_members=1, seed=4) for m in range(3)]
     seen: list[list[int]] = [[], [], []]
     for _ in range(12):  # 6 runs of 2 trials, each env on its own
@@ -559,7 +570,7 @@ def test_the_entry_reader_takes_a_base_extractor_for_image_observations() -> Non
     out = feats(obs)
     assert out.shape == (2, feats.features_dim) == (2, 3 * 16 + 1)
     assert any("cnn" in name for name, _ in feats.named_modules())  # SB3's NatureCNN on the image
-    with pytest.raises(ValueError, match="TrialsWrapper"):
+    with pytest.raises(ValueError, match="scope=.run."):
         TrialsFeaturesExtractor(spaces.Dict({"image": space["image"]}))
 
 
@@ -609,7 +620,8 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
 
     def bonus(instance, guided=True, **kwargs):
-        return NoveltyBonus(TrialsWrapper(HiddenGoalRoom(), mem, instances=[instance], trials=2, guided=guided),
+        return NoveltyBonus(ExperienceWrapper(HiddenGoalRoom(), mem, scope="run",
+                                              instances=[instance], trials=2, guided=guided),
                             0.5, **kwargs)
 
     env = bonus(99, until_success=False)
@@ -632,7 +644,7 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
     for bad in (0.0, -1.0, float("nan"), "0.1", True):
         with pytest.raises(ValueError, match="novelty_bonus must be"):
             NoveltyBonus(HiddenGoalRoom(), bad)
-    with pytest.raises(ValueError, match="TrialsWrapper"):  # it reads the run from the trial's info
+    with pytest.raises(ValueError, match="scope=.run."):  # it reads the run from the trial's info
         NoveltyBonus(HiddenGoalRoom(), 0.5).reset(seed=1)
     # by default the bonus stops once the run has found the goal (goal 1: the cell (1, 0))
     for until, after in ((True, 0.0), (False, 0.5)):
@@ -643,7 +655,7 @@ def test_the_novelty_bonus_pays_a_guided_training_step_onto_a_cell_new_to_its_ru
         found.reset()
         assert found.step(2)[1] == after  # (0, 1): new to the run, after its success
     # ... or a demonstration was placed in the run
-    demo = NoveltyBonus(TrialsWrapper(HiddenGoalRoom(), mem, instances=[99], trials=2, guided=True,
+    demo = NoveltyBonus(ExperienceWrapper(HiddenGoalRoom(), mem, scope="run", instances=[99], trials=2, guided=True,
                                       demonstrations=goal_demonstration), 0.5)
     _, info = demo.reset()
     assert info["trial"]["demonstrated"] and demo.step(right)[1] == 0.0
@@ -655,10 +667,10 @@ def test_trials_env_fns_install_the_bonus_on_training_envs_only():
 
     proto = HiddenGoalRoom()
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
-    for learn, expected in ((True, NoveltyBonus), (False, TrialsWrapper)):
+    for learn, expected in ((True, NoveltyBonus), (False, RunScopeWrapper)):
         env = trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2, novelty_bonus=0.5, learn=learn)[0]()
         assert type(env) is expected and isinstance(env.unwrapped, HiddenGoalRoom)
-    assert type(trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2)[0]()) is TrialsWrapper
+    assert type(trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2)[0]()) is RunScopeWrapper
     with pytest.raises(ValueError, match="novelty_bonus must be"):
         trials_env_fns(HiddenGoalRoom, mem, 2, instances=[3], group_size=2, novelty_bonus=-1.0)
 
@@ -667,8 +679,8 @@ def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_
     from experience_wrappers.trials.wrapper import TRIAL_INDEX_KEY
 
     proto = HiddenGoalRoom()
-    plain = TrialsWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space, horizon=25),
-                          instances=[99], trials=3)
+    plain = ExperienceWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space, horizon=25),
+                          scope="run", instances=[99], trials=3)
     assert TRIAL_INDEX_KEY not in plain.observation_space.spaces
     assert TRIAL_INDEX_KEY not in plain.reset()[0]
     mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25, trial_index=True)
@@ -695,8 +707,8 @@ def test_the_trial_index_is_shown_as_a_one_hot_when_asked_and_the_features_read_
         TrialIndex(HiddenGoalRoom(), 3)
     with pytest.raises(ValueError, match="Dict observation"):
         TrialIndex(env, 3)  # already shown
-    short = TrialIndex(TrialsWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space,
-                                                                   horizon=25), instances=[99], trials=3), 2)
+    short = TrialIndex(ExperienceWrapper(HiddenGoalRoom(), TrialMemory(proto.observation_space, proto.action_space,
+                                                                   horizon=25), scope="run", instances=[99], trials=3), 2)
     for _ in range(2):
         short.reset()
         while not any(short.step(0)[2:4]):

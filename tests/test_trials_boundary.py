@@ -19,9 +19,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from benchmarks.peers.meta_episode import MetaEpisode
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
+from experience_wrappers import ExperienceWrapper
 from experience_wrappers.manager.entry_layout import EntryLayout
-from experience_wrappers.trials import TrialMemory, TrialsWrapper
-from experience_wrappers.trials.wrapper import trials_env_fns
+from experience_wrappers.trials import TrialMemory
+from experience_wrappers.trials.wrapper import RunScopeWrapper, trials_env_fns
 from integrations.sb3.trials_evaluation import evaluate_trials, run_trials
 from integrations.sb3.trials_method import TrialsRun, build_trials_method
 
@@ -80,9 +81,9 @@ def tiny_run(mem: TrialMemory, trials: int = 2) -> TrialsRun:
                                features_kwargs={"hidden": 8})
 
 
-def wrapper(mem: TrialMemory, **kw: Any) -> TrialsWrapper:
-    return TrialsWrapper(Grid(), mem, **{"instances": [7], "trials": 2, "guided": True, "learn": False,
-                                         "group_size": 1, "free_members": 0, **kw})
+def wrapper(mem: TrialMemory, **kw: Any) -> RunScopeWrapper:
+    return ExperienceWrapper(Grid(), mem, scope="run", **{"instances": [7], "trials": 2, "guided": True,
+                                                          "learn": False, "group_size": 1, "free_members": 0, **kw})
 
 
 # ------------------------------------------------------------------ items 8 and 15: instances
@@ -226,8 +227,8 @@ def test_run_trials_refuses_another_trial_count_before_any_step() -> None:
 
 # ------------------------------------------------------------------ item 15: the env's observations, the memory's space
 def test_a_nan_observation_names_the_env_the_trial_and_the_step() -> None:
-    env = TrialsWrapper(Grid(nan_at=3), memory(), instances=[24], trials=2, guided=True, learn=False, group_size=1,
-                        free_members=0)
+    env = ExperienceWrapper(Grid(nan_at=3), memory(), scope="run",
+                            instances=[24], trials=2, guided=True, learn=False, group_size=1, free_members=0)
     env.reset()
     env.step(1)
     env.step(1)
@@ -240,4 +241,4 @@ def test_a_memory_for_another_observation_space_is_refused_at_the_wrapper() -> N
     with pytest.raises(ValueError, match=r"the memory was built for the observation space Box\(0.0, 9.0"):
         wrapper(other)
     with pytest.raises(ValueError, match="the memory was built for the action space Discrete\\(8\\)"):
-        TrialsWrapper(Grid(), TrialMemory(SPACE, spaces.Discrete(8), horizon=6), instances=[7])
+        ExperienceWrapper(Grid(), TrialMemory(SPACE, spaces.Discrete(8), horizon=6), scope="run", instances=[7])

@@ -22,7 +22,7 @@ __all__ = ["RetrieveAndPlay"]
 class RetrieveAndPlay:
     """Play the action of the nearest shown entry of a successful trial or a demonstration.
 
-    It reads the rows a :class:`~experience_wrappers.trials.TrialsWrapper` shows (the same ``k``
+    It reads the rows a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper` shows (the same ``k``
     entries a learned policy reads): among those whose trial return is positive, the
     nearest (then the one fewest steps from the goal) gives the action; with none, a
     uniformly random action. With a Box action space the stored action code is decoded back

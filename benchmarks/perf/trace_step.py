@@ -63,18 +63,19 @@ def trace_episode_end(seed: int = 0) -> dict[str, Any]:
 
 def trace_trial_end(seed: int = 0) -> dict[str, Any]:
     """The counts of the step that ends a guided trial in run scope, as :func:`trace_episode_end`
-    counts them: a group of two ``TrialsWrapper`` s over the hidden-goal room (one guided, one
+    counts them: a group of two run-scope ``ExperienceWrapper`` s over the hidden-goal room (one guided, one
     free) on one memory; the traced step writes the guided trial, credits it against the free
     trial of its instance and index, and trains the extractor."""
-    from experience_wrappers.trials import TrialMemory, TrialsWrapper
+    from experience_wrappers import ExperienceWrapper
+    from experience_wrappers.trials import TrialMemory
     from integrations.minihack.hidden_goal import HiddenGoalRoom
 
     cap = 6
     room = HiddenGoalRoom(5, cap)
     memory = TrialMemory(room.observation_space, room.action_space, horizon=cap, k=4, exp_dim=4, write_failures=True,
                          batch_size=1, seed=seed)  # the traced step trains on what it credits
-    guided, free = (TrialsWrapper(HiddenGoalRoom(5, cap), memory, instances=[7], trials=8, member=m, group_size=2,
-                                  free_members=1, seed=seed) for m in (0, 1))
+    guided, free = (ExperienceWrapper(HiddenGoalRoom(5, cap), memory, scope="run", instances=[7], trials=8,
+                                      member=m, group_size=2, free_members=1, seed=seed) for m in (0, 1))
     for env in (guided, free):
         env.reset(seed=seed)
     for _ in range(3):  # three trials of each first: credited pairs, the extractor trained
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="write the counts here (JSON)")
     p.add_argument("--scope", choices=("task", "run"), default="task",
-                   help="task: an ExperienceWrapper's episode end; run: a TrialsWrapper's trial end")
+                   help="task: an ExperienceWrapper's episode end; run: a run-scope ExperienceWrapper's trial end")
     args = p.parse_args(argv)
     result = trace_episode_end() if args.scope == "task" else trace_trial_end()
     summary = {k: v for k, v in result.items() if k != "calls_per_file"}

@@ -3,7 +3,8 @@
 Where the observation lacks what changes from one instance to the next (a hidden goal, an
 unseen map), the run's own earlier trials hold it: :class:`TrialMemory` keeps them in the
 bank, scoped by run, with decodable content per entry
-(:class:`~experience_wrappers.manager.entry_layout.EntryLayout`), and :class:`TrialsWrapper` shows a
+(:class:`~experience_wrappers.manager.entry_layout.EntryLayout`), and run scope's wrapper,
+``ExperienceWrapper(env, memory, scope="run", ...)`` (:class:`~.wrapper.RunScopeWrapper`), shows a
 guided trial the nearest of them. The rest is public in the module that defines it:
 :mod:`.wrapper` (the observation keys, ``trial_env``, ``trials_env_fns``), :mod:`.memory`
 (``SCOPES``), :mod:`.novelty`, :mod:`.trial_index` and :mod:`.nearest_success` (the action entry
@@ -11,6 +12,6 @@ imitation copies). The peers (retrieve-and-play, RL^2's meta-episodes) are basel
 """
 
 from .memory import TrialMemory
-from .wrapper import TrialsWrapper
+from .wrapper import RunScopeWrapper  # noqa: F401  (registers ExperienceWrapper's scope="run")
 
-__all__ = ["TrialMemory", "TrialsWrapper"]
+__all__ = ["TrialMemory"]

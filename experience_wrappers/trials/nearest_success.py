@@ -1,6 +1,6 @@
 """The action of the nearest shown success: what entry imitation copies (and retrieve-and-play plays).
 
-Among the entries a trial env shows (:class:`~experience_wrappers.trials.TrialsWrapper`) whose
+Among the entries a trial env shows (:class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`) whose
 trial succeeded (return > 0; a demonstration counts), the nearest, then the one fewest steps
 from its trial's end, gives the action. :class:`~integrations.sb3.trials_imitation.EntryImitationCallback`
 trains the policy towards it; the learning-free peer ``benchmarks.peers.retrieve_and_play``

@@ -1,7 +1,7 @@
 """``NoveltyBonus``: a reward for stepping onto an observation new to the run, until it found the goal.
 
 What a run's memory of failed trials is for is going somewhere new; this wrapper pays for it
-on the training steps of guided runs. It sits on a :class:`~experience_wrappers.trials.TrialsWrapper`
+on the training steps of guided runs. It sits on a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`
 (below a ``Monitor``) and reads the run from the trial's ``info``, so it holds no memory and
 no experience of its own. Measured on the hidden-goal room (``crl-trials-novelty``, 5 seeds):
 cumulative success by trial 4 0.53 against 0.35 without it; the trials benchmarks'
@@ -21,14 +21,14 @@ from .checks import ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
 
 __all__ = ["NoveltyBonus"]
 
-_SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)  # what the TrialsWrapper adds: not part of where the agent is
+_SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)  # what run scope's wrapper adds: not part of where the agent is
 
 
 class NoveltyBonus(gym.Wrapper):
     """Add ``bonus`` to the reward of a guided run's step onto an observation the run has not seen.
 
     Args:
-        env: a :class:`~experience_wrappers.trials.TrialsWrapper` (or an env above one that keeps
+        env: a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper` (or an env above one that keeps
             its ``info["trial"]``: ``run``, ``guided``, ``demonstrated``, and ``info["trial_success"]``
             at a trial's end).
         bonus: added per new observation; a finite number > 0.
@@ -61,7 +61,8 @@ class NoveltyBonus(gym.Wrapper):
         obs, info = self.env.reset(seed=seed, options=options)
         trial = info.get(TRIAL_INFO_KEY)
         if not isinstance(trial, dict) or "run" not in trial:
-            raise ValueError("NoveltyBonus reads the run from info['trial']: put it on a TrialsWrapper "
+            raise ValueError("NoveltyBonus reads the run from info['trial']: put it on run scope's "
+                             "ExperienceWrapper(env, memory, scope=\"run\", ...) "
                              f"(the env below gave the info keys {sorted(info)})")
         if trial["run"] != self._run:  # a new run: nothing seen, nothing found but its demonstration
             self._run, self._visited = trial["run"], set()

@@ -26,7 +26,7 @@ class TrialIndex(gym.Wrapper):
     """Add ``trial_index``, the one-hot of ``info["trial"]["index"]``, to a trial env's Dict observation.
 
     Args:
-        env: a :class:`~experience_wrappers.trials.TrialsWrapper` (or an env above one that keeps
+        env: a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper` (or an env above one that keeps
             its Dict observation and its ``info["trial"]``).
         trials: trials per run, the one-hot's width.
 
@@ -58,7 +58,8 @@ class TrialIndex(gym.Wrapper):
     def _add(self, obs: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
         trial = info.get(TRIAL_INFO_KEY)
         if not isinstance(trial, dict) or "index" not in trial:
-            raise ValueError("TrialIndex reads the trial's index from info['trial']: put it on a TrialsWrapper "
+            raise ValueError("TrialIndex reads the trial's index from info['trial']: put it on run scope's "
+                             "ExperienceWrapper(env, memory, scope=\"run\", ...) "
                              f"(the env below gave the info keys {sorted(info)})")
         index = int(trial["index"])
         if not 0 <= index < self.trials:

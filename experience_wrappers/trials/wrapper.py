@@ -1,4 +1,8 @@
-"""``TrialsWrapper``: one env replays one instance for ``K`` trials and reads its earlier trials.
+"""Run scope's ``ExperienceWrapper``: one env replays one instance for ``K`` trials and reads its earlier trials.
+
+``ExperienceWrapper(env, memory, scope="run", instances=..., trials=K)`` builds a
+:class:`RunScopeWrapper` (a subclass of :class:`~experience_wrappers.ExperienceWrapper`, the
+task scope's wrapper, registered for ``scope="run"``).
 
 The protocol of meta-RL benchmarks (Dark Room, Key-to-Door; Laskin et al. 2022, Lee et al.
 2023) in the paper's groups: the envs of a group replay one instance for ``K``
@@ -23,11 +27,13 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.utils import RecordConstructorArgs
 
 from ..keys.base import add_batch_axis
 from ..manager import success_from_info
 from ..validators import check_int, check_real
 from ..wrappers.env_checks import check_finite_observation, env_name, observation_checker
+from ..wrappers.experience_wrapper import ExperienceWrapper
 from ..wrappers.instances import INSTANCE_INFO_KEY, ReplayInstances
 from ..wrappers.recorder import EpisodeRecorder
 from .checks import (
@@ -42,18 +48,22 @@ from .memory import TrialMemory
 from .novelty import NoveltyBonus
 from .trial_index import TrialIndex
 
-__all__ = ["TrialsWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trial_env", "trials_env_fns"]
+__all__ = ["RunScopeWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trial_env", "trials_env_fns"]
 
 #: ``demonstrations(instance)`` -> ``(observations, actions)`` of one demonstration of it, or None
 DemoSource = Callable[[int], tuple[Any, Any] | None]
 
 
-class TrialsWrapper(gym.Wrapper):
+class RunScopeWrapper(ExperienceWrapper, scope="run"):
     """Replay an instance for ``trials`` trials; guided trials read their run's earlier trials.
+
+    Built by ``ExperienceWrapper(env, memory, scope="run", ...)``; :attr:`manager` is the
+    memory's (its bank, :attr:`bank`, holds the runs' entries).
 
     Args:
         env: an env whose ``reset(seed=s)`` gives instance ``s`` every time.
         memory: the :class:`TrialMemory` every wrapper of the VecEnv shares.
+        scope: ``"run"``.
         instances: the reset seeds to draw runs from (training or held-out instances): a non-empty
             sequence of ints >= 0 (a str, a bare int, ``1.7``, NaN or a negative seed is refused).
         trials: trials per run (``K``).
@@ -85,15 +95,28 @@ class TrialsWrapper(gym.Wrapper):
 
     Raises:
         TypeError, ValueError: ``instances`` is not a non-empty sequence of ints >= 0, or the
-            memory was built for another observation or action space than the env's.
+            memory was built for another observation or action space than the env's; ``memory``
+            is not a :class:`TrialMemory` (an ``ExperienceBank`` is task scope's).
+
+    >>> from experience_wrappers import ExperienceWrapper
+    >>> from integrations.minihack.hidden_goal import HiddenGoalRoom
+    >>> room = HiddenGoalRoom()
+    >>> memory = TrialMemory(room.observation_space, room.action_space, horizon=25)
+    >>> env = ExperienceWrapper(room, memory, scope="run", instances=[3, 4], trials=4)
+    >>> type(env).__name__, env.scope, env.bank is memory.bank
+    ('RunScopeWrapper', 'run', True)
     """
 
-    def __init__(self, env: gym.Env, memory: TrialMemory, *, instances: Sequence[int], trials: int = 4,
-                 group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
+    def __init__(self, env: gym.Env, memory: TrialMemory, *, scope: str = "run", instances: Sequence[int],
+                 trials: int = 4, group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
                  demo_ratio: float = 1.0, seed: int = 0) -> None:
+        if scope != "run":
+            raise ValueError(f"RunScopeWrapper is run scope's wrapper, got scope={scope!r}")
         if not isinstance(memory, TrialMemory):
-            raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
+            raise TypeError(f"run scope reads a TrialMemory, got {type(memory).__name__}"
+                            + (" (a bank is task scope's: ExperienceWrapper(env, bank))"
+                               if type(memory).__name__ == "ExperienceBank" else ""))
         self.instances = check_instances(instances)
         _check_spaces(env, memory)
         self.trials = check_int("trials", trials, minimum=1)
@@ -101,11 +124,19 @@ class TrialsWrapper(gym.Wrapper):
         self.member = check_int("member", member, minimum=0, maximum=self.group_size - 1)
         self.free_members = check_int("free_members", free_members, minimum=0, maximum=self.group_size)
         self.group = check_int("group", group, minimum=0)
+        RecordConstructorArgs.__init__(self, _disable_deepcopy=True, memory=memory, scope="run",
+                                       instances=self.instances, trials=self.trials, group=self.group,
+                                       member=self.member, group_size=self.group_size,
+                                       free_members=self.free_members, guided=guided, learn=learn,
+                                       demonstrations=demonstrations, demo_ratio=demo_ratio, seed=seed)
         # the group's runs: one instance drawn per run, replayed for its trials (the task scope's groups)
-        super().__init__(ReplayInstances(env, group=self.group, member=self.member, size=self.group_size,
-                                         seed=int(seed), instances=self.instances, repeats=self.trials))
+        gym.Wrapper.__init__(self, ReplayInstances(env, group=self.group, member=self.member, size=self.group_size,
+                                                   seed=int(seed), instances=self.instances, repeats=self.trials))
         self.memory = memory
-        self.guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
+        self.manager = memory.manager
+        self._member_guided = self.member < self.group_size - self.free_members
+        self.guided = self._member_guided if guided is None else bool(guided)
+        self._guided_next = self.guided
         self.learn, self.demonstrations = bool(learn), demonstrations
         if not 0.0 <= float(demo_ratio) <= 1.0:
             raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
@@ -121,7 +152,8 @@ class TrialsWrapper(gym.Wrapper):
         self.run = -1
         self.trial = 0
         self.instance = -1
-        self.scope = 0
+        #: the run's scope in the memory (0: none, a free run)
+        self.run_scope = 0
         self._donor = 0  # the finished run of another instance read with scope="other"
         #: the trial's steps (the observation acted on, the action, the reward): the main path's recorder
         self._recorder = EpisodeRecorder(1)
@@ -133,19 +165,25 @@ class TrialsWrapper(gym.Wrapper):
         self._run_open = False
 
     # --------------------------------------------------------------- runs
+    def set_force_guided(self, value: bool | None) -> None:
+        """Force every run guided (True) or free (False) from the next run on (a run is one or the
+        other throughout); None restores this member's role in its group."""
+        self._guided_next = self._member_guided if value is None else bool(value)
+
     @property
     def read_scope(self) -> int:
-        """The scope this trial reads (0: none)."""
+        """The run scope this trial reads (0: none)."""
         if not self.guided or self.memory.scope == "none":
             return 0
-        return self._donor if self.memory.scope == "other" else self.scope
+        return self._donor if self.memory.scope == "other" else self.run_scope
 
     def _start_run(self, run: int, instance: int) -> None:
+        self.guided = self._guided_next
         self.run = run
         self._run_open = True
         self._demonstrated = False
         self.instance = instance
-        self.scope = self.memory.new_scope() if self.guided else 0
+        self.run_scope = self.memory.new_scope() if self.guided else 0
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
         if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
             source = f"demonstrations({self.instance})"
@@ -154,19 +192,19 @@ class TrialsWrapper(gym.Wrapper):
                 if not isinstance(demo, tuple | list) or len(demo) not in (2, 3):
                     raise TypeError(f"{source} must return (observations, actions) of one demonstration, or None, "
                                     f"got a {type(demo).__name__}")
-                self.memory.add_demonstration(self.scope, *demo, source=source)
+                self.memory.add_demonstration(self.run_scope, *demo, source=source)
                 self._demonstrated = True
 
     def _end_run(self) -> None:
         self._run_open = False
         if self.guided:
-            self.memory.retire(self.scope, self.instance)
-        self.scope = self._donor = 0
+            self.memory.retire(self.run_scope, self.instance)
+        self.run_scope = self._donor = 0
 
     def close(self) -> None:
-        if self.scope:
-            self.memory.forget(self.scope)
-        self.scope = self._donor = 0
+        if self.run_scope:
+            self.memory.forget(self.run_scope)
+        self.run_scope = self._donor = 0
         super().close()
 
     # --------------------------------------------------------- observation
@@ -241,7 +279,7 @@ class TrialsWrapper(gym.Wrapper):
         read_later = self.trial < self.trials - 1 or mem.scope == "other"
         observations, actions, rewards = self._recorder.take(0)
         if self.guided and mem.scope != "none" and read_later:
-            mem.write_trial(self.scope, observations, actions, rewards, success)
+            mem.write_trial(self.run_scope, observations, actions, rewards, success)
         if self.learn and self.free_members and self.free_members < self.group_size:
             mem.finish_trial((self.group, self.run, self.trial), float(success), guided=self.guided,
                              members=self.group_size, free=self.free_members, shown=self._shown)
@@ -255,22 +293,22 @@ def _check_spaces(env: gym.Env, memory: TrialMemory) -> None:
     for what, mine, theirs in (("observation", env.observation_space, memory.observation_space),
                                ("action", env.action_space, memory.action_space)):
         if mine != theirs:
-            raise ValueError(f"TrialsWrapper: the memory was built for the {what} space {theirs}, and "
+            raise ValueError(f"ExperienceWrapper(scope=\"run\"): the memory was built for the {what} space {theirs}, and "
                              f"{env_name(env)} has {mine}; build the TrialMemory with the env's {what}_space")
 
 
 def trial_env(env: gym.Env, memory: TrialMemory, *, novelty_bonus: float = 0.0, novelty_until_success: bool = True,
               **kwargs: Any) -> gym.Env:
-    """One trial env: a :class:`TrialsWrapper` on ``env`` (``kwargs`` its arguments), with the
+    """One trial env: run scope's :class:`ExperienceWrapper <RunScopeWrapper>` on ``env`` (``kwargs`` its arguments), with the
     trial's index shown where ``memory.trial_index`` (:class:`~experience_wrappers.trials.trial_index.TrialIndex`)
     and, on a training env (``learn`` True, the default) with ``novelty_bonus`` > 0, the
     exploration bonus (:class:`~experience_wrappers.trials.novelty.NoveltyBonus`); never at evaluation.
 
     Raises:
-        ValueError: ``novelty_bonus`` is not a finite number >= 0; the TrialsWrapper's errors.
+        ValueError: ``novelty_bonus`` is not a finite number >= 0; the RunScopeWrapper's errors.
     """
     bonus = check_real("novelty_bonus", novelty_bonus, minimum=0)
-    out: gym.Env = TrialsWrapper(env, memory, **kwargs)
+    out: gym.Env = ExperienceWrapper(env, memory, scope="run", **kwargs)
     if memory.trial_index:
         out = TrialIndex(out, out.trials)  # type: ignore[attr-defined]
     if bonus and kwargs.get("learn", True):
@@ -284,7 +322,7 @@ def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs:
                    **kwargs: Any) -> list[Callable[[], gym.Env]]:
     """Constructors of ``n_envs`` trial envs in groups of ``group_size`` on one memory (for a DummyVecEnv).
 
-    Each is a :func:`trial_env` (``kwargs``: the other arguments of it and of :class:`TrialsWrapper`:
+    Each is a :func:`trial_env` (``kwargs``: the other arguments of it and of :class:`RunScopeWrapper`:
     ``guided``, ``learn``, ``demonstrations``, ``novelty_bonus``); ``wrapper`` (a ``Monitor``,
     say) goes above it.
 

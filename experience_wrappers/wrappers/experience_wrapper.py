@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, SupportsFloat, TypeVar, overload
 
 import attrs
 import gymnasium as gym
@@ -17,11 +17,28 @@ from .env_checks import check_finite_observation, check_not_in_vector_worker, en
 from .injector import ExperienceInjector
 from .options import ExperienceOptions
 
-__all__ = ["ExperienceWrapper"]
+if TYPE_CHECKING:  # run scope's wrapper subclasses this one: names for the type checker only
+    from ..trials.memory import TrialMemory
+    from ..trials.wrapper import RunScopeWrapper
+
+__all__ = ["ExperienceWrapper", "SCOPES"]
+
+_W = TypeVar("_W", bound="ExperienceWrapper")
+
+#: the scopes of experience: ``"task"`` (entries keyed by task, kept across episodes) and ``"run"``
+#: (a run's trials of one instance read only that run's earlier trials)
+SCOPES = ("task", "run")
 
 
 class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
-    """Show retrieved experience to the agent and hand finished episodes to the manager.
+    """Show retrieved experience to the agent and hand finished episodes to the manager, in either scope.
+
+    ``ExperienceWrapper(env, bank)`` is the task scope, described here.
+    ``ExperienceWrapper(env, memory, scope="run", instances=..., trials=K)`` is the run scope: the
+    env replays one instance for runs of ``K`` trials and a guided trial reads only its run's
+    earlier trials (a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`, a subclass,
+    on a :class:`~experience_wrappers.trials.TrialMemory`; its arguments are documented there).
+    ``wrapper.scope`` says which; both have :attr:`manager` and :attr:`bank`.
 
     At each reset the episode is drawn experience-guided (probability
     ``manager.guided_ratio``, scheduled by :class:`~integrations.sb3.CRLCallback`) or
@@ -61,8 +78,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     end instead of counting as a success: :func:`~experience_wrappers.validators.success_flag`).
 
     Raises:
-        TypeError: an option of the wrong type (``learn="no"``, ``seed="abc"``), named.
-        ValueError: an option out of range (``seed=-1``).
+        TypeError: an option of the wrong type (``learn="no"``, ``seed="abc"``), named; a
+            :class:`~experience_wrappers.trials.TrialMemory` given in task scope (or a bank in run scope).
+        ValueError: an option out of range (``seed=-1``); ``scope`` is not one of :data:`SCOPES`.
         RuntimeError: built inside a ``SubprocVecEnv`` worker process (``start_method="fork"``
             would give every worker a copy of the bank, which the main process never sees):
             wrap the VecEnv with :class:`~integrations.sb3.ExperienceVecEnv` instead.
@@ -73,8 +91,43 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     (['experience', 'experience_mask', 'experience_utility', 'observation'], True)
     """
 
-    def __init__(self, env: gym.Env, bank: ExperienceBank, *, options: ExperienceOptions | None = None,
-                 **kwargs: Any) -> None:
+    #: this wrapper's scope
+    scope: ClassVar[str] = "task"
+    #: the class of each scope but ``"task"`` (registered by ``class RunScopeWrapper(ExperienceWrapper, scope="run")``)
+    scopes: ClassVar[dict[str, type[ExperienceWrapper]]] = {}
+
+    def __init_subclass__(cls, scope: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if scope is not None:
+            cls.scope = scope
+            ExperienceWrapper.scopes[scope] = cls
+
+    @overload
+    def __new__(cls: type[_W], env: gym.Env, bank: Any, *, scope: Literal["task"] = "task",
+                **kwargs: Any) -> _W: ...
+
+    @overload
+    def __new__(cls, env: gym.Env, bank: Any, *, scope: Literal["run"], **kwargs: Any) -> RunScopeWrapper: ...
+
+    def __new__(cls, *args: Any, scope: str = "task", **kwargs: Any) -> Any:
+        """``scope="run"``: run scope's wrapper (:class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`)."""
+        if cls is ExperienceWrapper and scope != "task":
+            if scope not in SCOPES:
+                raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+            from .. import trials  # noqa: F401  (registers scope="run")
+            return super().__new__(cls.scopes[scope])
+        return super().__new__(cls)
+
+    def __init__(self, env: gym.Env, bank: ExperienceBank | TrialMemory, *, scope: str = "task",
+                 options: ExperienceOptions | None = None, **kwargs: Any) -> None:
+        from ..trials.memory import TrialMemory  # noqa: F811  (run scope's package imports this one)
+
+        if scope != "task":  # a subclass of the task scope's wrapper asked for another scope
+            raise ValueError(f"{type(self).__name__} is task scope's wrapper, got scope={scope!r}; "
+                             "use ExperienceWrapper(env, memory, scope=\"run\", ...) for run scope")
+        if isinstance(bank, TrialMemory):
+            raise TypeError("ExperienceWrapper: a TrialMemory is run scope's memory; pass scope=\"run\" "
+                            "(ExperienceWrapper(env, memory, scope=\"run\", instances=..., trials=...))")
         opts = ExperienceOptions.of(options, **kwargs)
         # every option by name, as keywords rebuild the wrapper; the bank and manager are shared
         # objects: record them, never copy them

@@ -18,7 +18,7 @@ Each reset's info carries ``experience_instance`` (``group``, ``member``, ``size
 episode guided or free and to tag the finished episode for
 :class:`~experience_wrappers.credit.PairedCredit`.
 
-The same groups serve the run scope (:class:`~experience_wrappers.trials.TrialsWrapper`):
+The same groups serve the run scope (:class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`):
 with ``instances`` (the training or held-out reset seeds) and ``repeats`` (the trials of a
 run), a group draws one of ``instances`` per run and replays it ``repeats`` times; the info
 then also carries ``instance``, ``run`` and ``repeat`` (the trial's index in its run).

@@ -6,7 +6,7 @@ goal hidden, handing the policy the observation with the true goal written into 
 and records what the hidden-goal env showed: the observations each action was taken from (goal
 zeros), the actions and the rewards, up to the first success. It has the form of the other
 families' demonstrations (``fn(instance) -> (observations, actions, rewards)``), for
-:class:`~experience_wrappers.trials.TrialsWrapper`'s ``demonstrations``.
+:class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`'s ``demonstrations``.
 """
 
 from __future__ import annotations

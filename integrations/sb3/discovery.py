@@ -35,6 +35,12 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[Experien
             w = e
             while isinstance(w, gym.Wrapper):
                 if isinstance(w, ExperienceWrapper):
+                    if w.scope != "task":
+                        raise ValueError(
+                            f"the training env holds {w.scope} scope's ExperienceWrapper: CRLCallback and the "
+                            "task scope's tools read task scope's wrappers; run scope trains with "
+                            "ComplementaryRL(env, scope=\"run\", ...) (or integrations.sb3.trials_method's "
+                            "callbacks)")
                     injectors.append(w.injector)
                     break
                 w = w.env

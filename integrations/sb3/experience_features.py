@@ -16,7 +16,8 @@ __all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs", "ENTRY_LAYOUTS"]
 #: the entry keys each scope's wrapper adds: (entries, mask, the entries' utility or None)
 ENTRY_LAYOUTS: dict[str, tuple[str, str, str | None]] = {
     "task": ("experience", "experience_mask", "experience_utility"),  # ExperienceWrapper, ExperienceVecEnv
-    "run": (ENTRIES_KEY, MASK_KEY, None),  # TrialsWrapper: one row per entry (experience_wrappers.manager.entry_layout.EntryLayout)
+    # run scope's ExperienceWrapper: one row per entry (experience_wrappers.manager.entry_layout.EntryLayout)
+    "run": (ENTRIES_KEY, MASK_KEY, None),
 }
 
 
@@ -34,7 +35,8 @@ def entry_layout(space: gym.spaces.Space) -> str:
                 "extractor, or keep it and use SB3's default policy (PPO('MultiInputPolicy', env) without "
                 "crl_policy_kwargs)")
     raise ValueError("ExperienceFeaturesExtractor needs the Dict observation of an experience wrapper "
-                     f"(ExperienceWrapper, ExperienceVecEnv or a run scope's TrialsWrapper), got {space}")
+                     "(ExperienceWrapper(env, bank), ExperienceVecEnv, or run scope's "
+                     f"ExperienceWrapper(env, memory, scope=\"run\")), got {space}")
 
 
 class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
@@ -45,7 +47,7 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     :class:`CombinedExtractor` by default (an MLP on vectors, a CNN on images); pass a domain
     encoder (e.g. :class:`integrations.minihack.GlyphCNNExtractor`) instead. Each shown entry
     becomes a token: in task scope (:class:`~experience_wrappers.ExperienceWrapper`'s keys)
-    ``[experience, utility]``; in run scope (a :class:`~experience_wrappers.trials.TrialsWrapper`'s)
+    ``[experience, utility]``; in run scope (a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`'s)
     its row (offset to the query, distance, same-instance flag, action, return, steps to go,
     the extractor's vector: :class:`~experience_wrappers.manager.entry_layout.EntryLayout`). A small MLP maps
     each token to a key and a value; the base features make the query; padded slots (mask 0)

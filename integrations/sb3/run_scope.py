@@ -5,7 +5,7 @@ instance to the next (a hidden goal, an unseen map): an env replays one instance
 seed) for ``trials`` trials, a *run*; a guided trial is shown the entries of its own run's
 earlier trials nearest to its state (or of a demonstration placed in the run first), and the
 run's entries retire when it ends. What it reads and how it learns to read it are
-:class:`~experience_wrappers.trials.TrialMemory`, :class:`~experience_wrappers.trials.TrialsWrapper`,
+:class:`~experience_wrappers.trials.TrialMemory`, :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`,
 :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`, self-imitation and
 :class:`~integrations.sb3.trials_imitation.EntryImitationCallback` (assembled by
 :func:`~integrations.sb3.trials_method.build_trials_method`); this class gives them the task

@@ -185,7 +185,7 @@ class SelfImitationCallback(BaseCallback):
 
     It records the agent's own finished episodes into the replay (``keep``: the observations
     the policy was given, the bank's experience keys left out (the free view, above) but a
-    :class:`~experience_wrappers.trials.TrialsWrapper`'s ``trial_entries`` and ``trial_mask``
+    :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`'s ``trial_entries`` and ``trial_mask``
     kept: on trials of one instance the policy imitates a successful trial as it saw it,
     reading its run's earlier trials, which is how it learns to follow them; so under ``VecNormalize`` the stored states are normalised ones while
     demonstrations are raw; add demonstrations in the same form the policy sees), optionally

@@ -30,7 +30,7 @@ def run_trials(venv: VecEnv, predict: Predict, *, runs_per_env: int, trials: int
     """Step ``venv`` until each env has finished ``runs_per_env`` runs; their successes ``(runs, trials)``.
 
     Every env of ``venv`` must report ``info["trial"]["index"]`` and, at a trial's end,
-    ``info["trial_success"]`` (:class:`~experience_wrappers.trials.TrialsWrapper` and
+    ``info["trial_success"]`` (:class:`~experience_wrappers.trials.wrapper.RunScopeWrapper` and
     ``benchmarks.peers.meta_episode.MetaEpisode`` do). ``predict`` is an SB3 model's
     ``predict`` (or a learning-free reader's, ``benchmarks.peers.retrieve_and_play``); with ``recurrent``
     its state is carried and reset at episode starts (a MetaEpisode's episode is a whole run).

@@ -21,11 +21,11 @@ class TrialsFeaturesExtractor(ExperienceFeaturesExtractor):
     An MLP of the env's observation (one ``hidden``-wide ReLU layer over the base extractor's
     features: the flattened keys by default, or ``base_extractor_class``'s, e.g.
     :class:`integrations.minihack.GlyphCNNExtractor` for images), and the ``k`` entry rows of a
-    :class:`~experience_wrappers.trials.TrialsWrapper` pooled by attention and by max. A model
+    :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper` pooled by attention and by max. A model
     saved before the two readers were one loads: its parameters' old names are read as the new.
 
     Args:
-        observation_space: the Dict observation of a :class:`~experience_wrappers.trials.TrialsWrapper`.
+        observation_space: the Dict observation of a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`.
         hidden: width of every layer.
         base_extractor_class: an SB3 features extractor for the env's own observation keys.
         base_extractor_kwargs: its keyword arguments.
@@ -35,8 +35,8 @@ class TrialsFeaturesExtractor(ExperienceFeaturesExtractor):
                  base_extractor_class: type[BaseFeaturesExtractor] | None = None,
                  base_extractor_kwargs: dict[str, Any] | None = None) -> None:
         if not isinstance(observation_space, gym.spaces.Dict) or ENTRIES_KEY not in observation_space.spaces:
-            raise ValueError(f"TrialsFeaturesExtractor needs the Dict observation of a TrialsWrapper, got "
-                             f"{observation_space}")
+            raise ValueError("TrialsFeaturesExtractor needs the Dict observation of run scope's "
+                             f"ExperienceWrapper(..., scope=\"run\"), got {observation_space}")
         super().__init__(observation_space, base_extractor_class, base_extractor_kwargs, attn_dim=hidden,
                          base_width=hidden, max_pool=True)
         self._register_load_state_dict_pre_hook(_read_old_names)

@@ -78,7 +78,7 @@ class EntryImitationCallback(BaseCallback):
         model = on_policy(self.model)
         observations = model.rollout_buffer.observations
         space = model.observation_space
-        assert isinstance(observations, dict) and isinstance(space, spaces.Dict)  # a TrialsWrapper's Dict
+        assert isinstance(observations, dict) and isinstance(space, spaces.Dict)  # run scope's wrapper's Dict
         obs = {k: np.asarray(v).reshape(-1, *(space[k].shape or ())) for k, v in observations.items()}
         codes, found = success_codes(obs[ENTRIES_KEY], obs[MASK_KEY], self.layout, self.max_distance)
         action_space = model.action_space
