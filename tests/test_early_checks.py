@@ -75,6 +75,31 @@ def test_a_dict_observation_out_of_range_is_refused_at_the_step_it_is_used():
         env.step(0)
 
 
+def test_after_the_first_steps_the_space_is_checked_every_few_steps_and_a_bad_value_still_refused():
+    """Every recorded step of the first FULL_CHECKS is checked against the space, then every
+    CHECK_EVERY-th: a value the space refuses from step FULL_CHECKS + 2 on is refused within
+    CHECK_EVERY steps, not at its first step (the checks' cost bounded), and never let through."""
+    from experience_wrappers.wrappers.injector import CHECK_EVERY, FULL_CHECKS
+
+    first_bad = FULL_CHECKS + 2
+    obs = [0] * first_bad + [7] * (3 * CHECK_EVERY)
+    env = wrap(ScriptedEnv(spaces.Discrete(3), obs), retrieve_every=0, learn=False)
+    env.set_force_guided(False)  # nothing retrieved: the record's check alone
+    env.reset(seed=0)
+    steps = 0
+    with pytest.raises(ValueError, match=r"value 7 is not in Discrete\(3\)"):
+        while True:
+            env.step(0)
+            steps += 1
+    # the bad observation is acted on (recorded) from step first_bad + 1 on
+    assert first_bad + 1 < steps <= first_bad + CHECK_EVERY
+    early = wrap(ScriptedEnv(spaces.Discrete(3), [0, 0, 7, 0, 0]), retrieve_every=0, learn=False)
+    early.reset(seed=0)
+    early.step(0), early.step(0)
+    with pytest.raises(ValueError, match="value 7"):  # within the first steps: at the step that records it
+        early.step(0)
+
+
 def test_box_values_outside_the_bounds_are_warned_about_once():
     space = spaces.Box(0.0, 1.0, (2,), np.float32)
     obs = [np.array([0.5, 0.5], np.float32), np.array([0.5, 7.0], np.float32),

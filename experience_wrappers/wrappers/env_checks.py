@@ -11,6 +11,11 @@ the free-episode baseline, and every delta after it, NaN; a string reward must n
 number, and a reward of shape ``(2,)`` or ``1e300`` must be refused at the step that returned
 it, not at the episode's end inside the extractor.
 
+The wrappers check every reward and every observation's NaN and inf at every step; an
+observation against its space at every step of an injector's first
+:data:`~experience_wrappers.wrappers.injector.FULL_CHECKS`, then at every
+:data:`~experience_wrappers.wrappers.injector.CHECK_EVERY`-th and at every reset and retrieval.
+
 A per-env wrapper with a bank of its own process must not be built inside a vector env's
 worker process (:func:`check_not_in_vector_worker`): the bank there is a copy, and the
 episodes would never reach the main process's bank.
@@ -75,7 +80,11 @@ def check_rewards(rewards: Any, steps: Any, source: str = "the env") -> np.ndarr
     TypeError: MyEnv's step() returned reward '1' (a str) (env 0, step 0 of its episode): rewards must be real numbers (bool, int or float)
     """
     r = np.asarray(rewards)
-    n = len(np.atleast_1d(np.asarray(steps)))
+    n = steps.shape[0] if isinstance(steps, np.ndarray) and steps.ndim == 1 else len(np.atleast_1d(np.asarray(steps)))
+    if r.dtype.kind in "biuf" and r.shape == (n,) and n:  # the usual case: one reduction (NaN fails the <=)
+        r = r.astype(np.float64, copy=False)
+        if float(np.abs(r).max()) <= MAX_ABS_REWARD:
+            return r
     verb = f"{source} returned" if source != "the env" else "the env returned"
 
     def where(i: int) -> str:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # run scope's wrapper subclasses this one: names for the type
 
 __all__ = ["ExperienceWrapper", "SCOPES"]
 
+_ROW_0 = np.zeros(1, dtype=np.int64)  # this env's row in its injector (of one env)
+_ROW_0.setflags(write=False)
+
 _W = TypeVar("_W", bound="ExperienceWrapper")
 
 #: the scopes of experience: ``"task"`` (entries keyed by task, kept across episodes) and ``"run"``
@@ -76,6 +79,11 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     is a ``TypeError``, not 1.0); the success flag ``info["success"]`` / ``info["is_success"]``
     must be a bool, a numpy bool or 0/1 (``"False"``, NaN or ``[0, 1]`` raise at the episode's
     end instead of counting as a success: :func:`~experience_wrappers.validators.success_flag`).
+    An observation with NaN or inf is refused at the step that returned it; one outside the
+    space (a Discrete value out of range, a wrong shape) at the step that records it for the
+    first :data:`~experience_wrappers.wrappers.injector.FULL_CHECKS` steps and at resets and
+    retrievals always, within :data:`~experience_wrappers.wrappers.injector.CHECK_EVERY` steps
+    after them.
 
     Raises:
         TypeError: an option of the wrong type (``learn="no"``, ``seed="abc"``), named; a
@@ -163,8 +171,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             self.injector.rng = np.random.default_rng([seed, 0x5EED])
         obs, info = self.env.reset(seed=seed, options=options)
         check_finite_observation(obs, "reset")
-        self.injector.begin(np.array([0]), add_batch_axis(obs), [info])
-        self._last_obs, self._ended = obs, False
+        batch = add_batch_axis(obs)
+        self.injector.begin(_ROW_0, batch, [info])
+        self._last_obs, self._ended = batch, False
         return self._wrap(obs), {**info, **self.injector.info(0)}
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -174,12 +183,12 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         check_finite_observation(obs, "step")
         inj = self.injector
         step_info = inj.info(0)
-        inj.record(add_batch_axis(self._last_obs), np.asarray([action]), reward_row(reward), self._source)
-        self._last_obs = obs
+        inj.record(self._last_obs, np.asarray([action]), reward_row(reward), self._source)
+        self._last_obs = batch = add_batch_axis(obs)  # (views: made once, recorded at the next step)
         if terminated or truncated:
             ep = inj.finish(0, success_from_info(info))
             step_info["experience_outcome"] = ep.outcome
             self._ended = True
         elif len(inj.due()):
-            inj.retrieve(np.array([0]), add_batch_axis(obs))
+            inj.retrieve(_ROW_0, batch)
         return self._wrap(obs), reward, terminated, truncated, {**info, **step_info}
