@@ -7,7 +7,6 @@ scope, an unknown scope and the task scope's tools on a run-scope env are refuse
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
