@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -103,7 +102,10 @@ def move_deprecated(kwargs: Mapping[str, Any], *, warn: bool = True) -> dict[str
 def _caller_outside_library() -> int:
     """The ``stacklevel``, for a ``warnings.warn`` in the function that calls this one, of the
     first frame outside :data:`_LIBRARY` (the user's code, however many library calls lie between)."""
-    frame, level = sys._getframe(1), 1
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here is not None else None), 1
+    if frame is None:  # (an interpreter without frames: the caller's caller)
+        return 2
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY):
         frame, level = frame.f_back, level + 1
     return level

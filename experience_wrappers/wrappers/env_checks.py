@@ -23,7 +23,7 @@ episodes would never reach the main process's bank.
 
 from __future__ import annotations
 
-import sys
+import inspect
 import warnings
 from collections.abc import Callable
 from numbers import Real
@@ -154,7 +154,8 @@ _VECTOR_WORKERS: dict[tuple[object, str], str] = {
 
 def vector_worker() -> str | None:
     """Which vector env's worker process calls this (``"a SubprocVecEnv"``), or None (read off the stack)."""
-    frame: FrameType | None = sys._getframe(1)
+    here = inspect.currentframe()
+    frame: FrameType | None = here.f_back if here is not None else None
     while frame is not None:
         found = _VECTOR_WORKERS.get((frame.f_globals.get("__name__"), frame.f_code.co_name))
         if found is not None:
