@@ -82,6 +82,21 @@ def test_step_profile_attributes_the_two_line_forms_time_to_the_librarys_parts(t
     assert [row["us_per_step"] for row in top] == sorted((row["us_per_step"] for row in top), reverse=True)
 
 
+def test_wrapper_cost_times_every_configuration_in_every_round(tmp_path) -> None:
+    """Each configuration is timed every round and compared with the unwrapped env (no timing
+    is asserted: the figures are the benchmark's)."""
+    import json
+
+    from benchmarks.perf.wrapper_cost import CONFIGS, main
+
+    out = tmp_path / "cost.json"
+    main(["--env", "MiniHack-Room-5x5-v0", "--steps", "50", "--n-envs", "2", "--rounds", "2", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert set(result["median"]) == set(CONFIGS) and all(len(v) == 2 for v in result["us_per_env_step"].values())
+    assert all(v > 0 for v in result["median"].values())
+    assert result["wrapper_us"]["free"] == result["median"]["free"] - result["median"]["plain"]
+
+
 def test_sil_cost_times_ppos_update_and_self_imitations_apart(tmp_path) -> None:
     """The study's clocks: PPO's update, self-imitation's update and recording, shares in [0, 1]."""
     import json
