@@ -21,19 +21,27 @@ with ``instances`` and ``repeats``, which the wrapper builds below itself).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec, WrapperSpec
 from gymnasium.utils import RecordConstructorArgs
 
 from ..keys.base import add_batch_axis
 from ..manager import success_from_info
 from ..validators import check_int, check_real
-from ..wrappers.env_checks import check_finite_observation, env_name, observation_checker
-from ..wrappers.experience_wrapper import ExperienceWrapper
+from ..wrappers.env_checks import (
+    check_finite_observation,
+    check_rewards,
+    env_name,
+    observation_checker,
+    reward_row,
+)
+from ..wrappers.experience_wrapper import ExperienceWrapper, check_not_wrapped
 from ..wrappers.instances import INSTANCE_INFO_KEY, ReplayInstances
 from ..wrappers.recorder import EpisodeRecorder
 from .checks import (
@@ -107,8 +115,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
     ('RunScopeWrapper', 'run', True)
     """
 
-    def __init__(self, env: gym.Env, memory: TrialMemory, *, scope: str = "run", instances: Sequence[int],
-                 trials: int = 4, group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
+    def __init__(self, env: gym.Env, memory: TrialMemory, *, scope: str = "run",
+                 instances: Sequence[int] | None = None, trials: int = 4, group: int = 0, member: int = 0, group_size: int = 2, free_members: int = 1,
                  guided: bool | None = None, learn: bool = True, demonstrations: DemoSource | None = None,
                  demo_ratio: float = 1.0, seed: int = 0) -> None:
         if scope != "run":
@@ -117,6 +125,9 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
             raise TypeError(f"run scope reads a TrialMemory, got {type(memory).__name__}"
                             + (" (a bank is task scope's: ExperienceWrapper(env, bank))"
                                if type(memory).__name__ == "ExperienceBank" else ""))
+        if instances is None:
+            raise TypeError("run scope needs instances=: the reset seeds its runs are drawn from (training or held-out)")
+        check_not_wrapped(env, type(self).__name__)
         self.instances = check_instances(instances)
         _check_spaces(env, memory)
         self.trials = check_int("trials", trials, minimum=1)
@@ -134,9 +145,10 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
                                                    seed=int(seed), instances=self.instances, repeats=self.trials))
         self.memory = memory
         self.manager = memory.manager
-        self._member_guided = self.member < self.group_size - self.free_members
-        self.guided = self._member_guided if guided is None else bool(guided)
-        self._guided_next = self.guided
+        self._user_env = env  # below this wrapper's own ReplayInstances
+        #: guided or free by default: ``guided`` as given, else by this member's role in its group
+        self._default_guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
+        self.guided = self._guided_next = self._default_guided
         self.learn, self.demonstrations = bool(learn), demonstrations
         if not 0.0 <= float(demo_ratio) <= 1.0:
             raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
@@ -158,17 +170,31 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         #: the trial's steps (the observation acted on, the action, the reward): the main path's recorder
         self._recorder = EpisodeRecorder(1)
         self._last_obs: Any = None
+        self._ended = True  # no trial in flight: step() needs a reset() first
         self._return = 0.0
         self._shown: set[int] = set()
         self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
         self._mask = np.zeros(memory.k, np.float32)
         self._run_open = False
 
+    # (gymnasium's Env declares spec an attribute, its Wrapper a property)
+    @property
+    def spec(self) -> EnvSpec | None:  # type: ignore[override]
+        """The env's spec with this wrapper (its :class:`ReplayInstances` below it is its own: rebuilt
+        with it, so left out, and ``gym.make(spec)`` builds one, not two)."""
+        inner = self._user_env.spec
+        if inner is None:
+            return None
+        out = copy.deepcopy(inner)
+        out.additional_wrappers += (WrapperSpec(name=self.class_name(), entry_point=f"{self.__module__}:{type(self).__name__}",
+                                                kwargs=dict(self._saved_kwargs)),)
+        return out
+
     # --------------------------------------------------------------- runs
     def set_force_guided(self, value: bool | None) -> None:
         """Force every run guided (True) or free (False) from the next run on (a run is one or the
-        other throughout); None restores this member's role in its group."""
-        self._guided_next = self._member_guided if value is None else bool(value)
+        other throughout); None restores the default (``guided`` as built, else this member's role)."""
+        self._guided_next = self._default_guided if value is None else bool(value)
 
     @property
     def read_scope(self) -> int:
@@ -246,21 +272,27 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self.trial = spec["repeat"]
         self._check(obs, "reset")
         self._recorder.clear(0)
-        self._last_obs, self._return, self._shown = obs, 0.0, set()
+        self._last_obs, self._return, self._shown, self._ended = obs, 0.0, set(), False
         self._read(obs)
         return self._wrap(obs), {**info, **self._info()}
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._ended:
+            raise RuntimeError("step() called before reset() or after the trial ended; call reset()")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._check(obs, f"step {int(self._recorder.lengths[0]) + 1}")
-        self._recorder.append(add_batch_axis(self._last_obs), np.asarray([action]), [float(reward)])
-        self._return += float(reward)
+        step = int(self._recorder.lengths[0])
+        # the main path's reward checks: one finite real number, named where it arrives
+        r = float(check_rewards(reward_row(reward), np.array([step]), f"{env_name(self.env)}'s step()")[0])
+        self._check(obs, f"step {step + 1}")
+        self._recorder.append(add_batch_axis(self._last_obs), np.asarray([action]), [r])
+        self._return += r
         self._last_obs = obs
         info = {**info, **self._info()}
         if terminated or truncated:
             success = success_from_info(info)
             won = bool(self._return > 0) if success is None else bool(success)
             info["trial_success"] = won
+            self._ended = True
             self._finish(won)
         else:
             self._read(obs)

@@ -13,8 +13,9 @@ it, not at the episode's end inside the extractor.
 
 The wrappers check every reward and every observation's NaN and inf at every step; an
 observation against its space at every step of an injector's first
-:data:`~experience_wrappers.wrappers.injector.FULL_CHECKS`, then at every
-:data:`~experience_wrappers.wrappers.injector.CHECK_EVERY`-th and at every reset and retrieval.
+:data:`~experience_wrappers.wrappers.injector.FULL_CHECKS`, then at random steps (one in
+:data:`~experience_wrappers.wrappers.injector.CHECK_EVERY` on average) and at every reset and
+retrieval (task scope; run scope's wrapper checks every observation).
 
 A per-env wrapper with a bank of its own process must not be built inside a vector env's
 worker process (:func:`check_not_in_vector_worker`): the bank there is a copy, and the

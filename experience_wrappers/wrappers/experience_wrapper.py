@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # run scope's wrapper subclasses this one: names for the type
     from ..trials.memory import TrialMemory
     from ..trials.wrapper import RunScopeWrapper
 
-__all__ = ["ExperienceWrapper", "SCOPES"]
+__all__ = ["ExperienceWrapper", "SCOPES", "check_not_wrapped"]
 
 _ROW_0 = np.zeros(1, dtype=np.int64)  # this env's row in its injector (of one env)
 _ROW_0.setflags(write=False)
@@ -31,6 +31,21 @@ _W = TypeVar("_W", bound="ExperienceWrapper")
 #: the scopes of experience: ``"task"`` (entries keyed by task, kept across episodes) and ``"run"``
 #: (a run's trials of one instance read only that run's earlier trials)
 SCOPES = ("task", "run")
+
+
+def check_not_wrapped(env: gym.Env, what: str) -> None:
+    """Refuse an env that is already experience-wrapped (in either scope): two wrappers would each
+    record, retrieve and credit the same episodes, and the outer one would read the inner one's keys.
+
+    Raises:
+        ValueError: an :class:`ExperienceWrapper` lies below ``env``'s top.
+    """
+    inner: Any = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, ExperienceWrapper):
+            raise ValueError(f"{what}: the env is already wrapped in {inner.scope} scope's ExperienceWrapper; "
+                             "wrap it once, in one scope")
+        inner = inner.env
 
 
 class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
@@ -82,8 +97,9 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     An observation with NaN or inf is refused at the step that returned it; one outside the
     space (a Discrete value out of range, a wrong shape) at the step that records it for the
     first :data:`~experience_wrappers.wrappers.injector.FULL_CHECKS` steps and at resets and
-    retrievals always, within :data:`~experience_wrappers.wrappers.injector.CHECK_EVERY` steps
-    after them.
+    retrievals always, then at random steps, one in
+    :data:`~experience_wrappers.wrappers.injector.CHECK_EVERY` on average (so a value that comes
+    back is refused in time, whatever the episodes' length).
 
     Raises:
         TypeError: an option of the wrong type (``learn="no"``, ``seed="abc"``), named; a
@@ -107,6 +123,10 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     def __init_subclass__(cls, scope: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if scope is not None:
+            owner = ExperienceWrapper if scope == "task" else ExperienceWrapper.scopes.get(scope)
+            if owner is not None and (owner.__module__, owner.__qualname__) != (cls.__module__, cls.__qualname__):
+                raise ValueError(f"scope {scope!r} is {owner.__name__}'s: subclass {owner.__name__} to change what it "
+                                 f"does ({cls.__name__} would replace it for every user)")
             cls.scope = scope
             ExperienceWrapper.scopes[scope] = cls
 
@@ -133,6 +153,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         if scope != "task":  # a subclass of the task scope's wrapper asked for another scope
             raise ValueError(f"{type(self).__name__} is task scope's wrapper, got scope={scope!r}; "
                              "use ExperienceWrapper(env, memory, scope=\"run\", ...) for run scope")
+        check_not_wrapped(env, type(self).__name__)
         if isinstance(bank, TrialMemory):
             raise TypeError("ExperienceWrapper: a TrialMemory is run scope's memory; pass scope=\"run\" "
                             "(ExperienceWrapper(env, memory, scope=\"run\", instances=..., trials=...))")

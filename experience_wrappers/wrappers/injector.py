@@ -28,10 +28,11 @@ from .retrieval import Retriever
 __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training", "FULL_CHECKS", "CHECK_EVERY"]
 
 #: the recorded steps (vector steps) of an injector whose observations are all checked against the space
-#: (:func:`~.env_checks.observation_checker`); after them every :data:`CHECK_EVERY`-th step is, and every
-#: observation a retrieval reads or a reset returns still is. An env that breaks its space does so early, and
-#: the check of every step was the largest cost of the per-env wrapper (28 µs of 83 per step on MiniHack);
-#: NaN and inf in an observation and every reward are still checked at every step
+#: (:func:`~.env_checks.observation_checker`); after them one step in :data:`CHECK_EVERY` on average is, at
+#: random gaps (1 to ``2 * CHECK_EVERY - 1`` steps: a fixed stride would never see a step of an episode whose
+#: length it divides), and every observation a retrieval reads or a reset returns still is. An env that breaks
+#: its space does so early, and the check of every step was the largest cost of the per-env wrapper (28 µs of
+#: 83 per step on MiniHack); NaN and inf in an observation and every reward are still checked at every step
 FULL_CHECKS = 1_000
 CHECK_EVERY = 16
 _NO_ROWS = np.zeros(0, dtype=np.int64)
@@ -102,6 +103,8 @@ class ExperienceInjector:
         self.task_ids = np.zeros(n_envs, np.int64)
         self.env_steps = 0
         self._recorded = 0  # record() calls: which observations are checked against the space
+        self._next_check = FULL_CHECKS + 1
+        self._check_rng = np.random.default_rng([0 if options.seed is None else int(options.seed), 0xC4EC])
         self.recorder = EpisodeRecorder(n_envs)  # the episodes in flight
         self._injected: list[set[int]] = [set() for _ in range(n_envs)]
         # paired credit: each env's replayed instance and the steps each entry was shown
@@ -187,15 +190,17 @@ class ExperienceInjector:
         """Record one step of every env: the observation acted on, the action, the reward.
 
         The observations are checked against the space at every step of the first
-        :data:`FULL_CHECKS`, then at every :data:`CHECK_EVERY`-th.
+        :data:`FULL_CHECKS`, then at random steps, one in :data:`CHECK_EVERY` on average.
 
         ``rewards`` as the env returned them, one per env; :func:`~.env_checks.check_rewards`
         refuses any that is not a finite real number, naming ``source`` (whose step returned it).
         """
         rewards = check_rewards(rewards, self.steps, source)
         self._recorded += 1
-        if self._recorded <= FULL_CHECKS or self._recorded % CHECK_EVERY == 0:
+        if self._recorded <= FULL_CHECKS or self._recorded >= self._next_check:
             self.check_observations(obs, "step")
+            if self._recorded >= self._next_check:
+                self._next_check = self._recorded + int(self._check_rng.integers(1, 2 * CHECK_EVERY))
         self.recorder.append(obs, actions, rewards)
         if self.paired:  # the entries the action of each guided env was taken with
             retriever = self.retriever

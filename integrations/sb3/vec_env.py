@@ -9,7 +9,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from experience_wrappers import ExperienceBank
+from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
@@ -17,6 +17,18 @@ from experience_wrappers.wrappers.env_checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows
 
 __all__ = ["ExperienceVecEnv", "norm_obs_keys", "check_one_layout"]
+
+
+def _check_not_wrapped(venv: VecEnv) -> None:
+    """Refuse a VecEnv whose envs are experience-wrapped already (either scope: a run scope's trials
+    are not task scope's episodes, and two wrappers would record and credit every episode twice)."""
+    try:
+        wrapped = venv.env_is_wrapped(ExperienceWrapper)
+    except (AttributeError, NotImplementedError, TypeError):
+        return
+    if any(wrapped):
+        raise ValueError("ExperienceVecEnv: the VecEnv's envs are wrapped in ExperienceWrapper already (in either "
+                         "scope); use the per-env wrappers or ExperienceVecEnv over plain envs, not both")
 
 
 def check_one_layout(venv: VecEnv) -> None:
@@ -84,6 +96,7 @@ class ExperienceVecEnv(VecEnvWrapper):
                  **kwargs: Any) -> None:
         opts = ExperienceOptions.of(options, **kwargs)
         check_one_layout(venv)
+        _check_not_wrapped(venv)
         self.options = opts
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
         self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
