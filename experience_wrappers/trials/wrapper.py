@@ -31,6 +31,7 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec, WrapperSpec
 from gymnasium.utils import RecordConstructorArgs
 
+from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
 from ..manager import success_from_info
 from ..validators import check_int, check_real
@@ -124,7 +125,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         if not isinstance(memory, TrialMemory):
             raise TypeError(f"run scope reads a TrialMemory, got {type(memory).__name__}"
                             + (" (a bank is task scope's: ExperienceWrapper(env, bank))"
-                               if type(memory).__name__ == "ExperienceBank" else ""))
+                               if isinstance(memory, ExperienceBank) else ""))
         if instances is None:
             raise TypeError("run scope needs instances=: the reset seeds its runs are drawn from (training or held-out)")
         check_not_wrapped(env, type(self).__name__)
@@ -146,6 +147,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self.memory = memory
         self.manager = memory.manager
         self._user_env = env  # below this wrapper's own ReplayInstances
+        self._source = f"{env_name(env)}'s step()"  # whose step returned a reward (named once, as task scope does)
         #: guided or free by default: ``guided`` as given, else by this member's role in its group
         self._default_guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
         self.guided = self._guided_next = self._default_guided
@@ -282,7 +284,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         obs, reward, terminated, truncated, info = self.env.step(action)
         step = int(self._recorder.lengths[0])
         # the main path's reward checks: one finite real number, named where it arrives
-        r = float(check_rewards(reward_row(reward), np.array([step]), f"{env_name(self.env)}'s step()")[0])
+        r = float(check_rewards(reward_row(reward), np.array([step]), self._source)[0])
         self._check(obs, f"step {step + 1}")
         self._recorder.append(add_batch_axis(self._last_obs), np.asarray([action]), [r])
         self._return += r
