@@ -13,7 +13,7 @@ from experience_wrappers.keys import (
     batch_flatten,
     flat_dim,
 )
-from experience_wrappers.keys.random_projection import squash_unbounded
+from experience_wrappers.keys.base import squash_unbounded
 
 BIG = spaces.Box(-1.0, 1.0, (100,), np.float32)
 

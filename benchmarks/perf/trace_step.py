@@ -73,7 +73,7 @@ def trace_trial_end(seed: int = 0) -> dict[str, Any]:
     cap = 6
     room = HiddenGoalRoom(5, cap)
     memory = TrialMemory(room.observation_space, room.action_space, horizon=cap, k=4, exp_dim=4, write_failures=True,
-                         batch_size=1, seed=seed)  # the traced step trains on what it credits
+                         batch_size=4, seed=seed)  # the traced step credits its k=4 shown entries: one update
     guided, free = (ExperienceWrapper(HiddenGoalRoom(5, cap), memory, scope="run", instances=[7], trials=8,
                                       member=m, group_size=2, free_members=1, seed=seed) for m in (0, 1))
     for env in (guided, free):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..credit.rules import credit_utilities
 from .arguments import (
     as_float_vector,
     as_ids,
@@ -39,9 +40,8 @@ from .provenance import Provenance
 from .results import AddResult, MergeResult, QueryResult
 from .search import record_hits, run_query
 from .state import BankState
-from .transaction import interrupts_deferred, transaction
+from .transaction import interrupts_deferred, writing
 from .usage import bank_stats
-from .utility import credit
 from .writes import add_locked, evict_locked, merge_locked, remove_locked
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class ExperienceBank:
             return AddResult(ids=empty, added=np.zeros(0, dtype=bool), evicted=empty.copy())
         items = check_batch(self.core, keys, values, task_ids, utility, context, sample_logp, provenance,
                                   step, extractor_version)
-        with interrupts_deferred(), self.core.lock.write(), transaction(self.core) as txn:
+        with writing(self.core) as txn:
             return add_locked(self.core, items, txn)
 
 
@@ -221,15 +221,15 @@ class ExperienceBank:
         decay = check_unit("decay", decay)
 
         def change(cols: dict[str, np.ndarray], slots: np.ndarray, found: np.ndarray) -> None:
-            credit(cols["utility"], cols["n_credited"], slots.tolist(), d[found].tolist(), decay,
-                   self.config.utility_warmup)
+            credit_utilities(cols["utility"], cols["n_credited"], slots.tolist(), d[found].tolist(), decay,
+                             self.config.utility_warmup)
         return self._change_found(ids_arr, change)
 
     def _change_found(self, ids: np.ndarray, change: Callable[[dict[str, np.ndarray], np.ndarray, np.ndarray], None],
                       ) -> np.ndarray:
         """Run ``change(columns, slots, found)`` on the entries of ``ids`` that exist, as one
         transaction; returns the found mask (absent ids are skipped)."""
-        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+        with writing(self.core):
             if self.core.store is None:
                 return np.zeros(len(ids), dtype=bool)
             slots = self.core.store.find(ids)
@@ -243,7 +243,7 @@ class ExperienceBank:
         """Evict ``n`` entries, lowest utility first, then oldest; curated entries (demonstrations)
         only once no other entry is left. Returns their ids."""
         n = check_non_negative_int("n", n)
-        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+        with writing(self.core):
             if self.core.store is None:
                 return np.zeros(0, dtype=np.int64)
             return evict_locked(self.core, n)
@@ -251,7 +251,7 @@ class ExperienceBank:
     def remove(self, ids: Any) -> int:
         """Remove entries by id (absent ids are ignored). Returns how many were removed."""
         ids_arr = as_ids(ids)
-        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+        with writing(self.core):
             if self.core.store is None:
                 return 0
             present = np.unique(ids_arr[self.core.store.find(ids_arr) >= 0])
@@ -276,7 +276,7 @@ class ExperienceBank:
         thr = self.config.merge_threshold if threshold is None else as_real("threshold", threshold)
         if not (np.isfinite(thr) and thr >= 0):
             raise ValueError(f"threshold must be finite and >= 0, got {threshold!r}")
-        with interrupts_deferred(), self.core.lock.write(), transaction(self.core):
+        with writing(self.core):
             return merge_locked(self.core, thr)
 
     # ------------------------------------------------------------------- reads

@@ -32,7 +32,7 @@ from .index import HnswIndex
 if TYPE_CHECKING:
     from .core import BankCore
 
-__all__ = ["RWLock", "Journal", "Transaction", "transaction", "interrupts_deferred", "rebuild_index"]
+__all__ = ["RWLock", "Journal", "Transaction", "transaction", "writing", "interrupts_deferred", "rebuild_index"]
 
 _ABSENT = -1
 
@@ -197,6 +197,14 @@ def transaction(core: BankCore) -> Iterator[Transaction]:
     finally:
         core.txn = None
         txn.close()
+
+
+@contextmanager
+def writing(core: BankCore) -> Iterator[Transaction]:
+    """A write of a bank: Ctrl-C held back (:func:`interrupts_deferred`), ``core``'s write lock
+    held, and all of it or none of it (:func:`transaction`)."""
+    with interrupts_deferred(), core.lock.write(), transaction(core) as txn:
+        yield txn
 
 
 @contextmanager

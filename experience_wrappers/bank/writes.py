@@ -18,14 +18,14 @@ from .merge import (
     refresh_entry,
     same_kind,
 )
+from .provenance import CURATED
 from .results import AddResult, MergeResult
 from .transaction import Transaction, rebuild_index
-from .utility import eviction_order
 
 if TYPE_CHECKING:
     from .core import BankCore
 
-__all__ = ["add_locked", "append_locked", "batch_item", "evict_locked", "merge_locked", "remove_locked"]
+__all__ = ["add_locked", "append_locked", "batch_item", "evict_locked", "eviction_order", "merge_locked", "remove_locked"]
 
 
 def add_locked(core: BankCore, items: dict[str, Any], txn: Transaction) -> AddResult:
@@ -96,6 +96,16 @@ def append_locked(core: BankCore, items: dict[str, Any], kept: np.ndarray, src: 
     core.task_counts.update(items["task_id"][kept].tolist())
     core.members.clear()
     return new_ids
+
+
+def eviction_order(ids: np.ndarray, utility: np.ndarray, provenance: np.ndarray) -> np.ndarray:
+    """Positions in eviction order: lowest utility first, then oldest (lowest id); curated
+    entries (demonstrations) only after every other entry.
+
+    >>> eviction_order(np.array([0, 1, 2]), np.array([0.5, 0.1, 0.1]), np.array([0, 1, 0])).tolist()
+    [2, 0, 1]
+    """
+    return np.lexsort((ids, utility, np.isin(provenance, CURATED)))
 
 
 def evict_locked(core: BankCore, n: int) -> np.ndarray:

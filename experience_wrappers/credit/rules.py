@@ -1,4 +1,4 @@
-"""The credit rules, plain functions: an outcome's delta, the extractor's reward, shares, decay.
+"""The credit rules, plain functions: an outcome's delta, the extractor's reward, shares, the utility step and its decay.
 
 Part of :mod:`experience_wrappers.credit` (which exports them); the windows and tables that
 hold outcomes over time are :mod:`.tracking`'s.
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["EXTRACTOR_REWARDS", "entry_reward", "finite_number", "outcome_delta", "paired_delta", "shown_shares",
-           "utility_decay"]
+__all__ = ["EXTRACTOR_REWARDS", "credit_utilities", "entry_reward", "finite_number", "outcome_delta", "paired_delta",
+           "shown_shares", "utility_decay"]
 
 #: the rules :func:`entry_reward` knows (``ManagerConfig.extractor_reward``)
 EXTRACTOR_REWARDS = ("delta", "direct")
@@ -74,6 +74,24 @@ def utility_decay(progress: float, start: float = 0.99, end: float = 0.95) -> fl
     """
     p = min(max(float(progress), 0.0), 1.0)
     return end + (start - end) * 0.5 * (1.0 + math.cos(math.pi * p))
+
+
+def credit_utilities(utility: np.ndarray, n_credited: np.ndarray, slots: list[int], deltas: list[float], decay: float,
+                     warmup: bool) -> None:
+    """Credit entries in place, in order: ``u <- u + step * (delta - u)`` and ``n_credited += 1``.
+
+    ``step`` is ``1 - decay`` (an exponential moving average), or with ``warmup``
+    ``max(1 - decay, 1 / (n_credited + 2))``: a running mean over the first credits. The bank
+    applies it to its utility columns (:meth:`~experience_wrappers.bank.ExperienceBank.update`).
+
+    >>> u, n = np.zeros(1), np.zeros(1, np.int64)
+    >>> credit_utilities(u, n, [0, 0], [1.0, 1.0], 0.9, warmup=True); u.round(3).tolist(), n.tolist()
+    ([0.667], [2])
+    """
+    for s, delta in zip(slots, deltas, strict=True):
+        step = max(1.0 - decay, 1.0 / (int(n_credited[s]) + 2)) if warmup else 1.0 - decay
+        utility[s] += step * (delta - utility[s])
+        n_credited[s] += 1
 
 
 def paired_delta(outcome: float, free_outcomes: Sequence[float], *, free_spread: float | None = None) -> float:

@@ -118,6 +118,7 @@ class ExperienceExtractor(nn.Module):
             raise TypeError(f"config must be an ExtractorConfig, got {config!r}")
         super().__init__()
         self.config = config
+        self.segment_dim = config.segment_dim  # a row's width, checked on every batch
         h = config.hidden
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
@@ -157,10 +158,9 @@ class ExperienceExtractor(nn.Module):
         return torch.where(self._is_action, inputs, symlog(inputs))
 
     def _check(self, inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        cfg = self.config
-        if inputs.ndim != 3 or inputs.shape[2] != cfg.segment_dim or inputs.shape[0] == 0:
+        if inputs.ndim != 3 or inputs.shape[2] != self.segment_dim or inputs.shape[0] == 0:
             raise ValueError(
-                f"inputs must have shape (batch >= 1, steps, {cfg.segment_dim}), "
+                f"inputs must have shape (batch >= 1, steps, {self.segment_dim}), "
                 f"got {tuple(inputs.shape)}"
             )
         lengths = torch.as_tensor(lengths, dtype=torch.int64).cpu()

@@ -17,8 +17,6 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from ..validators import integral
-
 __all__ = [
     "ActionCoder",
     "segment_dim",
@@ -30,7 +28,9 @@ __all__ = [
 
 
 def _check_dim(name: str, value: object, minimum: int = 0) -> int:
-    if not integral(value, numpy=True) or value < minimum:
+    """``value`` as an int >= ``minimum``: numpy integers too, bools not (as ``validators.integral``,
+    inlined: it runs on every segment encoded and every batch decoded)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return int(value)
 
@@ -196,9 +196,7 @@ def segment_dim(state_dim: int, action_dim: int) -> int:
     >>> segment_dim(4, 3)
     9
     """
-    _check_dim("state_dim", state_dim)
-    _check_dim("action_dim", action_dim)
-    return int(state_dim) + int(action_dim) + 2
+    return _check_dim("state_dim", state_dim) + _check_dim("action_dim", action_dim) + 2
 
 
 def context_size(state_dim: int, action_dim: int, max_len: int) -> int:
@@ -207,8 +205,7 @@ def context_size(state_dim: int, action_dim: int, max_len: int) -> int:
     >>> context_size(4, 3, max_len=8)
     73
     """
-    _check_dim("max_len", max_len, minimum=1)
-    return int(max_len) * segment_dim(state_dim, action_dim) + 1
+    return _check_dim("max_len", max_len, minimum=1) * segment_dim(state_dim, action_dim) + 1
 
 
 def _as_float_array(name: str, value: object, ndim: int) -> np.ndarray:
@@ -239,8 +236,10 @@ def subsample_indices(length: int, max_len: int) -> np.ndarray:
     >>> subsample_indices(3, 4)
     array([0, 1, 2])
     """
-    _check_dim("length", length, minimum=1)
-    _check_dim("max_len", max_len, minimum=1)
+    return _subsample(_check_dim("length", length, minimum=1), _check_dim("max_len", max_len, minimum=1))
+
+
+def _subsample(length: int, max_len: int) -> np.ndarray:
     if length <= max_len:
         return np.arange(length)
     if max_len == 1:
@@ -275,7 +274,7 @@ def encode_segment(
     >>> float(ctx[-1])
     2.0
     """
-    _check_dim("max_len", max_len, minimum=1)
+    max_len = _check_dim("max_len", max_len, minimum=1)
     s = _as_float_array("states", states, 2)
     a = _as_float_array("actions", actions, 2)
     r = _as_float_array("rewards", rewards, 1)
@@ -289,9 +288,9 @@ def encode_segment(
         )
     rtg = np.cumsum(r[::-1])[::-1]
     rows = np.concatenate([s, a, r[:, None], rtg[:, None]], axis=1)
-    rows = rows[subsample_indices(t, int(max_len))]
+    rows = rows[_subsample(t, max_len)]
     seg = rows.shape[1]
-    out = np.zeros(int(max_len) * seg + 1, dtype=np.float32)
+    out = np.zeros(max_len * seg + 1, dtype=np.float32)
     out[: rows.size] = rows.reshape(-1)
     out[-1] = rows.shape[0]
     if not np.all(np.isfinite(out)):
@@ -339,5 +338,5 @@ def decode_contexts(
             f"the last element of each context must be a row count in [1, {max_len}], "
             f"got {counts[bad][:5].tolist()}"
         )
-    inputs = arr[:, :-1].reshape(arr.shape[0], int(max_len), segment_dim(state_dim, action_dim))
+    inputs = arr[:, :-1].reshape(arr.shape[0], int(max_len), (size - 1) // int(max_len))
     return np.ascontiguousarray(inputs, dtype=np.float32), lengths

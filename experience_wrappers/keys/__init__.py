@@ -1,9 +1,9 @@
 """Frozen query encoders: observation (and task id) -> key vector."""
 
-from .base import KeyEncoder, normalise_rows
+from .base import KeyEncoder, batch_flatten, flat_dim, normalise_rows
 from .callable import CallableKeyEncoder
 from .flat import FlatKeyEncoder
-from .random_projection import RandomProjectionKeyEncoder, batch_flatten, flat_dim
+from .random_projection import RandomProjectionKeyEncoder
 
 __all__ = [
     "KeyEncoder",

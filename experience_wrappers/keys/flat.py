@@ -7,8 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .base import KeyEncoder
-from .random_projection import batch_flatten, flat_dim
+from .base import KeyEncoder, batch_flatten, flat_dim
 
 __all__ = ["FlatKeyEncoder"]
 

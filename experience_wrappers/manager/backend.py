@@ -12,7 +12,7 @@ in one of three places (``ManagerConfig.mode``):
 
 For each episode a backend runs, in order: the manager's credit (:func:`.crediting.attribute`,
 given to it as ``credit``), the credited samples into the learner, the episode's distillation
-into proposed entries, their write into the bank (:class:`~.entry_writes.EntryWriter`, the
+into proposed entries, their write into the bank (:class:`~.episode_entries.EntryWriter`, the
 one place that writes entries), and the extractor's updates when a batch is ready. Only
 *where* and *when* differ.
 """

@@ -1,16 +1,18 @@
-"""Distillation: an episode's segments and the extractor's proposed entries for them.
+"""Distillation: an episode's segments, the extractor's proposed entries for them, and their write.
 
-One home for what turns a finished episode into candidate bank entries, shared by the
+One home for what turns a finished episode into bank entries, shared by the
 manager's own thread (``sync`` / ``async`` modes), the learner process (``process``
 mode, :mod:`experience_wrappers.manager.process`) and run scope's memory: keys of the segments'
 first states, segment contexts, and the extractor's sampled experience vectors (task scope's
 values), or with an :class:`~.entry_layout.EntryLayout` one entry per step holding its key,
-action, return and steps to go beside the vector (run scope's values).
+action, return and steps to go beside the vector (run scope's values); :class:`EntryWriter`
+writes the proposals into the bank, one ``add`` per batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -18,14 +20,14 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from ..bank import Provenance
+from ..bank import AddResult, ExperienceBank, Provenance
 from ..extractor import ActionCoder, ExtractorTrainer, encode_segment
 from ..keys import KeyEncoder
 from ..keys.base import checked_keys
 from .config import ManagerConfig
 from .episode import Episode
 
-__all__ = ["Distiller", "Proposal", "add_arguments"]
+__all__ = ["Distiller", "EntryWriter", "Proposal", "add_arguments"]
 
 
 @attrs.frozen
@@ -99,6 +101,7 @@ class Distiller:
         self.key_encoder = key_encoder
         self.action_coder = ActionCoder(action_space)
         self.config = config
+        self.max_len = config.max_len  # the config is frozen: read once, used at every segment
         self.generator = generator
         self.layout = config.entry_layout(key_encoder.key_dim, self.action_coder.dim)
 
@@ -111,7 +114,7 @@ class Distiller:
         every = self.config.segment_every if every is None else every
         starts = np.arange(0, n, every) if every else np.zeros(1, dtype=np.int64)
         rewards = np.asarray(ep.rewards, dtype=np.float64)
-        contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.config.max_len)
+        contexts = np.stack([encode_segment(keys[s:], acts[s:], rewards[s:], self.max_len)
                              for s in starts.tolist()])
         return keys[starts], contexts, starts
 
@@ -136,3 +139,62 @@ class Distiller:
                         logp=logp[keep], all_contexts=contexts, task_id=int(ep.task_id), provenance=provenance,
                         step=int(ep.env_steps))
 
+
+class EntryWriter:
+    """Writes the learner's proposed entries into the bank and runs its merges.
+
+    Every backend writes through it (:mod:`.backend`); it returns what the learner must
+    forget (evicted entries) or fold (merged ones), and counts the entries added.
+
+    Args:
+        bank: the bank to write into.
+        lock: guards ``entries_added`` (the manager's stats lock).
+    """
+
+    def __init__(self, bank: ExperienceBank, lock: threading.Lock) -> None:
+        self.bank = bank
+        self.lock = lock
+        self.entries_added = 0
+
+    def write(self, proposals: list[tuple[Proposal, int]], utility: float | None,
+              forget: Callable[[np.ndarray], None]) -> np.ndarray:
+        """Write proposed entries (each proposal with its extractor version) in one ``add``;
+        the entries evicted to make room go to ``forget`` (they leave the learner's samples).
+        Returns the ids of the rows written, in order (a row the bank folded into a near
+        duplicate gives that entry's id).
+
+        One ``add`` for several episodes' proposals (process mode) differs from one per episode
+        only in a full bank: the batch's new entries do not evict each other, where writes one
+        by one could evict an earlier episode's fresh entries. If the bank refuses the batch,
+        each proposal is written on its own and the first refusal raised after the others.
+        """
+        if len(proposals) > 1:
+            try:
+                res = self.bank.add(**add_arguments(proposals), utility=utility)
+            except Exception:  # noqa: BLE001 - a refused add changes nothing: write them one by one
+                res = None
+            if res is not None:
+                return self._record(res, forget)
+        refused: Exception | None = None
+        ids = []
+        for one in proposals:
+            try:
+                res = self.bank.add(**add_arguments([one]), utility=utility)
+            except Exception as exc:  # noqa: BLE001 - raised after the others are written
+                refused = refused or exc
+                continue
+            ids.append(self._record(res, forget))
+        if refused is not None:
+            raise refused
+        return np.concatenate(ids) if ids else np.zeros(0, np.int64)
+
+    def merge(self) -> dict[int, list[int]]:
+        """Merge the bank's near duplicates; returns survivor id -> the ids merged into it."""
+        return self.bank.merge().merged
+
+    def _record(self, res: AddResult, forget: Callable[[np.ndarray], None]) -> np.ndarray:
+        if res.evicted.size:
+            forget(res.evicted)
+        with self.lock:
+            self.entries_added += int(res.added.sum())
+        return np.asarray(res.ids, np.int64)

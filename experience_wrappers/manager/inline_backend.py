@@ -24,9 +24,8 @@ from ..extractor import ExtractorConfig
 from ..keys import KeyEncoder
 from .backend import CreditRule, LearnerFigures, Restore
 from .config import ManagerConfig
-from .entry_writes import EntryWriter
 from .episode import Episode
-from .episode_entries import Distiller
+from .episode_entries import Distiller, EntryWriter
 from .learner import ExtractorLearner
 
 __all__ = ["InlineBackend", "read_generator"]

@@ -30,9 +30,8 @@ from ..validators import check_int, check_real
 from .backend import LearnerBackend, resolve_mode
 from .config import ManagerConfig
 from .crediting import attribute
-from .entry_writes import EntryWriter
 from .episode import Episode
-from .episode_entries import Distiller
+from .episode_entries import Distiller, EntryWriter
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
 from .process_backend import ProcessBackend

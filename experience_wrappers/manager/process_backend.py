@@ -3,7 +3,7 @@
 The manager's credit runs here, on the caller's thread; the episode and its credits wait
 until the next hand-over (every ``handover_every`` episodes, or earlier: :meth:`ProcessBackend.poll`).
 The learner process (:mod:`.process`) distils and trains, and answers with proposed
-entries (written into the bank here, by the :class:`~.entry_writes.EntryWriter`), figures
+entries (written into the bank here, by the :class:`~.episode_entries.EntryWriter`), figures
 and errors.
 """
 
@@ -21,8 +21,8 @@ from ..extractor import ExtractorConfig
 from ..keys import KeyEncoder
 from .backend import Credit, CreditRule, LearnerFigures, Restore
 from .config import ManagerConfig
-from .entry_writes import EntryWriter
 from .episode import Episode
+from .episode_entries import EntryWriter
 from .inline_backend import read_generator
 from .process import LearnerProcess, LearnerProcessError
 
