@@ -47,9 +47,10 @@ def add_locked(core: BankCore, items: dict[str, Any], txn: Transaction) -> AddRe
 
     # refresh existing entries, in item order (a later item wins)
     refreshed = np.flatnonzero(target >= 0)
-    store.touch(store.slots_of(target[refreshed]))
-    for i in refreshed.tolist():
-        refresh_entry(store.cols, store.slots_of([target[i]])[0], batch_item(items, i))
+    slots = store.slots_of(target[refreshed])
+    store.touch(slots)
+    for i, slot in zip(refreshed.tolist(), slots.tolist(), strict=True):
+        refresh_entry(store.cols, slot, batch_item(items, i))
         result_ids[i] = target[i]
 
     kept_items, kept_src = plan_new_items(target, source, core.config.capacity)
