@@ -54,7 +54,15 @@ def _raise_stopped(signum: int, frame: FrameType | None) -> None:
 
 
 def _terminate(pool: ProcessPoolExecutor, processes: MutableMapping[int, Any], timeout: float = 5.0) -> None:
-    """Cancel what has not started, then terminate (and if need be kill) every worker of ``pool``."""
+    """Cancel what has not started, then terminate (and if need be kill) every worker of ``pool``,
+    and wait for the pool's manager thread to see them gone.
+
+    Without that last wait the interpreter's exit can race the manager thread: Python 3.11's
+    ``concurrent.futures`` exit hook wakes the thread through a pipe the thread is closing, and
+    prints a traceback ("Exception ignored in threading._shutdown") after the stop message.
+    """
+    # shutdown(wait=False) forgets the thread: kept to join it below (typeshed mistypes the attribute)
+    manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for _ in range(2):  # a second pass catches a worker spawned meanwhile to replace a finished one
         procs = list(processes.values())
@@ -66,6 +74,8 @@ def _terminate(pool: ProcessPoolExecutor, processes: MutableMapping[int, Any], t
             if p.is_alive():
                 p.kill()
                 p.join(timeout)
+    if manager is not None:
+        manager.join(timeout)
 
 
 @contextmanager
