@@ -24,7 +24,8 @@ from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
 from experience_wrappers.extractor import ExtractorTrainer
 from experience_wrappers.keys import CallableKeyEncoder
 from experience_wrappers.manager import Episode
-from experience_wrappers.manager.process import LearnerProcessError
+from experience_wrappers.manager.process import LEARNER_TORCH_THREADS, LearnerProcessError
+from experience_wrappers.manager.threads import available_cores
 from integrations.sb3 import CRLCallback, ExperienceVecEnv
 
 OBS = spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -45,9 +46,13 @@ def managers():
     def make(mode: str, **kw) -> ExperienceManager:
         made.append(make_manager(mode, **kw))
         return made[-1]
+
+    def close_all() -> None:
+        for m in made:
+            m.close()
+    make.close_all = close_all  # type: ignore[attr-defined]
     yield make
-    for m in made:
-        m.close()
+    close_all()
 
 
 def episodes(seed: int, n: int) -> list[Episode]:
@@ -87,6 +92,28 @@ def test_the_learner_runs_in_a_process_of_its_own(managers):
     assert managers("sync").learner_pid is None
     with pytest.raises(RuntimeError, match="mode='process'"):
         _ = mgr.extractor
+
+
+def test_a_learner_process_leaves_the_actors_torch_threads_the_cores_it_does_not_use(managers):
+    before = torch.get_num_threads()
+    cores = available_cores()
+    torch.set_num_threads(cores)  # torch's default: a thread per core
+    try:
+        first, second = managers("process"), managers("process")
+        assert torch.get_num_threads() == max(1, cores - LEARNER_TORCH_THREADS)
+        first.close()
+        assert torch.get_num_threads() == max(1, cores - LEARNER_TORCH_THREADS)  # the second still runs
+        second.close()
+        assert torch.get_num_threads() == cores  # restored when the last one stops
+        third = managers("process", limit_actor_threads=False)
+        assert third.learner_pid is not None and torch.get_num_threads() == cores
+        third.close()
+        managers("process")
+        torch.set_num_threads(cores + 1)  # the user's own setting, made while it runs, is theirs
+        managers.close_all()
+        assert torch.get_num_threads() == cores + 1
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_process_mode_learns_as_sync_mode_does_when_flushed_after_each_episode(managers, tmp_path):

@@ -134,7 +134,8 @@ def measure(env_id: str, arm: str, steps: int, seed: int, profile: bool = False,
     # cpu_s: this process's CPU seconds in learn (a learner process's are not counted); a shared
     # machine's load disturbs it less than the wall-clock
     out: dict[str, Any] = {"env_id": env_id, "arm": arm, "steps": int(model.num_timesteps), "wall_s": wall,
-                           "steps_per_s": model.num_timesteps / wall, "cpu_s": cpu}
+                           "steps_per_s": model.num_timesteps / wall, "cpu_s": cpu,
+                           "torch_threads": torch.get_num_threads()}  # in effect during learn
     if crl:
         mgr = find_experience(env)[0][0]
         t1 = time.perf_counter()
@@ -161,7 +162,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--steps", type=int, default=8192)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch threads of this process (0: torch's own setting, as a user's script has it; "
+                        "the manager may lower it while its learner process runs: ManagerConfig.limit_actor_threads)")
     p.add_argument("--n-envs", type=int, default=None, help="envs per run (default: the hyperparameter block's)")
     p.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS,
                    help="arms to run (each with its PPO baseline, added when missing)")
@@ -169,7 +172,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
     args = p.parse_args(argv)
     arms = [a for a in ARMS if a in args.arms or any(BASELINE[b] == a for b in args.arms)]
-    torch.set_num_threads(args.torch_threads)
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
     runs: list[dict[str, Any]] = []
     for r in range(args.rounds):
         for env_id in args.envs:

@@ -24,7 +24,8 @@ from .config import ManagerConfig
 from .episode import Episode
 from .episode_entries import EntryWriter
 from .inline_backend import read_generator
-from .process import LearnerProcess, LearnerProcessError
+from .process import LEARNER_TORCH_THREADS, LearnerProcess, LearnerProcessError
+from .threads import leave_cores, release
 
 __all__ = ["ProcessBackend"]
 
@@ -46,6 +47,9 @@ class ProcessBackend:
         self.credit = credit
         self.lock = lock
         self.process = LearnerProcess(key_encoder, action_space, config, extractor_config)
+        self.holds_cores = config.limit_actor_threads  # the actor's torch threads leave the learner its core
+        if self.holds_cores:
+            leave_cores(LEARNER_TORCH_THREADS)
         self.stats: dict[str, Any] = {"extractor_version": 0, "ssl_updates": 0, "last_losses": {},
                                       "episodes_processed": 0, "busy_seconds": 0.0}
         # credited episodes waiting to go to the learner process together (poll)
@@ -127,6 +131,9 @@ class ProcessBackend:
                 self.flush()
         finally:
             self.process.stop()
+            if self.holds_cores:
+                self.holds_cores = False
+                release()
 
     def check(self) -> None:
         if self._error is not None:
