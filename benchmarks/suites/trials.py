@@ -130,6 +130,11 @@ ARMS: dict[str, dict[str, Any]] = {
     # the ceiling with every env on its own goal (groups of 1): does replaying one goal per group of 4
     # leave a rollout too few goals? (ppo-visible reached 0.42 in trials, 1.00 in the calibration)
     "ppo-visible-solo": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1, "free_members": 0},
+    # issue 37's ceiling: ppo-visible-solo with the actor and the critic on features extractors of their own
+    # (SB3 shares one by default: the entry reader's hidden-wide ReLU layer over the observation, trained
+    # by the value loss as well as the policy's; the calibration's MlpPolicy has no trainable extractor)
+    "ppo-visible-solo-unshared": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1,
+                                  "free_members": 0, "ppo": {"policy_kwargs": {"share_features_extractor": False}}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -247,7 +252,11 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         ppo_settings,  # the ML1 families' calibrated settings
     )
 
-    ppo_kwargs = {**PPO_KWARGS, **ppo_settings(fam.get("ppo", {})), **spec.pop("ppo", {})}
+    base_ppo = ppo_settings(fam.get("ppo", {}))
+    arm_ppo = ppo_settings(spec.pop("ppo", {}))
+    if "policy_kwargs" in arm_ppo:  # an arm's policy_kwargs add to the family's (net_arch, activation kept)
+        arm_ppo["policy_kwargs"] = {**base_ppo.get("policy_kwargs", {}), **arm_ppo["policy_kwargs"]}
+    ppo_kwargs = {**PPO_KWARGS, **base_ppo, **arm_ppo}
     vec_normalize = fam.get("vec_normalize")
     k_trials = fam["trials"]
     proto = fam["make"]()
