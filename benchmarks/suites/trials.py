@@ -135,6 +135,13 @@ ARMS: dict[str, dict[str, Any]] = {
     # by the value loss as well as the policy's; the calibration's MlpPolicy has no trainable extractor)
     "ppo-visible-solo-unshared": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1,
                                   "free_members": 0, "ppo": {"policy_kwargs": {"share_features_extractor": False}}},
+    # issue 37's ceiling: ppo-visible-solo with the successful step paying its reward for every step after
+    # it (r * gamma / (1 - gamma), the value of staying at the goal that the critic, blind to the time,
+    # bootstraps at the cap) instead of for each step left to the cap: with the bonus to the cap, staying
+    # just outside the success radius (reward ~0.99 a step, bootstrapped at the cap) is worth more than
+    # succeeding
+    "ppo-visible-solo-bonus-inf": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1,
+                                   "free_members": 0, "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -233,7 +240,11 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     train_instances = spec.pop("train_instances", None)  # an arm may train on more instances than its family's
     if train_instances and family != "maze":
         raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
-    fam = FAMILIES[family](train_instances) if train_instances else FAMILIES[family]()
+    env_kwargs = spec.pop("env_kwargs", None)  # an arm may build the family's env otherwise (ML1 families)
+    if env_kwargs and not family.startswith("ml1-"):
+        raise ValueError(f"arm {arm!r} sets the env's arguments: run it with an ml1-* family")
+    fam = (FAMILIES[family](train_instances) if train_instances else
+           FAMILIES[family](**env_kwargs) if env_kwargs else FAMILIES[family]())
     kind = spec.pop("kind")
     if spec.pop("goal", "hidden") == "visible":  # the ceiling: the same task with its goal shown
         if "make_visible" not in fam:

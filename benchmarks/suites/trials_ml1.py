@@ -44,8 +44,9 @@ def trial_cap(task: str) -> int:
     return TRIAL_CAP if task == "reach-v3" else CAPS[task]
 
 
-def ml1_family(task: str = "reach-v3") -> dict[str, Any]:
-    """The ML1 family of ``task`` (the fields :func:`benchmarks.suites.trials.run_one` reads)."""
+def ml1_family(task: str = "reach-v3", **env_kwargs: Any) -> dict[str, Any]:
+    """The ML1 family of ``task`` (the fields :func:`benchmarks.suites.trials.run_one` reads);
+    ``env_kwargs`` go to every :class:`~integrations.metaworld.ml1_trials.ML1Trials` (e.g. ``success_bonus``)."""
     from benchmarks.suites.metaworld_calibration import SETTINGS
     from integrations.metaworld.ml1_demos import ml1_demonstrations
     from integrations.metaworld.ml1_trials import ML1Trials, ml1_instances
@@ -55,8 +56,9 @@ def ml1_family(task: str = "reach-v3") -> dict[str, Any]:
     setting = SETTINGS[CALIBRATED]
     return {"task": f"metaworld.ML1({task!r}, seed=0), goal hidden (ML1's partially_observable), "
                     f"{cap}-step trials ending at info['success'], reward x{setting['reward_scale']}",
-            "make": lambda: ML1Trials(task, cap, reward_scale=setting["reward_scale"]),
-            "make_visible": lambda: ML1Trials(task, cap, goal_visible=True, reward_scale=setting["reward_scale"]),
+            "make": lambda: ML1Trials(task, cap, reward_scale=setting["reward_scale"], **env_kwargs),
+            "make_visible": lambda: ML1Trials(task, cap, goal_visible=True, reward_scale=setting["reward_scale"],
+                                              **env_kwargs),
             "train": train, "held_out": held_out, "horizon": cap, "trials": 4,
             "demonstration": ml1_demonstrations(task, cap),
             "memory_kwargs": {"dense_rewards": True},
@@ -65,12 +67,12 @@ def ml1_family(task: str = "reach-v3") -> dict[str, Any]:
                               "gamma": float(setting["ppo"].get("gamma", 0.99))}}
 
 
-def ml1_reach_family() -> dict[str, Any]:
+def ml1_reach_family(**env_kwargs: Any) -> dict[str, Any]:
     """The ``ml1-reach`` family."""
-    return ml1_family("reach-v3")
+    return ml1_family("reach-v3", **env_kwargs)
 
 
-def ml1_moves_family(task: str = "reach-v3") -> dict[str, Any]:
+def ml1_moves_family(task: str = "reach-v3", **env_kwargs: Any) -> dict[str, Any]:
     """:func:`ml1_family` with :data:`START_MOVES` random hand moves before each trial (``ML1Trials(start_moves=...)``).
 
     Meta-World's resets are deterministic, so in ``ml1-reach`` a demonstration replays open loop
@@ -81,19 +83,19 @@ def ml1_moves_family(task: str = "reach-v3") -> dict[str, Any]:
 
     from integrations.metaworld.ml1_trials import ML1Trials
 
-    fam = ml1_family(task)
+    fam = ml1_family(task, **env_kwargs)
     scale, cap = fam["reward_scale"], trial_cap(task)
     seeds = count()
     return {**fam, "task": fam["task"] + f", {START_MOVES} random hand moves before each trial",
             "make": lambda: ML1Trials(task, cap, reward_scale=scale, start_moves=START_MOVES,
-                                      start_seed=next(seeds)),
+                                      start_seed=next(seeds), **env_kwargs),
             "make_visible": lambda: ML1Trials(task, cap, goal_visible=True, reward_scale=scale,
-                                              start_moves=START_MOVES, start_seed=next(seeds))}
+                                              start_moves=START_MOVES, start_seed=next(seeds), **env_kwargs)}
 
 
-def ml1_reach_moves_family() -> dict[str, Any]:
+def ml1_reach_moves_family(**env_kwargs: Any) -> dict[str, Any]:
     """The ``ml1-reach-moves`` family."""
-    return ml1_moves_family("reach-v3")
+    return ml1_moves_family("reach-v3", **env_kwargs)
 
 
 def ml1_push_moves_family() -> dict[str, Any]:

@@ -108,7 +108,10 @@ class ML1Trials(gym.Env):
         goal_visible: show the goal (the ceiling); False (default): ML1's hidden goal.
         reward_scale: multiplies Meta-World's reward.
         success_bonus: the successful step also pays its reward for each step left to the cap,
-            discounted by ``gamma`` (see the module's docstring).
+            discounted by ``gamma`` (True or ``"cap"``, see the module's docstring); ``"infinite"``:
+            for every step after it, discounted, ``reward * gamma / (1 - gamma)`` (what a critic
+            that does not see the time bootstraps at the cap for a trial that stays near the
+            goal without ending: issue 37); False: no bonus.
         gamma: the discount of ``success_bonus`` (PPO's).
         start_moves: random hand moves before each trial's first observation (0, the default: none;
             every trial of an instance then starts in the same state).
@@ -131,7 +134,7 @@ class ML1Trials(gym.Env):
         return self.cap
 
     def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
-                 reward_scale: float = 0.1, success_bonus: bool = True, gamma: float = 0.99,
+                 reward_scale: float = 0.1, success_bonus: bool | str = True, gamma: float = 0.99,
                  start_moves: int = 0, start_seed: int = 0) -> None:
         import metaworld
 
@@ -142,7 +145,14 @@ class ML1Trials(gym.Env):
             raise ValueError(f"reward_scale must be a finite number > 0, got {reward_scale!r}")
         if not 0.0 <= float(gamma) <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
-        self.reward_scale, self.success_bonus, self.gamma = float(reward_scale), bool(success_bonus), float(gamma)
+        if success_bonus not in (True, False, "cap", "infinite"):
+            raise ValueError(f"success_bonus must be True, False, 'cap' or 'infinite', got {success_bonus!r}")
+        if success_bonus == "infinite" and not float(gamma) < 1.0:
+            raise ValueError("success_bonus='infinite' needs gamma < 1")
+        self.reward_scale, self.gamma = float(reward_scale), float(gamma)
+        #: "cap", "infinite" or None (no bonus)
+        self.success_bonus: str | None = ("cap" if success_bonus is True else
+                                          success_bonus if isinstance(success_bonus, str) else None)
         self.tasks = ml1_goal_tasks(task, self.goal_visible)
         self.raw: Any = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task](reward_function_version=REWARD_FUNCTION_VERSION)
         self.start_moves = check_int("start_moves", start_moves, minimum=0)
@@ -184,9 +194,11 @@ class ML1Trials(gym.Env):
         self._t += 1
         success = bool(float(info.get("success", 0.0)) >= 1.0)
         r = float(reward) * self.reward_scale
-        if success and self.success_bonus:
+        if success and self.success_bonus == "cap":
             left = self.cap - self._t
             r += r * sum(self.gamma ** j for j in range(1, left + 1))
+        elif success and self.success_bonus == "infinite":
+            r += r * self.gamma / (1.0 - self.gamma)
         out = {**info, "success": success, "is_success": success, "instance": self.instance}
         return self._clip(obs), r, success, (not success) and self._t >= self.cap, out
 
