@@ -219,6 +219,52 @@ FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_famil
 
 
 # ---------------------------------------------------------------------------- one run
+def _end_distance_callback(every: int = 8192, window: int = 400) -> Any:
+    """A callback recording, for the ML1 families (issue 37), where the training trials end: every ``every``
+    steps, over the last ``window`` trials, the success rate, the failed trials' end distance to the goal
+    (Meta-World's ``info["obj_to_target"]``: median and quartiles) and the share of them that end within
+    0.10 of it (the success radius is 0.05), and the policy's mean ``log_std``. A policy that learned to
+    stop just outside the success radius shows failed trials ending at 0.05-0.10; one that goes elsewhere,
+    far."""
+    from collections import deque
+
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class EndDistance(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.recent: deque[tuple[float, float | None, int]] = deque(maxlen=window)
+            self.curve: list[dict[str, Any]] = []
+            self._next = every
+            self._len: dict[int, int] = {}
+
+        def _on_step(self) -> bool:
+            for i, info in enumerate(self.locals["infos"]):
+                self._len[i] = self._len.get(i, 0) + 1
+                if "trial_success" not in info:
+                    continue
+                dist = info.get("obj_to_target")
+                self.recent.append((float(info["trial_success"]), None if dist is None else float(dist),
+                                    self._len.pop(i)))
+            if self.num_timesteps >= self._next:
+                self._next += every
+                failed = np.array([d for s, d, _ in self.recent if not s and d is not None])
+                lengths = [n for s, _, n in self.recent if s]
+                log_std = getattr(self.model.policy, "log_std", None)
+                self.curve.append({
+                    "step": int(self.num_timesteps),
+                    "success": round(float(np.mean([s for s, _, _ in self.recent])), 3) if self.recent else None,
+                    "failed": int(len(failed)),
+                    "failed_end_distance_q25_median_q75": [round(float(x), 4) for x in
+                                                           np.percentile(failed, [25, 50, 75])] if len(failed) else None,
+                    "failed_ending_within_0.10": round(float(np.mean(failed <= 0.10)), 3) if len(failed) else None,
+                    "success_length_mean": round(float(np.mean(lengths)), 1) if lengths else None,
+                    "log_std_mean": None if log_std is None else round(float(log_std.detach().mean()), 3)})
+            return True
+
+    return EndDistance()
+
+
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
@@ -327,10 +373,13 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                                   vec_normalize=vec_normalize, seed=seed)
         method_model, method_venv = run.model, run.model.get_env()
         log = TrialsLogCallback(k_trials, every=8192)
-        method_model.learn(steps, callback=[log, *run.callbacks])
+        ends = _end_distance_callback() if family.startswith("ml1-") else None
+        method_model.learn(steps, callback=[log, *run.callbacks, *([ends] if ends is not None else [])])
         assert method_venv is not None
         method_venv.close()
         out["train"] = {"curve": log.curve, "final": log.snapshot(), "memory": dict(mem.stats)}
+        if ends is not None:
+            out["train"]["end_distance"] = ends.curve
 
         def frozen_memory() -> TrialMemory:
             m = memory(train_extractor=False)
