@@ -104,6 +104,31 @@ def test_trial_cap_truncates_and_success_terminates() -> None:
     env.close()
 
 
+@pytest.mark.parametrize("bonus", [True, "cap", "infinite", False])
+def test_success_bonus_pays_to_the_cap_or_for_ever_or_not(bonus: bool | str) -> None:
+    env = ML1Trials("reach-v3", goal_visible=True, success_bonus=bonus)
+    obs, _ = env.reset(seed=3)
+    goal = env.goal()
+    t, terminated, truncated = 0, False, False
+    while not (terminated or truncated):  # a proportional controller to the (visible) goal
+        action = np.zeros(4, np.float32)
+        action[:3] = np.clip((goal - obs[:3]) * 10, -1, 1) * 0.3
+        obs, reward, terminated, truncated, _ = env.step(action)
+        t += 1
+    assert terminated
+    base = 1.0  # reach pays 10 x 0.1 inside the success radius
+    expected = {True: base * sum(0.99 ** j for j in range(env.cap - t + 1)),
+                "cap": base * sum(0.99 ** j for j in range(env.cap - t + 1)),
+                "infinite": base / (1 - 0.99), False: base}[bonus]
+    assert reward == pytest.approx(expected)
+    env.close()
+
+
+def test_success_bonus_refuses_unknown_values() -> None:
+    with pytest.raises(ValueError, match="success_bonus"):
+        ML1Trials("reach-v3", success_bonus="forever")
+
+
 def test_start_moves_change_the_start_not_the_goal() -> None:
     env = ML1Trials("reach-v3", start_moves=5, start_seed=1)
     first, _ = env.reset(seed=60)
