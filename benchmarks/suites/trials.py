@@ -142,6 +142,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # succeeding
     "ppo-visible-solo-bonus-inf": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1,
                                    "free_members": 0, "env_kwargs": {"success_bonus": "infinite"}},
+    # and with the protocol's groups (4 envs replaying one goal, one of them free): do groups still cap the
+    # learner once the bonus is fixed?
+    "ppo-visible-bonus-inf": {"kind": "crl", "scope": "none", "goal": "visible",
+                              "env_kwargs": {"success_bonus": "infinite"}},
     # the same bonus for the method's best ML1 arm and for PPO on the hidden goal (issue 37)
     "crl-trials-imitate-nearest-strong-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
                                                     "env_kwargs": {"success_bonus": "infinite"}},
