@@ -124,9 +124,11 @@ def test_success_bonus_pays_to_the_cap_or_for_ever_or_not(bonus: bool | str) -> 
     env.close()
 
 
-def test_success_bonus_refuses_unknown_values() -> None:
+def test_success_bonus_refuses_unknown_values_and_reads_one_and_zero_as_the_bools() -> None:
     with pytest.raises(ValueError, match="success_bonus"):
         ML1Trials("reach-v3", success_bonus="forever")
+    assert ML1Trials("reach-v3", success_bonus=1).success_bonus == "cap"  # as bool(1) was read before
+    assert ML1Trials("reach-v3", success_bonus=0).success_bonus is None
 
 
 def test_start_moves_change_the_start_not_the_goal() -> None:

@@ -48,7 +48,8 @@ def leave_cores(learner_threads: int) -> int:
     global _holders, _previous, _lowered_to
     with _lock:
         _holders += 1
-        target = max(1, available_cores() - learner_threads)
+        cores = available_cores()
+        target = max(1, cores - learner_threads)
         current = torch.get_num_threads()
         if current > target:
             if _previous is None:
@@ -56,8 +57,7 @@ def leave_cores(learner_threads: int) -> int:
             torch.set_num_threads(target)
             _lowered_to = target
             log.info("torch threads %d -> %d in this process while a learner process runs beside it "
-                     "(%d cores; ManagerConfig(limit_actor_threads=False) leaves them)", current, target,
-                     available_cores())
+                     "(%d cores; ManagerConfig(limit_actor_threads=False) leaves them)", current, target, cores)
         return torch.get_num_threads()
 
 

@@ -151,8 +151,9 @@ class ML1Trials(gym.Env):
             raise ValueError("success_bonus='infinite' needs gamma < 1")
         self.reward_scale, self.gamma = float(reward_scale), float(gamma)
         #: "cap", "infinite" or None (no bonus)
-        self.success_bonus: str | None = ("cap" if success_bonus is True else
-                                          success_bonus if isinstance(success_bonus, str) else None)
+        # by equality, as bool() read it before: 1 is True ("cap"), 0 False (no bonus)
+        self.success_bonus: str | None = ("cap" if success_bonus in (True, "cap") else
+                                          "infinite" if success_bonus == "infinite" else None)
         self.tasks = ml1_goal_tasks(task, self.goal_visible)
         self.raw: Any = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task](reward_function_version=REWARD_FUNCTION_VERSION)
         self.start_moves = check_int("start_moves", start_moves, minimum=0)
