@@ -4,9 +4,10 @@ Torch runs its operations on as many threads as the machine has cores. A learner
 (``process`` mode, the default where one can start) adds a thread of its own
 (:data:`~.process.LEARNER_TORCH_THREADS`), and threads that outnumber the cores wait on each
 other at every parallel operation: on 2 cores, the README's two-line form on MiniHack-Room-5x5
-(SB3's default policy, 4 envs, 16k steps) ran at 880 steps/s with torch's 2 threads and at
-1,340 with 1, while PPO alone ran at 1,850 and 2,000
-(``python -m benchmarks.perf.overhead --torch-threads 0`` leaves torch's setting as it is).
+(SB3's default policy, 4 envs, 16k steps, PPO alone at 1,773-1,870) ran at 910 and 915 steps/s
+with torch's 2 threads, and at 1,315 and 1,378 with them lowered to 1
+(``benchmarks/results/overhead-threads-{before,after}{1,2}.json``; ``python -m
+benchmarks.perf.overhead --torch-threads 0`` leaves torch's setting as it is).
 
 :func:`leave_cores` lowers this process's threads to the cores the learner processes leave
 (at least 1) while they run; :func:`release` restores the setting when the last of them
