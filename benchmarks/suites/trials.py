@@ -150,6 +150,13 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-imitate-nearest-strong-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
                                                     "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf": {"kind": "crl", "scope": "none", "env_kwargs": {"success_bonus": "infinite"}},
+    # issue 37: the run's best step (a success's last step, else the highest reward) shown as an offset from
+    # the agent's state in an observation key of its own (RunBest), outside the pooled rows: where a
+    # demonstration or a success ended is the hidden goal, and the policy can read it as a visible goal
+    "crl-trials-best-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "run_best": True,
+                                  "env_kwargs": {"success_bonus": "infinite"}},
+    # and without entry imitation (which pulls towards the nearest shown success's action, not towards its end)
+    "crl-trials-best-noimitate-bonus-inf": {**METHOD, "run_best": True, "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }

@@ -20,13 +20,15 @@ from ..validators import check_instances
 from ..wrappers.env_checks import Check, check_finite_observation
 
 __all__ = ["check_instances", "checked_observations", "trials_observation_space", "space_mismatch",
-           "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "TRIAL_INFO_KEY"]
+           "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "TRIAL_INFO_KEY"]
 
 #: the observation keys a trial env adds to the env's own
 ENTRIES_KEY = "trial_entries"
 MASK_KEY = "trial_mask"
 #: the observation key of the trial's index in its run (a one-hot), with ``TrialMemory(trial_index=True)``
 TRIAL_INDEX_KEY = "trial_index"
+#: the observation key of where the run's best trial got to, with ``TrialMemory(run_best=True)``
+RUN_BEST_KEY = "run_best"
 #: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
 TRIAL_INFO_KEY = "trial"
 

@@ -102,6 +102,8 @@ class TrialMemory:
             build the evaluation memories with the same setting. Measured on the hidden-goal room
             (5 seeds): cumulative success by trial 4 0.59 against 0.51, the same with the memory
             or without it. False (the default): not shown.
+        run_best: show where the run's best trial got to (:class:`~experience_wrappers.trials.run_best.RunBest`,
+            observation key ``run_best``). False (the default): not shown.
         dense_rewards: for dense, positive rewards (Meta-World's): each entry carries its step's reward
             (``EntryLayout(step_reward=True)``), and the trial-return column holds the trial's
             outcome (1 success, 0 failure) instead of the rewards' sum, which is positive for any
@@ -123,7 +125,7 @@ class TrialMemory:
                  k: int = 8, per_trial: int = 2, path: int = 0, key_encoder: KeyEncoder | None = None,
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
-                 trial_index: bool = False, dense_rewards: bool = False, batch_size: int = 256,
+                 trial_index: bool = False, run_best: bool = False, dense_rewards: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -134,7 +136,7 @@ class TrialMemory:
         self.scope = scope
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
-        self.trial_index = bool(trial_index)
+        self.trial_index, self.run_best = bool(trial_index), bool(run_best)
         self.dense_rewards = bool(dense_rewards)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
@@ -160,11 +162,9 @@ class TrialMemory:
         #: the extractor's learner (credited entries, updates; None with ``exp_dim=0``)
         self.learner: ExtractorLearner | None = self.manager.learner if self.exp_dim else None
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
-        self._pid = os.getpid()
-        self._next_scope = 1
+        self._pid, self._next_scope, self._next_task = os.getpid(), 1, 1
         #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids)``, oldest first
         self._scope_ids: dict[int, list[tuple[int, np.ndarray]]] = {}
-        self._next_task = 1
         self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
@@ -230,6 +230,10 @@ class TrialMemory:
         """A finished run of another instance than ``instance``, drawn at random (0: none yet)."""
         others = [s for s, i in self._donors if i != int(instance)]
         return int(others[int(rng.integers(len(others)))]) if others else 0
+
+    def trials_of(self, scope: int) -> list[np.ndarray]:
+        """The entry ids of ``scope``'s written trials (and demonstrations), oldest first."""
+        return [ids for _, ids in self._scope_ids.get(scope, [])]
 
     def size(self, scope: int) -> int:
         """Entries held in ``scope``."""

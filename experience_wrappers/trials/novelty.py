@@ -17,11 +17,11 @@ import gymnasium as gym
 import numpy as np
 
 from ..validators import check_real
-from .checks import ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
+from .checks import ENTRIES_KEY, MASK_KEY, RUN_BEST_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
 
 __all__ = ["NoveltyBonus"]
 
-_SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)  # what run scope's wrapper adds: not part of where the agent is
+_SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, RUN_BEST_KEY)  # what run scope's wrapper adds: not part of where the agent is
 
 
 class NoveltyBonus(gym.Wrapper):

@@ -55,6 +55,7 @@ from .checks import (
 )
 from .memory import TrialMemory
 from .novelty import NoveltyBonus
+from .run_best import RunBest
 from .trial_index import TrialIndex
 
 __all__ = ["RunScopeWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trial_env", "trials_env_fns"]
@@ -343,8 +344,11 @@ def trial_env(env: gym.Env, memory: TrialMemory, *, novelty_bonus: float = 0.0, 
     """
     bonus = check_real("novelty_bonus", novelty_bonus, minimum=0)
     out: gym.Env = ExperienceWrapper(env, memory, scope="run", **kwargs)
+    trials = out.trials  # type: ignore[attr-defined]
+    if memory.run_best:
+        out = RunBest(out)  # type: ignore[arg-type]
     if memory.trial_index:
-        out = TrialIndex(out, out.trials)  # type: ignore[attr-defined]
+        out = TrialIndex(out, trials)
     if bonus and kwargs.get("learn", True):
         out = NoveltyBonus(out, bonus, until_success=novelty_until_success)
     return out

@@ -1,0 +1,101 @@
+"""``RunBest``: show the policy where its run's best trial got to, as an offset from where it stands.
+
+A run's entries are read by nearness (:meth:`~experience_wrappers.trials.TrialMemory.read`): the
+steps of earlier trials nearest the agent's state, with the actions they took. Where the goal is a
+place the observation hides (Meta-World's ML1 with the goal hidden), what a successful trial or a
+demonstration says most plainly is where it ended; where rewards are dense, a failed trial says
+where it came closest. This wrapper adds that one point as an observation key of its own, outside
+the pooled rows, so the policy reads it as it would read a visible goal:
+
+    run_best = [best key - key of the current state | succeeded | its reward | present]
+
+The *best* step of the run's entries (its earlier trials and a demonstration placed in the run) is
+the last step of a successful trial (the newest such trial), else the step with the highest reward
+(with ``TrialMemory(dense_rewards=True)``; failed trials are entries only with ``write_failures``).
+It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, see zeros; with
+``scope="other"`` it is the donor run's (the random-retrieval ablation). It is computed once per
+trial, at reset (a run's entries change only when a trial ends). ``TrialMemory(run_best=True)`` is
+the setting, saved with a run's memory settings; :func:`~experience_wrappers.trials.wrapper.trial_env`
+installs this wrapper where it is set.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .checks import RUN_BEST_KEY
+
+if TYPE_CHECKING:
+    from .memory import TrialMemory
+    from .wrapper import RunScopeWrapper
+
+__all__ = ["RunBest", "best_step"]
+
+
+def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
+    """``[key | succeeded | reward]`` of the best step of ``scope``'s entries (see the module doc); None: none."""
+    trials = memory.trials_of(scope)
+    if not trials:
+        return None
+    lay = memory.layout
+    best: tuple[tuple[float, float], np.ndarray] | None = None  # ((succeeded, newer or higher), row)
+    for t, ids in enumerate(trials):
+        values = memory.bank.get(ids)["value"]
+        won = bool(values[0, lay.return_col] > 0)
+        if not won and not lay.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
+            continue
+        rewards = values[:, lay.reward_col] if lay.step_reward else np.zeros(len(values), np.float32)
+        step = len(values) - 1 if won else int(np.argmax(rewards))
+        score = (float(won), float(t) if won else float(rewards[step]))
+        if best is None or score >= best[0]:
+            best = (score, np.concatenate([values[step, :lay.key_dim], [float(won), rewards[step]]]))
+    return None if best is None else best[1].astype(np.float32)
+
+
+class RunBest(gym.Wrapper):
+    """Add ``run_best`` (``key_dim + 3`` wide) to a run-scope trial env's Dict observation.
+
+    Args:
+        env: a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`.
+
+    Raises:
+        ValueError: the env is not a run-scope ExperienceWrapper, or its observation already has ``run_best``.
+    """
+
+    def __init__(self, env: RunScopeWrapper) -> None:
+        super().__init__(env)
+        base = env.observation_space
+        if getattr(env, "scope", None) != "run" or not isinstance(base, spaces.Dict) or RUN_BEST_KEY in base.spaces:
+            raise ValueError(f"RunBest adds {RUN_BEST_KEY!r} to run scope's ExperienceWrapper(env, memory, "
+                             f"scope=\"run\", ...); got {type(env).__name__} with {base}")
+        self.memory: TrialMemory = env.memory
+        own = self.memory.observation_space
+        self._own = list(own.spaces) if isinstance(own, spaces.Dict) else None  # None: the env's is "observation"
+        self._dim = self.memory.key_dim
+        self.observation_space = spaces.Dict({**base.spaces, RUN_BEST_KEY: spaces.Box(
+            -np.inf, np.inf, (self._dim + 3,), np.float32)})
+        self._best: np.ndarray | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        scope = self.env.read_scope  # type: ignore[attr-defined]
+        self._best = best_step(self.memory, scope) if scope else None
+        return self._add(obs), info
+
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._add(obs), reward, terminated, truncated, info
+
+    def _add(self, obs: dict[str, Any]) -> dict[str, Any]:
+        out = np.zeros(self._dim + 3, np.float32)
+        if self._best is not None:
+            own = obs["observation"] if self._own is None else {k: obs[k] for k in self._own}
+            key = self.memory.keys(own[None] if self._own is None else {k: v[None] for k, v in own.items()})[0]
+            out[:self._dim] = self._best[:self._dim] - key
+            out[self._dim:] = (*self._best[self._dim:], 1.0)
+        return {**obs, RUN_BEST_KEY: out}
