@@ -1,0 +1,91 @@
+"""RunBest: where the run's best trial got to, shown as an offset from the agent's state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from experience_wrappers import ExperienceWrapper
+from experience_wrappers.trials import TrialMemory
+from experience_wrappers.trials.checks import RUN_BEST_KEY
+from experience_wrappers.trials.run_best import RunBest, best_step
+from experience_wrappers.trials.wrapper import trial_env
+from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration
+from integrations.sb3.trials_features import TrialsFeaturesExtractor
+
+POS = spaces.Box(0.0, 9.0, (2,), np.float32)
+ACT = spaces.Discrete(8)
+
+
+def key(mem: TrialMemory, pos) -> np.ndarray:
+    return mem.keys(np.asarray([pos], np.float32))[0]
+
+
+def test_the_best_step_is_the_newest_successes_end_else_the_highest_reward_with_dense_rewards() -> None:
+    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True)
+    s = mem.new_scope()
+    assert best_step(mem, s) is None
+    mem.write(s, np.array([[0, 0], [4, 4], [2, 2]]), [0, 0, 0], [0.1, 0.7, 0.3], success=False)
+    got = best_step(mem, s)
+    assert got is not None and np.allclose(got[:2], key(mem, [4, 4])) and got[2:].tolist() == [0.0, pytest.approx(0.7)]
+    mem.write(s, np.array([[1, 1], [5, 5]]), [0, 0], [0.2, 0.9], success=False)  # closer: it replaces the first
+    assert np.allclose(best_step(mem, s)[:2], key(mem, [5, 5]))
+    mem.write(s, np.array([[0, 0], [6, 6], [7, 8]]), [0, 0, 0], [0.1, 0.2, 0.4], success=True)  # a success wins
+    assert np.allclose(best_step(mem, s)[:3], [*key(mem, [7, 8]), 1.0])
+    mem.write(s, np.array([[3, 3], [9, 9]]), [0, 0], [0.95, 0.99], success=False)  # a failure never beats a success
+    assert np.allclose(best_step(mem, s)[:2], key(mem, [7, 8]))
+    mem.write(s, np.array([[0, 1], [2, 3]]), [0, 0], [0.1, 0.2], success=True)  # the newest success wins
+    assert np.allclose(best_step(mem, s)[:2], key(mem, [2, 3]))
+    mem.forget(s)
+    assert best_step(mem, s) is None
+
+
+def test_sparse_failures_say_nothing_of_where_they_got_to() -> None:
+    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True)
+    s = mem.new_scope()
+    mem.write(s, np.array([[0, 0], [4, 4]]), [0, 0], [0.0, 0.0])
+    assert best_step(mem, s) is None
+    mem.write(s, np.array([[0, 0], [3, 4]]), [0, 0], [0.0, 1.0])
+    assert np.allclose(best_step(mem, s)[:3], [*key(mem, [3, 4]), 1.0])
+
+
+def test_a_guided_run_sees_the_demonstrations_end_relative_to_where_it_stands_and_a_free_run_sees_nothing() -> None:
+    goal = 57
+    demo = goal_demonstration(goal)
+    proto = HiddenGoalRoom()
+    mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25, run_best=True, exp_dim=0)
+    for guided in (True, False):
+        env = trial_env(HiddenGoalRoom(), mem, instances=[goal], trials=2, guided=guided,
+                        demonstrations=lambda i: demo)
+        assert isinstance(env, RunBest) and env.observation_space[RUN_BEST_KEY].shape == (mem.key_dim + 3,)
+        obs, _ = env.reset()
+        assert env.observation_space.contains(obs)
+        for action in (3, 3):  # wherever the agent goes, the offset points at the demonstration's last step
+            pos = obs["observation"]
+            shown = obs[RUN_BEST_KEY]
+            if guided:
+                assert np.allclose(shown[:2], key(mem, demo[0][-1]) - key(mem, pos))
+                assert shown[2:].tolist() == [1.0, 0.0, 1.0]  # a success, its reward (sparse: 0), present
+            else:
+                assert not shown.any()
+            obs, *_ = env.step(action)
+    extractor = TrialsFeaturesExtractor(env.observation_space)  # the reader takes it with the env's own keys
+    assert RUN_BEST_KEY in extractor.base_keys
+
+
+def test_run_best_follows_the_memorys_scope_setting_and_refuses_an_env_that_is_not_run_scope() -> None:
+    proto = HiddenGoalRoom()
+    mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25, run_best=True, exp_dim=0, scope="none")
+    env = trial_env(HiddenGoalRoom(), mem, instances=[57], trials=2, guided=True,
+                    demonstrations=lambda i: goal_demonstration(i))
+    obs, _ = env.reset()
+    assert not obs[RUN_BEST_KEY].any()  # the no-retrieval ablation: nothing of the instance shown
+    plain = TrialMemory(proto.observation_space, proto.action_space, horizon=25)
+    assert RUN_BEST_KEY not in trial_env(HiddenGoalRoom(), plain, instances=[57]).observation_space.spaces
+    with pytest.raises(ValueError, match="run scope"):
+        RunBest(HiddenGoalRoom())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="run scope"):
+        RunBest(env)  # type: ignore[arg-type]  (already shown: env is a RunBest)
+    with pytest.raises(ValueError, match="run scope"):
+        RunBest(ExperienceWrapper(HiddenGoalRoom(), plain, scope="run", instances=[57]).env)  # type: ignore[arg-type]
