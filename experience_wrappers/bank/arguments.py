@@ -322,7 +322,7 @@ def as_ids(ids: Any) -> np.ndarray:
 
 
 def check_widths(dims: dict[str, int]) -> dict[str, int]:
-    """``dims`` (name -> width), each at most :data:`~experience_wrappers.core.config.MAX_DIM` (else ``ValueError``)."""
+    """``dims`` (name -> width), each at most :data:`~experience_wrappers.bank.config.MAX_DIM` (else ``ValueError``)."""
     for name, width in dims.items():
         if width > MAX_DIM:
             raise ValueError(f"{name} must be <= {MAX_DIM}, got {width}")

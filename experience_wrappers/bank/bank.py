@@ -207,7 +207,7 @@ class ExperienceBank:
 
         With ``config.utility_warmup`` the step is ``max(1 - decay, 1 / (n_credited + 2))``:
         ``u <- u + step * (delta - u)``, a running mean over the first credits
-        (:func:`.utility.credit`).
+        (:func:`~experience_wrappers.credit.rules.credit_utilities`, the credit rule).
 
         Ids that are no longer in the bank are skipped. An id given twice is credited twice,
         in order. Returns a mask of the ids that were found.

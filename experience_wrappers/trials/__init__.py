@@ -7,7 +7,7 @@ bank, scoped by run, with decodable content per entry
 ``ExperienceWrapper(env, memory, scope="run", ...)`` (:class:`~.wrapper.RunScopeWrapper`), shows a
 guided trial the nearest of them. The rest is public in the module that defines it:
 :mod:`.wrapper` (the observation keys, ``trial_env``, ``trials_env_fns``), :mod:`.memory`
-(``SCOPES``), :mod:`.novelty`, :mod:`.trial_index` and :mod:`.nearest_success` (the action entry
+(``SCOPES``), :mod:`.novelty`, :mod:`.trial_index`, :mod:`.run_best` and :mod:`.nearest_success` (the action entry
 imitation copies). The peers (retrieve-and-play, RL^2's meta-episodes) are baselines: ``benchmarks/peers/``.
 """
 
