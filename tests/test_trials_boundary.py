@@ -134,7 +134,8 @@ def test_evaluation_refuses_a_policy_trained_on_other_observations_before_any_st
              (indexed, lambda: memory(trial_index=True, exp_dim=4), 2, r"rows 12 wide.*rows 14 wide"),
              (indexed, lambda: memory(trial_index=True), 3, "trained with trials=2, the envs run trials=3"),
              (indexed, memory, 2, "trial_index: the policy was trained with it"),
-             (plain, lambda: memory(trial_index=True), 2, "trial_index: the envs show it")]
+             (plain, lambda: memory(trial_index=True), 2, "trial_index: the envs show it"),
+             (plain, lambda: memory(run_best=True), 2, r"run_best: the envs show it \(their memories have run_best=True\), the policy was trained without it")]
     for model, factory, trials, said in cases:
         with pytest.raises(ValueError, match=f"trained on other observations than these envs show: .*{said}"):
             evaluate_trials(model.predict, Grid, factory, [7], trials=trials, repeats=1,

@@ -29,6 +29,8 @@ MASK_KEY = "trial_mask"
 TRIAL_INDEX_KEY = "trial_index"
 #: the observation key of where the run's best trial got to, with ``TrialMemory(run_best=True)``
 RUN_BEST_KEY = "run_best"
+#: the observation keys a TrialMemory setting of the same name adds
+_SETTING_KEYS = (TRIAL_INDEX_KEY, RUN_BEST_KEY)
 #: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
 TRIAL_INFO_KEY = "trial"
 
@@ -90,12 +92,11 @@ def space_mismatch(policy: spaces.Space, env: spaces.Space) -> str | None:
     said: list[str] = []
     for key in sorted(set(policy.spaces) | set(env.spaces)):
         p, e = policy.spaces.get(key), env.spaces.get(key)
-        if key == TRIAL_INDEX_KEY and (p is None or e is None):
-            if p is not None or e is not None:
-                said.append(f"{key}: the policy was trained with it (TrialMemory(trial_index=True)), the envs do not "
-                            "show it (their memories have trial_index=False)" if e is None else
-                            f"{key}: the envs show it (their memories have trial_index=True), the policy was trained "
-                            "without it (TrialMemory(trial_index=False))")
+        if key in _SETTING_KEYS and (p is None or e is None):
+            said.append(f"{key}: the policy was trained with it (TrialMemory({key}=True)), the envs do not show it "
+                        f"(their memories have {key}=False)" if e is None else
+                        f"{key}: the envs show it (their memories have {key}=True), the policy was trained without it "
+                        f"(TrialMemory({key}=False))")
         elif p is None or e is None:
             said.append(f"{key}: the policy reads it, the envs do not show it" if e is None else
                         f"{key}: the envs show it, the policy was trained without it")
