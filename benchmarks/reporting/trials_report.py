@@ -32,8 +32,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random",
              "crl-trials-imitate-nearest-strong", "crl-trials-imitate-nearest-strong-random", "ppo", "ppo-sil", "ppo-visible", "ppo-visible-solo", "ppo-visible-solo-unshared", "ppo-visible-solo-bonus-inf",
              "ppo-visible-bonus-inf", "ppo-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
-             "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf", "crl-trials-best-random-bonus-inf",
-             "crl-trials-best-frozen-bonus-inf", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
+             "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [

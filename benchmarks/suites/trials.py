@@ -157,11 +157,12 @@ ARMS: dict[str, dict[str, Any]] = {
                                   "env_kwargs": {"success_bonus": "infinite"}},
     # and without entry imitation (which pulls towards the nearest shown success's action, not towards its end)
     "crl-trials-best-noimitate-bonus-inf": {**METHOD, "run_best": True, "env_kwargs": {"success_bonus": "infinite"}},
-    # its ablations: the run's best step and entries from another goal's run (random retrieval); the extractor frozen
-    "crl-trials-best-random-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "run_best": True,
-                                         "scope": "other", "env_kwargs": {"success_bonus": "infinite"}},
-    "crl-trials-best-frozen-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "run_best": True,
-                                         "train_extractor": False, "env_kwargs": {"success_bonus": "infinite"}},
+    # its ablations: the run's best step and the entries from another goal's run (random retrieval); the
+    # extractor frozen (does summing a trial up into each entry's vector earn its place?)
+    "crl-trials-best-noimitate-random-bonus-inf": {**METHOD, "run_best": True, "scope": "other",
+                                                   "env_kwargs": {"success_bonus": "infinite"}},
+    "crl-trials-best-noimitate-frozen-bonus-inf": {**METHOD, "run_best": True, "train_extractor": False,
+                                                   "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
