@@ -101,6 +101,22 @@ STRONG_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials", "with_demonstration", "with_demonstration", "trial1"),
 ]
 
+#: the run's best step shown (``crl-trials-best-noimitate-bonus-inf``, Meta-World, issue 37): against the
+#: learning-free player, PPO on the hidden goal, the strong imitation arm it replaces, its ablations
+BEST_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("retrieve-and-play", "with_experience", "with_experience", "cumulative@K"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("crl-trials-imitate-nearest-strong-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-imitate-nearest-strong-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-best-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-best-noimitate-random-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-best-noimitate-random-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-best-noimitate-frozen-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-best-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-best-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+]
+
 #: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
 #: against its own weights shown nothing of the run but the index
 INDEX_COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -224,7 +240,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-default-index", INDEX_COMPARISONS),
                                     ("crl-trials-1000", MAZES_COMPARISONS),
                                     ("crl-trials-imitate-nearest", NEAREST_COMPARISONS),
-                                    ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS)):
+                                    ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
+                                    ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
