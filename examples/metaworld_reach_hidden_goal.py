@@ -10,11 +10,13 @@ trials, and with one demonstration of the goal placed in the run first.
     python examples/metaworld_reach_hidden_goal.py --steps 300000 --out runs/reach   # about 16 min on 2 cores
     python examples/metaworld_reach_hidden_goal.py --load runs/reach                 # evaluate a saved run
 
-The settings are the measured arm's (``crl-trials-imitate-nearest-strong`` of the
-``ml1-reach-moves`` family: the entry-imitation loss on the nearest shown success, 16 batches
-per update; PPO as calibrated on reach with the goal visible; ``benchmarks/results/
-metaworld-ml1-reach-moves``, figures in docs/benchmarks.md). A short run (``--steps 20000``)
-learns little; the effect needs the full budget.
+The settings are the measured arm's (``crl-trials-best-noimitate-bonus-inf`` of the
+``ml1-reach-moves`` family: the run's best step shown as an offset from the hand, in an
+observation key of its own, ``TrialMemory(run_best=True)``; no entry-imitation loss; the
+successful step paying its reward for every step after it, ``ML1Trials(success_bonus="infinite")``;
+PPO as calibrated on reach with the goal visible; ``benchmarks/results/metaworld-ml1-reach-moves``,
+figures in docs/trials.md). A short run (``--steps 20000``) learns little; the effect needs the
+full budget.
 """
 
 from __future__ import annotations
@@ -47,15 +49,16 @@ def main() -> None:
     args = p.parse_args()
 
     train, held_out = ml1_instances()
-    make = functools.partial(ML1Trials, "reach-v3", TRIAL_CAP, reward_scale=0.1, start_moves=10)
+    make = functools.partial(ML1Trials, "reach-v3", TRIAL_CAP, reward_scale=0.1, start_moves=10,
+                             success_bonus="infinite")
     demonstrations = ml1_demonstrations("reach-v3", TRIAL_CAP)  # the scripted policy, recorded with the goal hidden
     if args.load:
         run = ComplementaryRL.load(args.load, env=make, demonstrations=demonstrations)
         print(f"loaded {args.load}")
     else:
         run = ComplementaryRL(make, scope="run", instances=train, trials=4, demonstrations=demonstrations,
-                              novelty_bonus=0.0, imitate={"max_distance": None, "n_batches": 16},
-                              memory_kwargs={"write_failures": True, "dense_rewards": True},
+                              novelty_bonus=0.0, imitate=False,
+                              memory_kwargs={"write_failures": True, "dense_rewards": True, "run_best": True},
                               algorithm_kwargs={**PPO, "n_steps": args.n_steps}, policy_kwargs=POLICY,
                               vec_normalize={"norm_obs": True, "norm_reward": False, "gamma": 0.99}, seed=args.seed)
         run.learn(args.steps)

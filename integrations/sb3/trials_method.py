@@ -85,9 +85,10 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     ``ppo_kwargs`` may hold ``policy_kwargs`` (``net_arch``, ``activation_fn``, ``log_std_init``):
     they override the method's ([64, 64]) but the features extractor stays the entry reader.
     ``vec_normalize``: ``VecNormalize``'s keyword arguments, the VecEnv wrapped in it (None, the
-    default: not wrapped); ``norm_obs_keys`` defaults to the env's own observation keys, so
-    that the entries, the mask and the trial index are never rescaled (the memory keys its
-    entries on the raw observations below it). Evaluate such a model through its statistics
+    default: not wrapped); ``norm_obs_keys`` defaults to the env's own observation keys and
+    ``run_best`` (an offset between keys, scaled as a visible goal would be: ML1's measured
+    arms ran so), so that the entries, the mask and the trial index are never rescaled (the
+    memory keys its entries on the raw observations below it). Evaluate such a model through its statistics
     (``model.get_env().normalize_obs``; frozen: ``training = False``).
 
     >>> from integrations.minihack.hidden_goal import HiddenGoalRoom
