@@ -41,7 +41,11 @@ class EntryImitationCallback(BaseCallback):
     (0.94; 0.99-1.00). The same operator in task scope, copying the action of the nearest
     entry of *other* instances (neighbour imitation, since removed), hurt: KeyRoom-S5 from 5
     demonstrations 0.34 against 0.46. The scope of what is shown decides its sign, which is why
-    it is a run-scope part, and the only one.
+    it is a run-scope part, and the only one. With continuous actions and a goal that is a
+    place (Meta-World reach, the goal hidden), copying the nearest shown action is not what
+    follows a demonstration: beside ``TrialMemory(run_best=True)`` it took trial 1 with one
+    demonstration from 0.94 to 0.30 (seed 0; ``crl-trials-best-bonus-inf`` against
+    ``crl-trials-best-noimitate-bonus-inf``): turn it off there (``imitate=False``).
 
     Args:
         layout: the memory's :class:`~experience_wrappers.manager.entry_layout.EntryLayout`.
