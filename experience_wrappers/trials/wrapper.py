@@ -48,6 +48,7 @@ from ..wrappers.recorder import EpisodeRecorder
 from .checks import (
     ENTRIES_KEY,
     MASK_KEY,
+    RUN_BEST_KEY,
     TRIAL_INDEX_KEY,
     TRIAL_INFO_KEY,
     check_instances,
@@ -58,7 +59,8 @@ from .novelty import NoveltyBonus
 from .run_best import RunBest
 from .trial_index import TrialIndex
 
-__all__ = ["RunScopeWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "trial_env", "trials_env_fns"]
+__all__ = ["RunScopeWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "trial_env",
+           "trials_env_fns"]
 
 #: ``demonstrations(instance)`` -> ``(observations, actions)`` of one demonstration of it, or None
 DemoSource = Callable[[int], tuple[Any, Any] | None]
@@ -93,8 +95,9 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
     :class:`~experience_wrappers.manager.entry_layout.EntryLayout`) and ``trial_mask`` ``(k,)``. ``info["trial"]``
     carries ``instance``, ``index`` (0-based), ``run``, ``guided`` and ``demonstrated`` (a
     demonstration was placed in the run); at a trial's end ``info["trial_success"]``. The
-    trial's index shown to the policy and the exploration bonus are wrappers of their own on
-    top (:class:`~experience_wrappers.trials.trial_index.TrialIndex`,
+    trial's index shown to the policy, where the run's best trial got to
+    (:class:`~experience_wrappers.trials.run_best.RunBest`) and the exploration bonus are wrappers
+    of their own on top (:class:`~experience_wrappers.trials.trial_index.TrialIndex`,
     :class:`~experience_wrappers.trials.novelty.NoveltyBonus`): :func:`trial_env` stacks a
     trial env with them as its memory and arguments say.
 
