@@ -48,11 +48,11 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
         won = bool(values[0, lay.return_col] > 0)
         if not won and not lay.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
             continue
-        rewards = values[:, lay.reward_col] if lay.step_reward else np.zeros(len(values), np.float32)
-        step = len(values) - 1 if won else int(np.argmax(rewards))
-        score = (float(won), float(t) if won else float(rewards[step]))
+        step = len(values) - 1 if won else int(np.argmax(values[:, lay.reward_col]))
+        reward = float(values[step, lay.reward_col]) if lay.step_reward else 0.0
+        score = (float(won), float(t) if won else reward)
         if best is None or score >= best[0]:
-            best = (score, np.concatenate([values[step, :lay.key_dim], [float(won), rewards[step]]]))
+            best = (score, np.concatenate([values[step, :lay.key_dim], [float(won), reward]]))
     return None if best is None else best[1].astype(np.float32)
 
 
