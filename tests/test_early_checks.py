@@ -271,7 +271,8 @@ def test_restore_loads_into_the_users_bank_object(tmp_path):
 
 def test_load_crl_keeps_the_users_bank_object(tmp_path):
     env = _cartpole()
-    model = PPO("MultiInputPolicy", env, n_steps=32, batch_size=32, n_epochs=1)
+    # seeded: unseeded, the first random CartPole episode outlasts the 64 steps now and then (no entry)
+    model = PPO("MultiInputPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0)
     model.learn(64, callback=CRLCallback())
     save_crl(tmp_path / "run", model)
     n = len(ExperienceBank.load(tmp_path / "run" / "experience" / "bank"))
