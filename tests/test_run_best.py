@@ -11,7 +11,7 @@ from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import RUN_BEST_KEY
 from experience_wrappers.trials.run_best import RunBest, best_step
 from experience_wrappers.trials.wrapper import trial_env
-from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration
+from integrations.minihack.hidden_goal import MOVES, HiddenGoalRoom, goal_demonstration
 from integrations.sb3.trials_features import TrialsFeaturesExtractor
 
 POS = spaces.Box(0.0, 9.0, (2,), np.float32)
@@ -23,7 +23,8 @@ def key(mem: TrialMemory, pos) -> np.ndarray:
 
 
 def test_the_best_step_is_the_newest_successes_end_else_the_highest_reward_with_dense_rewards() -> None:
-    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True)
+    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True,
+                      run_best="taken")  # each step marked by the state its action was taken from
     s = mem.new_scope()
     assert best_step(mem, s) is None
     mem.write(s, np.array([[0, 0], [4, 4], [2, 2]]), [0, 0, 0], [0.1, 0.7, 0.3], success=False)
@@ -39,6 +40,25 @@ def test_the_best_step_is_the_newest_successes_end_else_the_highest_reward_with_
     assert np.allclose(best_step(mem, s)[:2], key(mem, [2, 3]))
     mem.forget(s)
     assert best_step(mem, s) is None
+
+
+def test_reached_marks_the_best_step_by_the_state_its_reward_came_in_and_a_trials_end_by_its_end() -> None:
+    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True,
+                      run_best=True)
+    assert mem.run_best == "reached"
+    s = mem.new_scope()
+    mem.write(s, np.array([[0, 0], [4, 4], [2, 2]]), [0, 0, 0], [0.1, 0.7, 0.3], success=False)
+    got = best_step(mem, s)  # the 0.7 came on stepping from (4, 4): in the state the next step starts from
+    assert np.allclose(got[:2], key(mem, [2, 2])) and got[2:].tolist() == [0.0, pytest.approx(0.7)]
+    mem.write(s, np.array([[1, 1], [5, 5]]), [0, 0], [0.2, 0.9], success=False, end_observation=np.array([6, 5]))
+    assert np.allclose(best_step(mem, s)[:2], key(mem, [6, 5]))  # the last step's reward: the trial's end
+    mem.write(s, np.array([[0, 0], [6, 6]]), [0, 0], [0.1, 0.2], success=True)  # no end given: its last step
+    assert np.allclose(best_step(mem, s)[:3], [*key(mem, [6, 6]), 1.0])
+    mem.write(s, np.array([[0, 0], [6, 6]]), [0, 0], [0.1, 0.2], success=True, end_observation=np.array([7, 8]))
+    assert np.allclose(best_step(mem, s)[:3], [*key(mem, [7, 8]), 1.0])
+    assert [e is None for e in mem.ends_of(s)] == [True, False, True, False]
+    with pytest.raises(ValueError, match=r"run_best must be one of .*got 'end'"):
+        TrialMemory(POS, ACT, horizon=25, run_best="end")
 
 
 def test_sparse_failures_say_nothing_of_where_they_got_to() -> None:
@@ -72,6 +92,23 @@ def test_a_guided_run_sees_the_demonstrations_end_relative_to_where_it_stands_an
             obs, *_ = env.step(action)
     extractor = TrialsFeaturesExtractor(env.observation_space)  # the reader takes it with the env's own keys
     assert RUN_BEST_KEY in extractor.base_keys
+
+
+def test_a_successful_trial_of_a_run_is_marked_by_the_state_it_ended_in() -> None:
+    goal = 57
+    _, moves = goal_demonstration(goal)
+    proto = HiddenGoalRoom()
+    for mode in ("reached", "taken"):
+        mem = TrialMemory(proto.observation_space, proto.action_space, horizon=25, run_best=mode, exp_dim=0)
+        env = trial_env(HiddenGoalRoom(), mem, instances=[goal], trials=2, guided=True)
+        obs, _ = env.reset()
+        for action in moves:  # the shortest path: the trial succeeds on its last move
+            obs, _, terminated, _, info = env.step(action)
+        assert terminated and info["trial_success"]
+        end = obs["observation"]  # the goal's cell
+        obs, _ = env.reset()  # trial 2 sees where trial 1 got to
+        mark = end if mode == "reached" else end - np.asarray(MOVES[moves[-1]], np.float32)  # or the cell before
+        assert np.allclose(obs[RUN_BEST_KEY][:2], key(mem, mark) - key(mem, obs["observation"]))
 
 
 def test_run_best_follows_the_memorys_scope_setting_and_refuses_an_env_that_is_not_run_scope() -> None:

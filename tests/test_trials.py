@@ -110,7 +110,7 @@ def test_a_scope_reads_the_nearest_steps_of_its_newest_trials_only(trials, scope
     got = rows[0, mask[0], mem.layout.row_distance_col]
     assert mask.sum() == len(want)
     assert np.allclose(np.sort(got), np.sort(want), atol=1e-5)
-    own = {int(i) for _, chunk in mem._scope_ids[s] for i in chunk}
+    own = {int(i) for chunk in mem.trials_of(s) for i in chunk}
     assert set(ids[0][mask[0]].tolist()) <= own
 
 

@@ -152,17 +152,22 @@ ARMS: dict[str, dict[str, Any]] = {
     "ppo-bonus-inf": {"kind": "crl", "scope": "none", "env_kwargs": {"success_bonus": "infinite"}},
     # issue 37: the run's best step (a success's last step, else the highest reward) shown as an offset from
     # the agent's state in an observation key of its own (RunBest), outside the pooled rows: where a
-    # demonstration or a success ended is the hidden goal, and the policy can read it as a visible goal
-    "crl-trials-best-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "run_best": True,
+    # demonstration or a success ended is the hidden goal, and the policy can read it as a visible goal.
+    # These arms mark the best step by the state its action was taken from (run_best="taken")
+    "crl-trials-best-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "run_best": "taken",
                                   "env_kwargs": {"success_bonus": "infinite"}},
     # and without entry imitation (which pulls towards the nearest shown success's action, not towards its end)
-    "crl-trials-best-noimitate-bonus-inf": {**METHOD, "run_best": True, "env_kwargs": {"success_bonus": "infinite"}},
+    "crl-trials-best-noimitate-bonus-inf": {**METHOD, "run_best": "taken", "env_kwargs": {"success_bonus": "infinite"}},
     # its ablations: the run's best step and the entries from another goal's run (random retrieval); the
     # extractor frozen (does summing a trial up into each entry's vector earn its place?)
-    "crl-trials-best-noimitate-random-bonus-inf": {**METHOD, "run_best": True, "scope": "other",
+    "crl-trials-best-noimitate-random-bonus-inf": {**METHOD, "run_best": "taken", "scope": "other",
                                                    "env_kwargs": {"success_bonus": "infinite"}},
-    "crl-trials-best-noimitate-frozen-bonus-inf": {**METHOD, "run_best": True, "train_extractor": False,
+    "crl-trials-best-noimitate-frozen-bonus-inf": {**METHOD, "run_best": "taken", "train_extractor": False,
                                                    "env_kwargs": {"success_bonus": "infinite"}},
+    # the best step marked by the state its reward was received in (run_best="reached", the library's default):
+    # a success's end inside the goal's radius, where "taken" gives the state before it (outside)
+    "crl-trials-reached-noimitate-bonus-inf": {**METHOD, "run_best": "reached",
+                                               "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }

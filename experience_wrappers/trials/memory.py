@@ -36,7 +36,7 @@ from gymnasium import spaces
 from ..bank import ExperienceBank, Provenance
 from ..extractor import ActionCoder, ExtractorTrainer
 from ..keys import FlatKeyEncoder, KeyEncoder
-from ..keys.base import checked_keys
+from ..keys.base import add_batch_axis, checked_keys
 from ..manager import ExperienceManager
 from ..manager.config import ManagerConfig
 from ..manager.crediting import credit_trial
@@ -46,6 +46,7 @@ from ..manager.learner import ExtractorLearner
 from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
+from .run_best import RUN_BEST
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -103,7 +104,10 @@ class TrialMemory:
             (5 seeds): cumulative success by trial 4 0.59 against 0.51, the same with the memory
             or without it. False (the default): not shown.
         run_best: show where the run's best trial got to (:class:`~experience_wrappers.trials.run_best.RunBest`,
-            observation key ``run_best``). False (the default): not shown.
+            observation key ``run_best``): ``True`` or ``"reached"``, the state its best reward (or its
+            success) was received in; ``"taken"``, the state its best step's action was taken from
+            (for a success, the state before the successful action: outside a goal's radius). False
+            (the default): not shown.
         dense_rewards: for dense, positive rewards (Meta-World's): each entry carries its step's reward
             (``EntryLayout(step_reward=True)``), and the trial-return column holds the trial's
             outcome (1 success, 0 failure) instead of the rewards' sum, which is positive for any
@@ -136,7 +140,11 @@ class TrialMemory:
         self.scope = scope
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
-        self.trial_index, self.run_best = bool(trial_index), bool(run_best)
+        self.trial_index = bool(trial_index)
+        if run_best not in RUN_BEST:
+            raise ValueError(f"run_best must be one of {RUN_BEST} (True is \"reached\"), got {run_best!r}")
+        #: "" (not shown), "reached" or "taken" (see the argument)
+        self.run_best: str = {False: "", True: "reached"}.get(run_best, run_best)  # type: ignore[arg-type]
         self.dense_rewards = bool(dense_rewards)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
@@ -163,8 +171,9 @@ class TrialMemory:
         self.learner: ExtractorLearner | None = self.manager.learner if self.exp_dim else None
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
         self._pid, self._next_scope, self._next_task = os.getpid(), 1, 1
-        #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids)``, oldest first
-        self._scope_ids: dict[int, list[tuple[int, np.ndarray]]] = {}
+        #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids, end key or None)``,
+        #: oldest first
+        self._scope_ids: dict[int, list[tuple[int, np.ndarray, np.ndarray | None]]] = {}
         self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
@@ -211,7 +220,7 @@ class TrialMemory:
         chunks = self._scope_ids.pop(scope, [])
         if not chunks:
             return 0
-        ids = np.concatenate([c for _, c in chunks])
+        ids = np.concatenate([c for _, c, _ in chunks])
         self._live.difference_update(ids.tolist())
         if self.learner is not None:  # their credited samples stay (copies) until trained on
             self.learner.trained.forget(ids)
@@ -233,15 +242,21 @@ class TrialMemory:
 
     def trials_of(self, scope: int) -> list[np.ndarray]:
         """The entry ids of ``scope``'s written trials (and demonstrations), oldest first."""
-        return [ids for _, ids in self._scope_ids.get(scope, [])]
+        return [ids for _, ids, _ in self._scope_ids.get(scope, [])]
+
+    def ends_of(self, scope: int) -> list[np.ndarray | None]:
+        """The key of the state each of ``scope``'s trials ended in (after its last action), as
+        :meth:`trials_of` lists them; None where the writer did not give it (a demonstration's)."""
+        return [end for _, _, end in self._scope_ids.get(scope, [])]
 
     def size(self, scope: int) -> int:
         """Entries held in ``scope``."""
-        return int(sum(len(c) for _, c in self._scope_ids.get(scope, [])))
+        return int(sum(len(c) for _, c, _ in self._scope_ids.get(scope, [])))
 
     # ---------------------------------------------------------------- writes
     def write(self, scope: int, observations: Any, actions: Any, rewards: Any, *,
-              provenance: Provenance = Provenance.EXTRACTED, success: bool | None = None) -> np.ndarray:
+              provenance: Provenance = Provenance.EXTRACTED, success: bool | None = None,
+              end_observation: Any | None = None) -> np.ndarray:
         """Write one finished trial into ``scope``: one entry per step. Returns the new ids.
 
         Args:
@@ -251,6 +266,8 @@ class TrialMemory:
             provenance: ``DEMO`` for a demonstration (see :meth:`add_demonstration`).
             success: the trial's outcome; with ``dense_rewards`` the return column holds it
                 (None: a positive sum of rewards counts as success).
+            end_observation: the observation the trial ended in, after its last action (one,
+                without a batch axis); its key is kept for :meth:`ends_of`. None: not kept.
         """
         if scope not in self._scope_ids:
             raise KeyError(f"scope {scope} is not open (new_scope() makes one; forget() closed it)")
@@ -274,16 +291,18 @@ class TrialMemory:
             values = self.layout.trial_values(keys, self.action_coder.encode(actions), np.zeros((t, 0), np.float32),
                                               rewards, success)
             ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
-        self._scope_ids[scope].append((task, ids))
+        end = None if end_observation is None else self.keys(add_batch_axis(end_observation))[0]
+        self._scope_ids[scope].append((task, ids, end))
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
         return ids
 
-    def write_trial(self, scope: int, observations: Any, actions: Any, rewards: Any, success: bool) -> np.ndarray:
+    def write_trial(self, scope: int, observations: Any, actions: Any, rewards: Any, success: bool,
+                    end_observation: Any | None = None) -> np.ndarray:
         """:meth:`write` a finished trial of a run, unless it failed and failures are not written."""
         if not success and not self.write_failures:
             return np.zeros(0, np.int64)
-        return self.write(scope, observations, actions, rewards, success=success)
+        return self.write(scope, observations, actions, rewards, success=success, end_observation=end_observation)
 
     def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
                           source: str = "a demonstration") -> np.ndarray:
@@ -339,7 +358,7 @@ class TrialMemory:
         dist = np.zeros((n, k), np.float32)
         rows_of, tasks, slots, trial_ids = [], [], [], []
         for i, s in enumerate(scopes.tolist()):
-            for j, (task, entry_ids) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // width):])):
+            for j, (task, entry_ids, _) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // width):])):
                 rows_of.append(i)
                 tasks.append(task)
                 slots.append(j * width)

@@ -12,6 +12,12 @@ the pooled rows, so the policy reads it as it would read a visible goal:
 The *best* step of the run's entries (its earlier trials and a demonstration placed in the run) is
 the last step of a successful trial (the newest such trial), else the step with the highest reward
 (with ``TrialMemory(dense_rewards=True)``; failed trials are entries only with ``write_failures``).
+Which state marks it is ``TrialMemory(run_best=...)``: ``"reached"`` (``True``), the state its
+reward was received in: the next step's, or for a trial's last step the observation it ended in
+(which the trial env gives the memory; a demonstration without one falls back to its last step);
+``"taken"``, the state its action was taken from. For a success that ends a trial on reaching a
+goal's radius, the state the successful action was taken from lies outside the radius: a policy
+that goes exactly there fails.
 It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, see zeros; with
 ``scope="other"`` it is the donor run's (the random-retrieval ablation). It is computed once per
 trial, at reset (a run's entries change only when a trial ends). ``TrialMemory(run_best=True)`` is
@@ -33,7 +39,10 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["RunBest", "best_step"]
+__all__ = ["RUN_BEST", "RunBest", "best_step"]
+
+#: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"reached"``)
+RUN_BEST = (False, True, "reached", "taken")
 
 
 def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
@@ -42,8 +51,9 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
     if not trials:
         return None
     lay = memory.layout
+    reached = memory.run_best != "taken"
     best: tuple[tuple[float, float], np.ndarray] | None = None  # ((succeeded, newer or higher), row)
-    for t, ids in enumerate(trials):
+    for t, (ids, end) in enumerate(zip(trials, memory.ends_of(scope))):
         values = memory.bank.get(ids)["value"]
         won = bool(values[0, lay.return_col] > 0)
         if not won and not lay.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
@@ -52,7 +62,13 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
         reward = float(values[step, lay.reward_col]) if lay.step_reward else 0.0
         score = (float(won), float(t) if won else reward)
         if best is None or score >= best[0]:
-            best = (score, np.concatenate([values[step, :lay.key_dim], [float(won), reward]]))
+            if not reached:
+                key = values[step, :lay.key_dim]
+            elif step + 1 < len(values):
+                key = values[step + 1, :lay.key_dim]
+            else:
+                key = values[step, :lay.key_dim] if end is None else end
+            best = (score, np.concatenate([key, [float(won), reward]]))
     return None if best is None else best[1].astype(np.float32)
 
 

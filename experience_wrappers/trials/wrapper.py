@@ -317,7 +317,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         read_later = self.trial < self.trials - 1 or mem.scope == "other"
         observations, actions, rewards = self._recorder.take(0)
         if self.guided and mem.scope != "none" and read_later:
-            mem.write_trial(self.run_scope, observations, actions, rewards, success)
+            mem.write_trial(self.run_scope, observations, actions, rewards, success, end_observation=self._last_obs)
         if self.learn and self.free_members and self.free_members < self.group_size:
             mem.finish_trial((self.group, self.run, self.trial), float(success), guided=self.guided,
                              members=self.group_size, free=self.free_members, shown=self._shown)
