@@ -13,6 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from benchmarks.peers.meta_episode import MetaEpisode
 from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
 from experience_wrappers import ExperienceWrapper
+from experience_wrappers.experimental import PathTrialMemory
 from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.trial_index import TrialIndex
@@ -134,13 +135,13 @@ def test_a_successful_trial_is_read_however_many_failed_visits_lie_nearer() -> N
     assert int(np.argmax(won[0, mem2.layout.row_action_slice()])) == 3
 
 
-def test_path_slots_show_where_a_failed_trial_went_however_far_from_the_agent() -> None:
+def test_path_slots_of_the_experimental_memory_show_where_a_failed_trial_went_however_far_from_the_agent() -> None:
     """A failed trial that walked away along row 0: its nearest steps to the start say only that
     it passed there; ``path`` steps, spread along it, show its far end too."""
     walk = np.array([[x, 0] for x in range(9)], np.float32)  # (0, 0) .. (8, 0)
     start = np.zeros((1, 2), np.float32)
     near = memory(exp_dim=0, k=4, per_trial=2)
-    both = memory(exp_dim=0, k=4, per_trial=2, path=2)
+    both = PathTrialMemory(POS, ACT, horizon=25, exp_dim=0, k=4, per_trial=2, path=2, write_failures=True)
     for mem in (near, both):
         s = mem.new_scope()
         mem.write(s, walk, np.zeros(9, int), np.zeros(9))
@@ -152,7 +153,9 @@ def test_path_slots_show_where_a_failed_trial_went_however_far_from_the_agent() 
             assert mask[0].sum() == 4 and ids[0, 3] == ids[0, 0] + 8  # the first and the last step
             assert offsets.max() == pytest.approx(8 * 2 / 9)  # the far end, 8 cells away
     with pytest.raises(ValueError, match="path"):
-        memory(k=4, per_trial=2, path=3)  # more slots than k
+        PathTrialMemory(POS, ACT, horizon=25, k=4, per_trial=2, path=3)  # more slots than k
+    with pytest.raises(TypeError, match="path"):
+        memory(path=2)  # run scope's memory reads nearest steps only; reading paths is experimental
 
 
 def test_forget_removes_a_runs_entries() -> None:

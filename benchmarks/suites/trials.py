@@ -297,6 +297,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from benchmarks.peers.retrieve_and_play import RetrieveAndPlay
+    from experience_wrappers.experimental import PathTrialMemory
     from experience_wrappers.trials import TrialMemory
     from integrations.sb3.trials_evaluation import (
         evaluate_trials,
@@ -356,7 +357,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         # library's TrialMemory has not written them by default since the novelty ablations)
         kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, "write_failures": True, **fam.get("memory_kwargs", {}),
               **spec, **overrides}
-        return TrialMemory(obs_space, act_space, horizon=fam["horizon"], **kw)
+        cls = PathTrialMemory if "path" in kw else TrialMemory  # the arms reading along paths (measured to hurt)
+        return cls(obs_space, act_space, horizon=fam["horizon"], **kw)
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
         return evaluate_trials(predict, fam["make"], mem_factory, held, trials=k_trials, repeats=repeats,

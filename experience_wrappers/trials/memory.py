@@ -76,14 +76,9 @@ class TrialMemory:
         horizon: the trial's step cap (steps to go are divided by it).
         k: entries read per step (slots of the observation).
         per_trial: entries read of each earlier trial nearest the agent's state
-            (``k // (per_trial + path)`` trials are read, newest first).
-        path: entries read of each earlier trial along its whole path, whatever the agent's
-            state (evenly spaced steps, first and last included): where that trial went, which
-            a failed trial's nearest steps do not say. 0 (default): none. Measured not to help
-            (the hidden-goal room, 5 seeds: cumulative success ties, following a success falls
-            from 0.86 to 0.55; ``crl-trials-novelty-paths``), nor on Meta-World reach with the goal hidden
-            (3 seeds, ``path=2``: one demonstration's trial 1 0.20 against 0.62 without;
-            ``crl-trials-imitate-nearest-strong-path``).
+            (``k // per_trial`` trials are read, newest first; reading steps along each trial's
+            whole path too, measured to hurt, is
+            :class:`~experience_wrappers.experimental.PathTrialMemory`).
         key_encoder: the frozen key encoder; None: the flattened observation
             (:class:`~experience_wrappers.keys.FlatKeyEncoder`, Box bounds mapped to [-1, 1]), which
             puts two visits of one state at distance 0.
@@ -125,8 +120,11 @@ class TrialMemory:
     ([[True, True]], [0.0, 0.0])
     """
 
+    #: slots read of each earlier trial besides its nearest steps, by :meth:`_read_paths` (none here)
+    path: int = 0
+
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
-                 k: int = 8, per_trial: int = 2, path: int = 0, key_encoder: KeyEncoder | None = None,
+                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None,
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
                  trial_index: bool = False, run_best: bool = False, dense_rewards: bool = False, batch_size: int = 256,
@@ -136,7 +134,6 @@ class TrialMemory:
         self.observation_space, self.action_space = observation_space, action_space
         self.k = check_int("k", k, minimum=1, maximum=256)
         self.per_trial = check_int("per_trial", per_trial, minimum=1, maximum=self.k)
-        self.path = check_int("path", path, minimum=0, maximum=self.k - self.per_trial)
         self.scope = scope
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
@@ -340,8 +337,8 @@ class TrialMemory:
         Each earlier trial of the run (and each demonstration) is searched on its own, newest
         first: its ``per_trial`` nearest steps (of its ``4 * per_trial`` nearest, those fewest
         steps from the trial's end first among equally near ones), so that a successful trial
-        is never crowded out by the many visits of failed ones, then (``path > 0``) ``path``
-        steps spread along it; ``k // (per_trial + path)`` trials fill the ``k`` slots.
+        is never crowded out by the many visits of failed ones, then :attr:`path` slots of
+        :meth:`_read_paths`; ``k // (per_trial + path)`` trials fill the ``k`` slots.
 
         Args:
             scopes: ``(n,)`` the scope (run) each observation reads (0: none, nothing shown).
@@ -382,22 +379,7 @@ class TrialMemory:
 
     def _read_paths(self, keys: np.ndarray, rows_of: list[int], starts: list[int], trial_ids: list[np.ndarray],
                     mask: np.ndarray, ids: np.ndarray, values: np.ndarray, dist: np.ndarray) -> None:
-        """Fill ``path`` slots from ``starts`` with steps spread along each read trial (in place)."""
-        picks = [t[np.unique(np.linspace(0, len(t) - 1, min(self.path, len(t))).round().astype(np.int64))]
-                 for t in trial_ids]
-        wanted = np.unique(np.concatenate(picks)) if picks else np.zeros(0, np.int64)
-        if not wanted.size:
-            return
-        got = self.bank.get(wanted)["value"]
-        row_of = {int(e): r for r, e in enumerate(wanted.tolist())}
-        kd = self.layout.key_dim
-        for i, start, pick in zip(rows_of, starts, picks, strict=True):
-            v = got[[row_of[int(e)] for e in pick.tolist()]]
-            span = slice(start, start + len(pick))
-            mask[i, span] = True
-            ids[i, span] = pick
-            values[i, span] = v
-            dist[i, span] = ((v[:, :kd] - keys[i]) ** 2).sum(axis=1)  # the bank's "l2": squared distance
+        """Fill :attr:`path` slots per read trial from ``starts`` (in place); a subclass's (here: none)."""
 
     # ---------------------------------------------------------------- credit
     def finish_trial(self, key: Hashable, success: float, *, guided: bool, members: int, free: int,

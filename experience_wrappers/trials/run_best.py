@@ -53,7 +53,7 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
     lay = memory.layout
     reached = memory.run_best != "taken"
     best: tuple[tuple[float, float], np.ndarray] | None = None  # ((succeeded, newer or higher), row)
-    for t, (ids, end) in enumerate(zip(trials, memory.ends_of(scope))):
+    for t, (ids, end) in enumerate(zip(trials, memory.ends_of(scope), strict=True)):
         values = memory.bank.get(ids)["value"]
         won = bool(values[0, lay.return_col] > 0)
         if not won and not lay.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
