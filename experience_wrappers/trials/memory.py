@@ -168,8 +168,7 @@ class TrialMemory:
         self.learner: ExtractorLearner | None = self.manager.learner if self.exp_dim else None
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
         self._pid, self._next_scope, self._next_task = os.getpid(), 1, 1
-        #: run scope -> its trials (and demonstrations), each ``(bank task id, entry ids, end key or None)``,
-        #: oldest first
+        #: run scope -> its trials (and demonstrations), oldest first: ``(bank task id, entry ids, end key)``
         self._scope_ids: dict[int, list[tuple[int, np.ndarray, np.ndarray | None]]] = {}
         self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
@@ -242,8 +241,8 @@ class TrialMemory:
         return [ids for _, ids, _ in self._scope_ids.get(scope, [])]
 
     def ends_of(self, scope: int) -> list[np.ndarray | None]:
-        """The key of the state each of ``scope``'s trials ended in (after its last action), as
-        :meth:`trials_of` lists them; None where the writer did not give it (a demonstration's)."""
+        """The key of the state each of :meth:`trials_of` ended in (after its last action); None where
+        not given (a demonstration's) or without ``run_best``."""
         return [end for _, _, end in self._scope_ids.get(scope, [])]
 
     def size(self, scope: int) -> int:
@@ -263,8 +262,8 @@ class TrialMemory:
             provenance: ``DEMO`` for a demonstration (see :meth:`add_demonstration`).
             success: the trial's outcome; with ``dense_rewards`` the return column holds it
                 (None: a positive sum of rewards counts as success).
-            end_observation: the observation the trial ended in, after its last action (one,
-                without a batch axis); its key is kept for :meth:`ends_of`. None: not kept.
+            end_observation: the observation the trial ended in, after its last action (no batch
+                axis); its key is kept for :meth:`ends_of` where ``run_best`` reads it.
         """
         if scope not in self._scope_ids:
             raise KeyError(f"scope {scope} is not open (new_scope() makes one; forget() closed it)")
@@ -288,7 +287,7 @@ class TrialMemory:
             values = self.layout.trial_values(keys, self.action_coder.encode(actions), np.zeros((t, 0), np.float32),
                                               rewards, success)
             ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
-        end = None if end_observation is None else self.keys(add_batch_axis(end_observation))[0]
+        end = None if end_observation is None or not self.run_best else self.keys(add_batch_axis(end_observation))[0]
         self._scope_ids[scope].append((task, ids, end))
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
