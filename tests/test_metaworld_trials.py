@@ -243,3 +243,16 @@ def test_entry_imitation_raises_the_likelihood_of_the_shown_continuous_action() 
             _, logp, _ = model.policy.evaluate_actions(obs_as_tensor(obs, "cpu"), torch.as_tensor(np.stack(wanted)))
         loglik[imitate] = float(logp.mean())
     assert loglik[True] > loglik[False] + 0.5, loglik
+
+
+@pytest.mark.parametrize("family", ["ml1-reach", "ml1-reach-moves", "ml1-push-moves", "ml1-pick-place-moves"])
+def test_every_ml1_family_builds_its_envs_with_an_arms_env_arguments(family: str) -> None:
+    from benchmarks.suites.trials import FAMILIES
+
+    fam = FAMILIES[family](success_bonus="infinite")  # what an arm's env_kwargs give (the bonus arms)
+    for make in (fam["make"], fam["make_visible"]):
+        env = make()
+        try:
+            assert env.success_bonus == "infinite"
+        finally:
+            env.close()

@@ -98,11 +98,11 @@ def ml1_reach_moves_family(**env_kwargs: Any) -> dict[str, Any]:
     return ml1_moves_family("reach-v3", **env_kwargs)
 
 
-def ml1_push_moves_family() -> dict[str, Any]:
+def ml1_push_moves_family(**env_kwargs: Any) -> dict[str, Any]:
     """``ml1-push-moves``: push-v3's goals hidden, the hand moved before each trial (the object's place is seen)."""
-    return ml1_moves_family("push-v3")
+    return ml1_moves_family("push-v3", **env_kwargs)
 
 
-def ml1_pick_place_moves_family() -> dict[str, Any]:
+def ml1_pick_place_moves_family(**env_kwargs: Any) -> dict[str, Any]:
     """``ml1-pick-place-moves``: pick-place-v3's goals hidden, the hand moved before each trial."""
-    return ml1_moves_family("pick-place-v3")
+    return ml1_moves_family("pick-place-v3", **env_kwargs)
