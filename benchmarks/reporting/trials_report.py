@@ -33,7 +33,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-imitate-nearest-strong", "crl-trials-imitate-nearest-strong-random", "ppo", "ppo-sil", "ppo-visible", "ppo-visible-solo", "ppo-visible-solo-unshared", "ppo-visible-solo-bonus-inf",
              "ppo-visible-bonus-inf", "ppo-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
              "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
-             "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
+             "crl-trials-reached-noimitate-bonus-inf", "recurrent-ppo-trials", "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -115,6 +116,16 @@ BEST_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-best-noimitate-frozen-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
     ("crl-trials-best-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-best-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+]
+
+#: the best step marked by the state its reward came in (``run_best="reached"``) against the state its
+#: action was taken from (``"taken"``, the arm above): following a success, and a demonstration over the trials
+REACHED_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-best-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-best-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-best-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-best-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "mean"),
+    ("crl-trials-best-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "after_first_success"),
 ]
 
 #: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
@@ -241,7 +252,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-1000", MAZES_COMPARISONS),
                                     ("crl-trials-imitate-nearest", NEAREST_COMPARISONS),
                                     ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
-                                    ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS)):
+                                    ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
+                                    ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]

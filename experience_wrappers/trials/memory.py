@@ -127,7 +127,7 @@ class TrialMemory:
                  k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None,
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
-                 trial_index: bool = False, run_best: bool = False, dense_rewards: bool = False, batch_size: int = 256,
+                 trial_index: bool = False, run_best: bool | str = False, dense_rewards: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
