@@ -168,6 +168,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # a success's end inside the goal's radius, where "taken" gives the state before it (outside)
     "crl-trials-reached-noimitate-bonus-inf": {**METHOD, "run_best": "reached",
                                                "env_kwargs": {"success_bonus": "infinite"}},
+    # and, until the run succeeds, the key where a learned GoalLocator guesses it will from the run's
+    # failed trials' keys and rewards (run_best="located"): does a learned summary of a trial earn its place?
+    "crl-trials-located-noimitate-bonus-inf": {**METHOD, "run_best": "located",
+                                               "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -411,8 +415,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
 
         def frozen_memory() -> TrialMemory:
             m = memory(train_extractor=False)
-            if mem.trainer is not None and m.trainer is not None:
-                m.trainer.extractor.load_state_dict(mem.trainer.extractor.state_dict())
+            m.load_weights_of(mem)
             return m
         conditions = ("without_experience",) if spec.get("scope") == "none" else (
             "without_experience", "with_experience", "with_demonstration")

@@ -1,24 +1,15 @@
 """``TrialMemory``: the experience of trials of one instance, in a manager's bank, scoped by run.
 
-A *run* is ``K`` consecutive trials of one instance by one env. Every run has a scope:
-its finished trials are written there, one entry per step (see :mod:`experience_wrappers.manager.entry_layout`), each
-trial under a bank task id of its own, and its later trials read only there, so trial
-``t`` sees exactly the run's trials ``1 .. t - 1`` (and a demonstration, if one was
-placed in the scope). A run's entries leave the bank when the run ends.
-
-The manager's extractor writes each entry's vector ``z`` (for the rest of the trial from that
-step) and is trained by outcome: a guided trial's delta is its success minus the success of the
-free trial of the same instance and trial index in its group
-(:class:`~experience_wrappers.credit.PairedCredit`), and every entry it was shown earns
-that delta. The extractor learns as task scope's does, by the manager's learner
-(:class:`~experience_wrappers.manager.learner.ExtractorLearner`: an entry's reward is the
-mean of the deltas credited to it, then CISPO on the sampled ``z`` with the decoder and
-steps-to-go losses, and a self-supervised step per batch of fresh segments); an entry carries
-its context and log-prob in the bank, as there.
-
-Writes happen when a trial ends, in the stepping thread: the next trial of the run waits
-for its predecessor's entries (a DummyVecEnv steps its envs in one thread; every wrapper
-of a memory must live in the process that owns it).
+A *run* is ``K`` consecutive trials of one instance by one env. Its finished trials are written
+under its scope, one entry per step (:mod:`experience_wrappers.manager.entry_layout`), each trial
+under a bank task id of its own; its later trials read only there, so trial ``t`` sees exactly
+the run's trials ``1 .. t - 1`` (and a demonstration placed first). A run's entries leave the bank
+when it ends. The manager's extractor writes each entry's vector and is trained by outcome: a
+guided trial's delta against the free trial of its group (:class:`~experience_wrappers.credit.PairedCredit`)
+is credited to every entry it was shown, and the manager's learner
+(:class:`~experience_wrappers.manager.learner.ExtractorLearner`) trains on it as in task scope.
+Writes happen when a trial ends, in the stepping thread (every wrapper of a memory must live in
+the process that owns it).
 """
 
 from __future__ import annotations
@@ -46,7 +37,8 @@ from ..manager.learner import ExtractorLearner
 from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
-from .run_best import RUN_BEST
+from .goal_locator import GoalLocator
+from .run_best import RUN_BEST, teach_locator
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -65,10 +57,9 @@ class TrialMemory:
     """Run scope over an :class:`~experience_wrappers.manager.ExperienceManager`: what the trial wrappers of one VecEnv share.
 
     The manager (``memory.manager``, sync mode, ``ManagerConfig(segment_every=1, layout=...)``)
-    holds the bank, the extractor, its learner and the pairing table, and distils each trial
-    into one entry per step; the memory adds what is run scope's own: the runs' scopes (which
-    trials' entries a run reads, and their retirement), the read of a run's nearest steps, and
-    the credit of a guided trial's shown entries, taken when it ends.
+    holds the bank, the extractor, its learner and the pairing table, and distils each trial into
+    one entry per step; the memory adds run scope's own: the runs' scopes, the read of a run's
+    nearest steps, and the credit of a guided trial's shown entries, taken when it ends.
 
     Args:
         observation_space: the env's observation space (the states keyed).
@@ -84,29 +75,24 @@ class TrialMemory:
             puts two visits of one state at distance 0.
         exp_dim: width of the extractor's vector (0: no extractor; entries hold decodable content only).
         scope: ``"instance"`` (default), ``"other"`` or ``"none"`` (see :data:`SCOPES`).
-        write_failures: write failed trials too. Off by default, as measured: on the
-            hidden-goal room (5 seeds, with the novelty bonus) a run's later trials follow its
-            success 0.94 without failures written against 0.86 with them, and cumulative
-            success ties (0.54 and 0.53); without the bonus, 0.90 against 0.79, tying again.
-            ``True`` is the failures-written arm (``crl-trials``, ``crl-trials-novelty``).
+        write_failures: write failed trials too. Off by default, as measured (hidden-goal room,
+            5 seeds: following a success 0.94 without against 0.86 with, cumulative success tied).
         train_extractor: train the extractor by paired credit (False: the frozen-extractor ablation).
         trial_index: show every trial env's policy the trial's index in its run (a one-hot
-            ``trials`` wide, observation key ``trial_index``), guided or free, with or without
-            experience. It is not experience of the instance: it says how many trials of this
-            run came before, which a plan across trials needs and which an LSTM carried across
-            trials (RL^2) counts for itself. A policy trained with it needs it at evaluation too:
-            build the evaluation memories with the same setting. Measured on the hidden-goal room
-            (5 seeds): cumulative success by trial 4 0.59 against 0.51, the same with the memory
-            or without it. False (the default): not shown.
+            ``trials`` wide, observation key ``trial_index``), guided or free: not experience of
+            the instance, but what a plan across trials needs (an LSTM across trials counts for
+            itself). Hidden-goal room (5 seeds): cumulative success by trial 4 0.59 against 0.51,
+            with the memory or without it. False (the default): not shown.
         run_best: show where the run's best trial got to (:class:`~experience_wrappers.trials.run_best.RunBest`,
             observation key ``run_best``): ``True`` or ``"reached"``, the state its best reward (or its
             success) was received in; ``"taken"``, the state its best step's action was taken from
-            (for a success, the state before the successful action: outside a goal's radius). False
-            (the default): not shown.
+            (for a success, the state before the successful action: outside a goal's radius);
+            ``"located"``, as ``"reached"`` but, until the run succeeds, the key where a learned
+            :class:`~experience_wrappers.trials.goal_locator.GoalLocator` (``memory.locator``,
+            trained with the extractor, by hindsight) guesses it will. False (the default): not shown.
         dense_rewards: for dense, positive rewards (Meta-World's): each entry carries its step's reward
             (``EntryLayout(step_reward=True)``), and the trial-return column holds the trial's
-            outcome (1 success, 0 failure) instead of the rewards' sum, which is positive for any
-            trial there; readers take a positive return for a successful trial. False (the default).
+            outcome (1 success, 0 failure), not the rewards' (positive) sum. False (the default).
         batch_size: credited entries per extractor update.
         hidden, max_len, lr: the extractor's LSTM width, the most steps it reads of a trial's rest,
             and its learning rate (see :class:`~experience_wrappers.extractor.ExtractorConfig`).
@@ -147,6 +133,8 @@ class TrialMemory:
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
+        #: where a run will succeed, learned from its failed trials (``run_best="located"``; else None)
+        self.locator = GoalLocator(self.key_dim, seed=seed) if self.run_best == "located" else None
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.exp_dim = int(exp_dim)
         #: the manager that holds run scope's bank, extractor, learner and distillation: in sync mode
@@ -190,7 +178,6 @@ class TrialMemory:
         """The extractor's trainer (the learner's; None with ``exp_dim=0``)."""
         return None if self.learner is None else self.learner.trainer
 
-    # ----------------------------------------------------------------- keys
     def keys(self, obs: Any) -> np.ndarray:
         """Keys ``(n, key_dim)`` of a batch of observations."""
         n = len(obs) if not isinstance(obs, dict) else len(next(iter(obs.values())))
@@ -203,7 +190,6 @@ class TrialMemory:
                                "process (SubprocVecEnv?), where it holds a copy that no other env sees; use a "
                                "DummyVecEnv for the trial envs")
 
-    # ---------------------------------------------------------------- scopes
     def new_scope(self) -> int:
         """A fresh scope (bank task id) for a new run."""
         s = self._next_scope
@@ -224,6 +210,8 @@ class TrialMemory:
 
     def retire(self, scope: int, instance: int) -> None:
         """A run on ``instance`` ended: forget its entries, or keep them as a donor (``scope="other"``)."""
+        if self.locator is not None and self.train_extractor:
+            teach_locator(self, scope)
         if self.scope != "other":
             self.forget(scope)
             return
@@ -249,7 +237,6 @@ class TrialMemory:
         """Entries held in ``scope``."""
         return int(sum(len(c) for _, c, _ in self._scope_ids.get(scope, [])))
 
-    # ---------------------------------------------------------------- writes
     def write(self, scope: int, observations: Any, actions: Any, rewards: Any, *,
               provenance: Provenance = Provenance.EXTRACTED, success: bool | None = None,
               end_observation: Any | None = None) -> np.ndarray:
@@ -328,7 +315,6 @@ class TrialMemory:
                 rewards[-1] = 1.0
         return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO, success=True)
 
-    # ----------------------------------------------------------------- reads
     def read(self, scopes: np.ndarray, obs: Any, same: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows the policy reads for a batch: ``(rows (n, k, row_dim), mask (n, k), ids (n, k))``.
@@ -380,7 +366,6 @@ class TrialMemory:
                     mask: np.ndarray, ids: np.ndarray, values: np.ndarray, dist: np.ndarray) -> None:
         """Fill :attr:`path` slots per read trial from ``starts`` (in place); a subclass's (here: none)."""
 
-    # ---------------------------------------------------------------- credit
     def finish_trial(self, key: Hashable, success: float, *, guided: bool, members: int, free: int,
                      shown: set[int] | None = None) -> None:
         """One finished trial of a group; credits the guided trials it resolves and trains the extractor.
@@ -403,34 +388,47 @@ class TrialMemory:
             learner.train_if_ready()
             self.stats["extractor_updates"] = float(learner.extractor_version)
 
-    # ----------------------------------------------------------- save / load
     def save(self, folder: str | Path) -> Path:
-        """Save the extractor (the bank holds only live runs' entries and is not kept)."""
+        """Save the extractor and the goal locator (the bank holds only live runs' entries and is not kept)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         if self.trainer is not None:
             self.trainer.save(folder / "extractor.pt")
+        if self.locator is not None:
+            self.locator.save(folder / "locator.pt")
         return folder
 
     def load(self, folder: str | Path) -> None:
-        """Load an extractor saved by :meth:`save` into this memory (one built with the same settings).
+        """Load an extractor and goal locator saved by :meth:`save` into this memory (one built with the same settings).
 
         Raises:
             ValueError: the saved extractor reads other widths than this memory writes (another
                 key width, action space, ``exp_dim`` or ``max_len``; or one of the two has no
-                extractor, ``exp_dim=0``); the memory is left as it was.
+                extractor, ``exp_dim=0``), or one of the two has a goal locator and the other not;
+                the memory is left as it was.
             ExtractorFileError: the file is missing or damaged.
         """
-        path = Path(folder) / "extractor.pt"
-        if self.learner is None:
-            if path.exists():
-                raise ValueError(f"cannot load {str(path)!r} into this TrialMemory: it has exp_dim=0 (no extractor) "
-                                 "and the folder holds one; build the memory with the exp_dim of training")
-            return
-        trainer = ExtractorTrainer.load(path)
-        self.check_extractor(trainer.config.to_dict(), str(path))
-        assert self.learner is not None
-        self.learner.trainer = trainer
+        path, located = Path(folder) / "extractor.pt", Path(folder) / "locator.pt"
+        if (self.locator is None) == located.exists():
+            raise ValueError(f"{str(folder)!r} {'holds' if located.exists() else 'has no'} goal locator (locator.pt) and "
+                             f"this TrialMemory has run_best={self.run_best or False!r}: build it as in training")
+        if self.learner is None and path.exists():
+            raise ValueError(f"cannot load {str(path)!r} into this TrialMemory: it has exp_dim=0 (no extractor) "
+                             "and the folder holds one; build the memory with the exp_dim of training")
+        trainer = ExtractorTrainer.load(path) if self.learner is not None else None
+        if trainer is not None:
+            self.check_extractor(trainer.config.to_dict(), str(path))
+        if self.locator is not None:
+            self.locator.load(located)  # (its key width is the extractor's, checked above where there is one)
+        if self.learner is not None and trainer is not None:
+            self.learner.trainer = trainer
+
+    def load_weights_of(self, other: TrialMemory) -> None:
+        """Copy ``other``'s learned weights (extractor, goal locator) into this memory of the same settings."""
+        if self.trainer is not None and other.trainer is not None:
+            self.trainer.extractor.load_state_dict(other.trainer.extractor.state_dict())
+        if self.locator is not None and other.locator is not None:
+            self.locator.load_state_dict(other.locator.state_dict())
 
     def check_extractor(self, saved: dict[str, Any], source: str) -> None:
         """Refuse an extractor config (``ExtractorConfig.to_dict()``) whose widths differ from this memory's.

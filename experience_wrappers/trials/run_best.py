@@ -39,37 +39,55 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["RUN_BEST", "RunBest", "best_step"]
+__all__ = ["RUN_BEST", "RunBest", "best_step", "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"reached"``)
-RUN_BEST = (False, True, "reached", "taken")
+RUN_BEST = (False, True, "reached", "taken", "located")
+
+
+def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """A written trial's ``(keys (T, key_dim), rewards (T,), succeeded)``; each reward's key is the state it
+    was received in (``"reached"``: the next step's, the trial's end for its last) or, with
+    ``run_best="taken"``, the state its action was taken from. Without an end (a demonstration's), the
+    last step's key stands for it. Rewards are zeros without ``dense_rewards``."""
+    lay = memory.layout
+    values = memory.bank.get(ids)["value"]
+    keys = values[:, :lay.key_dim]
+    if memory.run_best != "taken":
+        keys = np.concatenate([keys[1:], (keys[-1] if end is None else end)[None]])
+    rewards = values[:, lay.reward_col] if lay.step_reward else np.zeros(len(values), np.float32)
+    return keys, rewards, bool(values[0, lay.return_col] > 0)
 
 
 def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
     """``[key | succeeded | reward]`` of the best step of ``scope``'s entries (see the module doc); None: none."""
-    trials = memory.trials_of(scope)
-    if not trials:
-        return None
-    lay = memory.layout
-    reached = memory.run_best != "taken"
     best: tuple[tuple[float, float], np.ndarray] | None = None  # ((succeeded, newer or higher), row)
-    for t, (ids, end) in enumerate(zip(trials, memory.ends_of(scope), strict=True)):
-        values = memory.bank.get(ids)["value"]
-        won = bool(values[0, lay.return_col] > 0)
-        if not won and not lay.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
+    located: tuple[np.ndarray, np.ndarray] | None = None  # the failed trial with the highest reward
+    for t, (ids, end) in enumerate(zip(memory.trials_of(scope), memory.ends_of(scope), strict=True)):
+        keys, rewards, won = trial_rows(memory, ids, end)
+        if not won and not memory.layout.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
             continue
-        step = len(values) - 1 if won else int(np.argmax(values[:, lay.reward_col]))
-        reward = float(values[step, lay.reward_col]) if lay.step_reward else 0.0
-        score = (float(won), float(t) if won else reward)
+        step = len(keys) - 1 if won else int(np.argmax(rewards))
+        score = (float(won), float(t) if won else float(rewards[step]))
         if best is None or score >= best[0]:
-            if not reached:
-                key = values[step, :lay.key_dim]
-            elif step + 1 < len(values):
-                key = values[step + 1, :lay.key_dim]
-            else:
-                key = values[step, :lay.key_dim] if end is None else end
-            best = (score, np.concatenate([key, [float(won), reward]]))
+            best = (score, np.concatenate([keys[step], [float(won), rewards[step]]]))
+            located = None if won else (keys, rewards)
+    if best is not None and located is not None and memory.locator is not None:  # no success yet: the guess
+        best[1][:memory.key_dim] = memory.locator.locate(*located)
     return None if best is None else best[1].astype(np.float32)
+
+
+def teach_locator(memory: TrialMemory, scope: int) -> None:
+    """A run ended: each of its failed trials, with the key where the run succeeded (its newest
+    success's or demonstration's end), is a training pair of ``memory.locator``; none without a success."""
+    assert memory.locator is not None
+    trials = [trial_rows(memory, ids, end) for ids, end in zip(memory.trials_of(scope), memory.ends_of(scope),
+                                                               strict=True)]
+    wins = [keys[-1] for keys, _, won in trials if won]
+    for keys, rewards, won in trials if wins else []:
+        if not won:
+            memory.locator.add(keys, rewards, wins[-1])
+    memory.stats.update(memory.locator.stats)
 
 
 class RunBest(gym.Wrapper):

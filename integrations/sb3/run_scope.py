@@ -239,13 +239,12 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                                    deterministic=deterministic, seed=self.seed)
 
     def _evaluation_memory(self) -> TrialMemory:
-        """A fresh memory of the run's settings, its extractor a frozen copy of the run's."""
+        """A fresh memory of the run's settings, its extractor (and goal locator) a frozen copy of the run's."""
         kwargs = dict(self._settings["memory_kwargs"])
         if not self.experience:
             kwargs["scope"] = "none"
         memory = self._memory({**kwargs, "train_extractor": False})
-        if self.memory.trainer is not None and memory.trainer is not None:
-            memory.trainer.extractor.load_state_dict(self.memory.trainer.extractor.state_dict())
+        memory.load_weights_of(self.memory)
         return memory
 
     # ------------------------------------------------------------------ persistence
