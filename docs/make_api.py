@@ -21,6 +21,7 @@ MODULES = ("experience_wrappers", "experience_wrappers.bank", "experience_wrappe
            "experience_wrappers.trials", "experience_wrappers.manager.entry_layout", "experience_wrappers.trials.memory",
            "experience_wrappers.trials.wrapper", "experience_wrappers.trials.novelty",
            "experience_wrappers.trials.trial_index", "experience_wrappers.trials.run_best",
+           "experience_wrappers.trials.goal_locator",
            "experience_wrappers.trials.nearest_success",
            "integrations.sb3", "integrations.sb3.run_scope", "integrations.sb3.self_imitation", "integrations.sb3.evaluation",
            "integrations.sb3.experience_features", "integrations.sb3.vec_env", "integrations.sb3.run_persistence",

@@ -29,7 +29,7 @@ def test_the_locator_places_held_out_goals_closer_than_the_best_reward_state() -
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     train_goals, held_goals = rng.uniform(-0.6, 0.6, (40, 2)), rng.uniform(-0.6, 0.6, (15, 2))
-    loc = GoalLocator(2, hidden=32, seed=0)
+    loc = GoalLocator(2, hidden=32, updates_per_pair=4, seed=0)
     for _ in range(10):
         for g in train_goals:
             loc.add(*_trial(g, rng), g)

@@ -68,7 +68,7 @@ class GoalLocator:
     """
 
     def __init__(self, key_dim: int, *, hidden: int = 128, lr: float = 1e-3, batch_size: int = 64,
-                 updates_per_pair: int = 4, capacity: int = 4096, seed: int = 0) -> None:
+                 updates_per_pair: int = 8, capacity: int = 4096, seed: int = 0) -> None:
         torch.manual_seed(seed)
         self.key_dim, self.batch_size, self.updates_per_pair = int(key_dim), int(batch_size), int(updates_per_pair)
         self.net = _SetNet(self.key_dim, int(hidden))
