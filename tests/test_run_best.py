@@ -128,7 +128,8 @@ def test_run_best_follows_the_memorys_scope_setting_and_refuses_an_env_that_is_n
         RunBest(ExperienceWrapper(HiddenGoalRoom(), plain, scope="run", instances=[57]).env)  # type: ignore[arg-type]
 
 
-def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path) -> None:
+@pytest.mark.parametrize("mode", [True, "located"])
+def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path, mode) -> None:
     from integrations.sb3 import ComplementaryRL
 
     def room() -> HiddenGoalRoom:
@@ -137,16 +138,20 @@ def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path) 
     small = {"instances": [5, 6, 7, 8], "n_envs": 4, "trials": 2, "demonstrations": goal_demonstration,
              "algorithm_kwargs": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}}
     mem = {"horizon": 25, "k": 4, "exp_dim": 4, "write_failures": True}
-    run = ComplementaryRL(room, scope="run", memory_kwargs={**mem, "run_best": True}, **small)
+    run = ComplementaryRL(room, scope="run", memory_kwargs={**mem, "run_best": mode}, **small)
     try:
         assert RUN_BEST_KEY in run.model.observation_space.spaces
         run.learn(256)
         run.save(tmp_path / "run")
     finally:
         run.close()
+    assert (tmp_path / "run" / "experience" / "locator.pt").exists() == (mode == "located")
     back = ComplementaryRL.load(tmp_path / "run", env=room, demonstrations=goal_demonstration)
     try:
-        assert back.memory.run_best
+        assert back.memory.run_best == ("reached" if mode is True else mode)
+        if mode == "located":  # the run's learned locator, not a fresh one
+            rows = np.zeros((3, back.memory.key_dim), np.float32), np.array([0.0, 1.0, 0.0], np.float32)
+            assert np.allclose(back.memory.locator.locate(*rows), run.memory.locator.locate(*rows))
         out = back.evaluate([40], repeats=1, conditions=["with_demonstration"])
         assert out["with_demonstration"]["runs"] == 1
     finally:
