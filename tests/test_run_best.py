@@ -44,8 +44,8 @@ def test_the_best_step_is_the_newest_successes_end_else_the_highest_reward_with_
 
 def test_reached_marks_the_best_step_by_the_state_its_reward_came_in_and_a_trials_end_by_its_end() -> None:
     mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True,
-                      run_best=True)
-    assert mem.run_best == "reached"
+                      run_best="reached")
+    assert mem.run_best == "reached" and TrialMemory(POS, ACT, horizon=25, run_best=True).run_best == "taken"
     s = mem.new_scope()
     mem.write(s, np.array([[0, 0], [4, 4], [2, 2]]), [0, 0, 0], [0.1, 0.7, 0.3], success=False)
     got = best_step(mem, s)  # the 0.7 came on stepping from (4, 4): in the state the next step starts from
@@ -148,7 +148,7 @@ def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path, 
     assert (tmp_path / "run" / "experience" / "locator.pt").exists() == (mode == "located")
     back = ComplementaryRL.load(tmp_path / "run", env=room, demonstrations=goal_demonstration)
     try:
-        assert back.memory.run_best == ("reached" if mode is True else mode)
+        assert back.memory.run_best == ("taken" if mode is True else mode)
         if mode == "located":  # the run's learned locator, not a fresh one
             rows = np.zeros((3, back.memory.key_dim), np.float32), np.array([0.0, 1.0, 0.0], np.float32)
             assert np.allclose(back.memory.locator.locate(*rows), run.memory.locator.locate(*rows))

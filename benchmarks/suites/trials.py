@@ -164,7 +164,7 @@ ARMS: dict[str, dict[str, Any]] = {
                                                    "env_kwargs": {"success_bonus": "infinite"}},
     "crl-trials-best-noimitate-frozen-bonus-inf": {**METHOD, "run_best": "taken", "train_extractor": False,
                                                    "env_kwargs": {"success_bonus": "infinite"}},
-    # the best step marked by the state its reward was received in (run_best="reached", the library's default):
+    # the best step marked by the state its reward was received in (run_best="reached"):
     # a success's end inside the goal's radius, where "taken" gives the state before it (outside)
     "crl-trials-reached-noimitate-bonus-inf": {**METHOD, "run_best": "reached",
                                                "env_kwargs": {"success_bonus": "infinite"}},

@@ -84,9 +84,9 @@ class TrialMemory:
             itself). Hidden-goal room (5 seeds): cumulative success by trial 4 0.59 against 0.51,
             with the memory or without it. False (the default): not shown.
         run_best: show where the run's best trial got to (:class:`~experience_wrappers.trials.run_best.RunBest`,
-            observation key ``run_best``): ``True`` or ``"reached"``, the state its best reward (or its
-            success) was received in; ``"taken"``, the state its best step's action was taken from
-            (for a success, the state before the successful action: outside a goal's radius);
+            observation key ``run_best``): ``True`` or ``"taken"``, its best step marked by the state
+            its action was taken from (for a success, the state before the successful action);
+            ``"reached"``, by the state its reward (or success) came in (measured to tie ``"taken"``);
             ``"located"``, as ``"reached"`` but, until the run succeeds, the key where a learned
             :class:`~experience_wrappers.trials.goal_locator.GoalLocator` (``memory.locator``,
             trained with the extractor, by hindsight) guesses it will. False (the default): not shown.
@@ -125,9 +125,9 @@ class TrialMemory:
         self.train_extractor = bool(train_extractor)
         self.trial_index = bool(trial_index)
         if run_best not in RUN_BEST:
-            raise ValueError(f"run_best must be one of {RUN_BEST} (True is \"reached\"), got {run_best!r}")
-        #: "" (not shown), "reached" or "taken" (see the argument)
-        self.run_best: str = {False: "", True: "reached"}.get(run_best, run_best)  # type: ignore[arg-type]
+            raise ValueError(f"run_best must be one of {RUN_BEST} (True is \"taken\"), got {run_best!r}")
+        #: "" (not shown), "taken", "reached" or "located" (see the argument)
+        self.run_best: str = {False: "", True: "taken"}.get(run_best, run_best)  # type: ignore[arg-type]
         self.dense_rewards = bool(dense_rewards)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)

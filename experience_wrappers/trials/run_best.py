@@ -12,12 +12,15 @@ the pooled rows, so the policy reads it as it would read a visible goal:
 The *best* step of the run's entries (its earlier trials and a demonstration placed in the run) is
 the last step of a successful trial (the newest such trial), else the step with the highest reward
 (with ``TrialMemory(dense_rewards=True)``; failed trials are entries only with ``write_failures``).
-Which state marks it is ``TrialMemory(run_best=...)``: ``"reached"`` (``True``), the state its
-reward was received in: the next step's, or for a trial's last step the observation it ended in
-(which the trial env gives the memory; a demonstration without one falls back to its last step);
-``"taken"``, the state its action was taken from. For a success that ends a trial on reaching a
-goal's radius, the state the successful action was taken from lies outside the radius: a policy
-that goes exactly there fails.
+Which state marks it is ``TrialMemory(run_best=...)``: ``"taken"`` (``True``), the state its
+action was taken from; ``"reached"``, the state its reward was received in: the next step's, or
+for a trial's last step the observation it ended in (which the trial env gives the memory; a
+demonstration without one falls back to its last step). For a success that ends a trial on
+reaching a goal's radius, the state the successful action was taken from lies just outside the
+radius; on Meta-World reach the two tied (``crl-trials-reached-noimitate-bonus-inf``).
+``"located"`` marks as ``"reached"`` and, until the run has a success, shows where a learned
+:class:`~experience_wrappers.trials.goal_locator.GoalLocator` guesses the run will succeed, from
+its failed trial of the highest reward.
 It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, see zeros; with
 ``scope="other"`` it is the donor run's (the random-retrieval ablation). It is computed once per
 trial, at reset (a run's entries change only when a trial ends). ``TrialMemory(run_best=True)`` is
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_BEST", "RunBest", "best_step", "teach_locator", "trial_rows"]
 
-#: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"reached"``)
+#: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
 RUN_BEST = (False, True, "reached", "taken", "located")
 
 
