@@ -37,6 +37,9 @@ def test_tables_and_comparisons(tmp_path: Path) -> None:
     arms = load("darkroom", tmp_path)
     assert list(arms) == ["crl-trials", "ppo"] and [r["seed"] for r in arms["ppo"]] == [0, 1, 2]
     assert metric(arms["ppo"][0], "with_experience", "trial1") != metric(arms["ppo"][0], "with_experience", "trial1")
+    first = arms["crl-trials"][0]
+    assert [metric(first, "with_experience", f"cumulative@{n}") for n in (1, 2, 4)] == [0.2, 0.9, 0.95]
+    assert metric(first, "with_experience", "cumulative@K") == 0.95
     comp = comparison_table(arms)
     ppo_row = next(line for line in comp if line.startswith("| ppo"))
     assert "above" in ppo_row  # cumulative 0.96 against 0.21, every seed

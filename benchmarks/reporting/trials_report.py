@@ -34,7 +34,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "ppo-visible-bonus-inf", "ppo-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
              "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
              "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
-             "crl-trials-reached-noimitate-bonus-inf", "recurrent-ppo-trials", "retrieve-and-play"]
+             "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-noimitate-bonus-inf", "recurrent-ppo-trials",
+             "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
 COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -128,6 +129,17 @@ REACHED_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-best-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "after_first_success"),
 ]
 
+#: the learned goal locator's guess shown until a success (``run_best="located"``) against the same marking
+#: without it (``"reached"``: a failed trial's best-reward state), and against PPO and RecurrentPPO
+LOCATED_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-reached-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+]
+
 #: the trial index shown (``crl-trials-default-index``): against the defaults without it, and
 #: against its own weights shown nothing of the run but the index
 INDEX_COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -161,7 +173,8 @@ def load(family: str, root: Path = RESULTS) -> dict[str, list[dict[str, Any]]]:
 
 
 def metric(result: dict[str, Any], condition: str, name: str) -> float:
-    """One seed's figure: ``trial1``, ``cumulative@K``, ``after_first_success`` or ``mean`` (all trials); nan if absent."""
+    """One seed's figure: ``trial1``, ``cumulative@K`` (or by trial ``n``, ``cumulative@n``), ``after_first_success``
+    or ``mean`` (all trials); nan if absent."""
     m = result.get("heldout", {}).get(condition)
     if not m:
         return math.nan
@@ -169,6 +182,8 @@ def metric(result: dict[str, Any], condition: str, name: str) -> float:
         return float(m["success_by_trial"][0])
     if name == "cumulative@K":
         return float(m["cumulative_by_trial"][-1])
+    if name.startswith("cumulative@"):  # by trial n
+        return float(m["cumulative_by_trial"][int(name.split("@")[1]) - 1])
     if name == "mean":
         return float(np.mean(m["success_by_trial"]))
     value = m.get(name)
@@ -253,7 +268,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-imitate-nearest", NEAREST_COMPARISONS),
                                     ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
                                     ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
-                                    ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS)):
+                                    ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS),
+                                    ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
