@@ -43,6 +43,16 @@ def test_the_locator_places_held_out_goals_closer_than_the_best_reward_state() -
     assert np.median(mine) < 0.5 * np.median(best), (np.median(mine), np.median(best))  # measured 0.16 against 0.64
 
 
+def test_building_a_locator_leaves_the_callers_torch_generator_alone() -> None:
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a, b = GoalLocator(2, seed=7), GoalLocator(2, seed=7)
+    assert torch.equal(torch.rand(3), expected)
+    rows = np.zeros((2, 2), np.float32), np.array([0.0, 1.0], np.float32)
+    assert np.allclose(a.locate(*rows), b.locate(*rows))  # seeded: the same weights
+
+
 def _memory(**kw) -> TrialMemory:
     return TrialMemory(POS, ACT, horizon=30, exp_dim=0, write_failures=True, dense_rewards=True,
                        **{"run_best": "located", **kw})

@@ -69,9 +69,10 @@ class GoalLocator:
 
     def __init__(self, key_dim: int, *, hidden: int = 128, lr: float = 1e-3, batch_size: int = 64,
                  updates_per_pair: int = 8, capacity: int = 4096, seed: int = 0) -> None:
-        torch.manual_seed(seed)
         self.key_dim, self.batch_size, self.updates_per_pair = int(key_dim), int(batch_size), int(updates_per_pair)
-        self.net = _SetNet(self.key_dim, int(hidden))
+        with torch.random.fork_rng():  # seeded weights, the caller's torch generator left as it was
+            torch.manual_seed(seed)
+            self.net = _SetNet(self.key_dim, int(hidden))
         self.opt = torch.optim.Adam(self.net.parameters(), lr=lr)
         self._pairs: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=int(capacity))
         self._rng = np.random.default_rng(seed)
