@@ -50,7 +50,8 @@ class _Probe:
 
         self.rng = np.random.default_rng(seed)
         self.env = ML1Trials("reach-v3", CAP, start_moves=10, start_seed=seed + 1, success_bonus=False)
-        self.policy = ENV_POLICY_MAP["reach-v3"]()
+        policy_cls: Any = ENV_POLICY_MAP["reach-v3"]
+        self.policy = policy_cls()
         self.train, self.held = ml1_instances()
         self.goals = {}
         for i in self.train + self.held:
