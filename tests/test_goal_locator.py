@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
 
 from experience_wrappers.trials import TrialMemory
-from experience_wrappers.trials.goal_locator import GoalLocator
-from experience_wrappers.trials.run_best import best_step, trial_rows
+from experience_wrappers.trials.goal_locator import KEY_SCALE, GoalLocator
+from experience_wrappers.trials.run_best import best_step, teach_locator, trial_rows
 
 POS = spaces.Box(-1.0, 1.0, (2,), np.float32)
 ACT = spaces.Discrete(4)
@@ -53,12 +54,32 @@ def test_building_a_locator_leaves_the_callers_torch_generator_alone() -> None:
     assert np.allclose(a.locate(*rows), b.locate(*rows))  # seeded: the same weights
 
 
+class _Line(gym.Env):
+    """Two steps along a line; every second trial succeeds (terminated, ``info["success"]``)."""
+
+    observation_space, action_space = POS, ACT
+
+    def __init__(self) -> None:
+        self.resets, self.x = 0, 0.0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.resets, self.x = self.resets + 1, 0.0
+        return np.array([self.x, 0.0], np.float32), {}
+
+    def step(self, action):
+        self.x += 0.1
+        done = self.x > 0.15
+        won = done and self.resets % 2 == 0
+        return np.array([self.x, 0.0], np.float32), self.x, won, done and not won, {"success": won}
+
+
 def _memory(**kw) -> TrialMemory:
     return TrialMemory(POS, ACT, horizon=30, exp_dim=0, write_failures=True, dense_rewards=True,
                        **{"run_best": "located", **kw})
 
 
-def test_located_shows_the_locators_guess_until_the_run_succeeds_and_learns_only_from_runs_that_did() -> None:
+def test_located_shows_the_locators_guess_until_the_run_succeeds() -> None:
     mem = _memory()
     assert mem.locator is not None and _memory(run_best=True).locator is None
     s = mem.new_scope()
@@ -68,22 +89,52 @@ def test_located_shows_the_locators_guess_until_the_run_succeeds_and_learns_only
     assert not won and np.allclose(keys[-1], mem.keys(np.array([[0.5, 0.0]]))[0])
     got = best_step(mem, s)
     assert np.allclose(got[:2], mem.locator.locate(keys, rewards)) and got[2:].tolist() == [0.0, pytest.approx(0.3)]
-    mem.retire(s, instance=3)  # no success in the run: nothing to learn from
-    assert mem.stats.get("locator_pairs", 0) == 0
-    s = mem.new_scope()
-    mem.write(s, obs, [0, 1, 1], [0.1, 0.3, 0.2], success=False, end_observation=np.array([0.5, 0.0]))
     mem.write(s, obs[:2], [0, 1], [0.2, 5.0], success=True, end_observation=np.array([0.6, 0.6]))
     assert np.allclose(best_step(mem, s)[:3], [*mem.keys(np.array([[0.6, 0.6]]))[0], 1.0])  # a success: its end
-    mem.retire(s, instance=3)
-    assert mem.stats["locator_pairs"] == 1  # the failed trial, labelled with where the run succeeded
-    frozen = _memory(train_extractor=False)  # an evaluation memory learns nothing
-    s = frozen.new_scope()
-    frozen.write(s, obs, [0, 1, 1], [0.1, 0.3, 0.2], success=False, end_observation=np.array([0.5, 0.0]))
-    frozen.write(s, obs[:2], [0, 1], [0.2, 5.0], success=True, end_observation=np.array([0.6, 0.6]))
-    frozen.retire(s, instance=3)
-    assert frozen.locator.stats["locator_pairs"] == 0
     with pytest.raises(ValueError, match=r"run_best must be one of"):
         _memory(run_best="guessed")
+
+
+def test_a_failed_trial_is_labelled_with_where_its_instance_succeeds_in_any_run() -> None:
+    mem = _memory()
+    obs = np.array([[0.0, 0.0], [0.2, 0.1], [0.4, 0.1]], np.float32)
+    fail = (obs, [0.1, 0.3, 0.2], False, np.array([0.5, 0.0]))
+    teach_locator(mem, 3, *fail)  # instance 3 not solved yet: the trial waits
+    teach_locator(mem, 4, *fail)
+    assert mem.stats["locator_pairs"] == 0
+    teach_locator(mem, 3, obs[:2], [0.2, 5.0], True, np.array([0.6, 0.6]))  # a later run of 3 succeeds
+    assert mem.stats["locator_pairs"] == 1  # 3's waiting trial, not 4's
+    label = mem.keys(np.array([[0.6, 0.6]]))[0]  # where it ended
+    rows, anchor, target = mem.locator._pairs[0]
+    assert np.allclose(anchor + target / KEY_SCALE, label)
+    assert np.allclose(anchor, mem.keys(obs[2:])[0])  # the best reward (0.3) was received in the state after step 1
+    teach_locator(mem, 3, *fail)  # a failed trial of a solved instance: a pair at once
+    assert mem.stats["locator_pairs"] == 2
+    teach_locator(mem, 4, obs, None, True)  # a demonstration of 4 (no end: its last step's state)
+    assert mem.stats["locator_pairs"] == 3
+    assert np.allclose(mem.locator._pairs[-1][1] + mem.locator._pairs[-1][2] / KEY_SCALE, mem.keys(obs[2:])[0])
+    frozen = _memory(train_extractor=False)  # an evaluation memory learns nothing
+    teach_locator(frozen, 3, obs[:2], [0.2, 5.0], True, np.array([0.6, 0.6]))
+    teach_locator(frozen, 3, *fail)
+    assert frozen.locator.stats["locator_pairs"] == 0
+    few = GoalLocator(2, waiting=1)  # the oldest waiting trial gives way
+    few.failed(1, obs, np.array([0.1, 0.3, 0.2]))
+    few.failed(2, obs, np.array([0.1, 0.3, 0.2]))
+    few.solved(1, np.zeros(2))
+    assert few.stats["locator_pairs"] == 0
+
+
+def test_every_trial_of_a_training_run_teaches_the_locator_free_and_last_ones_too() -> None:
+    from experience_wrappers.trials.wrapper import trial_env
+
+    mem = _memory()
+    env = trial_env(_Line(), mem, instances=[0], trials=2, guided=False)  # a free run: nothing written
+    for _ in range(2):
+        env.reset()
+        env.step(0)
+        env.step(1)
+    assert mem.size(1) == 0 and mem.stats["trials_written"] == 0
+    assert mem.stats["locator_pairs"] == 1  # trial 1 failed, waited; trial 2 (the run's last) succeeded
 
 
 def test_the_locator_saves_loads_and_is_copied_into_an_evaluation_memory(tmp_path) -> None:

@@ -5,9 +5,11 @@ ML1 with the goal hidden), one failed trial's states and rewards hold where the 
 the reward function known, a least-squares fit places every held-out goal of ML1 reach from one
 probe trial (``benchmarks/results/goal-from-rewards.json``). The library does not know the
 reward function; this network learns the summary from training runs. Each training pair is a
-failed trial of a run, its rows ``(key of the state a reward was received in, reward)``, and the
-key where the run succeeded (the end of a successful trial or of a demonstration of the same
-instance): hindsight labels, no privileged information. The network reads the rows relative to
+failed trial, its rows ``(key of the state a reward was received in, reward)``, and the key where
+a trial of the same instance succeeded (the end of its newest success or demonstration, in any
+run): hindsight labels, no privileged information. A failed trial of an instance not yet solved
+waits (the newest ``waiting`` of them) for the instance's first success. An instance is the same
+place in every run (:class:`~experience_wrappers.wrappers.ReplayInstances` replays its reset seed). The network reads the rows relative to
 the trial's best-reward state and predicts the success key's offset from it (translation-
 equivariant, but for that state's own place, one more input): on probes of ML1 reach it placed
 held-out goals within the success radius 0.77 of the time from one straight trial, against 0.15
@@ -59,6 +61,7 @@ class GoalLocator:
         batch_size: pairs per update.
         updates_per_pair: updates made for each training pair added (once ``batch_size`` pairs are held).
         capacity: the most recent training pairs kept.
+        waiting: the most failed trials of unsolved instances kept until their instance succeeds.
         seed: seed of the network and of its sampling.
 
     >>> loc = GoalLocator(2, seed=0)
@@ -68,7 +71,7 @@ class GoalLocator:
     """
 
     def __init__(self, key_dim: int, *, hidden: int = 128, lr: float = 1e-3, batch_size: int = 64,
-                 updates_per_pair: int = 8, capacity: int = 4096, seed: int = 0) -> None:
+                 updates_per_pair: int = 8, capacity: int = 4096, waiting: int = 256, seed: int = 0) -> None:
         self.key_dim, self.batch_size, self.updates_per_pair = int(key_dim), int(batch_size), int(updates_per_pair)
         with torch.random.fork_rng():  # seeded weights, the caller's torch generator left as it was
             torch.manual_seed(seed)
@@ -76,6 +79,8 @@ class GoalLocator:
         self.opt = torch.optim.Adam(self.net.parameters(), lr=lr)
         self._pairs: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=int(capacity))
         self._rng = np.random.default_rng(seed)
+        self._goals: dict[int, np.ndarray] = {}  # instance -> the key its newest success ended in
+        self._waiting: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=int(waiting))
         #: pairs added and updates made
         self.stats: dict[str, float] = {"locator_pairs": 0.0, "locator_updates": 0.0, "locator_loss": 0.0}
 
@@ -109,6 +114,26 @@ class GoalLocator:
         if learn and len(self._pairs) >= self.batch_size:
             for _ in range(self.updates_per_pair):
                 self._update()
+
+    def solved(self, instance: int, success_key: np.ndarray) -> None:
+        """A trial (or demonstration) of ``instance`` succeeded, ending at ``success_key``: the label of
+        the instance's failed trials from now on, and of those waiting for it."""
+        goal = np.asarray(success_key, np.float32).copy()
+        self._goals[int(instance)] = goal
+        mine = [w for w in self._waiting if w[0] == int(instance)]
+        if mine:
+            self._waiting = deque((w for w in self._waiting if w[0] != int(instance)), maxlen=self._waiting.maxlen)
+        for _, keys, rewards in mine:
+            self.add(keys, rewards, goal)
+
+    def failed(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
+        """A failed trial of ``instance``: a training pair with where the instance succeeded, or, before
+        it has, kept waiting for that."""
+        goal = self._goals.get(int(instance))
+        if goal is None:
+            self._waiting.append((int(instance), np.asarray(keys, np.float32), np.asarray(rewards, np.float32)))
+        else:
+            self.add(keys, rewards, goal)
 
     def _update(self) -> None:
         pick = self._rng.choice(len(self._pairs), self.batch_size, replace=False)

@@ -38,7 +38,7 @@ from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
 from .goal_locator import GoalLocator
-from .run_best import RUN_BEST, teach_locator
+from .run_best import RUN_BEST
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -210,8 +210,6 @@ class TrialMemory:
 
     def retire(self, scope: int, instance: int) -> None:
         """A run on ``instance`` ended: forget its entries, or keep them as a donor (``scope="other"``)."""
-        if self.locator is not None and self.train_extractor:
-            teach_locator(self, scope)
         if self.scope != "other":
             self.forget(scope)
             return

@@ -36,6 +36,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..keys.base import add_batch_axis
 from .checks import RUN_BEST_KEY
 
 if TYPE_CHECKING:
@@ -48,6 +49,14 @@ __all__ = ["RUN_BEST", "RunBest", "best_step", "teach_locator", "trial_rows"]
 RUN_BEST = (False, True, "reached", "taken", "located")
 
 
+def _shifted(memory: TrialMemory, keys: np.ndarray, end: np.ndarray | None) -> np.ndarray:
+    """The keys each reward was received in: with ``run_best="taken"`` the steps' own, else the next
+    step's and, for the last, the trial's end (its last step's where none is given)."""
+    if memory.run_best == "taken":
+        return keys
+    return np.concatenate([keys[1:], (keys[-1] if end is None else end)[None]])
+
+
 def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool]:
     """A written trial's ``(keys (T, key_dim), rewards (T,), succeeded)``; each reward's key is the state it
     was received in (``"reached"``: the next step's, the trial's end for its last) or, with
@@ -55,9 +64,7 @@ def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None) -> 
     last step's key stands for it. Rewards are zeros without ``dense_rewards``."""
     lay = memory.layout
     values = memory.bank.get(ids)["value"]
-    keys = values[:, :lay.key_dim]
-    if memory.run_best != "taken":
-        keys = np.concatenate([keys[1:], (keys[-1] if end is None else end)[None]])
+    keys = _shifted(memory, values[:, :lay.key_dim], end)
     rewards = values[:, lay.reward_col] if lay.step_reward else np.zeros(len(values), np.float32)
     return keys, rewards, bool(values[0, lay.return_col] > 0)
 
@@ -80,16 +87,22 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
     return None if best is None else best[1].astype(np.float32)
 
 
-def teach_locator(memory: TrialMemory, scope: int) -> None:
-    """A run ended: each of its failed trials, with the key where the run succeeded (its newest
-    success's or demonstration's end), is a training pair of ``memory.locator``; none without a success."""
-    assert memory.locator is not None
-    trials = [trial_rows(memory, ids, end) for ids, end in zip(memory.trials_of(scope), memory.ends_of(scope),
-                                                               strict=True)]
-    wins = [keys[-1] for keys, _, won in trials if won]
-    for keys, rewards, won in trials if wins else []:
-        if not won:
-            memory.locator.add(keys, rewards, wins[-1])
+def teach_locator(memory: TrialMemory, instance: int, observations: Any, rewards: Any, success: bool,
+                  end_observation: Any | None = None) -> None:
+    """A trial of ``instance`` ended (any run's, guided or free, written or not; or a demonstration,
+    ``success`` True without an end): ``memory.locator`` learns where the instance succeeds from it
+    (:meth:`GoalLocator.solved <experience_wrappers.trials.goal_locator.GoalLocator.solved>`,
+    :meth:`~experience_wrappers.trials.goal_locator.GoalLocator.failed`). Nothing without a locator
+    or with ``train_extractor=False`` (an evaluation memory learns nothing)."""
+    if memory.locator is None or not memory.train_extractor:
+        return
+    end = None if end_observation is None else memory.keys(add_batch_axis(end_observation))
+    keys = _shifted(memory, memory.keys(observations), None if end is None else end[0])
+    if success:
+        memory.locator.solved(instance, keys[-1])
+    else:
+        rewards = np.asarray(rewards, np.float32).reshape(-1) if memory.layout.step_reward else np.zeros(len(keys))
+        memory.locator.failed(instance, keys, rewards)
     memory.stats.update(memory.locator.stats)
 
 

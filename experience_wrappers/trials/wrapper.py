@@ -56,7 +56,7 @@ from .checks import (
 )
 from .memory import TrialMemory
 from .novelty import NoveltyBonus
-from .run_best import RunBest
+from .run_best import RunBest, teach_locator
 from .trial_index import TrialIndex
 
 __all__ = ["RunScopeWrapper", "TRIAL_INFO_KEY", "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "trial_env",
@@ -226,6 +226,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
                                     f"got a {type(demo).__name__}")
                 self.memory.add_demonstration(self.run_scope, *demo, source=source)
                 self._demonstrated = True
+                if self.learn:  # where a demonstration ends, its instance succeeds
+                    teach_locator(self.memory, instance, demo[0], None, True)
 
     def _end_run(self) -> None:
         self._run_open = False
@@ -318,6 +320,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         observations, actions, rewards = self._recorder.take(0)
         if self.guided and mem.scope != "none" and read_later:
             mem.write_trial(self.run_scope, observations, actions, rewards, success, end_observation=self._last_obs)
+        if self.learn:  # every trial of a training run says where its instance succeeds, or where it does not
+            teach_locator(mem, self.instance, observations, rewards, success, self._last_obs)
         if self.learn and self.free_members and self.free_members < self.group_size:
             mem.finish_trial((self.group, self.run, self.trial), float(success), guided=self.guided,
                              members=self.group_size, free=self.free_members, shown=self._shown)
