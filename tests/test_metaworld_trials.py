@@ -256,3 +256,24 @@ def test_every_ml1_family_builds_its_envs_with_an_arms_env_arguments(family: str
             assert env.success_bonus == "infinite"
         finally:
             env.close()
+
+
+def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a_runs_settings(env: ML1Trials) -> None:
+    from integrations.metaworld.keys import HAND_HIGH, HAND_LOW, MetaWorldKeyEncoder
+    from integrations.sb3.method_settings import from_json, to_json
+
+    enc = MetaWorldKeyEncoder()
+    obs, actions, _, success = scripted_demonstration(env, 60)
+    assert success
+    keys = enc.encode(obs, np.zeros(len(obs), np.int64))
+    assert keys.shape == (len(obs), 6) and np.abs(keys).max() <= 1.0
+    goal_key = (env.goal() - HAND_LOW) / (HAND_HIGH - HAND_LOW) * 2 - 1
+    near = np.linalg.norm(keys[:, :3] - goal_key, axis=1)
+    assert near[-1] < 0.2 < near[0]  # the demonstration's last state is near the goal, its first is not
+    assert np.allclose(keys[:, 3:], keys[0, 3:], atol=0.01)  # reach's object stays where it is (it settles)
+    mem = TrialMemory(env.observation_space, env.action_space, horizon=150, key_encoder=enc, exp_dim=0)
+    assert mem.key_dim == 6
+    back = from_json(to_json({"key_encoder": enc}, "memory_kwargs"), "memory_kwargs")["key_encoder"]
+    assert isinstance(back, MetaWorldKeyEncoder)
+    with pytest.raises(ValueError, match="Meta-World observations"):
+        enc.encode(np.zeros((2, 3)), np.zeros(2, np.int64))

@@ -172,6 +172,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # failed trials' keys and rewards (run_best="located"): does a learned summary of a trial earn its place?
     "crl-trials-located-noimitate-bonus-inf": {**METHOD, "run_best": "located",
                                                "env_kwargs": {"success_bonus": "infinite"}},
+    # the same, keyed by where Meta-World's hand and object are (MetaWorldKeyEncoder: 6 of the 39
+    # values) rather than the whole observation: the entries, RunBest's offset and the locator's rows
+    "crl-trials-located-handkeys-noimitate-bonus-inf": {**METHOD, "run_best": "located", "keys": "metaworld",
+                                                        "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -336,6 +340,12 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     imitate = spec.pop("imitate", False)  # True, or EntryImitationCallback's arguments
     novelty = float(spec.pop("novelty_bonus", 0.0))
     novelty_until = bool(spec.pop("novelty_until_success", True))
+    keys = spec.pop("keys", None)  # None: the memory's default (the flattened observation)
+    if keys is not None:
+        if keys != "metaworld":
+            raise ValueError(f"arm {arm!r}: keys must be 'metaworld' or absent, got {keys!r}")
+        from integrations.metaworld.keys import MetaWorldKeyEncoder
+        spec["key_encoder"] = MetaWorldKeyEncoder()
     from benchmarks.suites.metaworld_calibration import (
         ppo_settings,  # the ML1 families' calibrated settings
     )
