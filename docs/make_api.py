@@ -28,7 +28,7 @@ MODULES = ("experience_wrappers", "experience_wrappers.bank", "experience_wrappe
            "integrations.sb3.rollin_callbacks", "integrations.sb3.env_families", "integrations.sb3.trials_method",
            "integrations.sb3.trials_features", "integrations.sb3.trials_imitation",
            "integrations.sb3.trials_evaluation",
-           "integrations.minihack", "integrations.metaworld", "integrations.demos", "experience_wrappers.experimental",
+           "integrations.minihack", "integrations.metaworld", "integrations.metaworld.keys", "integrations.demos", "experience_wrappers.experimental",
            "integrations.sb3.experimental")
 OUT = Path(__file__).resolve().parent / "api.md"
 

@@ -1,4 +1,4 @@
-"""Meta-World integration: MT1/MT10 environment factories and SB3 callbacks.
+"""Meta-World integration: MT1/MT10 environment factories, SB3 callbacks and a key encoder.
 
 Requires the ``metaworld`` extra (``pip install complementary-rl[metaworld]``).
 Importing this package does not import Meta-World; the factories do, and
@@ -25,12 +25,14 @@ from integrations.metaworld.envs import (
     mt10_tasks,
     task_id_from_obs,
 )
+from integrations.metaworld.keys import MetaWorldKeyEncoder
 
 __all__ = [
     "MAX_EPISODE_STEPS",
     "MT10_TASKS",
     "NUM_GOALS",
     "REWARD_FUNCTION_VERSION",
+    "MetaWorldKeyEncoder",
     "MetaWorldTaskWrapper",
     "PerTaskSuccessCallback",
     "TaskOneHotWrapper",
