@@ -155,3 +155,16 @@ def test_the_locator_saves_loads_and_is_copied_into_an_evaluation_memory(tmp_pat
         _memory().load(TrialMemory(POS, ACT, horizon=30, exp_dim=0).save(tmp_path / "plain"))
     with pytest.raises(ValueError, match=r"reads keys 2 wide, this memory's are 3"):
         GoalLocator(3).load(folder / "locator.pt")
+
+
+def test_the_locators_error_before_training_on_a_pair_falls_as_it_learns() -> None:
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(1)
+    goals = rng.uniform(-0.6, 0.6, (40, 2))
+    loc = GoalLocator(2, hidden=32, updates_per_pair=4, seed=0)
+    loc.add(*_trial(goals[0], rng), goals[0])
+    first = loc.stats["locator_error"]
+    for _ in range(10):
+        for g in goals:
+            loc.add(*_trial(g, rng), g)
+    assert loc.stats["locator_error"] < 0.5 * first, (loc.stats["locator_error"], first)

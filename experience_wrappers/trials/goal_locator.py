@@ -81,8 +81,10 @@ class GoalLocator:
         self._rng = np.random.default_rng(seed)
         self._goals: dict[int, np.ndarray] = {}  # instance -> the key its newest success ended in
         self._waiting: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=int(waiting))
-        #: pairs added and updates made
-        self.stats: dict[str, float] = {"locator_pairs": 0.0, "locator_updates": 0.0, "locator_loss": 0.0}
+        #: pairs added, updates made, the training loss and, before each pair is trained on, the distance
+        #: of the guess from its label in key units (both moving averages of the recent ones)
+        self.stats: dict[str, float] = {"locator_pairs": 0.0, "locator_updates": 0.0, "locator_loss": 0.0,
+                                        "locator_error": 0.0}
 
     @staticmethod
     def _rows(keys: np.ndarray, rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +111,13 @@ class GoalLocator:
     def add(self, keys: np.ndarray, rewards: np.ndarray, success_key: np.ndarray, *, learn: bool = True) -> None:
         """A training pair: a failed trial's rows and the key where its run succeeded; then (``learn``) updates."""
         rows, anchor = self._rows(np.asarray(keys, np.float32), np.asarray(rewards, np.float32))
-        self._pairs.append((rows, anchor, (np.asarray(success_key, np.float32) - anchor) * KEY_SCALE))
+        target = (np.asarray(success_key, np.float32) - anchor) * KEY_SCALE
+        with torch.no_grad():  # the guess before learning from the pair: an error on a pair not trained on
+            error = float(np.linalg.norm(self.net(*self._batch([(rows, anchor)]))[0].numpy() - target)) / KEY_SCALE
+        first = self.stats["locator_pairs"] == 0
+        self.stats["locator_error"] = error if first else self.stats["locator_error"] + 0.02 * (
+            error - self.stats["locator_error"])
+        self._pairs.append((rows, anchor, target))
         self.stats["locator_pairs"] += 1
         if learn and len(self._pairs) >= self.batch_size:
             for _ in range(self.updates_per_pair):
