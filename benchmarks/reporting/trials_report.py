@@ -34,7 +34,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "ppo-visible-bonus-inf", "ppo-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
              "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
              "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
-             "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-noimitate-bonus-inf", "recurrent-ppo-trials",
+             "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-runlabels-noimitate-bonus-inf",
+             "crl-trials-located-noimitate-bonus-inf", "crl-trials-located-handkeys-noimitate-bonus-inf", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -130,12 +131,28 @@ REACHED_COMPARISONS: list[tuple[str, str, str, str]] = [
 ]
 
 #: the learned goal locator's guess shown until a success (``run_best="located"``) against the same marking
-#: without it (``"reached"``: a failed trial's best-reward state), and against PPO and RecurrentPPO
+#: without it (``"reached"``: a failed trial's best-reward state), against the locator that learned only from
+#: its own run's success (``-runlabels``, measured at commit adb34ba), and against PPO and RecurrentPPO
 LOCATED_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-located-runlabels-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-runlabels-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
     ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-reached-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+]
+
+#: the located arm keyed by where Meta-World's hand and object are (``MetaWorldKeyEncoder``) against the same
+#: arm keyed by the whole observation, the marking without a locator, and the peers
+HANDKEYS_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-located-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-located-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
 ]
@@ -269,7 +286,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
                                     ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
                                     ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS),
-                                    ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS)):
+                                    ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS),
+                                    ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
