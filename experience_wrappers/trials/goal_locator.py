@@ -9,9 +9,10 @@ failed trial, its rows ``(key of the state a reward was received in, reward)``, 
 a trial of the same instance succeeded (the end of its newest success or demonstration, in any
 run): hindsight labels, no privileged information. A failed trial of an instance not yet solved
 waits (the newest ``waiting`` of them) for the instance's first success. An instance is the same
-place in every run (:class:`~experience_wrappers.wrappers.ReplayInstances` replays its reset seed). The network reads the rows relative to
-the trial's best-reward state and predicts the success key's offset from it (translation-
-equivariant, but for that state's own place, one more input): on probes of ML1 reach it placed
+place in every run (:class:`~experience_wrappers.wrappers.ReplayInstances` replays its reset
+seed). The network reads the rows relative to the trial's best-reward state and predicts the
+success key's offset from it (translation-equivariant, but for that state's own place, one more
+input): on probes of ML1 reach it placed
 held-out goals within the success radius 0.77 of the time from one straight trial, against 0.15
 for the best-reward state and 0.39 for the same network reading absolute keys (the study above).
 
@@ -109,7 +110,7 @@ class GoalLocator:
         return item[1] + offset / KEY_SCALE
 
     def add(self, keys: np.ndarray, rewards: np.ndarray, success_key: np.ndarray, *, learn: bool = True) -> None:
-        """A training pair: a failed trial's rows and the key where its run succeeded; then (``learn``) updates."""
+        """A training pair: a failed trial's rows and the key where its instance succeeded; then (``learn``) updates."""
         rows, anchor = self._rows(np.asarray(keys, np.float32), np.asarray(rewards, np.float32))
         target = (np.asarray(success_key, np.float32) - anchor) * KEY_SCALE
         with torch.no_grad():  # the guess before learning from the pair: an error on a pair not trained on

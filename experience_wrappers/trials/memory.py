@@ -89,7 +89,8 @@ class TrialMemory:
             ``"reached"``, by the state its reward (or success) came in (measured to tie ``"taken"``);
             ``"located"``, as ``"reached"`` but, until the run succeeds, the key where a learned
             :class:`~experience_wrappers.trials.goal_locator.GoalLocator` (``memory.locator``,
-            trained with the extractor, by hindsight) guesses it will. False (the default): not shown.
+            trained by hindsight on every training trial while ``train_extractor``) guesses it will.
+            False (the default): not shown.
         dense_rewards: for dense, positive rewards (Meta-World's): each entry carries its step's reward
             (``EntryLayout(step_reward=True)``), and the trial-return column holds the trial's
             outcome (1 success, 0 failure), not the rewards' (positive) sum. False (the default).
