@@ -12,9 +12,9 @@ waits (the newest ``waiting`` of them) for the instance's first success. An inst
 place in every run (:class:`~experience_wrappers.wrappers.ReplayInstances` replays its reset
 seed). The network reads the rows relative to the trial's best-reward state and predicts the
 success key's offset from it (translation-equivariant, but for that state's own place, one more
-input): on probes of ML1 reach it placed
-held-out goals within the success radius 0.77 of the time from one straight trial, against 0.15
-for the best-reward state and 0.39 for the same network reading absolute keys (the study above).
+input): on probes of ML1 reach it placed held-out goals within the success radius 0.77 of the
+time from one straight trial, against 0.15 for the best-reward state and 0.39 for the same
+network reading absolute keys (the study above).
 
 :class:`~experience_wrappers.trials.run_best.RunBest` shows its guess, with
 ``TrialMemory(run_best="located")``, until the run has a success of its own.
