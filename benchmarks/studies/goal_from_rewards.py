@@ -60,11 +60,12 @@ class _Probe:
         self.hand0 = np.asarray(self.env.raw.hand_init_pos, float)
 
     def trial(self, instance: int, legs: int, noise: float = 0.3) -> dict[str, np.ndarray]:
-        """One probe of ``instance``: ``hand`` (observed), ``tcp`` (the reward's point) and ``reward`` per step."""
+        """One probe of ``instance``: ``hand`` (observed), ``tcp`` (the reward's point), ``reward`` (Meta-World's)
+        and ``obs`` (the observation it came in) per step, and ``success``."""
         others = [j for j in self.train if j != instance]
         targets = [self.goals[j] for j in self.rng.choice(others, legs, replace=False)]
         obs, _ = self.env.reset(seed=instance)
-        hand, tcp, reward = [], [], []
+        hand, tcp, reward, seen_obs = [], [], [], []
         per = CAP // legs
         for t in range(CAP):
             seen = np.array(obs, np.float64)
@@ -72,12 +73,13 @@ class _Probe:
             action = np.clip(np.asarray(self.policy.get_action(seen)) + self.rng.normal(0, noise, 4), -1, 1)
             obs, r, terminated, truncated, _ = self.env.step(action.astype(np.float32))
             hand.append(obs[:3].copy())
+            seen_obs.append(obs.copy())
             tcp.append(np.array(self.env.raw.tcp_center))
             reward.append(float(r) / self.env.reward_scale)
             if terminated or truncated:
                 break
         return {"hand": np.asarray(hand, np.float32), "tcp": np.asarray(tcp), "reward": np.asarray(reward, np.float32),
-                "goal": self.goals[instance]}
+                "obs": np.asarray(seen_obs, np.float32), "success": bool(terminated), "goal": self.goals[instance]}
 
 
 def _model_fit(trial: dict[str, np.ndarray], hand0: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -171,6 +173,33 @@ def run(legs: int, train_probes: int, test_probes: int, steps: int, seed: int) -
         own, guesses = _learned(train, test, relative, steps, seed)
         out[name] = {**_scores(guesses, goals), "on_training_probes": _scores(own, train_goals)}
     out["wall_s"] = round(time.time() - t0, 1)
+    return out
+
+
+def locator_placement(memory: Any, seed: int, held_probes: int = 4, train_probes: int = 2) -> dict[str, Any]:
+    """Where a trained run's goal locator (``memory.locator``, ``TrialMemory(run_best="located")``) places
+    ML1 reach's goals from one failed one-leg probe (above; its own probes, seeded ``seed``): within the
+    success radius and the median error (metres, the hand's position of its guess), on the held-out goals
+    and on the training goals, beside the probe's best-reward state. The rows are the memory's own: keys
+    of the states the rewards came in, rewards scaled as the env scales them."""
+    from integrations.metaworld.keys import HAND_HIGH, HAND_LOW
+
+    probe = _Probe(10_000 + seed)
+    out: dict[str, Any] = {"probes": "one leg, noise 0.3, failed ones only"}
+    for name, instances, n in (("held_out", probe.held, held_probes), ("training", probe.train, train_probes)):
+        guesses, best, goals = [], [], []
+        for i in instances:
+            for _ in range(n):
+                t = probe.trial(i, 1)
+                if t["success"]:
+                    continue
+                keys = memory.keys(t["obs"])
+                guess = memory.locator.locate(keys, t["reward"] * probe.env.reward_scale)
+                guesses.append((guess[:3] + 1.0) / 2.0 * (HAND_HIGH - HAND_LOW) + HAND_LOW)
+                best.append(t["hand"][int(np.argmax(t["reward"]))])
+                goals.append(t["goal"])
+        out[name] = {"trials": len(goals), "locator": _scores(np.asarray(guesses), np.asarray(goals)),
+                     "best_reward_state": _scores(np.asarray(best), np.asarray(goals))}
     return out
 
 

@@ -431,6 +431,9 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             "without_experience", "with_experience", "with_demonstration")
         with frozen_predict(method_model) as predict:
             heldout.update(evaluate(predict, frozen_memory, conditions))
+        if mem.locator is not None and family.startswith("ml1-reach"):  # the locator's guesses, checked on probes
+            from benchmarks.studies.goal_from_rewards import locator_placement
+            out["locator_placement"] = locator_placement(frozen_memory(), seed)
     out["heldout"] = heldout
     out["demonstrations_used"] = {"training_runs_share": demo_ratio,
                                   "test_per_run": 1 if "with_demonstration" in heldout else 0}
