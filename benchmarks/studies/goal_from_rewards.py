@@ -59,7 +59,7 @@ class _Probe:
             self.goals[i] = self.env.goal().copy()
         self.hand0 = np.asarray(self.env.raw.hand_init_pos, float)
 
-    def trial(self, instance: int, legs: int, noise: float = 0.3) -> dict[str, np.ndarray]:
+    def trial(self, instance: int, legs: int, noise: float = 0.3) -> dict[str, Any]:
         """One probe of ``instance``: ``hand`` (observed), ``tcp`` (the reward's point), ``reward`` (Meta-World's)
         and ``obs`` (the observation it came in) per step, and ``success``."""
         others = [j for j in self.train if j != instance]
