@@ -38,6 +38,8 @@ def test_the_best_step_is_the_newest_successes_end_else_the_highest_reward_with_
     assert np.allclose(best_step(mem, s)[:2], key(mem, [7, 8]))
     mem.write(s, np.array([[0, 1], [2, 3]]), [0, 0], [0.1, 0.2], success=True)  # the newest success wins
     assert np.allclose(best_step(mem, s)[:2], key(mem, [2, 3]))
+    mem.newest_success = False  # the suite's ablation: the run's first success stays its best step
+    assert np.allclose(best_step(mem, s)[:2], key(mem, [7, 8]))
     mem.forget(s)
     assert best_step(mem, s) is None
 

@@ -65,7 +65,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -176,6 +176,11 @@ ARMS: dict[str, dict[str, Any]] = {
     # values) rather than the whole observation: the entries, RunBest's offset and the locator's rows
     "crl-trials-located-handkeys-noimitate-bonus-inf": {**METHOD, "run_best": "located", "keys": "metaworld",
                                                         "env_kwargs": {"success_bonus": "infinite"}},
+    # the same, a run's first success (or its demonstration) kept as its best step rather than its newest:
+    # are the policy's own successes worse marks than a demonstration's end?
+    "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "keys": "metaworld", "first_success": True,
+        "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -371,7 +376,9 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         # library's TrialMemory has not written them by default since the novelty ablations)
         kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, "write_failures": True, **fam.get("memory_kwargs", {}),
               **spec, **overrides}
-        cls = PathTrialMemory if "path" in kw else TrialMemory  # the arms reading along paths (measured to hurt)
+        cls: type[TrialMemory] = PathTrialMemory if "path" in kw else TrialMemory  # the arms reading along paths (measured to hurt)
+        if kw.pop("first_success", False):  # the run's first success (a demonstration) stays its best step
+            cls = cast("type[TrialMemory]", type("FirstSuccessTrialMemory", (cls,), {"newest_success": False}))
         return cls(obs_space, act_space, horizon=fam["horizon"], **kw)
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:

@@ -109,6 +109,8 @@ class TrialMemory:
 
     #: slots read of each earlier trial besides its nearest steps, by :meth:`_read_paths` (none here)
     path: int = 0
+    #: the newest success is the run's best step (False: its first, a demonstration placed first; a suite's ablation)
+    newest_success: bool = True
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
                  k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None,

@@ -10,7 +10,7 @@ the pooled rows, so the policy reads it as it would read a visible goal:
     run_best = [best key - key of the current state | succeeded | its reward | present]
 
 The *best* step of the run's entries (its earlier trials and a demonstration placed in the run) is
-the last step of a successful trial (the newest such trial), else the step with the highest reward
+the last step of a successful trial (the newest such trial: ``TrialMemory.newest_success``), else the step with the highest reward
 (with ``TrialMemory(dense_rewards=True)``; failed trials are entries only with ``write_failures``).
 Which state marks it is ``TrialMemory(run_best=...)``: ``"taken"`` (``True``), the state its
 action was taken from; ``"reached"``, the state its reward was received in: the next step's, or
@@ -78,7 +78,7 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
         if not won and not memory.layout.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
             continue
         step = len(keys) - 1 if won else int(np.argmax(rewards))
-        score = (float(won), float(t) if won else float(rewards[step]))
+        score = (float(won), (t if memory.newest_success else -t) if won else float(rewards[step]))
         if best is None or score >= best[0]:
             best = (score, np.concatenate([keys[step], [float(won), rewards[step]]]))
             located = None if won else (keys, rewards)
