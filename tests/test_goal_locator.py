@@ -75,8 +75,8 @@ class _Line(gym.Env):
 
 
 def _memory(**kw) -> TrialMemory:
-    return TrialMemory(POS, ACT, horizon=30, exp_dim=0, write_failures=True, dense_rewards=True,
-                       **{"run_best": "located", **kw})
+    return TrialMemory(POS, ACT, horizon=30, exp_dim=0, write_failures=True,
+                       **{"run_best": "located", "dense_rewards": True, **kw})
 
 
 def test_located_shows_the_locators_guess_until_the_run_succeeds() -> None:
@@ -93,6 +93,10 @@ def test_located_shows_the_locators_guess_until_the_run_succeeds() -> None:
     assert np.allclose(best_step(mem, s)[:3], [*mem.keys(np.array([[0.6, 0.6]]))[0], 1.0])  # a success: its end
     with pytest.raises(ValueError, match=r"run_best must be one of"):
         _memory(run_best="guessed")
+    with pytest.raises(ValueError, match=r"run_best must be one of"):
+        _memory(run_best=1)  # (1 == True, but not a mode)
+    with pytest.raises(ValueError, match=r"needs dense_rewards=True"):
+        _memory(dense_rewards=False)
 
 
 def test_a_failed_trial_is_labelled_with_where_its_instance_succeeds_in_any_run() -> None:

@@ -140,7 +140,8 @@ def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path, 
     small = {"instances": [5, 6, 7, 8], "n_envs": 4, "trials": 2, "demonstrations": goal_demonstration,
              "algorithm_kwargs": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}}
     mem = {"horizon": 25, "k": 4, "exp_dim": 4, "write_failures": True}
-    run = ComplementaryRL(room, scope="run", memory_kwargs={**mem, "run_best": mode}, **small)
+    run = ComplementaryRL(room, scope="run", memory_kwargs={**mem, "run_best": mode, "dense_rewards": mode == "located"},
+                          **small)
     try:
         assert RUN_BEST_KEY in run.model.observation_space.spaces
         run.learn(256)

@@ -38,7 +38,7 @@ from ..validators import check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
 from .goal_locator import GoalLocator
-from .run_best import RUN_BEST
+from .run_best import run_best_mode
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -87,10 +87,10 @@ class TrialMemory:
             observation key ``run_best``): ``True`` or ``"taken"``, its best step marked by the state
             its action was taken from (for a success, the state before the successful action);
             ``"reached"``, by the state its reward (or success) came in (measured to tie ``"taken"``);
-            ``"located"``, as ``"reached"`` but, until the run succeeds, the key where a learned
-            :class:`~experience_wrappers.trials.goal_locator.GoalLocator` (``memory.locator``,
-            trained by hindsight on every training trial while ``train_extractor``) guesses it will.
-            False (the default): not shown.
+            ``"located"`` (needs ``dense_rewards``), as ``"reached"`` but, until the run succeeds, the
+            key where a learned :class:`~experience_wrappers.trials.goal_locator.GoalLocator`
+            (``memory.locator``, trained by hindsight on every training trial while ``train_extractor``)
+            guesses it will. False (the default): not shown.
         dense_rewards: for dense, positive rewards (Meta-World's): each entry carries its step's reward
             (``EntryLayout(step_reward=True)``), and the trial-return column holds the trial's
             outcome (1 success, 0 failure), not the rewards' (positive) sum. False (the default).
@@ -127,10 +127,8 @@ class TrialMemory:
         self.write_failures = bool(write_failures)
         self.train_extractor = bool(train_extractor)
         self.trial_index = bool(trial_index)
-        if run_best not in RUN_BEST:
-            raise ValueError(f"run_best must be one of {RUN_BEST} (True is \"taken\"), got {run_best!r}")
         #: "" (not shown), "taken", "reached" or "located" (see the argument)
-        self.run_best: str = {False: "", True: "taken"}.get(run_best, run_best)  # type: ignore[arg-type]
+        self.run_best: str = run_best_mode(run_best, dense_rewards)
         self.dense_rewards = bool(dense_rewards)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)

@@ -43,10 +43,25 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["RUN_BEST", "RunBest", "best_step", "teach_locator", "trial_rows"]
+__all__ = ["RUN_BEST", "RunBest", "best_step", "run_best_mode", "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
 RUN_BEST = (False, True, "reached", "taken", "located")
+
+
+def run_best_mode(run_best: bool | str, dense_rewards: bool) -> str:
+    """``TrialMemory(run_best=...)`` checked: ``""`` (not shown), ``"taken"`` (``True``), ``"reached"`` or ``"located"``.
+
+    Raises:
+        ValueError: not one of :data:`RUN_BEST`, or ``"located"`` without ``dense_rewards`` (the locator
+            reads a failed trial's rewards; sparse ones say nothing of where it got to).
+    """
+    if not isinstance(run_best, bool | str) or run_best not in RUN_BEST:
+        raise ValueError(f"run_best must be one of {RUN_BEST} (True is \"taken\"), got {run_best!r}")
+    if run_best == "located" and not dense_rewards:
+        raise ValueError("run_best=\"located\" needs dense_rewards=True: the goal locator reads a failed trial's "
+                         "rewards, and sparse ones say nothing of where it got to")
+    return "taken" if run_best is True else run_best or ""
 
 
 def _shifted(memory: TrialMemory, keys: np.ndarray, end: np.ndarray | None) -> np.ndarray:
