@@ -35,7 +35,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
              "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
              "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-runlabels-noimitate-bonus-inf",
-             "crl-trials-located-noimitate-bonus-inf", "crl-trials-located-handkeys-noimitate-bonus-inf", "recurrent-ppo-trials",
+             "crl-trials-located-noimitate-bonus-inf", "crl-trials-located-handkeys-noimitate-bonus-inf",
+             "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -152,6 +153,8 @@ HANDKEYS_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-located-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
     ("crl-trials-reached-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf", "with_demonstration", "with_demonstration",
+     "after_first_success"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
