@@ -376,7 +376,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         # library's TrialMemory has not written them by default since the novelty ablations)
         kw = {"k": K_ENTRIES, "exp_dim": EXP_DIM, "seed": seed, "write_failures": True, **fam.get("memory_kwargs", {}),
               **spec, **overrides}
-        cls: type[TrialMemory] = PathTrialMemory if "path" in kw else TrialMemory  # the arms reading along paths (measured to hurt)
+        # the arms reading along paths (measured to hurt)
+        cls: type[TrialMemory] = PathTrialMemory if "path" in kw else TrialMemory
         if kw.pop("first_success", False):  # the run's first success (a demonstration) stays its best step
             cls = cast("type[TrialMemory]", type("FirstSuccessTrialMemory", (cls,), {"newest_success": False}))
         return cls(obs_space, act_space, horizon=fam["horizon"], **kw)

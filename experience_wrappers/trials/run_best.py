@@ -10,8 +10,9 @@ the pooled rows, so the policy reads it as it would read a visible goal:
     run_best = [best key - key of the current state | succeeded | its reward | present]
 
 The *best* step of the run's entries (its earlier trials and a demonstration placed in the run) is
-the last step of a successful trial (the newest such trial: ``TrialMemory.newest_success``), else the step with the highest reward
-(with ``TrialMemory(dense_rewards=True)``; failed trials are entries only with ``write_failures``).
+the last step of a successful trial (the newest such trial: ``TrialMemory.newest_success``), else
+the step with the highest reward (with ``TrialMemory(dense_rewards=True)``; failed trials are
+entries only with ``write_failures``).
 Which state marks it is ``TrialMemory(run_best=...)``: ``"taken"`` (``True``), the state its
 action was taken from; ``"reached"``, the state its reward was received in: the next step's, or
 for a trial's last step the observation it ended in (which the trial env gives the memory; a
