@@ -181,6 +181,16 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "keys": "metaworld", "first_success": True,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # the located arm with the entries channel blank (rows zero, mask 0): the policy reads only the run's
+    # best step (RunBest); does reading the run's own rows help or hurt following a success?
+    "crl-trials-located-noentries-noimitate-bonus-inf": {**METHOD, "run_best": "located", "no_entries": True,
+                                                         "env_kwargs": {"success_bonus": "infinite"}},
+    # and the located arm's ablations: the extractor never trained; the entries and the best step from another
+    # goal's run (random retrieval)
+    "crl-trials-located-noimitate-frozen-bonus-inf": {**METHOD, "run_best": "located", "train_extractor": False,
+                                                      "env_kwargs": {"success_bonus": "infinite"}},
+    "crl-trials-located-noimitate-random-bonus-inf": {**METHOD, "run_best": "located", "scope": "other",
+                                                      "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -304,6 +314,15 @@ def _end_distance_callback(every: int = 8192, window: int = 400) -> Any:
     return EndDistance()
 
 
+def _read_nothing(self: Any, scopes: np.ndarray, obs: Any, same: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``TrialMemory.read`` with every row blank: zeros, mask 0, ids -1 (the no-entries ablation)."""
+    from experience_wrappers.trials import TrialMemory
+
+    rows, mask, ids = TrialMemory.read(self, scopes, obs, same)
+    return np.zeros_like(rows), np.zeros_like(mask), np.full_like(ids, -1)
+
+
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
@@ -380,6 +399,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         cls: type[TrialMemory] = PathTrialMemory if "path" in kw else TrialMemory
         if kw.pop("first_success", False):  # the run's first success (a demonstration) stays its best step
             cls = cast("type[TrialMemory]", type("FirstSuccessTrialMemory", (cls,), {"newest_success": False}))
+        if kw.pop("no_entries", False):  # the entries channel blank: nothing shown, RunBest alone
+            cls = cast("type[TrialMemory]", type("NoEntriesTrialMemory", (cls,), {"read": _read_nothing}))
         return cls(obs_space, act_space, horizon=fam["horizon"], **kw)
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
