@@ -65,7 +65,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import as_completed
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -80,6 +80,9 @@ from benchmarks.suites.trials_ml1 import (
     ml1_reach_moves_family,
 )
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
+
+if TYPE_CHECKING:
+    from experience_wrappers.trials import TrialMemory
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -191,6 +194,12 @@ ARMS: dict[str, dict[str, Any]] = {
                                                       "env_kwargs": {"success_bonus": "infinite"}},
     "crl-trials-located-noimitate-random-bonus-inf": {**METHOD, "run_best": "located", "scope": "other",
                                                       "env_kwargs": {"success_bonus": "infinite"}},
+    # diagnostic (privileged, training goals only): the hand-keyed located arm with the locator's labels exact,
+    # where the training goal is rather than where a success entered its radius; held-out goals are never
+    # given. Are the labels what holds the locator's guesses (and trial 2) back?
+    "crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "keys": "metaworld", "exact_labels": True,
+        "env_kwargs": {"success_bonus": "infinite"}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -323,6 +332,40 @@ def _read_nothing(self: Any, scopes: np.ndarray, obs: Any, same: np.ndarray
     return np.zeros_like(rows), np.zeros_like(mask), np.full_like(ids, -1)
 
 
+def _exact_labels_memory(cls: type[TrialMemory], train: list[int], family: str) -> type[TrialMemory]:
+    """``cls`` whose goal locator labels every failed training trial with where its goal is (the
+    diagnostic arm's privileged labels: Meta-World's goal position of the training instances,
+    keyed by :class:`~integrations.metaworld.keys.MetaWorldKeyEncoder`, with the object where the
+    trial left it); the agent's successes label nothing. Held-out instances have no label."""
+    from experience_wrappers.trials.goal_locator import GoalLocator
+    from integrations.metaworld.keys import HAND_HIGH, HAND_LOW
+    from integrations.metaworld.ml1_trials import goal_position, ml1_goal_tasks
+
+    tasks = ml1_goal_tasks(_ML1_TASKS[family])
+    goals = {i: ((goal_position(tasks[i]) - HAND_LOW) / (HAND_HIGH - HAND_LOW) * 2.0 - 1.0).astype(np.float32)
+             for i in train}
+
+    class ExactGoalLocator(GoalLocator):
+        def solved(self, instance: int, success_key: np.ndarray) -> None:
+            pass
+
+        def failed(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
+            goal = goals.get(int(instance))
+            if goal is not None:  # the hand at the goal, the object where the trial left it
+                self.add(keys, rewards, np.concatenate([goal, np.asarray(keys, np.float32)[-1, 3:]]))
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        cls.__init__(self, *args, **kwargs)
+        if self.locator is not None:
+            self.locator = ExactGoalLocator(self.key_dim, seed=int(kwargs.get("seed", 0)))
+    return cast("type[TrialMemory]", type("ExactLabelsTrialMemory", (cls,), {"__init__": init}))
+
+
+#: the Meta-World task of each ML1 family
+_ML1_TASKS = {"ml1-reach": "reach-v3", "ml1-reach-moves": "reach-v3", "ml1-push-moves": "push-v3",
+              "ml1-pick-place-moves": "pick-place-v3"}
+
+
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
@@ -401,6 +444,10 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             cls = cast("type[TrialMemory]", type("FirstSuccessTrialMemory", (cls,), {"newest_success": False}))
         if kw.pop("no_entries", False):  # the entries channel blank: nothing shown, RunBest alone
             cls = cast("type[TrialMemory]", type("NoEntriesTrialMemory", (cls,), {"read": _read_nothing}))
+        if kw.pop("exact_labels", False):  # the locator labelled by the training goals (a diagnostic)
+            if keys != "metaworld" or not family.startswith("ml1-"):
+                raise ValueError(f"arm {arm!r}: exact labels need an ml1-* family and keys='metaworld'")
+            cls = _exact_labels_memory(cls, fam["train"], family)
         return cls(obs_space, act_space, horizon=fam["horizon"], **kw)
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
