@@ -142,6 +142,34 @@ def test_start_moves_change_the_start_not_the_goal() -> None:
     env.close()
 
 
+def test_observed_rewards_are_the_last_two_steps_and_the_rest_is_metaworlds_observation() -> None:
+    seen, plain = ML1Trials("reach-v3", reward_observed=True), ML1Trials("reach-v3")
+    assert seen.observation_space.shape == (41,) and plain.observation_space.shape == (39,)
+    a, _ = seen.reset(seed=7)
+    b, _ = plain.reset(seed=7)
+    assert seen.observation_space.contains(a) and a[39:].tolist() == [0.0, 0.0]
+    np.testing.assert_array_equal(a[:39], b)
+    rewards = []
+    for t in range(3):
+        action = np.full(4, 0.3 * (t + 1), np.float32)
+        a, r, *_ = seen.step(action)
+        b, r_plain, *_ = plain.step(action)
+        rewards.append(r)
+        np.testing.assert_array_equal(a[:39], b)
+        assert r == r_plain
+    np.testing.assert_allclose(a[39:], [rewards[-1], rewards[-2]], rtol=1e-6)
+    seen.reset(seed=7)
+    assert seen.reset(seed=7)[0][39:].tolist() == [0.0, 0.0]  # a new trial observes no reward yet
+    with pytest.raises(TypeError, match="reward_observed"):
+        ML1Trials("reach-v3", reward_observed=1)  # type: ignore[arg-type]
+    demo, plain_demo = ml1_demonstrations(reward_observed=True)(50), ml1_demonstrations()(50)
+    assert demo is not None and plain_demo is not None and demo[0].shape[1] == 41
+    np.testing.assert_array_equal(demo[0][:, :39], plain_demo[0])  # the scripted policy reads the 39 alone
+    np.testing.assert_allclose(demo[0][1:, 39], demo[2][:-1], rtol=1e-6)
+    seen.close()
+    plain.close()
+
+
 def test_dense_reward_column_round_trips() -> None:
     lay = EntryLayout(key_dim=3, action_dim=4, exp_dim=2, horizon=10, step_reward=True)
     values = lay.values(np.zeros((3, 3)), np.zeros((3, 4)), 1.0, np.ones((3, 2)), rewards=[0.1, 0.2, 0.3])

@@ -200,6 +200,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "keys": "metaworld", "exact_labels": True,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # the last two rewards in the observation (ML1Trials(reward_observed=True)): can a memoryless policy search
+    # for the hidden goal within a trial by how the reward changes, and follow a mark to its end more surely?
+    "crl-trials-located-rewardobs-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
+    "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
+                                "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
     "retrieve-and-play": {"kind": "play"},
 }
@@ -507,7 +513,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             "without_experience", "with_experience", "with_demonstration")
         with frozen_predict(method_model) as predict:
             heldout.update(evaluate(predict, frozen_memory, conditions))
-        if mem.locator is not None and family.startswith("ml1-reach"):  # the locator's guesses, checked on probes
+        # the locator's guesses, checked on the study's probes (Meta-World's own 39-wide observations)
+        if mem.locator is not None and family.startswith("ml1-reach") and not (env_kwargs or {}).get("reward_observed"):
             from benchmarks.studies.goal_from_rewards import locator_placement
             out["locator_placement"] = locator_placement(frozen_memory(), seed)
     out["heldout"] = heldout

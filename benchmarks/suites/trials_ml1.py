@@ -60,7 +60,7 @@ def ml1_family(task: str = "reach-v3", **env_kwargs: Any) -> dict[str, Any]:
             "make_visible": lambda: ML1Trials(task, cap, goal_visible=True, reward_scale=setting["reward_scale"],
                                               **env_kwargs),
             "train": train, "held_out": held_out, "horizon": cap, "trials": 4,
-            "demonstration": ml1_demonstrations(task, cap),
+            "demonstration": ml1_demonstrations(task, cap, bool(env_kwargs.get("reward_observed", False))),
             "memory_kwargs": {"dense_rewards": True},
             "ppo": dict(setting["ppo"]), "calibration": CALIBRATED, "reward_scale": setting["reward_scale"],
             "vec_normalize": {"norm_obs": True, "norm_reward": False,

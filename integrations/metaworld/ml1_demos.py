@@ -27,7 +27,7 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Run the scripted policy on ``instance`` of ``env`` (goal hidden) with the goal handed to it.
 
-    Returns ``(observations (T, 39), actions (T, 4), rewards (T,), success)``: the hidden-goal
+    Returns ``(observations (T, 39 or 41), actions (T, 4), rewards (T,), success)``: the hidden-goal
     observations each action was taken from, the actions, the env's rewards, and whether it
     reached the goal within ``max_steps`` (default: the env's cap; the demonstration stops at
     the first success).
@@ -41,7 +41,7 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
     observations, actions, rewards = [], [], []
     success = False
     for _ in range(env.cap if max_steps is None else int(max_steps)):
-        seen = np.array(obs, dtype=np.float64)
+        seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)  # Meta-World's 39 (without observed rewards)
         seen[GOAL_SLICE] = goal
         action = np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
         observations.append(obs)
@@ -57,16 +57,17 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
 
 
 @functools.lru_cache(maxsize=4)
-def _demo_env(task: str, cap: int) -> ML1Trials:
-    return ML1Trials(task, cap)
+def _demo_env(task: str, cap: int, reward_observed: bool = False) -> ML1Trials:
+    return ML1Trials(task, cap, reward_observed=reward_observed)
 
 
-def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP) -> Any:
+def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP, reward_observed: bool = False) -> Any:
     """A ``demonstrations(instance)`` function for ``task``'s ML1 instances (cached per instance).
 
     It gives ``(observations, actions, rewards)`` of the scripted demonstration, or None where the
     scripted policy did not succeed within the cap (no such reach goal: 50 of 50 held-out goals
-    succeed in 33-72 steps).
+    succeed in 33-72 steps). ``reward_observed``: the observations carry the last rewards, as an
+    ``ML1Trials(reward_observed=True)`` env's do.
 
     >>> demo = ml1_demonstrations()(50)
     >>> len(demo), demo[0].shape[1], float(abs(demo[0][:, 36:]).max())
@@ -75,7 +76,7 @@ def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP) -> Any:
 
     @functools.lru_cache(maxsize=256)
     def demonstrations(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        obs, actions, rewards, success = scripted_demonstration(_demo_env(task, cap), int(instance))
+        obs, actions, rewards, success = scripted_demonstration(_demo_env(task, cap, reward_observed), int(instance))
         return (obs, actions, rewards) if success else None
 
     return demonstrations

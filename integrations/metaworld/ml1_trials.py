@@ -116,6 +116,10 @@ class ML1Trials(gym.Env):
         start_moves: random hand moves before each trial's first observation (0, the default: none;
             every trial of an instance then starts in the same state).
         start_seed: seed of those moves.
+        reward_observed: append the last two steps' rewards (scaled, without the success bonus; zeros
+            at a trial's start) to the observation, 41 wide: where the goal is hidden, how the reward
+            changed with the last move is what a memoryless policy can search by within a trial
+            (RL^2's input, without its recurrence).
 
     ``info`` carries Meta-World's ``success`` (this step's, so True only on a trial's last step),
     ``is_success`` (the same, for SB3), ``instance`` and ``goal`` (the hidden goal, for analysis).
@@ -135,7 +139,7 @@ class ML1Trials(gym.Env):
 
     def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
                  reward_scale: float = 0.1, success_bonus: bool | str = True, gamma: float = 0.99,
-                 start_moves: int = 0, start_seed: int = 0) -> None:
+                 start_moves: int = 0, start_seed: int = 0, reward_observed: bool = False) -> None:
         import metaworld
 
         self.task_name = task
@@ -162,7 +166,14 @@ class ML1Trials(gym.Env):
         self.raw.max_path_length = self.cap + self.start_moves + 1
         self.raw.set_task(self.tasks[0])
         box = self.raw.sawyer_observation_space
-        self.observation_space = spaces.Box(box.low, box.high, box.shape, box.dtype)  # type: ignore[arg-type]
+        self._box = spaces.Box(box.low, box.high, box.shape, box.dtype)  # type: ignore[arg-type]
+        if not isinstance(reward_observed, bool):
+            raise TypeError(f"reward_observed must be a bool, got {reward_observed!r}")
+        self.reward_observed = reward_observed
+        self._rewards = np.zeros(2, np.float32)  # the last step's reward, the one before
+        self.observation_space = self._box if not reward_observed else spaces.Box(
+            np.concatenate([box.low, [-np.inf, -np.inf]]).astype(box.dtype),
+            np.concatenate([box.high, [np.inf, np.inf]]).astype(box.dtype), dtype=box.dtype)  # type: ignore[arg-type]
         act = self.raw.action_space
         assert isinstance(act, spaces.Box)
         self.action_space = spaces.Box(act.low, act.high, act.shape, np.float32)
@@ -188,29 +199,32 @@ class ML1Trials(gym.Env):
         for _ in range(self.start_moves):
             obs, *_ = self.raw.step(self._moves.uniform(-1.0, 1.0, 4).astype(np.float32))
         self._t = 0
-        return self._clip(obs), {"instance": self.instance, "success": False, "is_success": False}
+        self._rewards[:] = 0.0
+        return self._observe(obs), {"instance": self.instance, "success": False, "is_success": False}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, _, _, info = self.raw.step(np.asarray(action, np.float32))
         self._t += 1
         success = bool(float(info.get("success", 0.0)) >= 1.0)
         r = float(reward) * self.reward_scale
+        self._rewards[:] = (r, self._rewards[0])
         if success and self.success_bonus == "cap":
             left = self.cap - self._t
             r += r * sum(self.gamma ** j for j in range(1, left + 1))
         elif success and self.success_bonus == "infinite":
             r += r * self.gamma / (1.0 - self.gamma)
         out = {**info, "success": success, "is_success": success, "instance": self.instance}
-        return self._clip(obs), r, success, (not success) and self._t >= self.cap, out
+        return self._observe(obs), r, success, (not success) and self._t >= self.cap, out
 
     def goal(self) -> np.ndarray:
         """The current instance's goal position."""
         return goal_position(self.tasks[self.instance])
 
-    def _clip(self, obs: np.ndarray) -> np.ndarray:
-        space = self.observation_space
-        assert isinstance(space, spaces.Box)
-        return np.clip(obs, space.low, space.high).astype(space.dtype)
+    def _observe(self, obs: np.ndarray) -> np.ndarray:
+        """Meta-World's observation clipped to its space, with the last rewards where they are observed."""
+        space = self._box
+        out = np.clip(obs, space.low, space.high).astype(space.dtype)
+        return np.concatenate([out, self._rewards.astype(space.dtype)]) if self.reward_observed else out
 
     def close(self) -> None:
         self.raw.close()
