@@ -124,3 +124,18 @@ def test_the_trials_command_refuses_bad_arguments_before_any_run(tmp_path, monke
     out, err = capsys.readouterr()
     assert stop.value.code == 2 and err.strip().splitlines()[-1].endswith(says), err
     assert "runs to do" not in out
+
+
+def test_a_trials_arm_that_names_its_budget_keeps_it(tmp_path, capsys):
+    """``--steps`` is the default budget; an arm with ``"steps"`` in ARMS runs (and is found done) at its own."""
+    import json
+
+    from benchmarks.suites.trials import _settings, main
+
+    arm = "crl-trials-located-600k-noimitate-bonus-inf"
+    path = tmp_path / arm / "seed0.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"settings": _settings("ml1-reach-moves", arm, 600_000, 5)}))
+    assert main(["--family", "ml1-reach-moves", "--arms", arm, "--seeds", "0", "--jobs", "1",
+                 "--out", str(tmp_path)]) == 0
+    assert f"skip {path}" in capsys.readouterr().out

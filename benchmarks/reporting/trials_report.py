@@ -36,7 +36,11 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
              "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-runlabels-noimitate-bonus-inf",
              "crl-trials-located-noimitate-bonus-inf", "crl-trials-located-handkeys-noimitate-bonus-inf",
-             "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf", "recurrent-ppo-trials",
+             "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf",
+             "crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf",
+             "crl-trials-located-noentries-noimitate-bonus-inf", "crl-trials-located-noimitate-frozen-bonus-inf",
+             "crl-trials-located-noimitate-random-bonus-inf", "crl-trials-located-600k-noimitate-bonus-inf",
+             "crl-trials-located-rewardobs-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -143,6 +147,26 @@ LOCATED_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-reached-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    # its ablations: the entries channel blank (the best step alone), the extractor frozen, random retrieval
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_demonstration", "with_demonstration",
+     "after_first_success"),
+    ("crl-trials-located-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-located-noimitate-random-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-noimitate-random-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    # twice the budget (600k steps): is the following's precision a matter of training?
+    ("crl-trials-located-600k-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-600k-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-600k-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-located-600k-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    # the last two rewards observed (ML1Trials(reward_observed=True)), and PPO given them alone
+    ("crl-trials-located-rewardobs-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-rewardobs-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-rewardobs-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("ppo-bonus-inf-rewardobs", "with_experience", "without_experience", "cumulative@K"),
 ]
 
 #: the located arm keyed by where Meta-World's hand and object are (``MetaWorldKeyEncoder``) against the same
@@ -158,6 +182,11 @@ HANDKEYS_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    # diagnostic: the locator labelled by the training goals themselves (privileged; held-out goals untouched)
+    ("crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf", "with_experience", "with_experience",
+     "cumulative@2"),
+    ("crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf", "with_experience", "with_experience",
+     "cumulative@K"),
 ]
 
 #: the trial index shown (``crl-trials-default-index``): against the defaults without it, and

@@ -184,6 +184,9 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "keys": "metaworld", "first_success": True,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # the located arm with twice the budget: is following a success a matter of training?
+    "crl-trials-located-600k-noimitate-bonus-inf": {**METHOD, "run_best": "located", "steps": 600_000,
+                                                    "env_kwargs": {"success_bonus": "infinite"}},
     # the located arm with the entries channel blank (rows zero, mask 0): the policy reads only the run's
     # best step (RunBest); does reading the run's own rows help or hurt following a success?
     "crl-trials-located-noentries-noimitate-bonus-inf": {**METHOD, "run_best": "located", "no_entries": True,
@@ -391,6 +394,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
 
     torch.set_num_threads(1)
     spec = dict(ARMS[arm])
+    spec.pop("steps", None)  # the arm's own budget (main passes it as ``steps``)
     train_instances = spec.pop("train_instances", None)  # an arm may train on more instances than its family's
     if train_instances and family != "maze":
         raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
@@ -570,7 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--family", default="darkroom", choices=sorted(FAMILIES))
     p.add_argument("--arms", nargs="+", default=["crl-trials", "ppo"], choices=sorted(ARMS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
-    p.add_argument("--steps", type=int, default=300_000)
+    p.add_argument("--steps", type=int, default=300_000,
+                   help="training steps of each run (an arm that names its own budget, \"steps\" in ARMS, keeps it)")
     p.add_argument("--repeats", type=int, default=5, help="runs per held-out instance in evaluation")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", type=Path, default=None, help="folder (default benchmarks/results/<suite>: trials-darkroom, trials-keydoor, incontext-maze)")
@@ -586,13 +591,16 @@ def main(argv: list[str] | None = None) -> int:
         check_output_folder(out, "--out")
     except ValueError as exc:
         p.error(str(exc))
+    def steps_of(arm: str) -> int:
+        return int(ARMS[arm].get("steps", args.steps))
+
     todo = []
     for arm in args.arms:
         for seed in args.seeds:
             path = out / arm / f"seed{seed}.json"
             if path.exists():
                 old = json.loads(path.read_text()).get("settings")
-                new = _settings(args.family, arm, args.steps, args.repeats)
+                new = _settings(args.family, arm, steps_of(arm), args.repeats)
                 if old == new:
                     print(f"skip {path}: done with these settings")
                     continue
@@ -606,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     finished = 0
     try:
         with worker_pool(args.jobs) as pool:  # stopping this command stops its runs
-            futures = [pool.submit(_job, args.family, arm, seed, args.steps, args.repeats, str(path))
+            futures = [pool.submit(_job, args.family, arm, seed, steps_of(arm), args.repeats, str(path))
                        for arm, seed, path in todo]
             for f in as_completed(futures):
                 f.result()
