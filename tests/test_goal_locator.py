@@ -161,6 +161,38 @@ def test_the_locator_saves_loads_and_is_copied_into_an_evaluation_memory(tmp_pat
         GoalLocator(3).load(folder / "locator.pt")
 
 
+def test_a_saved_locator_goes_on_learning_as_the_one_it_was_saved_from(tmp_path) -> None:
+    """The labels (where each instance last succeeded), the optimizer's state and the figures round-trip:
+    the same next pair trains both to the same weights."""
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(4)
+    loc = GoalLocator(2, hidden=16, batch_size=4, updates_per_pair=2, seed=0)
+    goals = rng.uniform(-0.6, 0.6, (6, 2)).astype(np.float32)
+    for i, g in enumerate(goals):
+        loc.solved(i, g)
+        for _ in range(2):
+            loc.failed(i, *_trial(g, rng))
+    loc.save(tmp_path / "locator.pt")
+    back = GoalLocator(2, hidden=16, batch_size=4, updates_per_pair=2, seed=9)
+    back.load(tmp_path / "locator.pt")
+    assert back.stats == loc.stats and back.stats["locator_pairs"] == 12
+    assert sorted(back._goals) == list(range(6))
+    for i, g in enumerate(goals):
+        np.testing.assert_array_equal(back._goals[i], g)
+    keys, rewards = _trial(goals[2], rng)
+    for m in (loc, back):  # one update each, on the same batch: the pair alone, four times over
+        m._pairs.clear()
+        for _ in range(4):
+            m.failed(2, keys, rewards)
+    for name, w in loc.net.state_dict().items():
+        torch.testing.assert_close(back.net.state_dict()[name], w, rtol=0, atol=0, msg=name)
+    old = {"key_dim": 2, "net": loc.state_dict()}  # a file of weights alone (earlier versions) still loads
+    torch.save(old, tmp_path / "old.pt")
+    fresh = GoalLocator(2, hidden=16, seed=3)
+    fresh.load(tmp_path / "old.pt")
+    assert fresh._goals == {} and fresh.stats["locator_pairs"] == 0
+
+
 def test_the_locators_error_before_training_on_a_pair_falls_as_it_learns() -> None:
     torch.set_num_threads(1)
     rng = np.random.default_rng(1)

@@ -165,11 +165,19 @@ class GoalLocator:
         self.net.load_state_dict(state)
 
     def save(self, path: str | Path) -> None:
-        """Write the weights to ``path``."""
-        torch.save({"key_dim": self.key_dim, "net": self.state_dict()}, Path(path))
+        """Write the weights to ``path``, with what training goes on from: the optimizer's state, where
+        each instance last succeeded (the labels) and the figures. The training pairs (the newest
+        ``capacity``) and the failed trials waiting for their instance's first success are not kept:
+        a resumed run gathers them again."""
+        instances = sorted(self._goals)
+        goal_keys = np.stack([self._goals[i] for i in instances]) if instances else np.zeros((0, self.key_dim))
+        torch.save({"key_dim": self.key_dim, "net": self.state_dict(), "opt": self.opt.state_dict(),
+                    "instances": torch.as_tensor(instances, dtype=torch.int64),
+                    "goal_keys": torch.as_tensor(goal_keys, dtype=torch.float32),
+                    "stats": {k: float(v) for k, v in self.stats.items()}}, Path(path))
 
     def load(self, path: str | Path) -> None:
-        """Read weights written by :meth:`save`.
+        """Read what :meth:`save` wrote (a file of weights alone, as earlier versions wrote, loads the weights).
 
         Raises:
             ValueError: they are of another key width.
@@ -179,3 +187,8 @@ class GoalLocator:
             raise ValueError(f"the goal locator at {str(path)!r} reads keys {saved['key_dim']} wide, this memory's "
                              f"are {self.key_dim}; build the memory with the key encoder of training")
         self.load_state_dict(saved["net"])
+        if "opt" in saved:
+            self.opt.load_state_dict(saved["opt"])
+            self._goals = {int(i): k.numpy().astype(np.float32)
+                           for i, k in zip(saved["instances"].tolist(), saved["goal_keys"], strict=True)}
+            self.stats.update(saved["stats"])
