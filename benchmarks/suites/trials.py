@@ -347,12 +347,14 @@ def _exact_labels_memory(cls: type[TrialMemory], train: list[int], family: str) 
     keyed by :class:`~integrations.metaworld.keys.MetaWorldKeyEncoder`, with the object where the
     trial left it); the agent's successes label nothing. Held-out instances have no label."""
     from experience_wrappers.trials.goal_locator import GoalLocator
-    from integrations.metaworld.keys import HAND_HIGH, HAND_LOW
+    from integrations.metaworld.keys import MetaWorldKeyEncoder
     from integrations.metaworld.ml1_trials import goal_position, ml1_goal_tasks
 
     tasks = ml1_goal_tasks(_ML1_TASKS[family])
-    goals = {i: ((goal_position(tasks[i]) - HAND_LOW) / (HAND_HIGH - HAND_LOW) * 2.0 - 1.0).astype(np.float32)
-             for i in train}
+    at_goals = np.zeros((len(train), 7), np.float32)  # observations with the hand at each training goal
+    at_goals[:, :3] = [goal_position(tasks[i]) for i in train]
+    hand_keys = MetaWorldKeyEncoder().encode(at_goals, np.zeros(len(train), np.int64))[:, :3]
+    goals = dict(zip(train, hand_keys, strict=True))
 
     class ExactGoalLocator(GoalLocator):
         def solved(self, instance: int, success_key: np.ndarray) -> None:
