@@ -204,3 +204,21 @@ def test_the_locators_error_before_training_on_a_pair_falls_as_it_learns() -> No
         for g in goals:
             loc.add(*_trial(g, rng), g)
     assert loc.stats["locator_error"] < 0.5 * first, (loc.stats["locator_error"], first)
+
+
+def test_the_suites_mean_labels_locator_labels_by_the_mean_of_an_instances_success_ends() -> None:
+    """The arm ``crl-trials-located-meanlabels-...``: every success of an instance moves its label to the
+    mean of where they ended; another instance's label is its own."""
+    from benchmarks.suites.trials import _mean_labels_memory
+
+    mem = _mean_labels_memory(TrialMemory)(POS, ACT, horizon=30, exp_dim=0, write_failures=True,
+                                            run_best="located", dense_rewards=True, seed=0)
+    assert mem.locator is not None and type(mem.locator).__name__ == "MeanGoalLocator"
+    mem.locator.solved(1, np.array([0.0, 1.0]))
+    mem.locator.solved(1, np.array([1.0, 0.0]))
+    mem.locator.solved(2, np.array([4.0, 4.0]))
+    assert np.allclose(mem.locator._goals[1], [0.5, 0.5]) and np.allclose(mem.locator._goals[2], [4.0, 4.0])
+    obs = np.array([[0.0, 0.0], [0.1, 0.0], [0.2, 0.0]], np.float32)
+    mem.locator.failed(1, obs, np.array([0.1, 0.3, 0.2]))  # a pair labelled by the mean
+    rows, anchor, target = mem.locator._pairs[-1]
+    assert np.allclose(anchor + target / KEY_SCALE, [0.5, 0.5])

@@ -203,6 +203,13 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "keys": "metaworld", "exact_labels": True,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # the located arm, and its no-entries form, with the locator's labels the mean of where an instance's
+    # successes ended rather than the newest: are less biased labels what trial 2 needs?
+    "crl-trials-located-meanlabels-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "mean_labels": True, "env_kwargs": {"success_bonus": "infinite"}},
+    "crl-trials-located-noentries-meanlabels-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "mean_labels": True,
+        "env_kwargs": {"success_bonus": "infinite"}},
     # the last two rewards in the observation (ML1Trials(reward_observed=True)): can a memoryless policy search
     # for the hidden goal within a trial by how the reward changes, and follow a mark to its end more surely?
     "crl-trials-located-rewardobs-noimitate-bonus-inf": {
@@ -372,6 +379,28 @@ def _exact_labels_memory(cls: type[TrialMemory], train: list[int], family: str) 
     return cast("type[TrialMemory]", type("ExactLabelsTrialMemory", (cls,), {"__init__": init}))
 
 
+def _mean_labels_memory(cls: type[TrialMemory]) -> type[TrialMemory]:
+    """``cls`` whose goal locator labels an instance's failed trials with the mean of where its
+    successes ended (every success of the instance so far, demonstrations included), not the
+    newest: a success ends where it entered the goal's radius, on the side it came from, and
+    successes from several sides average towards the goal. No privileged information."""
+    from experience_wrappers.trials.goal_locator import GoalLocator
+
+    class MeanGoalLocator(GoalLocator):
+        def solved(self, instance: int, success_key: np.ndarray) -> None:
+            sums: dict[int, tuple[np.ndarray, int]] = self.__dict__.setdefault("_sums", {})
+            total, n = sums.get(int(instance), (np.zeros(self.key_dim, np.float64), 0))
+            total, n = total + np.asarray(success_key, np.float64), n + 1
+            sums[int(instance)] = (total, n)
+            super().solved(instance, (total / n).astype(np.float32))
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        cls.__init__(self, *args, **kwargs)
+        if self.locator is not None:
+            self.locator = MeanGoalLocator(self.key_dim, seed=int(kwargs.get("seed", 0)))
+    return cast("type[TrialMemory]", type("MeanLabelsTrialMemory", (cls,), {"__init__": init}))
+
+
 #: the Meta-World task of each ML1 family
 _ML1_TASKS = {"ml1-reach": "reach-v3", "ml1-reach-moves": "reach-v3", "ml1-push-moves": "push-v3",
               "ml1-pick-place-moves": "pick-place-v3"}
@@ -456,6 +485,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
             cls = cast("type[TrialMemory]", type("FirstSuccessTrialMemory", (cls,), {"newest_success": False}))
         if kw.pop("no_entries", False):  # the entries channel blank: nothing shown, RunBest alone
             cls = cast("type[TrialMemory]", type("NoEntriesTrialMemory", (cls,), {"read": _read_nothing}))
+        if kw.pop("mean_labels", False):  # the locator labelled by the mean of an instance's success ends
+            cls = _mean_labels_memory(cls)
         if kw.pop("exact_labels", False):  # the locator labelled by the training goals (a diagnostic)
             if keys != "metaworld" or not family.startswith("ml1-"):
                 raise ValueError(f"arm {arm!r}: exact labels need an ml1-* family and keys='metaworld'")
