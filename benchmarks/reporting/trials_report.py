@@ -38,7 +38,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-located-noimitate-bonus-inf", "crl-trials-located-handkeys-noimitate-bonus-inf",
              "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf",
              "crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf",
-             "crl-trials-located-noentries-noimitate-bonus-inf", "crl-trials-located-noimitate-frozen-bonus-inf",
+             "crl-trials-located-noentries-noimitate-bonus-inf", "crl-trials-located-meanlabels-noimitate-bonus-inf",
+             "crl-trials-located-noentries-meanlabels-noimitate-bonus-inf", "crl-trials-located-noimitate-frozen-bonus-inf",
              "crl-trials-located-noimitate-random-bonus-inf", "crl-trials-located-600k-noimitate-bonus-inf",
              "crl-trials-located-rewardobs-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]
@@ -157,6 +158,9 @@ LOCATED_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-located-noimitate-random-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-located-noimitate-random-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    # the locator labelled by the mean of an instance's success ends rather than the newest
+    ("crl-trials-located-meanlabels-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-meanlabels-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     # the last two rewards observed (ML1Trials(reward_observed=True)), and PPO given them alone
     ("crl-trials-located-rewardobs-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
     ("crl-trials-located-rewardobs-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
