@@ -10,10 +10,12 @@ trials, and with one demonstration of the goal placed in the run first.
     python examples/metaworld_reach_hidden_goal.py --steps 300000 --out runs/reach   # about 20 min on 2 cores
     python examples/metaworld_reach_hidden_goal.py --load runs/reach                 # evaluate a saved run
 
-The settings are the measured arm's (``crl-trials-located-noimitate-bonus-inf`` of the
+The settings are the measured arm's (``crl-trials-located-noentries-noimitate-bonus-inf`` of the
 ``ml1-reach-moves`` family: the run's best step shown as an offset from the hand, in an
 observation key of its own, and until the run succeeds where a learned goal locator guesses it
-will from the run's failed trials, ``TrialMemory(run_best="located")``; no entry-imitation loss; the
+will from the run's failed trials, ``TrialMemory(run_best="located")``; the run's entries not shown
+as rows, ``show_entries=False`` (following a success 0.94 without them against 0.84 with, 5 seeds);
+no entry-imitation loss; the
 successful step paying its reward for every step after it, ``ML1Trials(success_bonus="infinite")``;
 PPO as calibrated on reach with the goal visible; ``benchmarks/results/metaworld-ml1-reach-moves``,
 figures in docs/trials.md). A short run (``--steps 20000``) learns little; the effect needs the
@@ -59,7 +61,8 @@ def main() -> None:
     else:
         run = ComplementaryRL(make, scope="run", instances=train, trials=4, demonstrations=demonstrations,
                               novelty_bonus=0.0, imitate=False,
-                              memory_kwargs={"write_failures": True, "dense_rewards": True, "run_best": "located"},
+                              memory_kwargs={"write_failures": True, "dense_rewards": True, "run_best": "located",
+                                             "show_entries": False},
                               algorithm_kwargs={**PPO, "n_steps": args.n_steps}, policy_kwargs=POLICY,
                               vec_normalize={"norm_obs": True, "norm_reward": False, "gamma": 0.99}, seed=args.seed)
         run.learn(args.steps)

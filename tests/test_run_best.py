@@ -159,3 +159,28 @@ def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path, 
         assert out["with_demonstration"]["runs"] == 1
     finally:
         back.close()
+
+
+def test_without_its_entries_shown_a_run_shows_only_its_best_step() -> None:
+    """``show_entries=False``: the rows stay blank and nothing is credited, while ``run_best`` still shows the
+    demonstration's end; it needs ``run_best`` (else nothing is shown) and a bool."""
+    from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
+
+    goal = 57
+    demo = goal_demonstration(goal)
+    proto = HiddenGoalRoom()
+    shown_too, blank = (TrialMemory(proto.observation_space, proto.action_space, horizon=25, run_best=True, exp_dim=4,
+                                    show_entries=show) for show in (True, False))
+    for mem in (shown_too, blank):
+        env = trial_env(HiddenGoalRoom(), mem, instances=[goal], trials=2, guided=True, demonstrations=lambda i: demo)
+        obs, _ = env.reset()
+        assert env.observation_space.contains(obs)
+        assert np.allclose(obs[RUN_BEST_KEY][:2], key(mem, demo[0][-1]) - key(mem, obs["observation"]))
+        assert obs[MASK_KEY].any() == mem.show_entries and obs[ENTRIES_KEY].any() == mem.show_entries
+        rows, mask, ids = mem.read(np.array([1]), obs["observation"][None], np.ones(1))  # the run's scope: the first
+        assert rows.shape == (1, mem.k, mem.layout.row_dim) and rows.dtype == np.float32 and ids.dtype == np.int64
+        assert mask.any() == mem.show_entries and (ids >= 0).any() == mem.show_entries
+    with pytest.raises(ValueError, match="shows the policy nothing without run_best.*scope='none'"):
+        TrialMemory(POS, ACT, horizon=25, show_entries=False)
+    with pytest.raises(TypeError, match="show_entries must be a bool"):
+        TrialMemory(POS, ACT, horizon=25, run_best=True, show_entries=0)  # type: ignore[arg-type]

@@ -154,6 +154,7 @@ LOCATED_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-located-noentries-noimitate-bonus-inf", "with_demonstration", "with_demonstration",
      "after_first_success"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
     ("crl-trials-located-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-located-noimitate-frozen-bonus-inf", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-located-noimitate-random-bonus-inf", "with_experience", "with_experience", "cumulative@K"),

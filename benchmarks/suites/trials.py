@@ -339,15 +339,6 @@ def _end_distance_callback(every: int = 8192, window: int = 400) -> Any:
     return EndDistance()
 
 
-def _read_nothing(self: Any, scopes: np.ndarray, obs: Any, same: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``TrialMemory.read`` with every row blank: zeros, mask 0, ids -1 (the no-entries ablation)."""
-    from experience_wrappers.trials import TrialMemory
-
-    rows, mask, ids = TrialMemory.read(self, scopes, obs, same)
-    return np.zeros_like(rows), np.zeros_like(mask), np.full_like(ids, -1)
-
-
 def _exact_labels_memory(cls: type[TrialMemory], train: list[int], family: str) -> type[TrialMemory]:
     """``cls`` whose goal locator labels every failed training trial with where its goal is (the
     diagnostic arm's privileged labels: Meta-World's goal position of the training instances,
@@ -484,7 +475,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         if kw.pop("first_success", False):  # the run's first success (a demonstration) stays its best step
             cls = cast("type[TrialMemory]", type("FirstSuccessTrialMemory", (cls,), {"newest_success": False}))
         if kw.pop("no_entries", False):  # the entries channel blank: nothing shown, RunBest alone
-            cls = cast("type[TrialMemory]", type("NoEntriesTrialMemory", (cls,), {"read": _read_nothing}))
+            kw["show_entries"] = False
         if kw.pop("mean_labels", False):  # the locator labelled by the mean of an instance's success ends
             cls = _mean_labels_memory(cls)
         if kw.pop("exact_labels", False):  # the locator labelled by the training goals (a diagnostic)

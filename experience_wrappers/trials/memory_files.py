@@ -1,0 +1,74 @@
+"""Where a :class:`~experience_wrappers.trials.TrialMemory`'s learned parts are kept: its extractor
+(``extractor.pt``) and, with ``run_best="located"``, its goal locator (``locator.pt``).
+
+The bank holds only live runs' entries and is not kept. :meth:`TrialMemory.save
+<experience_wrappers.trials.TrialMemory.save>` and :meth:`~experience_wrappers.trials.TrialMemory.load`
+call these; a folder is loaded only into a memory built with the settings of training.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..extractor import ExtractorTrainer
+
+if TYPE_CHECKING:
+    from .memory import TrialMemory
+
+__all__ = ["check_extractor", "load_memory", "save_memory"]
+
+
+def save_memory(memory: TrialMemory, folder: str | Path) -> Path:
+    """Save the extractor and the goal locator (the bank holds only live runs' entries and is not kept)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if memory.trainer is not None:
+        memory.trainer.save(folder / "extractor.pt")
+    if memory.locator is not None:
+        memory.locator.save(folder / "locator.pt")
+    return folder
+
+
+def load_memory(memory: TrialMemory, folder: str | Path) -> None:
+    """Load an extractor and goal locator saved by :func:`save_memory` into ``memory`` (one built with the same settings).
+
+    Raises:
+        ValueError: the saved extractor reads other widths than this memory writes (another
+            key width, action space, ``exp_dim`` or ``max_len``; or one of the two has no
+            extractor, ``exp_dim=0``), or one of the two has a goal locator and the other not;
+            the memory is left as it was.
+        ExtractorFileError: the file is missing or damaged.
+    """
+    path, located = Path(folder) / "extractor.pt", Path(folder) / "locator.pt"
+    if (memory.locator is None) == located.exists():
+        raise ValueError(f"{str(folder)!r} {'holds' if located.exists() else 'has no'} goal locator (locator.pt) and "
+                         f"this TrialMemory has run_best={memory.run_best or False!r}: build it as in training")
+    if memory.learner is None and path.exists():
+        raise ValueError(f"cannot load {str(path)!r} into this TrialMemory: it has exp_dim=0 (no extractor) "
+                         "and the folder holds one; build the memory with the exp_dim of training")
+    trainer = ExtractorTrainer.load(path) if memory.learner is not None else None
+    if trainer is not None:
+        check_extractor(memory, trainer.config.to_dict(), str(path))
+    if memory.locator is not None:
+        memory.locator.load(located)  # (its key width is the extractor's, checked above where there is one)
+    if memory.learner is not None and trainer is not None:
+        memory.learner.trainer = trainer
+
+
+def check_extractor(memory: TrialMemory, saved: dict[str, Any], source: str) -> None:
+    """Refuse an extractor config (``ExtractorConfig.to_dict()``) whose widths differ from memory's.
+
+    Raises:
+        ValueError: naming each setting that differs, as saved and as here.
+    """
+    assert memory.trainer is not None
+    mine = memory.trainer.config.to_dict()
+    names = {"state_dim": "key_dim", "action_dim": "action width", "exp_dim": "exp_dim", "max_len": "max_len",
+             "discrete_actions": "discrete actions"}
+    differ = [f"{label} {saved.get(key)!r} there, {mine[key]!r} here" for key, label in names.items()
+              if saved.get(key) != mine[key]]
+    if differ:
+        raise ValueError(f"cannot load the extractor of {source} into this TrialMemory: {'; '.join(differ)}; "
+                         "build the memory with the observation space, key encoder, action space, exp_dim and "
+                         "max_len of training")
