@@ -39,7 +39,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-located-handkeys-firstsuccess-noimitate-bonus-inf",
              "crl-trials-located-handkeys-exactlabels-noimitate-bonus-inf",
              "crl-trials-located-noentries-noimitate-bonus-inf", "crl-trials-located-meanlabels-noimitate-bonus-inf",
-             "crl-trials-located-noentries-meanlabels-noimitate-bonus-inf", "crl-trials-located-noimitate-frozen-bonus-inf",
+             "crl-trials-located-noentries-meanlabels-noimitate-bonus-inf",
+             "crl-trials-located-noentries-random-noimitate-bonus-inf", "crl-trials-located-noimitate-frozen-bonus-inf",
              "crl-trials-located-noimitate-random-bonus-inf", "crl-trials-located-600k-noimitate-bonus-inf",
              "crl-trials-located-rewardobs-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]

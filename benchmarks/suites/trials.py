@@ -191,6 +191,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # best step (RunBest); does reading the run's own rows help or hurt following a success?
     "crl-trials-located-noentries-noimitate-bonus-inf": {**METHOD, "run_best": "located", "no_entries": True,
                                                          "env_kwargs": {"success_bonus": "infinite"}},
+    # and its random-retrieval ablation: the best step (and the locator's guess) of another goal's run
+    "crl-trials-located-noentries-random-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "scope": "other",
+        "env_kwargs": {"success_bonus": "infinite"}},
     # and the located arm's ablations: the extractor never trained; the entries and the best step from another
     # goal's run (random retrieval)
     "crl-trials-located-noimitate-frozen-bonus-inf": {**METHOD, "run_best": "located", "train_extractor": False,
