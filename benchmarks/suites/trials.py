@@ -218,6 +218,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # for the hidden goal within a trial by how the reward changes, and follow a mark to its end more surely?
     "crl-trials-located-rewardobs-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
+    # and the same without the run's entries shown (the ML1 reach configuration since the no-entries arm)
+    "crl-trials-located-noentries-rewardobs-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True,
+        "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
