@@ -162,8 +162,8 @@ def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path, 
 
 
 def test_without_its_entries_shown_a_run_shows_only_its_best_step() -> None:
-    """``show_entries=False``: the rows stay blank and nothing is credited, while ``run_best`` still shows the
-    demonstration's end; it needs ``run_best`` (else nothing is shown) and a bool."""
+    """``show_entries=False``: the rows stay blank (no entry shown, so none can be credited), while ``run_best``
+    still shows the demonstration's end; it needs ``run_best`` (else nothing is shown) and a bool."""
     from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
 
     goal = 57

@@ -386,11 +386,14 @@ def _mean_labels_memory(cls: type[TrialMemory]) -> type[TrialMemory]:
     from experience_wrappers.trials.goal_locator import GoalLocator
 
     class MeanGoalLocator(GoalLocator):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.sums: dict[int, tuple[np.ndarray, int]] = {}  # instance -> (sum of its success ends, their count)
+
         def solved(self, instance: int, success_key: np.ndarray) -> None:
-            sums: dict[int, tuple[np.ndarray, int]] = self.__dict__.setdefault("_sums", {})
-            total, n = sums.get(int(instance), (np.zeros(self.key_dim, np.float64), 0))
+            total, n = self.sums.get(int(instance), (np.zeros(self.key_dim, np.float64), 0))
             total, n = total + np.asarray(success_key, np.float64), n + 1
-            sums[int(instance)] = (total, n)
+            self.sums[int(instance)] = (total, n)
             super().solved(instance, (total / n).astype(np.float32))
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:

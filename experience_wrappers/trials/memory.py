@@ -122,7 +122,8 @@ class TrialMemory:
                  k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None,
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
-                 trial_index: bool = False, run_best: bool | str = False, show_entries: bool = True, dense_rewards: bool = False, batch_size: int = 256,
+                 trial_index: bool = False, run_best: bool | str = False, show_entries: bool = True,
+                 dense_rewards: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -342,7 +343,8 @@ class TrialMemory:
         scopes = np.asarray(scopes, np.int64)
         n, k, per = len(scopes), self.k, self.per_trial
         if not self.show_entries:  # the rows blank: the run's entries serve run_best alone
-            return np.zeros((n, k, self.layout.row_dim), np.float32), np.zeros((n, k), bool), np.full((n, k), -1, np.int64)
+            blank = np.zeros((n, k, self.layout.row_dim), np.float32)
+            return blank, np.zeros((n, k), bool), np.full((n, k), -1, np.int64)
         width = per + self.path  # slots per trial read
         keys = self.keys(obs)
         mask = np.zeros((n, k), bool)

@@ -57,7 +57,7 @@ def load_memory(memory: TrialMemory, folder: str | Path) -> None:
 
 
 def check_extractor(memory: TrialMemory, saved: dict[str, Any], source: str) -> None:
-    """Refuse an extractor config (``ExtractorConfig.to_dict()``) whose widths differ from memory's.
+    """Refuse an extractor config (``ExtractorConfig.to_dict()``) whose widths differ from ``memory``'s.
 
     Raises:
         ValueError: naming each setting that differs, as saved and as here.
