@@ -83,6 +83,7 @@ from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
 if TYPE_CHECKING:
     from experience_wrappers.trials import TrialMemory
+    from experience_wrappers.trials.goal_locator import GoalLocator
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -347,6 +348,15 @@ def _end_distance_callback(every: int = 8192, window: int = 400) -> Any:
     return EndDistance()
 
 
+def _with_locator(cls: type[TrialMemory], locator: type[GoalLocator], name: str) -> type[TrialMemory]:
+    """``cls`` whose goal locator (where it has one) is a ``locator``, seeded as the memory."""
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        cls.__init__(self, *args, **kwargs)
+        if self.locator is not None:
+            self.locator = locator(self.key_dim, seed=int(kwargs.get("seed", 0)))
+    return cast("type[TrialMemory]", type(name, (cls,), {"__init__": init}))
+
+
 def _exact_labels_memory(cls: type[TrialMemory], train: list[int], family: str) -> type[TrialMemory]:
     """``cls`` whose goal locator labels every failed training trial with where its goal is (the
     diagnostic arm's privileged labels: Meta-World's goal position of the training instances,
@@ -371,11 +381,7 @@ def _exact_labels_memory(cls: type[TrialMemory], train: list[int], family: str) 
             if goal is not None:  # the hand at the goal, the object where the trial left it
                 self.add(keys, rewards, np.concatenate([goal, np.asarray(keys, np.float32)[-1, 3:]]))
 
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        cls.__init__(self, *args, **kwargs)
-        if self.locator is not None:
-            self.locator = ExactGoalLocator(self.key_dim, seed=int(kwargs.get("seed", 0)))
-    return cast("type[TrialMemory]", type("ExactLabelsTrialMemory", (cls,), {"__init__": init}))
+    return _with_locator(cls, ExactGoalLocator, "ExactLabelsTrialMemory")
 
 
 def _mean_labels_memory(cls: type[TrialMemory]) -> type[TrialMemory]:
@@ -396,11 +402,7 @@ def _mean_labels_memory(cls: type[TrialMemory]) -> type[TrialMemory]:
             self.sums[int(instance)] = (total, n)
             super().solved(instance, (total / n).astype(np.float32))
 
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        cls.__init__(self, *args, **kwargs)
-        if self.locator is not None:
-            self.locator = MeanGoalLocator(self.key_dim, seed=int(kwargs.get("seed", 0)))
-    return cast("type[TrialMemory]", type("MeanLabelsTrialMemory", (cls,), {"__init__": init}))
+    return _with_locator(cls, MeanGoalLocator, "MeanLabelsTrialMemory")
 
 
 #: the Meta-World task of each ML1 family
