@@ -222,3 +222,103 @@ def test_the_suites_mean_labels_locator_labels_by_the_mean_of_an_instances_succe
     mem.locator.failed(1, obs, np.array([0.1, 0.3, 0.2]))  # a pair labelled by the mean
     rows, anchor, target = mem.locator._pairs[-1]
     assert np.allclose(anchor + target / KEY_SCALE, [0.5, 0.5])
+
+
+def test_with_prefix_every_the_locator_also_learns_one_prefix_of_each_trial() -> None:
+    """A failed trial of a solved instance: the whole trial and one prefix whose length is a multiple
+    of ``prefix_every`` shorter than it, both labelled where the instance succeeded; a successful
+    trial: one prefix labelled where that trial ended; a trial too short has no prefix."""
+    rng = np.random.default_rng(0)
+    keys, rewards = _trial(np.zeros(2), rng)  # 30 steps
+    loc = GoalLocator(2, prefix_every=10, seed=0)
+    loc.succeeded(5, keys, rewards)
+    assert loc.stats["locator_pairs"] == 1
+    rows, anchor, target = loc._pairs[-1]
+    assert len(rows) in (10, 20) and np.allclose(anchor + target / KEY_SCALE, keys[-1])
+    assert np.allclose(rows[:, :2] / KEY_SCALE + anchor, keys[:len(rows)], atol=1e-6)  # the trial's first steps
+    loc.failed(5, keys, rewards)
+    assert loc.stats["locator_pairs"] == 3 and sorted(len(p[0]) for p in list(loc._pairs)[-2:])[1] == 30
+    assert {len(p[0]) for p in loc._pairs} <= {10, 20, 30}
+    seen = {len(loc._prefix(keys, rewards)[0][0]) for _ in range(50)}
+    assert seen == {10, 20}  # never the whole trial (30: 3 x 10 is not shorter)
+    assert loc._prefix(keys[:10], rewards[:10]) == []  # no multiple of 10 shorter than 10 steps
+    plain = GoalLocator(2, seed=0)  # prefix_every 0: whole failed trials only, as before
+    plain.succeeded(5, keys, rewards)
+    plain.failed(5, keys, rewards)
+    assert plain.stats["locator_pairs"] == 1 and len(plain._pairs[0][0]) == 30
+
+
+class _Walk(gym.Env):
+    """Six steps right along a line, reward growing with x; the trial fails (truncated), unless ``win``."""
+
+    observation_space, action_space = POS, ACT
+
+    def __init__(self, win: bool = False) -> None:
+        self.win, self.x, self.t = win, 0.0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = 0.0, 0
+        return np.array([self.x, 0.0], np.float32), {}
+
+    def step(self, action):
+        self.x, self.t = self.x + 0.1, self.t + 1
+        won = self.win and self.t == 6
+        return np.array([self.x, 0.0], np.float32), self.x, won, self.t >= 6 and not won, {"success": won}
+
+
+def test_relocate_every_guesses_again_from_the_trials_own_steps_while_the_run_has_no_success() -> None:
+    from experience_wrappers.trials.checks import RUN_BEST_KEY
+    from experience_wrappers.trials.wrapper import trial_env
+
+    mem = _memory(relocate_every=2)
+    assert mem.locator is not None and mem.locator.prefix_every == 2
+    env = trial_env(_Walk(), mem, instances=[0], trials=2, guided=True)
+    obs, _ = env.reset()
+    assert not obs[RUN_BEST_KEY].any()  # the run's first trial: nothing yet
+    keys, rewards = [], []
+    for t in range(5):
+        obs, reward, *_ = env.step(0)
+        keys.append(mem.keys(obs["observation"][None])[0])
+        rewards.append(reward)
+        shown = obs[RUN_BEST_KEY]
+        if t == 0:
+            assert not shown.any()  # one step: not yet a multiple of relocate_every
+        if t in (1, 3):  # a guess from the trial's own steps so far, shown as an offset from here
+            guess = mem.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
+            np.testing.assert_allclose(shown[:2], guess - keys[-1], rtol=1e-5, atol=1e-6)
+            assert shown[2:].tolist() == [0.0, pytest.approx(max(rewards)), 1.0]
+    env.step(0)  # the trial fails: written, the next reset guesses from it
+    obs, _ = env.reset()
+    first = obs[RUN_BEST_KEY].copy()
+    assert first[4] == 1.0 and first[3] == pytest.approx(0.6)  # the failed trial's best reward
+    for _ in range(4):  # this trial's own rewards stay below the failed trial's best: its guess stays
+        obs, *_ = env.step(0)
+    np.testing.assert_allclose(obs[RUN_BEST_KEY][:2] + mem.keys(obs["observation"][None])[0], first[:2], atol=1e-6)
+    free = trial_env(_Walk(), _memory(relocate_every=2), instances=[0], trials=2, guided=False)
+    free.reset()
+    for _ in range(4):  # a free run (paired credit's baseline) is shown nothing, not even its own guess
+        obs, *_ = free.step(0)
+        assert not obs[RUN_BEST_KEY].any()
+    with pytest.raises(ValueError, match=r"relocate_every=3 .*needs run_best=\"located\""):
+        TrialMemory(POS, ACT, horizon=30, exp_dim=0, run_best="reached", relocate_every=3)
+    with pytest.raises(ValueError, match=r"relocate_every"):
+        _memory(relocate_every=-1)
+
+
+def test_relocate_every_stops_once_the_run_has_a_success() -> None:
+    from experience_wrappers.trials.checks import RUN_BEST_KEY
+    from experience_wrappers.trials.wrapper import trial_env
+
+    mem = _memory(relocate_every=2)
+    env = trial_env(_Walk(win=True), mem, instances=[0], trials=2, guided=True)
+    env.reset()
+    for _ in range(6):
+        env.step(0)  # the first trial succeeds at its end
+    obs, _ = env.reset()
+    end = mem.keys(np.array([[0.6, 0.0]], np.float32))[0]
+    for _ in range(4):
+        obs, *_ = env.step(0)
+        shown = obs[RUN_BEST_KEY]
+        np.testing.assert_allclose(shown[:2] + mem.keys(obs["observation"][None])[0], end, atol=1e-6)
+        assert shown[2] == 1.0  # the success's end, never a guess

@@ -223,6 +223,13 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-noentries-rewardobs-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "no_entries": True,
         "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
+    # the no-entries arm with the locator guessing again every 10 steps of a trial whose run has no success,
+    # from the trial's own steps where they came closer (TrialMemory(relocate_every=10); the locator learns
+    # from trials' prefixes too): can one trial's rewards place the goal while the trial goes on, the first
+    # trial included (cumulative success by trial 2)?
+    "crl-trials-located-noentries-relocate-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10,
+        "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},

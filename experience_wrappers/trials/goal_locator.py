@@ -63,6 +63,11 @@ class GoalLocator:
         updates_per_pair: updates made for each training pair added (once ``batch_size`` pairs are held).
         capacity: the most recent training pairs kept.
         waiting: the most failed trials of unsolved instances kept until their instance succeeds.
+        prefix_every: also learn from one prefix of each trial, of a length drawn from the multiples
+            of ``prefix_every`` shorter than the trial (a failed trial's, labelled as the trial; a
+            successful trial's, labelled by where it ended), so that the locator can guess from a
+            trial still going on (``TrialMemory(relocate_every=...)``). 0 (the default): whole failed
+            trials only.
         seed: seed of the network and of its sampling.
 
     >>> loc = GoalLocator(2, seed=0)
@@ -72,8 +77,10 @@ class GoalLocator:
     """
 
     def __init__(self, key_dim: int, *, hidden: int = 128, lr: float = 1e-3, batch_size: int = 64,
-                 updates_per_pair: int = 8, capacity: int = 4096, waiting: int = 256, seed: int = 0) -> None:
+                 updates_per_pair: int = 8, capacity: int = 4096, waiting: int = 256, prefix_every: int = 0,
+                 seed: int = 0) -> None:
         self.key_dim, self.batch_size, self.updates_per_pair = int(key_dim), int(batch_size), int(updates_per_pair)
+        self.prefix_every = int(prefix_every)
         with torch.random.fork_rng():  # seeded weights, the caller's torch generator left as it was
             torch.manual_seed(seed)
             self.net = _SetNet(self.key_dim, int(hidden))
@@ -137,12 +144,28 @@ class GoalLocator:
 
     def failed(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
         """A failed trial of ``instance``: a training pair with where the instance succeeded, or, before
-        it has, kept waiting for that."""
+        it has, kept waiting for that (and so one of its prefixes, with ``prefix_every``)."""
         goal = self._goals.get(int(instance))
-        if goal is None:
-            self._waiting.append((int(instance), np.asarray(keys, np.float32), np.asarray(rewards, np.float32)))
-        else:
-            self.add(keys, rewards, goal)
+        for k, r in ((keys, rewards), *self._prefix(keys, rewards)):
+            if goal is None:
+                self._waiting.append((int(instance), np.asarray(k, np.float32), np.asarray(r, np.float32)))
+            else:
+                self.add(k, r, goal)
+
+    def succeeded(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
+        """A successful trial of ``instance`` (its rows, the last key where it ended): :meth:`solved`,
+        and with ``prefix_every`` one of its prefixes learnt as a trial that goes on to end there."""
+        self.solved(instance, keys[-1])
+        for k, r in self._prefix(keys, rewards):
+            self.add(k, r, keys[-1])
+
+    def _prefix(self, keys: np.ndarray, rewards: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """One prefix of the trial whose length is a multiple of ``prefix_every`` shorter than it (none: too short)."""
+        cuts = len(keys[:-1]) // self.prefix_every if self.prefix_every else 0
+        if cuts < 1:
+            return []
+        n = self.prefix_every * int(self._rng.integers(1, cuts + 1))
+        return [(keys[:n], rewards[:n])]
 
     def _update(self) -> None:
         pick = self._rng.choice(len(self._pairs), self.batch_size, replace=False)

@@ -92,6 +92,11 @@ class TrialMemory:
             key where a learned :class:`~experience_wrappers.trials.goal_locator.GoalLocator`
             (``memory.locator``, trained by hindsight on every training trial while ``train_extractor``)
             guesses it will. False (the default): not shown.
+        relocate_every: with ``run_best="located"``, guess again every ``relocate_every`` steps of a
+            guided trial while its run has no success, from the trial's own steps so far where they
+            came closer than the run's failed trials (the first trial too, which otherwise sees
+            nothing); the locator then learns from prefixes of trials as well
+            (``GoalLocator(prefix_every=...)``). 0 (the default): the guess is made at a trial's reset.
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, and the extractor is never
             credited. On Meta-World ML1 reach with the goal hidden (``run_best="located"``, 5 seeds) following a
@@ -123,7 +128,7 @@ class TrialMemory:
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
                  trial_index: bool = False, run_best: bool | str = False, show_entries: bool = True,
-                 dense_rewards: bool = False, batch_size: int = 256,
+                 relocate_every: int = 0, dense_rewards: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -141,12 +146,17 @@ class TrialMemory:
         if not self.show_entries and not self.run_best:
             raise ValueError("show_entries=False shows the policy nothing without run_best; for the no-retrieval "
                              "ablation use scope='none'")
+        self.relocate_every = check_int("relocate_every", relocate_every, minimum=0)
+        if self.relocate_every and self.run_best != "located":
+            raise ValueError(f"relocate_every={relocate_every} guesses again with the goal locator: it needs "
+                             f"run_best=\"located\", got run_best={run_best!r}")
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         #: where a run will succeed, learned from its failed trials (``run_best="located"``; else None)
-        self.locator = GoalLocator(self.key_dim, seed=seed) if self.run_best == "located" else None
+        self.locator = (GoalLocator(self.key_dim, prefix_every=self.relocate_every, seed=seed)
+                        if self.run_best == "located" else None)
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.exp_dim = int(exp_dim)
         #: the manager that holds run scope's bank, extractor, learner and distillation: in sync mode

@@ -24,7 +24,9 @@ radius; on Meta-World reach the two tied (``crl-trials-reached-noimitate-bonus-i
 its failed trial of the highest reward.
 It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, see zeros; with
 ``scope="other"`` it is the donor run's (the random-retrieval ablation). It is computed once per
-trial, at reset (a run's entries change only when a trial ends). ``TrialMemory(run_best=True)`` is
+trial, at reset (a run's entries change only when a trial ends); with
+``TrialMemory(relocate_every=N)`` the locator guesses again every ``N`` steps of a trial whose run
+has no success, from the trial's own steps where they came closer. ``TrialMemory(run_best=True)`` is
 the setting, saved with a run's memory settings; :func:`~experience_wrappers.trials.wrapper.trial_env`
 installs this wrapper where it is set.
 """
@@ -114,10 +116,13 @@ def teach_locator(memory: TrialMemory, instance: int, observations: Any, rewards
         return
     end = None if end_observation is None else memory.keys(add_batch_axis(end_observation))
     keys = _shifted(memory, memory.keys(observations), None if end is None else end[0])
-    if success:
+    dense = rewards is not None and memory.layout.step_reward
+    rewards = np.asarray(rewards, np.float32).reshape(-1) if dense else np.zeros(len(keys), np.float32)
+    if success and dense:  # a trial's success: its prefixes teach guessing from a trial still going on too
+        memory.locator.succeeded(instance, keys, rewards)
+    elif success:  # a demonstration's (no rewards)
         memory.locator.solved(instance, keys[-1])
     else:
-        rewards = np.asarray(rewards, np.float32).reshape(-1) if memory.layout.step_reward else np.zeros(len(keys))
         memory.locator.failed(instance, keys, rewards)
     memory.stats.update(memory.locator.stats)
 
@@ -145,23 +150,47 @@ class RunBest(gym.Wrapper):
         self.observation_space = spaces.Dict({**base.spaces, RUN_BEST_KEY: spaces.Box(
             -np.inf, np.inf, (self._dim + 3,), np.float32)})
         self._best: np.ndarray | None = None
+        self._relocate = False  # guess again from this trial's own steps (relocate_every, no success in the run)
+        self._rows: tuple[list[np.ndarray], list[float]] = ([], [])  # this trial's (key reached, reward) so far
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         scope = self.env.read_scope  # type: ignore[attr-defined]
         self._best = best_step(self.memory, scope) if scope else None
-        return self._add(obs), info
+        # the run's own trial, read in its own run ("instance" scope), not yet a success in it
+        self._relocate = bool(self.memory.relocate_every and scope and self.memory.scope == "instance"
+                              and (self._best is None or self._best[self._dim] == 0.0))
+        self._rows = ([], [])
+        return self._add(obs, self._key(obs) if self._best is not None else None), info
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return self._add(obs), reward, terminated, truncated, info
+        key = self._key(obs) if self._best is not None or self._relocate else None
+        if self._relocate and not (terminated or truncated):
+            self._relocated(key, float(reward))  # type: ignore[arg-type]
+        return self._add(obs, key), reward, terminated, truncated, info
 
-    def _add(self, obs: dict[str, Any]) -> dict[str, Any]:
+    def _key(self, obs: dict[str, Any]) -> np.ndarray:
+        own = obs["observation"] if self._own is None else {k: obs[k] for k in self._own}
+        return self.memory.keys(own[None] if self._own is None else {k: v[None] for k, v in own.items()})[0]
+
+    def _relocated(self, key: np.ndarray, reward: float) -> None:
+        """Add this step's row; every ``relocate_every`` steps, where this trial came closer (a higher
+        reward) than the run's failed trial the guess is from, guess from this trial's rows instead."""
+        keys, rewards = self._rows
+        keys.append(key)
+        rewards.append(reward)
+        if len(keys) % self.memory.relocate_every or self.memory.locator is None:
+            return
+        top = max(rewards)
+        if self._best is None or top >= self._best[self._dim + 1]:
+            guess = self.memory.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
+            self._best = np.concatenate([guess, [0.0, top]]).astype(np.float32)
+
+    def _add(self, obs: dict[str, Any], key: np.ndarray | None) -> dict[str, Any]:
         out = np.zeros(self._dim + 3, np.float32)
-        if self._best is not None:
-            own = obs["observation"] if self._own is None else {k: obs[k] for k in self._own}
-            key = self.memory.keys(own[None] if self._own is None else {k: v[None] for k, v in own.items()})[0]
+        if self._best is not None and key is not None:
             out[:self._dim] = self._best[:self._dim] - key
             out[self._dim:] = (*self._best[self._dim:], 1.0)
         return {**obs, RUN_BEST_KEY: out}
