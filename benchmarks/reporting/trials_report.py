@@ -43,7 +43,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-located-noentries-random-noimitate-bonus-inf", "crl-trials-located-noimitate-frozen-bonus-inf",
              "crl-trials-located-noimitate-random-bonus-inf", "crl-trials-located-600k-noimitate-bonus-inf",
              "crl-trials-located-rewardobs-noimitate-bonus-inf",
-             "crl-trials-located-noentries-rewardobs-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
+             "crl-trials-located-noentries-rewardobs-noimitate-bonus-inf",
+             "crl-trials-located-noentries-relocate-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -186,6 +187,18 @@ NOENTRIES_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@K"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+]
+
+#: the no-entries arm guessing again within a trial (``TrialMemory(relocate_every=10)``) against the same arm
+#: guessing at a trial's reset, and the peers: does a trial's own rewards place the goal while it goes on?
+RELOCATE_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "trial1"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@2"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
 ]
 
 #: the located arm with twice the budget (600k steps) against itself at 300k and the peers (at 300k: their
@@ -353,6 +366,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS),
                                     ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS),
                                     ("crl-trials-located-noentries-noimitate-bonus-inf", NOENTRIES_COMPARISONS),
+                                    ("crl-trials-located-noentries-relocate-noimitate-bonus-inf",
+                                     RELOCATE_COMPARISONS),
                                     ("crl-trials-located-600k-noimitate-bonus-inf", BUDGET_COMPARISONS),
                                     ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
