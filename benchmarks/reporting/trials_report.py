@@ -22,7 +22,8 @@ from benchmarks.reporting.stats import bootstrap_ci, difference_ci
 #: each family's suite: the folder under benchmarks/results and the ``suite`` of its result files
 SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "incontext-maze",
           "ml1-reach": "metaworld-ml1-reach", "ml1-reach-moves": "metaworld-ml1-reach-moves",
-          "ml1-push-moves": "metaworld-ml1-push-moves", "ml1-pick-place-moves": "metaworld-ml1-pick-place-moves"}
+          "ml1-push-moves": "metaworld-ml1-push-moves", "ml1-pick-place-moves": "metaworld-ml1-pick-place-moves",
+          "ml10-moves": "metaworld-ml10-moves"}
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -339,7 +340,8 @@ def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-t
 
 def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor", "maze", "ml1-reach",
                                                                     "ml1-reach-moves", "ml1-push-moves",
-                                                                    "ml1-pick-place-moves")) -> list[str]:
+                                                                    "ml1-pick-place-moves", "ml10-moves")
+                   ) -> list[str]:
     """The markdown of every trials family with results (empty when none)."""
     out: list[str] = []
     for family in families:

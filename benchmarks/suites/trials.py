@@ -79,6 +79,7 @@ from benchmarks.suites.trials_ml1 import (
     ml1_reach_family,
     ml1_reach_moves_family,
 )
+from benchmarks.suites.trials_ml10 import ml10_moves_family
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
 if TYPE_CHECKING:
@@ -305,7 +306,8 @@ FAMILIES: dict[str, Callable[..., dict[str, Any]]] = {"darkroom": darkroom_famil
                                                       "maze": maze_family, "ml1-reach": ml1_reach_family,
                                                       "ml1-reach-moves": ml1_reach_moves_family,
                                                       "ml1-push-moves": ml1_push_moves_family,
-                                                      "ml1-pick-place-moves": ml1_pick_place_moves_family}
+                                                      "ml1-pick-place-moves": ml1_pick_place_moves_family,
+                                                      "ml10-moves": ml10_moves_family}
 
 
 # ---------------------------------------------------------------------------- one run
@@ -412,6 +414,11 @@ def _mean_labels_memory(cls: type[TrialMemory]) -> type[TrialMemory]:
     return _with_locator(cls, MeanGoalLocator, "MeanLabelsTrialMemory")
 
 
+def _metaworld(family: str) -> bool:
+    """A Meta-World family (ML1's or ML10's): the calibrated PPO, the env's own arguments."""
+    return family.startswith(("ml1-", "ml10-"))
+
+
 #: the Meta-World task of each ML1 family
 _ML1_TASKS = {"ml1-reach": "reach-v3", "ml1-reach-moves": "reach-v3", "ml1-push-moves": "push-v3",
               "ml1-pick-place-moves": "pick-place-v3"}
@@ -441,8 +448,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     if train_instances and family != "maze":
         raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
     env_kwargs = spec.pop("env_kwargs", None)  # an arm may build the family's env otherwise (ML1 families)
-    if env_kwargs and not family.startswith("ml1-"):
-        raise ValueError(f"arm {arm!r} sets the env's arguments: run it with an ml1-* family")
+    if env_kwargs and not _metaworld(family):
+        raise ValueError(f"arm {arm!r} sets the env's arguments: run it with an ml1-* or ml10-* family")
     fam = (FAMILIES[family](train_instances) if train_instances else
            FAMILIES[family](**env_kwargs) if env_kwargs else FAMILIES[family]())
     kind = spec.pop("kind")
@@ -590,7 +597,7 @@ def _settings(family: str, arm: str, steps: int, repeats: int) -> dict[str, Any]
     out = {"family": family, "arm": arm, "arm_settings": ARMS[arm], "steps": steps if ARMS[arm]["kind"] != "play" else 0,
            "repeats": repeats, "ppo": PPO_KWARGS, "n_envs": N_ENVS, "group_size": GROUP_SIZE,
            "free_members": FREE_MEMBERS, "k": K_ENTRIES, "exp_dim": EXP_DIM}
-    if family.startswith("ml1-"):  # the calibrated PPO overrides the trials' defaults
+    if _metaworld(family):  # the calibrated PPO overrides the trials' defaults
         fam = FAMILIES[family]()
         out.update({"ppo": {**PPO_KWARGS, **fam["ppo"]}, "calibration": fam["calibration"],
                     "vec_normalize": fam["vec_normalize"], "horizon": fam["horizon"]})

@@ -140,8 +140,6 @@ class ML1Trials(gym.Env):
     def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
                  reward_scale: float = 0.1, success_bonus: bool | str = True, gamma: float = 0.99,
                  start_moves: int = 0, start_seed: int = 0, reward_observed: bool = False) -> None:
-        import metaworld
-
         self.task_name = task
         self.cap = check_int("cap", cap, minimum=1)
         self.goal_visible = bool(goal_visible)
@@ -158,15 +156,15 @@ class ML1Trials(gym.Env):
         # by equality, as bool() read it before: 1 is True ("cap"), 0 False (no bonus)
         self.success_bonus: str | None = ("cap" if success_bonus in (True, "cap") else
                                           "infinite" if success_bonus == "infinite" else None)
-        self.tasks = ml1_goal_tasks(task, self.goal_visible)
-        self.raw: Any = metaworld.env_dict.ALL_V3_ENVIRONMENTS[task](reward_function_version=REWARD_FUNCTION_VERSION)
+        self.tasks = self._goal_tasks(task, self.goal_visible)
         self.start_moves = check_int("start_moves", start_moves, minimum=0)
         self._moves = np.random.default_rng(int(start_seed))
-        # this env truncates at the cap; Meta-World never gets there first
-        self.raw.max_path_length = self.cap + self.start_moves + 1
+        #: a Meta-World env per task name, made when an instance of it is first reset (ML1: one task);
+        #: ``raw`` is the current instance's
+        self._raws: dict[str, Any] = {}
+        self.raw: Any = self._raw_of(self.tasks[0].env_name)
         self.raw.set_task(self.tasks[0])
-        box = self.raw.sawyer_observation_space
-        self._box = spaces.Box(box.low, box.high, box.shape, box.dtype)  # type: ignore[arg-type]
+        self._box = box = self._observation_box()
         if not isinstance(reward_observed, bool):
             raise TypeError(f"reward_observed must be a bool, got {reward_observed!r}")
         self.reward_observed = reward_observed
@@ -190,10 +188,10 @@ class ML1Trials(gym.Env):
         super().reset(seed=seed)
         if seed is not None:
             if not 0 <= int(seed) < len(self.tasks):
-                raise ValueError(f"ML1Trials({self.task_name!r}): instance {seed} is not one of ML1's goals "
-                                 f"(0 .. {len(self.tasks) - 1}: training 0-{NUM_GOALS - 1}, held-out "
-                                 f"{NUM_GOALS}-{2 * NUM_GOALS - 1})")
+                raise ValueError(f"{type(self).__name__}({self.task_name!r}): instance {seed} is not one of its "
+                                 f"instances ({self._instances_text()})")
             self.instance = int(seed)
+        self.raw = self._raw_of(self.tasks[self.instance].env_name)
         self.raw.set_task(self.tasks[self.instance])
         obs, _ = self.raw.reset()
         for _ in range(self.start_moves):
@@ -216,9 +214,36 @@ class ML1Trials(gym.Env):
         out = {**info, "success": success, "is_success": success, "instance": self.instance}
         return self._observe(obs), r, success, (not success) and self._t >= self.cap, out
 
+    @property
+    def env_name(self) -> str:
+        """The Meta-World task of the current instance (ML1: ``task`` itself)."""
+        return str(self.tasks[self.instance].env_name)
+
     def goal(self) -> np.ndarray:
-        """The current instance's goal position."""
+        """The current instance's goal position (reach, push and pick-place: see :func:`goal_position`)."""
         return goal_position(self.tasks[self.instance])
+
+    def _goal_tasks(self, task: str, goal_visible: bool) -> tuple[Task, ...]:
+        """The instances' Meta-World tasks, in instance order (ML1: :func:`ml1_goal_tasks`)."""
+        return ml1_goal_tasks(task, goal_visible)
+
+    def _raw_of(self, name: str) -> Any:
+        """The Meta-World env of task ``name`` (made on first use), truncating after this env's cap."""
+        if name not in self._raws:
+            import metaworld
+
+            raw = metaworld.env_dict.ALL_V3_ENVIRONMENTS[name](reward_function_version=REWARD_FUNCTION_VERSION)
+            raw.max_path_length = self.cap + self.start_moves + 1  # this env truncates at the cap first
+            self._raws[name] = raw
+        return self._raws[name]
+
+    def _observation_box(self) -> spaces.Box:
+        """Meta-World's observation bounds of the instances' task (ML1: the one task's)."""
+        box = self.raw.sawyer_observation_space
+        return spaces.Box(box.low, box.high, box.shape, box.dtype)
+
+    def _instances_text(self) -> str:
+        return f"0 .. {len(self.tasks) - 1}: training 0-{NUM_GOALS - 1}, held-out {NUM_GOALS}-{2 * NUM_GOALS - 1}"
 
     def _observe(self, obs: np.ndarray) -> np.ndarray:
         """Meta-World's observation clipped to its space, with the last rewards where they are observed."""
@@ -227,5 +252,6 @@ class ML1Trials(gym.Env):
         return np.concatenate([out, self._rewards.astype(space.dtype)]) if self.reward_observed else out
 
     def close(self) -> None:
-        self.raw.close()
+        for raw in self._raws.values():
+            raw.close()
         super().close()
