@@ -96,7 +96,9 @@ class TrialMemory:
             guided trial while its run has no success, from the trial's own steps so far where they
             came closer than the run's failed trials (the first trial too, which otherwise sees
             nothing); the locator then learns from prefixes of trials as well
-            (``GoalLocator(prefix_every=...)``). 0 (the default): the guess is made at a trial's reset.
+            (``GoalLocator(prefix_every=...)``). On Meta-World ML1 reach (``relocate_every=10``, 4 seeds)
+            trial 1 succeeded 0.57 against 0.27, cumulative success by trial 4 tied, the locator trained on
+            about 3x the pairs. 0 (the default): the guess is made at a trial's reset.
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, and the extractor is never
             credited. On Meta-World ML1 reach with the goal hidden (``run_best="located"``, 5 seeds) following a
