@@ -16,7 +16,10 @@ Families: ``darkroom``, the hidden-goal room
 observation, a 25-step cap, 79 training goals and 20 held-out goals); ``keydoor``, the
 hidden key-and-door room (:class:`integrations.minihack.hidden_key_door.HiddenKeyDoorRoom`;
 7x7, position and a has-key bit, a 30-step cap where a fixed sweep finds 0.29 of the pairs,
-80 training pairs and 20 held-out pairs).
+80 training pairs and 20 held-out pairs); the Meta-World families with the goal hidden,
+``ml1-reach``, ``ml1-reach-moves``, ``ml1-push-moves``, ``ml1-pick-place-moves``
+(:mod:`benchmarks.suites.trials_ml1`) and ``ml10-moves``, held-out tasks
+(:mod:`benchmarks.suites.trials_ml10`).
 
 Arms (one network for all but the recurrent peer: :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`
 and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
