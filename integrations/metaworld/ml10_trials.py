@@ -133,28 +133,12 @@ def ml10_demonstrations(cap: int = ML10_CAP, reward_observed: bool = False) -> A
     not succeed within ``cap``. ``reward_observed``: the observations carry the last rewards, as an
     ``ML10Trials(reward_observed=True)`` env's do.
     """
-    from metaworld.policies import ENV_POLICY_MAP
+    from integrations.metaworld.ml1_demos import scripted_demonstration
 
     @functools.lru_cache(maxsize=1024)
     def demonstrations(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        env = _demo_env(int(cap), bool(reward_observed))
-        obs, _ = env.reset(seed=int(instance))
-        policy_cls: Any = ENV_POLICY_MAP[env.env_name]
-        policy = policy_cls()
-        observations, actions, rewards = [], [], []
-        for _ in range(env.cap):
-            # (a copy: some scripted policies, door-close's, change the array they are given)
-            action = np.clip(np.asarray(policy.get_action(np.array(obs[:39], np.float64)), np.float32), -1.0, 1.0)
-            hidden = np.array(obs, copy=True)
-            hidden[36:39] = 0.0  # what the hidden-goal env shows
-            observations.append(hidden)
-            actions.append(action)
-            obs, reward, terminated, truncated, info = env.step(action)
-            rewards.append(float(reward))
-            if info["success"]:
-                return np.stack(observations), np.stack(actions), np.asarray(rewards)
-            if terminated or truncated:
-                break
-        return None
+        obs, actions, rewards, success = scripted_demonstration(_demo_env(int(cap), bool(reward_observed)),
+                                                                int(instance))
+        return (obs, actions, rewards) if success else None
 
     return demonstrations

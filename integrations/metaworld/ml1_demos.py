@@ -25,8 +25,11 @@ GOAL_SLICE = slice(36, 39)
 
 def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None = None
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Run the scripted policy on ``instance`` of ``env`` (goal hidden) with the goal handed to it.
+    """Run the scripted policy of ``instance``'s task on ``instance`` of ``env`` with the goal handed to it.
 
+    With the goal hidden (ML1) the policy is handed ``env.goal()``; with the goal visible (for tasks
+    whose goal is not their task's ``rand_vec``, ML10's) it reads the goal the env shows, and the
+    observations are recorded with the goal zeroed, which is what the hidden-goal env shows.
     Returns ``(observations (T, 39 or 41), actions (T, 4), rewards (T,), success)``: the hidden-goal
     observations each action was taken from, the actions, the env's rewards, and whether it
     reached the goal within ``max_steps`` (default: the env's cap; the demonstration stops at
@@ -34,15 +37,20 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
     """
     from metaworld.policies import ENV_POLICY_MAP
 
-    policy_cls: Any = ENV_POLICY_MAP[env.task_name]
-    policy = policy_cls()
     obs, _ = env.reset(seed=instance)
-    goal = env.goal()
+    policy_cls: Any = ENV_POLICY_MAP[env.env_name]
+    policy = policy_cls()
+    goal = None if env.goal_visible else env.goal()
     observations, actions, rewards = [], [], []
     success = False
     for _ in range(env.cap if max_steps is None else int(max_steps)):
-        seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)  # Meta-World's 39 (without observed rewards)
-        seen[GOAL_SLICE] = goal
+        # Meta-World's 39 (without observed rewards); a copy: some scripted policies (door-close's) change it
+        seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
+        if goal is not None:
+            seen[GOAL_SLICE] = goal
+        else:
+            obs = np.array(obs, copy=True)
+            obs[GOAL_SLICE] = 0.0
         action = np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
         observations.append(obs)
         actions.append(action)
