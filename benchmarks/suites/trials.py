@@ -234,6 +234,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-noentries-relocate-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # and reading all of the run's failed trials together (TrialMemory(locate_from="all"); the locator learns
+    # from trials joined with earlier failed trials of their instance): does a run whose first trial failed
+    # place the goal from two trials where one left it open (cumulative success by trial 2)?
+    "crl-trials-located-noentries-relocate-all-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "locate_from": "all",
+        "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},

@@ -68,6 +68,11 @@ class GoalLocator:
             successful trial's, labelled by where it ended), so that the locator can guess from a
             trial still going on (``TrialMemory(relocate_every=...)``). 0 (the default): whole failed
             trials only.
+        history: also learn from a trial read together with up to ``history`` earlier failed trials
+            of its instance (their rows joined into one set; how many drawn uniformly from those
+            kept, none included), so that the locator can guess from all of a run's failed trials
+            at once (``TrialMemory(locate_from="all")``, which reads the newest ``history + 1``).
+            0 (the default): one trial at a time.
         seed: seed of the network and of its sampling.
 
     >>> loc = GoalLocator(2, seed=0)
@@ -78,9 +83,9 @@ class GoalLocator:
 
     def __init__(self, key_dim: int, *, hidden: int = 128, lr: float = 1e-3, batch_size: int = 64,
                  updates_per_pair: int = 8, capacity: int = 4096, waiting: int = 256, prefix_every: int = 0,
-                 seed: int = 0) -> None:
+                 history: int = 0, seed: int = 0) -> None:
         self.key_dim, self.batch_size, self.updates_per_pair = int(key_dim), int(batch_size), int(updates_per_pair)
-        self.prefix_every = int(prefix_every)
+        self.prefix_every, self.history, self._waiting_cap = int(prefix_every), int(history), int(waiting)
         with torch.random.fork_rng():  # seeded weights, the caller's torch generator left as it was
             torch.manual_seed(seed)
             self.net = _SetNet(self.key_dim, int(hidden))
@@ -89,6 +94,8 @@ class GoalLocator:
         self._rng = np.random.default_rng(seed)
         self._goals: dict[int, np.ndarray] = {}  # instance -> the key its newest success ended in
         self._waiting: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=int(waiting))
+        #: instance -> its newest ``history`` failed trials (any run's), read together with a new trial
+        self._earlier: dict[int, deque[tuple[np.ndarray, np.ndarray]]] = {}
         #: pairs added, updates made, the training loss and, before each pair is trained on, the distance
         #: of the guess from its label in key units (both moving averages of the recent ones)
         self.stats: dict[str, float] = {"locator_pairs": 0.0, "locator_updates": 0.0, "locator_loss": 0.0,
@@ -144,20 +151,46 @@ class GoalLocator:
 
     def failed(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
         """A failed trial of ``instance``: a training pair with where the instance succeeded, or, before
-        it has, kept waiting for that (and so one of its prefixes, with ``prefix_every``)."""
+        it has, kept waiting for that (and so one of its prefixes, with ``prefix_every``; each read
+        together with earlier failed trials of the instance, with ``history``)."""
         goal = self._goals.get(int(instance))
-        for k, r in ((keys, rewards), *self._prefix(keys, rewards)):
+        keys, rewards = np.asarray(keys, np.float32), np.asarray(rewards, np.float32)
+        for k, r in self._joined(instance, [(keys, rewards), *self._prefix(keys, rewards)]):
             if goal is None:
-                self._waiting.append((int(instance), np.asarray(k, np.float32), np.asarray(r, np.float32)))
+                self._waiting.append((int(instance), k, r))
             else:
                 self.add(k, r, goal)
+        self._remember(instance, keys, rewards)
 
     def succeeded(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
         """A successful trial of ``instance`` (its rows, the last key where it ended): :meth:`solved`,
         and with ``prefix_every`` one of its prefixes learnt as a trial that goes on to end there."""
         self.solved(instance, keys[-1])
-        for k, r in self._prefix(keys, rewards):
+        for k, r in self._joined(instance, self._prefix(keys, rewards)):
             self.add(k, r, keys[-1])
+
+    def _joined(self, instance: int, items: list[tuple[np.ndarray, np.ndarray]]
+                ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each of ``items`` joined with the newest of ``instance``'s earlier failed trials (``history``:
+        how many drawn uniformly from none to all kept; without ``history``, ``items`` as they are)."""
+        earlier = list(self._earlier.get(int(instance), ()))
+        out = []
+        for k, r in items:
+            n = int(self._rng.integers(0, len(earlier) + 1)) if earlier else 0
+            if n:
+                k = np.concatenate([*(e[0] for e in earlier[-n:]), k])
+                r = np.concatenate([*(e[1] for e in earlier[-n:]), r])
+            out.append((k, r))
+        return out
+
+    def _remember(self, instance: int, keys: np.ndarray, rewards: np.ndarray) -> None:
+        """Keep a failed trial to be read with the instance's next ones (``history``; the newest
+        ``waiting`` instances are kept)."""
+        if not self.history:
+            return
+        if int(instance) not in self._earlier and len(self._earlier) >= self._waiting_cap:
+            self._earlier.pop(next(iter(self._earlier)))
+        self._earlier.setdefault(int(instance), deque(maxlen=self.history)).append((keys, rewards))
 
     def _prefix(self, keys: np.ndarray, rewards: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """One prefix of the trial whose length is a multiple of ``prefix_every`` shorter than it (none: too short)."""

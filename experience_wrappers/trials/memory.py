@@ -39,7 +39,7 @@ from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
 from .goal_locator import GoalLocator
 from .memory_files import load_memory, save_memory
-from .run_best import run_best_mode
+from .run_best import LOCATE_FROM, LOCATE_HISTORY, run_best_mode
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -99,6 +99,11 @@ class TrialMemory:
             (``GoalLocator(prefix_every=...)``). On Meta-World ML1 reach (``relocate_every=10``, 4 seeds)
             trial 1 succeeded 0.57 against 0.27, cumulative success by trial 4 tied, the locator trained on
             about 3x the pairs. 0 (the default): the guess is made at a trial's reset.
+        locate_from: with ``run_best="located"``, what the locator reads: ``"best"`` (the default), the
+            run's failed trial of the highest reward (and, with ``relocate_every``, the trial going on
+            where it came closer); ``"all"``, the run's newest :data:`~experience_wrappers.trials.run_best.LOCATE_HISTORY` ``+ 1`` failed
+            trials together (with ``relocate_every``, with the trial going on), the locator learning
+            from trials joined with earlier ones of their instance (``GoalLocator(history=...)``).
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, and the extractor is never
             credited. On Meta-World ML1 reach with the goal hidden (``run_best="located"``, 5 seeds) following a
@@ -130,7 +135,7 @@ class TrialMemory:
                  exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
                  trial_index: bool = False, run_best: bool | str = False, show_entries: bool = True,
-                 relocate_every: int = 0, dense_rewards: bool = False, batch_size: int = 256,
+                 relocate_every: int = 0, locate_from: str = "best", dense_rewards: bool = False, batch_size: int = 256,
                  hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -152,12 +157,20 @@ class TrialMemory:
         if self.relocate_every and self.run_best != "located":
             raise ValueError(f"relocate_every={relocate_every} guesses again with the goal locator: it needs "
                              f"run_best=\"located\", got run_best={run_best!r}")
+        if locate_from not in LOCATE_FROM:
+            raise ValueError(f"locate_from must be one of {LOCATE_FROM}, got {locate_from!r}")
+        if locate_from != "best" and self.run_best != "located":
+            raise ValueError(f"locate_from={locate_from!r} is what the goal locator reads: it needs "
+                             f"run_best=\"located\", got run_best={run_best!r}")
+        #: what the locator reads: the run's best failed trial ("best") or its newest failed trials together ("all")
+        self.locate_from = locate_from
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         #: where a run will succeed, learned from its failed trials (``run_best="located"``; else None)
-        self.locator = (GoalLocator(self.key_dim, prefix_every=self.relocate_every, seed=seed)
+        self.locator = (GoalLocator(self.key_dim, prefix_every=self.relocate_every,
+                                    history=LOCATE_HISTORY if locate_from == "all" else 0, seed=seed)
                         if self.run_best == "located" else None)
         self.layout = EntryLayout(self.key_dim, self.action_coder.dim, exp_dim, horizon, step_reward=dense_rewards)
         self.exp_dim = int(exp_dim)

@@ -26,7 +26,8 @@ It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, 
 ``scope="other"`` it is the donor run's (the random-retrieval ablation). It is computed once per
 trial, at reset (a run's entries change only when a trial ends); with
 ``TrialMemory(relocate_every=N)`` the locator guesses again every ``N`` steps of a trial whose run
-has no success, from the trial's own steps where they came closer. ``TrialMemory(run_best=True)`` is
+has no success, from the trial's own steps where they came closer; with
+``TrialMemory(locate_from="all")`` it reads the run's failed trials together (and the trial going on). ``TrialMemory(run_best=True)`` is
 the setting, saved with a run's memory settings; :func:`~experience_wrappers.trials.wrapper.trial_env`
 installs this wrapper where it is set.
 """
@@ -46,10 +47,16 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["RUN_BEST", "RunBest", "best_step", "run_best_mode", "teach_locator", "trial_rows"]
+__all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "RunBest", "best_step", "failed_rows", "run_best_mode",
+           "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
 RUN_BEST = (False, True, "reached", "taken", "located")
+#: what the goal locator reads (``TrialMemory(locate_from=...)``): the run's failed trial of the highest
+#: reward, or its newest failed trials together
+LOCATE_FROM = ("best", "all")
+#: with ``locate_from="all"``, the earlier failed trials read with the newest (a run of 4 trials: all of them)
+LOCATE_HISTORY = 3
 
 
 def run_best_mode(run_best: bool | str, dense_rewards: bool) -> str:
@@ -91,18 +98,39 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
     """``[key | succeeded | reward]`` of the best step of ``scope``'s entries (see the module doc); None: none."""
     best: tuple[tuple[float, float], np.ndarray] | None = None  # ((succeeded, newer or higher), row)
     located: tuple[np.ndarray, np.ndarray] | None = None  # the failed trial with the highest reward
+    failed: list[tuple[np.ndarray, np.ndarray]] = []  # the failed trials, oldest first
     for t, (ids, end) in enumerate(zip(memory.trials_of(scope), memory.ends_of(scope), strict=True)):
         keys, rewards, won = trial_rows(memory, ids, end)
         if not won and not memory.layout.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
             continue
+        if not won:
+            failed.append((keys, rewards))
         step = len(keys) - 1 if won else int(np.argmax(rewards))
         score = (float(won), (t if memory.newest_success else -t) if won else float(rewards[step]))
         if best is None or score >= best[0]:
             best = (score, np.concatenate([keys[step], [float(won), rewards[step]]]))
             located = None if won else (keys, rewards)
     if best is not None and located is not None and memory.locator is not None:  # no success yet: the guess
+        if memory.locate_from == "all":
+            located = _joined(failed[-(LOCATE_HISTORY + 1):])
         best[1][:memory.key_dim] = memory.locator.locate(*located)
     return None if best is None else best[1].astype(np.float32)
+
+
+def failed_rows(memory: TrialMemory, scope: int, newest: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows ``(keys, rewards)`` of ``scope``'s newest ``newest`` failed trials joined (each reward's key the
+    state it was received in); None: there are none, a success among its trials, or no dense rewards."""
+    failed = []
+    for ids, end in zip(memory.trials_of(scope), memory.ends_of(scope), strict=True):
+        keys, rewards, won = trial_rows(memory, ids, end)
+        if won or not memory.layout.step_reward:
+            return None
+        failed.append((keys, rewards))
+    return _joined(failed[-newest:]) if failed and newest > 0 else None
+
+
+def _joined(trials: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    return np.concatenate([k for k, _ in trials]), np.concatenate([r for _, r in trials])
 
 
 def teach_locator(memory: TrialMemory, instance: int, observations: Any, rewards: Any, success: bool,
@@ -152,6 +180,7 @@ class RunBest(gym.Wrapper):
         self._best: np.ndarray | None = None
         self._relocate = False  # guess again from this trial's own steps (relocate_every, no success in the run)
         self._rows: tuple[list[np.ndarray], list[float]] = ([], [])  # this trial's (key reached, reward) so far
+        self._earlier: tuple[np.ndarray, np.ndarray] | None = None  # locate_from="all": the run's failed trials
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -162,6 +191,8 @@ class RunBest(gym.Wrapper):
         self._relocate = bool(self.memory.relocate_every and scope and self.memory.scope == "instance"
                               and (self._best is None or self._best[self._dim] == 0.0))
         self._rows = ([], [])
+        self._earlier = (failed_rows(self.memory, scope, LOCATE_HISTORY)
+                         if self._relocate and self.memory.locate_from == "all" else None)
         return self._add(obs, self._key(obs) if self._best is not None else None), info
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -177,14 +208,20 @@ class RunBest(gym.Wrapper):
 
     def _relocated(self, key: np.ndarray, reward: float) -> None:
         """Add this step's row; every ``relocate_every`` steps, where this trial came closer (a higher
-        reward) than the run's failed trial the guess is from, guess from this trial's rows instead."""
+        reward) than the run's failed trial the guess is from, guess from this trial's rows instead
+        (``locate_from="all"``: guess from them joined with the run's failed trials', closer or not)."""
         keys, rewards = self._rows
         keys.append(key)
         rewards.append(reward)
         if len(keys) % self.memory.relocate_every or self.memory.locator is None:
             return
         top = max(rewards)
-        if self._best is None or top >= self._best[self._dim + 1]:
+        if self.memory.locate_from == "all":
+            own = np.stack(keys), np.asarray(rewards, np.float32)
+            rows = own if self._earlier is None else _joined([self._earlier, own])
+            guess = self.memory.locator.locate(*rows)
+            self._best = np.concatenate([guess, [0.0, max(rows[1].max(), top)]]).astype(np.float32)
+        elif self._best is None or top >= self._best[self._dim + 1]:
             guess = self.memory.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
             self._best = np.concatenate([guess, [0.0, top]]).astype(np.float32)
 
