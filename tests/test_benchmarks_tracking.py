@@ -69,8 +69,9 @@ def test_step_profile_attributes_the_two_line_forms_time_to_the_librarys_parts(t
     from benchmarks.perf.step_profile import main
 
     out = tmp_path / "profile.json"
-    assert main(["--steps", "256", "--n-envs", "2", "--mode", "sync", "--out", str(out)]) == 0
+    assert main(["--steps", "256", "--n-envs", "2", "--mode", "sync", "--clock", "cpu", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
+    assert result["args"]["clock"] == "cpu"
     crl, ppo = result["crl"]["us_per_step"], result["ppo"]["us_per_step"]
     for area in ("wrapper (record, inject, checks)", "retrieval", "bank", "manager (credit, distil, write)"):
         assert crl.get(area, 0.0) > 0.0, area

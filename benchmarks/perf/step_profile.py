@@ -16,6 +16,10 @@ the actor's thread: in the default (``auto``: the learner in a process of its ow
 start) and in ``async`` mode (a thread) the learner's work (distillation, extractor training) is
 not in the profile, which sees the actor's thread only.
 
+``--clock cpu`` times by the process's CPU time (``time.process_time``) rather than the wall
+clock: other load on the machine then does not stretch the figures, but the actor's waits
+(for the learner process, for the env's I/O) are not counted.
+
 A profiler slows Python calls more than C calls, so the areas' shares are indicative and the
 steps/s printed (profiled) are lower than unprofiled; ``benchmarks.perf.overhead`` measures the
 unprofiled ratio side by side.
@@ -80,12 +84,13 @@ def area_of(filename: str, function: str) -> str:
 
 
 def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: int,
-                mode: str = "auto", top: int = 0, policy: str = "reader") -> dict[str, Any]:
+                mode: str = "auto", top: int = 0, policy: str = "reader", clock: str = "wall") -> dict[str, Any]:
     """Train one run under ``cProfile``; its steps/s, its own time per env step by area (µs) and,
     with ``top``, the library's ``top`` functions by own time per step (``top_functions``).
 
     ``policy``: ``"reader"``, the family's network (with experience: ``ExperiencePolicy`` and its
-    reader on it); ``"default"``, SB3's default policy for both (no policy arguments)."""
+    reader on it); ``"default"``, SB3's default policy for both (no policy arguments). ``clock``:
+    ``"wall"`` (``time.perf_counter``) or ``"cpu"`` (``time.process_time``; steps/s then per CPU second)."""
     import torch
     from stable_baselines3 import PPO
 
@@ -106,12 +111,13 @@ def profile_run(env_id: str, experience: bool, steps: int, n_envs: int, seed: in
     else:
         policy = "MultiInputPolicy" if hasattr(env.observation_space, "spaces") else "MlpPolicy"
         model = PPO(policy, env, seed=seed, policy_kwargs=dict(fam.base_policy_kwargs))
-    prof = cProfile.Profile()
-    t0 = time.perf_counter()
+    timer = time.process_time if clock == "cpu" else time.perf_counter
+    prof = cProfile.Profile(timer)
+    t0 = timer()
     prof.enable()
     model.learn(steps, callback=CRLCallback() if experience else None)
     prof.disable()
-    wall = time.perf_counter() - t0
+    wall = timer() - t0
     env.close()
     done = int(model.num_timesteps)
     areas: dict[str, float] = {}
@@ -155,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policy", choices=("reader", "default"), default="reader",
                    help="reader: the README's two-line form (ExperiencePolicy with the reader on the env's network) "
                         "against PPO with that network; default: SB3's default policy on both")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="cpu: time by the process's CPU time (a loaded machine does not stretch it; waits are not counted)")
     p.add_argument("--top", type=int, default=15, help="list this library's N costliest functions (0: none)")
     p.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = p.parse_args(argv)
@@ -163,20 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    ppo = profile_run(args.env, False, args.steps, args.n_envs, args.seed, policy=args.policy)
-    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode, top=args.top, policy=args.policy)
+    ppo = profile_run(args.env, False, args.steps, args.n_envs, args.seed, policy=args.policy, clock=args.clock)
+    crl = profile_run(args.env, True, args.steps, args.n_envs, args.seed, args.mode, top=args.top, policy=args.policy,
+                      clock=args.clock)
     names = sorted(set(ppo["us_per_step"]) | set(crl["us_per_step"]),
                    key=lambda a: -(crl["us_per_step"].get(a, 0.0) - ppo["us_per_step"].get(a, 0.0)))
     print(f"{args.env}, {args.steps} steps, {args.n_envs} envs, manager {args.mode}, {args.policy} policy; "
-          "own time per env step (µs) "
-          "on the actor's thread, under cProfile")
+          f"own {'CPU' if args.clock == 'cpu' else 'wall'} time per env step (µs) on the actor's thread, under cProfile")
     print(f"{'area':42} {'PPO':>8} {'two-line CRL':>13} {'difference':>11}")
     for a in names:
         x, y = ppo["us_per_step"].get(a, 0.0), crl["us_per_step"].get(a, 0.0)
         print(f"{a:42} {x:8.1f} {y:13.1f} {y - x:+11.1f}")
     total_ppo, total_crl = sum(ppo["us_per_step"].values()), sum(crl["us_per_step"].values())
     print(f"{'total':42} {total_ppo:8.1f} {total_crl:13.1f} {total_crl - total_ppo:+11.1f}")
-    print(f"steps/s under the profiler: PPO {ppo['steps_per_s_profiled']:.0f}, two-line CRL "
+    print(f"steps/s under the profiler{' (per CPU second)' if args.clock == 'cpu' else ''}: PPO {ppo['steps_per_s_profiled']:.0f}, two-line CRL "
           f"{crl['steps_per_s_profiled']:.0f} ({crl['steps_per_s_profiled'] / ppo['steps_per_s_profiled']:.2f}x)")
     if crl["top_functions"]:
         print(f"\nthe library's {len(crl['top_functions'])} costliest functions in the two-line form (own time)")
