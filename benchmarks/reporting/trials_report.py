@@ -45,7 +45,8 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-located-noimitate-random-bonus-inf", "crl-trials-located-600k-noimitate-bonus-inf",
              "crl-trials-located-rewardobs-noimitate-bonus-inf",
              "crl-trials-located-noentries-rewardobs-noimitate-bonus-inf",
-             "crl-trials-located-noentries-relocate-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
+             "crl-trials-located-noentries-relocate-noimitate-bonus-inf",
+             "crl-trials-located-noentries-relocate-all-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -198,6 +199,24 @@ RELOCATE_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
     ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "after_first_success"),
     ("crl-trials-located-noentries-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@2"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
+]
+
+#: the relocating arm reading all of a run's failed trials together (``TrialMemory(locate_from="all")``) against
+#: the same arm reading the best failed trial alone, and the peers: does a run whose first trial failed place the
+#: goal from its trials together?
+ALL_TRIALS_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-located-noentries-relocate-noimitate-bonus-inf", "with_experience", "with_experience", "trial1"),
+    ("crl-trials-located-noentries-relocate-noimitate-bonus-inf", "with_experience", "with_experience",
+     "cumulative@2"),
+    ("crl-trials-located-noentries-relocate-noimitate-bonus-inf", "with_experience", "with_experience",
+     "cumulative@K"),
+    ("crl-trials-located-noentries-relocate-noimitate-bonus-inf", "with_experience", "with_experience",
+     "after_first_success"),
+    ("crl-trials-located-noentries-relocate-noimitate-bonus-inf", "with_demonstration", "with_demonstration",
+     "trial1"),
+    ("crl-trials-located-noentries-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
     ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@2"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
 ]
@@ -370,6 +389,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-located-noentries-noimitate-bonus-inf", NOENTRIES_COMPARISONS),
                                     ("crl-trials-located-noentries-relocate-noimitate-bonus-inf",
                                      RELOCATE_COMPARISONS),
+                                    ("crl-trials-located-noentries-relocate-all-noimitate-bonus-inf",
+                                     ALL_TRIALS_COMPARISONS),
                                     ("crl-trials-located-600k-noimitate-bonus-inf", BUDGET_COMPARISONS),
                                     ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)

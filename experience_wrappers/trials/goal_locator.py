@@ -223,8 +223,8 @@ class GoalLocator:
     def save(self, path: str | Path) -> None:
         """Write the weights to ``path``, with what training goes on from: the optimizer's state, where
         each instance last succeeded (the labels) and the figures. The training pairs (the newest
-        ``capacity``) and the failed trials waiting for their instance's first success are not kept:
-        a resumed run gathers them again."""
+        ``capacity``), the failed trials waiting for their instance's first success and those kept to be
+        read with later ones (``history``) are not kept: a resumed run gathers them again."""
         instances = sorted(self._goals)
         goal_keys = np.stack([self._goals[i] for i in instances]) if instances else np.zeros((0, self.key_dim))
         torch.save({"key_dim": self.key_dim, "net": self.state_dict(), "opt": self.opt.state_dict(),

@@ -220,7 +220,7 @@ class RunBest(gym.Wrapper):
             own = np.stack(keys), np.asarray(rewards, np.float32)
             rows = own if self._earlier is None else _joined([self._earlier, own])
             guess = self.memory.locator.locate(*rows)
-            self._best = np.concatenate([guess, [0.0, max(rows[1].max(), top)]]).astype(np.float32)
+            self._best = np.concatenate([guess, [0.0, float(rows[1].max())]]).astype(np.float32)
         elif self._best is None or top >= self._best[self._dim + 1]:
             guess = self.memory.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
             self._best = np.concatenate([guess, [0.0, top]]).astype(np.float32)
