@@ -96,14 +96,16 @@ class TrialMemory:
             guided trial while its run has no success, from the trial's own steps so far where they
             came closer than the run's failed trials (the first trial too, which otherwise sees
             nothing); the locator then learns from prefixes of trials as well
-            (``GoalLocator(prefix_every=...)``). On Meta-World ML1 reach (``relocate_every=10``, 4 seeds)
-            trial 1 succeeded 0.57 against 0.27, cumulative success by trial 4 tied, the locator trained on
+            (``GoalLocator(prefix_every=...)``). On Meta-World ML1 reach (``relocate_every=10``, 5 seeds)
+            trial 1 succeeded 0.58 against 0.27, cumulative success by trial 4 tied, the locator trained on
             about 3x the pairs. 0 (the default): the guess is made at a trial's reset.
         locate_from: with ``run_best="located"``, what the locator reads: ``"best"`` (the default), the
             run's failed trial of the highest reward (and, with ``relocate_every``, the trial going on
-            where it came closer); ``"all"``, the run's newest :data:`~experience_wrappers.trials.run_best.LOCATE_HISTORY` ``+ 1`` failed
-            trials together (with ``relocate_every``, with the trial going on), the locator learning
-            from trials joined with earlier ones of their instance (``GoalLocator(history=...)``).
+            where it came closer); ``"all"``, the run's newest
+            :data:`~experience_wrappers.trials.run_best.LOCATE_HISTORY` ``+ 1`` failed trials together
+            (with ``relocate_every``, with the trial going on), the locator learning from trials joined
+            with earlier ones of their instance (``GoalLocator(history=...)``). Not yet measured on a
+            benchmark; its training costs more (sets up to four trials long).
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, and the extractor is never
             credited. On Meta-World ML1 reach with the goal hidden (``run_best="located"``, 5 seeds) following a
