@@ -27,9 +27,9 @@ It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, 
 trial, at reset (a run's entries change only when a trial ends); with
 ``TrialMemory(relocate_every=N)`` the locator guesses again every ``N`` steps of a trial whose run
 has no success, from the trial's own steps where they came closer; with
-``TrialMemory(locate_from="all")`` it reads the run's failed trials together (and the trial going on). ``TrialMemory(run_best=True)`` is
-the setting, saved with a run's memory settings; :func:`~experience_wrappers.trials.wrapper.trial_env`
-installs this wrapper where it is set.
+``TrialMemory(locate_from="all")`` it reads the run's failed trials together (and the trial going
+on). ``TrialMemory(run_best=True)`` is the setting, saved with a run's memory settings;
+:func:`~experience_wrappers.trials.wrapper.trial_env` installs this wrapper where it is set.
 """
 
 from __future__ import annotations
