@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .wrapper import RunScopeWrapper
 
 __all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "RunBest", "best_step", "failed_rows", "run_best_mode",
-           "teach_locator", "trial_rows"]
+           "run_trials", "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
 RUN_BEST = (False, True, "reached", "taken", "located")
@@ -94,13 +94,20 @@ def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None) -> 
     return keys, rewards, bool(values[0, lay.return_col] > 0)
 
 
-def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
-    """``[key | succeeded | reward]`` of the best step of ``scope``'s entries (see the module doc); None: none."""
+def run_trials(memory: TrialMemory, scope: int) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """:func:`trial_rows` of each of ``scope``'s trials (and demonstrations), oldest first."""
+    return [trial_rows(memory, ids, end)
+            for ids, end in zip(memory.trials_of(scope), memory.ends_of(scope), strict=True)]
+
+
+def best_step(memory: TrialMemory, scope: int,
+              trials: list[tuple[np.ndarray, np.ndarray, bool]] | None = None) -> np.ndarray | None:
+    """``[key | succeeded | reward]`` of the best step of ``scope``'s entries (see the module doc); None: none.
+    ``trials``: :func:`run_trials` of ``scope`` where the caller has read them already."""
     best: tuple[tuple[float, float], np.ndarray] | None = None  # ((succeeded, newer or higher), row)
     located: tuple[np.ndarray, np.ndarray] | None = None  # the failed trial with the highest reward
     failed: list[tuple[np.ndarray, np.ndarray]] = []  # the failed trials, oldest first
-    for t, (ids, end) in enumerate(zip(memory.trials_of(scope), memory.ends_of(scope), strict=True)):
-        keys, rewards, won = trial_rows(memory, ids, end)
+    for t, (keys, rewards, won) in enumerate(run_trials(memory, scope) if trials is None else trials):
         if not won and not memory.layout.step_reward:  # a failed trial's sparse rewards say nothing of where it got to
             continue
         if not won:
@@ -117,16 +124,14 @@ def best_step(memory: TrialMemory, scope: int) -> np.ndarray | None:
     return None if best is None else best[1].astype(np.float32)
 
 
-def failed_rows(memory: TrialMemory, scope: int, newest: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The rows ``(keys, rewards)`` of ``scope``'s newest ``newest`` failed trials joined (each reward's key the
-    state it was received in); None: there are none, a success among its trials, or no dense rewards."""
-    failed = []
-    for ids, end in zip(memory.trials_of(scope), memory.ends_of(scope), strict=True):
-        keys, rewards, won = trial_rows(memory, ids, end)
-        if won or not memory.layout.step_reward:
-            return None
-        failed.append((keys, rewards))
-    return _joined(failed[-newest:]) if failed and newest > 0 else None
+def failed_rows(memory: TrialMemory, trials: list[tuple[np.ndarray, np.ndarray, bool]], newest: int
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows ``(keys, rewards)`` of the newest ``newest`` of a run's ``trials`` (:func:`run_trials`) joined,
+    all failed ones (each reward's key the state it was received in); None: there are none, a success among
+    them, or no dense rewards."""
+    if not trials or newest <= 0 or not memory.layout.step_reward or any(won for *_, won in trials):
+        return None
+    return _joined([(keys, rewards) for keys, rewards, _ in trials[-newest:]])
 
 
 def _joined(trials: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -186,12 +191,13 @@ class RunBest(gym.Wrapper):
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         scope = self.env.read_scope  # type: ignore[attr-defined]
-        self._best = best_step(self.memory, scope) if scope else None
+        trials = run_trials(self.memory, scope) if scope else []  # read once, for the best step and the locator
+        self._best = best_step(self.memory, scope, trials) if scope else None
         # the run's own trial, read in its own run ("instance" scope), not yet a success in it
         self._relocate = bool(self.memory.relocate_every and scope and self.memory.scope == "instance"
                               and (self._best is None or self._best[self._dim] == 0.0))
         self._rows = ([], [])
-        self._earlier = (failed_rows(self.memory, scope, LOCATE_HISTORY)
+        self._earlier = (failed_rows(self.memory, trials, LOCATE_HISTORY)
                          if self._relocate and self.memory.locate_from == "all" else None)
         return self._add(obs, self._key(obs) if self._best is not None else None), info
 
