@@ -414,3 +414,21 @@ def test_locate_from_all_guesses_from_the_runs_failed_trials_together() -> None:
         _memory(locate_from="newest")
     with pytest.raises(ValueError, match=r"locate_from='all' .*needs run_best=\"located\""):
         TrialMemory(POS, ACT, horizon=30, exp_dim=0, run_best="reached", locate_from="all")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"history": -1}, r"GoalLocator\(history=\.\.\.\) must be an int >= 0 \(0: one trial at a time\), got -1"),
+    ({"prefix_every": 2.5}, r"GoalLocator\(prefix_every=\.\.\.\) must be an int >= 0"),
+    ({"batch_size": 0}, r"GoalLocator\(batch_size=\.\.\.\) must be .*got 0"),
+    ({"waiting": 0}, r"GoalLocator\(waiting=\.\.\.\) must be .*got 0"),
+    ({"capacity": 0}, r"GoalLocator\(capacity=\.\.\.\) must be .*got 0"),
+    ({"hidden": "128"}, r"GoalLocator\(hidden=\.\.\.\) must be .*got '128'"),
+    ({"lr": float("nan")}, r"GoalLocator\(lr=\.\.\.\) must be a finite number >= 0, got nan"),
+    ({"seed": -3}, r"GoalLocator\(seed=\.\.\.\) must be an int >= 0, got -3"),
+])
+def test_the_locator_refuses_bad_arguments_by_name(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        GoalLocator(2, **kwargs)
+    with pytest.raises(ValueError, match=r"GoalLocator\(key_dim=\.\.\.\) must be .*got 0"):
+        GoalLocator(0)
+    assert GoalLocator(np.int64(2), history=np.int64(3)).history == 3  # numpy ints pass, as Python ints

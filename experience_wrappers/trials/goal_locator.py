@@ -30,6 +30,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..validators import check_int, check_real
+
 __all__ = ["GoalLocator"]
 
 #: keys are scaled by this before the network reads them (keys in [-1, 1]: a goal radius of a few hundredths)
@@ -84,16 +86,26 @@ class GoalLocator:
     def __init__(self, key_dim: int, *, hidden: int = 128, lr: float = 1e-3, batch_size: int = 64,
                  updates_per_pair: int = 8, capacity: int = 4096, waiting: int = 256, prefix_every: int = 0,
                  history: int = 0, seed: int = 0) -> None:
-        self.key_dim, self.batch_size, self.updates_per_pair = int(key_dim), int(batch_size), int(updates_per_pair)
-        self.prefix_every, self.history, self._waiting_cap = int(prefix_every), int(history), int(waiting)
+        self.key_dim = check_int("GoalLocator(key_dim=...)", key_dim, minimum=1, numpy=True)
+        self.batch_size = check_int("GoalLocator(batch_size=...)", batch_size, minimum=1, numpy=True)
+        self.updates_per_pair = check_int("GoalLocator(updates_per_pair=...)", updates_per_pair, minimum=0, numpy=True)
+        self.prefix_every = check_int("GoalLocator(prefix_every=...)", prefix_every, minimum=0, numpy=True,
+                                      hint=" (0: whole failed trials only)")
+        self.history = check_int("GoalLocator(history=...)", history, minimum=0, numpy=True,
+                                 hint=" (0: one trial at a time)")
+        self._waiting_cap = check_int("GoalLocator(waiting=...)", waiting, minimum=1, numpy=True)
+        capacity = check_int("GoalLocator(capacity=...)", capacity, minimum=1, numpy=True)
+        hidden = check_int("GoalLocator(hidden=...)", hidden, minimum=1, numpy=True)
+        lr = check_real("GoalLocator(lr=...)", lr, minimum=0.0)
+        seed = check_int("GoalLocator(seed=...)", seed, minimum=0, numpy=True)
         with torch.random.fork_rng():  # seeded weights, the caller's torch generator left as it was
             torch.manual_seed(seed)
-            self.net = _SetNet(self.key_dim, int(hidden))
+            self.net = _SetNet(self.key_dim, hidden)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=lr)
-        self._pairs: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=int(capacity))
+        self._pairs: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=capacity)
         self._rng = np.random.default_rng(seed)
         self._goals: dict[int, np.ndarray] = {}  # instance -> the key its newest success ended in
-        self._waiting: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=int(waiting))
+        self._waiting: deque[tuple[int, np.ndarray, np.ndarray]] = deque(maxlen=self._waiting_cap)
         #: instance -> its newest ``history`` failed trials (any run's), read together with a new trial
         self._earlier: dict[int, deque[tuple[np.ndarray, np.ndarray]]] = {}
         #: pairs added, updates made, the training loss and, before each pair is trained on, the distance
