@@ -432,3 +432,62 @@ def test_the_locator_refuses_bad_arguments_by_name(kwargs: dict, message: str) -
     with pytest.raises(ValueError, match=r"GoalLocator\(key_dim=\.\.\.\) must be .*got 0"):
         GoalLocator(0)
     assert GoalLocator(np.int64(2), history=np.int64(3)).history == 3  # numpy ints pass, as Python ints
+
+
+class _Stand(_Walk):
+    """Two steps right, then standing still until step 10: the trial's best reward stops rising from step 2 on."""
+
+    def step(self, action):
+        self.x, self.t = min(self.x + 0.1, 0.2), self.t + 1
+        return np.array([self.x, 0.0], np.float32), self.x, False, self.t >= 10, {"success": False}
+
+
+def test_the_locator_keeps_its_error_in_each_key_dimension_and_saves_it(tmp_path) -> None:
+    loc = GoalLocator(2, batch_size=4, seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(40):  # goals spread along x only: the guesses miss along x, never along y
+        goal = np.array([rng.uniform(-0.8, 0.8), 0.0], np.float32)
+        keys, rewards = _trial(goal, rng)
+        loc.add(keys, rewards, goal)
+    assert loc.error_dims[0] > 0.05 and loc.error_dims[1] < loc.error_dims[0] / 2
+    assert loc.error_dims.dtype == np.float32 and loc.error_dims.shape == (2,)
+    loc.save(tmp_path / "locator.pt")
+    again = GoalLocator(2, seed=1)
+    again.load(tmp_path / "locator.pt")
+    np.testing.assert_array_equal(again.error_dims, loc.error_dims)
+
+
+def test_search_moves_the_guess_where_the_trial_stalls_by_the_locators_error() -> None:
+    from experience_wrappers.trials.checks import RUN_BEST_KEY
+    from experience_wrappers.trials.wrapper import trial_env
+
+    def shown_marks(search: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        mem = _memory(relocate_every=2, search=search)
+        assert mem.locator is not None
+        mem.locator.error_dims = np.array([0.3, 0.0], np.float32)  # as if it missed along x alone
+        env = trial_env(_Stand(), mem, instances=[0], trials=2, guided=True)
+        env.reset(seed=3)
+        marks, guesses, keys, rewards = [], [], [], []
+        for _ in range(9):  # guesses at steps 2, 4, 6 and 8 (the trial's last step, 10, guesses nothing)
+            obs, reward, *_ = env.step(0)
+            keys.append(mem.keys(obs["observation"][None])[0])
+            rewards.append(reward)
+            if len(keys) % 2 == 0:
+                marks.append(obs[RUN_BEST_KEY][:2] + keys[-1])
+                guesses.append(mem.locator.locate(np.stack(keys), np.asarray(rewards, np.float32)))
+        return marks, guesses
+
+    marks, guesses = shown_marks(0.0)  # no search: every mark is the guess
+    assert len(marks) == 4
+    for mark, guess in zip(marks, guesses, strict=True):
+        np.testing.assert_allclose(mark, guess, atol=1e-6)
+    marks, guesses = shown_marks(2.0)
+    np.testing.assert_allclose(marks[0], guesses[0], atol=1e-6)  # the first guess: nothing to stall against
+    for mark, guess in zip(marks[1:], guesses[1:], strict=True):  # stalled (best reward 0.2 since step 2)
+        assert mark[1] == pytest.approx(guess[1], abs=1e-6)  # no error along y: no move along y
+        assert abs(mark[0] - guess[0]) > 1e-4  # moved along x, around the guess
+    assert shown_marks(2.0)[0][1][0] == pytest.approx(marks[1][0], abs=1e-6)  # a seeded reset: the same draws
+    with pytest.raises(ValueError, match=r"search=0.5 .*needs relocate_every > 0"):
+        _memory(search=0.5)
+    with pytest.raises(ValueError, match=r"search must be a finite number >= 0, got -1"):
+        _memory(relocate_every=2, search=-1)

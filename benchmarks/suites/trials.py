@@ -240,6 +240,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-noentries-relocate-all-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "locate_from": "all",
         "env_kwargs": {"success_bonus": "infinite"}},
+    # the relocating arm searching around the guess where a trial stalls (TrialMemory(search=1.0): the shown mark
+    # moved by a draw of the locator's own error): a trial standing at a wrong guess gathers rewards elsewhere
+    # for the next guess; does the first trial's failure then place the goal (cumulative success by trial 2)?
+    "crl-trials-located-noentries-relocate-search-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "search": 1.0,
+        "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},

@@ -112,6 +112,9 @@ class GoalLocator:
         #: of the guess from its label in key units (both moving averages of the recent ones)
         self.stats: dict[str, float] = {"locator_pairs": 0.0, "locator_updates": 0.0, "locator_loss": 0.0,
                                         "locator_error": 0.0}
+        #: per key dimension, how far the guess lies from its label on pairs not yet trained on (key units, a
+        #: moving average like ``locator_error``): the spread of a search around a guess (``TrialMemory(search=...)``)
+        self.error_dims = np.zeros(self.key_dim, np.float32)
 
     @staticmethod
     def _rows(keys: np.ndarray, rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,10 +143,12 @@ class GoalLocator:
         rows, anchor = self._rows(np.asarray(keys, np.float32), np.asarray(rewards, np.float32))
         target = (np.asarray(success_key, np.float32) - anchor) * KEY_SCALE
         with torch.no_grad():  # the guess before learning from the pair: an error on a pair not trained on
-            error = float(np.linalg.norm(self.net(*self._batch([(rows, anchor)]))[0].numpy() - target)) / KEY_SCALE
+            miss = np.abs(self.net(*self._batch([(rows, anchor)]))[0].numpy() - target) / KEY_SCALE
+        error = float(np.linalg.norm(miss))
         first = self.stats["locator_pairs"] == 0
         self.stats["locator_error"] = error if first else self.stats["locator_error"] + 0.02 * (
             error - self.stats["locator_error"])
+        self.error_dims = miss.astype(np.float32) if first else self.error_dims + 0.02 * (miss - self.error_dims)
         self._pairs.append((rows, anchor, target))
         self.stats["locator_pairs"] += 1
         if learn and len(self._pairs) >= self.batch_size:
@@ -234,7 +239,7 @@ class GoalLocator:
 
     def save(self, path: str | Path) -> None:
         """Write the weights to ``path``, with what training goes on from: the optimizer's state, where
-        each instance last succeeded (the labels) and the figures. The training pairs (the newest
+        each instance last succeeded (the labels), the figures and the per-dimension error. The training pairs (the newest
         ``capacity``), the failed trials waiting for their instance's first success and those kept to be
         read with later ones (``history``) are not kept: a resumed run gathers them again."""
         instances = sorted(self._goals)
@@ -242,6 +247,7 @@ class GoalLocator:
         torch.save({"key_dim": self.key_dim, "net": self.state_dict(), "opt": self.opt.state_dict(),
                     "instances": torch.as_tensor(instances, dtype=torch.int64),
                     "goal_keys": torch.as_tensor(goal_keys, dtype=torch.float32),
+                    "error_dims": torch.as_tensor(self.error_dims, dtype=torch.float32),
                     "stats": {k: float(v) for k, v in self.stats.items()}}, Path(path))
 
     def load(self, path: str | Path) -> None:
@@ -260,3 +266,5 @@ class GoalLocator:
             self._goals = {int(i): k.numpy().astype(np.float32)
                            for i, k in zip(saved["instances"].tolist(), saved["goal_keys"], strict=True)}
             self.stats.update(saved["stats"])
+        if "error_dims" in saved:  # (older saves: zeros, no search spread until pairs are added)
+            self.error_dims = saved["error_dims"].numpy().astype(np.float32)

@@ -34,7 +34,7 @@ from ..manager.crediting import credit_trial
 from ..manager.entry_layout import EntryLayout
 from ..manager.episode import Episode
 from ..manager.learner import ExtractorLearner
-from ..validators import check_bool, check_int
+from ..validators import check_bool, check_int, check_real
 from ..wrappers.env_checks import observation_checker
 from .checks import checked_observations
 from .goal_locator import GoalLocator
@@ -96,17 +96,18 @@ class TrialMemory:
             guided trial while its run has no success, from the trial's own steps so far where they
             came closer than the run's failed trials (the first trial too, which otherwise sees
             nothing); the locator then learns from prefixes of trials as well
-            (``GoalLocator(prefix_every=...)``). On Meta-World ML1 reach (``relocate_every=10``, 5 seeds)
-            trial 1 succeeded 0.58 against 0.27, cumulative success by trial 4 tied, the locator trained on
-            about 3x the pairs. 0 (the default): the guess is made at a trial's reset.
+            (``GoalLocator(prefix_every=...)``). ML1 reach (``relocate_every=10``, 5 seeds): trial 1 0.58
+            against 0.27, cumulative success tied, 3x the locator's pairs. 0 (the default): at reset only.
         locate_from: with ``run_best="located"``, what the locator reads: ``"best"`` (the default), the
             run's failed trial of the highest reward (and, with ``relocate_every``, the trial going on
             where it came closer); ``"all"``, the run's newest
             :data:`~experience_wrappers.trials.run_best.LOCATE_HISTORY` ``+ 1`` failed trials together
             (with ``relocate_every``, with the trial going on), the locator learning from trials joined
-            with earlier ones of their instance (``GoalLocator(history=...)``). On ML1 reach (one seed)
-            cumulative success by trial 2 0.71 against 0.72 with ``"best"``; its training costs about
-            4x more (sets up to four trials long).
+            with earlier ones of their instance (``GoalLocator(history=...)``). ML1 reach (one seed): cumulative
+            success by trial 2 0.71 against 0.72 with ``"best"``, at about 4x the locator's training.
+        search: with ``relocate_every``, where a trial's best reward stopped rising (it stands at a wrong
+            guess), show the guess moved by a normal draw of ``search`` times the locator's error per key
+            dimension (``locator.error_dims``): the trial gathers rewards elsewhere for the next guess. 0: none.
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, and the extractor is never
             credited. On Meta-World ML1 reach with the goal hidden (``run_best="located"``, 5 seeds) following a
@@ -134,12 +135,11 @@ class TrialMemory:
     newest_success: bool = True
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, horizon: int,
-                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None,
-                 exp_dim: int = 8,
+                 k: int = 8, per_trial: int = 2, key_encoder: KeyEncoder | None = None, exp_dim: int = 8,
                  scope: str = "instance", write_failures: bool = False, train_extractor: bool = True,
                  trial_index: bool = False, run_best: bool | str = False, show_entries: bool = True,
-                 relocate_every: int = 0, locate_from: str = "best", dense_rewards: bool = False, batch_size: int = 256,
-                 hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
+                 relocate_every: int = 0, locate_from: str = "best", search: float = 0.0, dense_rewards: bool = False,
+                 batch_size: int = 256, hidden: int = 32, max_len: int = 16, lr: float = 3e-4, seed: int = 0) -> None:
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
         self.observation_space, self.action_space = observation_space, action_space
@@ -167,6 +167,10 @@ class TrialMemory:
                              f"run_best=\"located\", got run_best={run_best!r}")
         #: what the locator reads: the run's best failed trial ("best") or its newest failed trials together ("all")
         self.locate_from = locate_from
+        self.search = check_real("search", search, minimum=0.0)
+        if self.search and not self.relocate_every:
+            raise ValueError(f"search={search} searches around the goal locator's guess where a trial stalls: it needs "
+                             "relocate_every > 0 (the guesses within a trial)")
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
         self.key_dim = int(self.key_encoder.key_dim)

@@ -28,7 +28,8 @@ trial, at reset (a run's entries change only when a trial ends); with
 ``TrialMemory(relocate_every=N)`` the locator guesses again every ``N`` steps of a trial whose run
 has no success, from the trial's own steps where they came closer; with
 ``TrialMemory(locate_from="all")`` it reads the run's failed trials together (and the trial going
-on). ``TrialMemory(run_best=True)`` is the setting, saved with a run's memory settings;
+on); with ``TrialMemory(search=...)``, where the trial's best reward stopped rising, around the guess
+(a draw of the locator's error's spread). ``TrialMemory(run_best=True)`` is the setting, saved with a run's memory settings;
 :func:`~experience_wrappers.trials.wrapper.trial_env` installs this wrapper where it is set.
 """
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "RunBest", "best_step", "failed_rows", "run_best_mode",
+__all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows", "run_best_mode",
            "run_trials", "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
@@ -57,6 +58,9 @@ RUN_BEST = (False, True, "reached", "taken", "located")
 LOCATE_FROM = ("best", "all")
 #: with ``locate_from="all"``, the earlier failed trials read with the newest (a run of 4 trials: all of them)
 LOCATE_HISTORY = 3
+#: with ``TrialMemory(search=...)``, a trial has stalled where its best reward rose by at most this fraction since
+#: the previous guess
+STALL = 0.01
 
 
 def run_best_mode(run_best: bool | str, dense_rewards: bool) -> str:
@@ -186,6 +190,9 @@ class RunBest(gym.Wrapper):
         self._relocate = False  # guess again from this trial's own steps (relocate_every, no success in the run)
         self._rows: tuple[list[np.ndarray], list[float]] = ([], [])  # this trial's (key reached, reward) so far
         self._earlier: tuple[np.ndarray, np.ndarray] | None = None  # locate_from="all": the run's failed trials
+        self._centre: np.ndarray | None = None  # search: the guess the shown mark was drawn around
+        self._top: float | None = None  # search: the trial's best reward at the previous guess
+        self._rng: np.random.Generator | None = None  # search: its draws (seeded by the first seeded reset)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -199,6 +206,10 @@ class RunBest(gym.Wrapper):
         self._rows = ([], [])
         self._earlier = (failed_rows(self.memory, trials, LOCATE_HISTORY)
                          if self._relocate and self.memory.locate_from == "all" else None)
+        self._centre = None if self._best is None else self._best[:self._dim].copy()
+        self._top = None
+        if self._rng is None:
+            self._rng = np.random.default_rng(None if seed is None else [seed, 0x5EA4C])
         return self._add(obs, self._key(obs) if self._best is not None else None), info
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -222,14 +233,20 @@ class RunBest(gym.Wrapper):
         if len(keys) % self.memory.relocate_every or self.memory.locator is None:
             return
         top = max(rewards)
+        stalled = self._top is not None and top <= self._top + STALL * abs(self._top)
+        self._top = top
         if self.memory.locate_from == "all":
             own = np.stack(keys), np.asarray(rewards, np.float32)
             rows = own if self._earlier is None else _joined([self._earlier, own])
-            guess = self.memory.locator.locate(*rows)
-            self._best = np.concatenate([guess, [0.0, float(rows[1].max())]]).astype(np.float32)
+            self._centre = self.memory.locator.locate(*rows)
+            self._best = np.concatenate([self._centre, [0.0, float(rows[1].max())]]).astype(np.float32)
         elif self._best is None or top >= self._best[self._dim + 1]:
-            guess = self.memory.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
-            self._best = np.concatenate([guess, [0.0, top]]).astype(np.float32)
+            self._centre = self.memory.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
+            self._best = np.concatenate([self._centre, [0.0, top]]).astype(np.float32)
+        if self.memory.search and stalled and self._best is not None and self._centre is not None:
+            assert self._rng is not None
+            spread = self.memory.search * self.memory.locator.error_dims
+            self._best[:self._dim] = self._centre + self._rng.normal(size=self._dim).astype(np.float32) * spread
 
     def _add(self, obs: dict[str, Any], key: np.ndarray | None) -> dict[str, Any]:
         out = np.zeros(self._dim + 3, np.float32)
