@@ -143,6 +143,7 @@ def test_every_trial_of_a_training_run_teaches_the_locator_free_and_last_ones_to
 
 def test_the_locator_saves_loads_and_is_copied_into_an_evaluation_memory(tmp_path) -> None:
     mem = _memory(seed=1)
+    mem.locator.error_dims = np.array([0.25, 0.5], np.float32)  # its error per dimension goes with it
     folder = mem.save(tmp_path / "mem")
     assert (folder / "locator.pt").exists()
     back = _memory(seed=2)
@@ -150,9 +151,11 @@ def test_the_locator_saves_loads_and_is_copied_into_an_evaluation_memory(tmp_pat
     assert not np.allclose(back.locator.locate(*rows), mem.locator.locate(*rows))
     back.load(folder)
     assert np.allclose(back.locator.locate(*rows), mem.locator.locate(*rows))
+    assert back.locator.error_dims.tolist() == [0.25, 0.5]
     copy = _memory(seed=3, train_extractor=False)
     copy.load_weights_of(mem)
     assert np.allclose(copy.locator.locate(*rows), mem.locator.locate(*rows))
+    assert copy.locator.error_dims.tolist() == [0.25, 0.5] and copy.locator.error_dims is not mem.locator.error_dims
     with pytest.raises(ValueError, match=r"holds goal locator .*run_best=False"):
         TrialMemory(POS, ACT, horizon=30, exp_dim=0).load(folder)
     with pytest.raises(ValueError, match=r"has no goal locator .*run_best='located'"):

@@ -448,3 +448,4 @@ class TrialMemory:
             self.trainer.extractor.load_state_dict(other.trainer.extractor.state_dict())
         if self.locator is not None and other.locator is not None:
             self.locator.load_state_dict(other.locator.state_dict())
+            self.locator.error_dims = other.locator.error_dims.copy()  # the spread of its search
