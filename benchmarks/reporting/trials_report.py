@@ -221,6 +221,10 @@ ALL_TRIALS_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
 ]
 
+#: the relocating arm searching around its guess where a trial stalls (``TrialMemory(search=1.0)``) against the
+#: same arm without the search: does a first trial that failed then place the goal? (the same rows as above)
+SEARCH_COMPARISONS: list[tuple[str, str, str, str]] = ALL_TRIALS_COMPARISONS
+
 #: the located arm with twice the budget (600k steps) against itself at 300k and the peers (at 300k: their
 #: runs at 600k are still to be made)
 BUDGET_COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -391,6 +395,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                      RELOCATE_COMPARISONS),
                                     ("crl-trials-located-noentries-relocate-all-noimitate-bonus-inf",
                                      ALL_TRIALS_COMPARISONS),
+                                    ("crl-trials-located-noentries-relocate-search-noimitate-bonus-inf",
+                                     SEARCH_COMPARISONS),
                                     ("crl-trials-located-600k-noimitate-bonus-inf", BUDGET_COMPARISONS),
                                     ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
