@@ -156,8 +156,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS / "follower-search.json")
     args = parser.parse_args(argv)
+    from benchmarks.harness.run import versions
+
     result = {"command": "python -m benchmarks.studies.follower_search", "seed": args.seed, "noise": args.noise,
-              **run(args.train_runs, args.repeats, args.search, args.noise, args.seed)}
+              "versions": versions(), **run(args.train_runs, args.repeats, args.search, args.noise, args.seed)}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
 
