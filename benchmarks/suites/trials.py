@@ -246,6 +246,12 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-noentries-relocate-search-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "search": 1.0,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # the relocating arm trained as it is and evaluated with the search (TrialMemory(search=1.0) in the frozen
+    # memory): the ideal follower's gain came from searching at test time only; the same weights are also
+    # evaluated without it (heldout_without_search), a paired comparison
+    "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "eval_search": 1.0,
+        "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
@@ -463,6 +469,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     if train_instances and family != "maze":
         raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
     env_kwargs = spec.pop("env_kwargs", None)  # an arm may build the family's env otherwise (ML1 families)
+    eval_search = spec.pop("eval_search", None)  # TrialMemory(search=...) at evaluation only (trained without)
     if env_kwargs and not _metaworld(family):
         raise ValueError(f"arm {arm!r} sets the env's arguments: run it with an ml1-* or ml10-* family")
     fam = (FAMILIES[family](train_instances) if train_instances else
@@ -575,14 +582,19 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         if ends is not None:
             out["train"]["end_distance"] = ends.curve
 
-        def frozen_memory() -> TrialMemory:
-            m = memory(train_extractor=False)
+        def frozen_memory(**overrides: Any) -> TrialMemory:
+            m = memory(train_extractor=False, **overrides)
             m.load_weights_of(mem)
             return m
         conditions = ("without_experience",) if spec.get("scope") == "none" else (
             "without_experience", "with_experience", "with_demonstration")
         with frozen_predict(method_model) as predict:
-            heldout.update(evaluate(predict, frozen_memory, conditions))
+            if eval_search is None:
+                heldout.update(evaluate(predict, frozen_memory, conditions))
+            else:  # the same weights evaluated with the search and, paired, without it
+                heldout.update(evaluate(predict, lambda: frozen_memory(search=eval_search), conditions))
+                out["heldout_without_search"] = evaluate(predict, frozen_memory,
+                                                         ("with_experience", "with_demonstration"))
         # the locator's guesses, checked on the study's probes (Meta-World's own 39-wide observations)
         if mem.locator is not None and family.startswith("ml1-reach") and not (env_kwargs or {}).get("reward_observed"):
             from benchmarks.studies.goal_from_rewards import locator_placement
