@@ -80,3 +80,24 @@ def test_the_greedy_key_door_explorer_uses_its_memory():
     # the key is known the next trial walks straight to it
     assert key_door_greedy((6, 6), (6, 0)) <= 4
     assert key_door_greedy((1, 0), (2, 0)) == 1
+
+
+def test_an_eval_search_file_gives_the_same_weights_without_the_search_a_row_and_a_comparison(tmp_path: Path) -> None:
+    from benchmarks.reporting.trials_report import NO_SEARCH
+
+    arm = "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf"
+    for seed in range(2):
+        write(tmp_path, arm, seed, [0.6, 0.8, 0.9, 0.9], [0.2, 0.2, 0.2, 0.2])
+        path = tmp_path / "trials-darkroom" / arm / f"seed{seed}.json"
+        res = json.loads(path.read_text())
+        without = [0.4, 0.6, 0.7, 0.7]
+        res["heldout_without_search"] = {"with_experience": {
+            "success_by_trial": without, "cumulative_by_trial": without, "after_first_success": 1.0}}
+        path.write_text(json.dumps(res))
+    arms = load("darkroom", tmp_path)
+    assert list(arms) == [arm, arm + NO_SEARCH]
+    assert metric(arms[arm][0], "with_experience", "trial1") == 0.6
+    assert metric(arms[arm + NO_SEARCH][1], "with_experience", "trial1") == 0.4
+    assert "without_experience" not in arms[arm + NO_SEARCH][0]["heldout"]  # only what was evaluated without it
+    text = "\n".join(trials_section(tmp_path, families=("darkroom",)))
+    assert f"| {arm + NO_SEARCH} |" in text and "+0.20" in text  # the row, and trial 1's paired difference

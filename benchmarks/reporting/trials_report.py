@@ -26,6 +26,8 @@ SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "i
           "ml10-moves": "metaworld-ml10-moves"}
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+#: the row of an ``eval_search`` arm's weights evaluated without the search (its file's ``heldout_without_search``)
+NO_SEARCH = " (same weights, no search)"
 
 ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
@@ -46,7 +48,10 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-located-rewardobs-noimitate-bonus-inf",
              "crl-trials-located-noentries-rewardobs-noimitate-bonus-inf",
              "crl-trials-located-noentries-relocate-noimitate-bonus-inf",
-             "crl-trials-located-noentries-relocate-all-noimitate-bonus-inf", "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
+             "crl-trials-located-noentries-relocate-all-noimitate-bonus-inf",
+             "crl-trials-located-noentries-relocate-search-noimitate-bonus-inf",
+             "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf",
+             "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf" + NO_SEARCH, "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -225,6 +230,13 @@ ALL_TRIALS_COMPARISONS: list[tuple[str, str, str, str]] = [
 #: same arm without the search: does a first trial that failed then place the goal? (the same rows as above)
 SEARCH_COMPARISONS: list[tuple[str, str, str, str]] = ALL_TRIALS_COMPARISONS
 
+#: the relocating arm evaluated with the search against the same weights evaluated without it (paired runs)
+EVALSEARCH_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf" + NO_SEARCH, c, c, name)
+    for c, name in (("with_experience", "trial1"), ("with_experience", "cumulative@2"),
+                    ("with_experience", "cumulative@K"), ("with_experience", "after_first_success"),
+                    ("with_demonstration", "trial1"))]
+
 #: the located arm with twice the budget (600k steps) against itself at 300k and the peers (at 300k: their
 #: runs at 600k are still to be made)
 BUDGET_COMPARISONS: list[tuple[str, str, str, str]] = [
@@ -286,6 +298,9 @@ def load(family: str, root: Path = RESULTS) -> dict[str, list[dict[str, Any]]]:
     for path in sorted((root / SUITES[family]).glob("*/seed*.json")):
         res = json.loads(path.read_text())
         out[res["arm"]].append(res)
+        if "heldout_without_search" in res:  # an eval_search arm's weights evaluated without the search too
+            out[res["arm"] + NO_SEARCH].append({**res, "arm": res["arm"] + NO_SEARCH,
+                                                "heldout": res["heldout_without_search"]})
     for runs in out.values():
         runs.sort(key=lambda r: r["seed"])
     return dict(sorted(out.items(), key=lambda kv: ARM_ORDER.index(kv[0]) if kv[0] in ARM_ORDER else 99))
@@ -397,6 +412,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                      ALL_TRIALS_COMPARISONS),
                                     ("crl-trials-located-noentries-relocate-search-noimitate-bonus-inf",
                                      SEARCH_COMPARISONS),
+                                    ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf",
+                                     EVALSEARCH_COMPARISONS),
                                     ("crl-trials-located-600k-noimitate-bonus-inf", BUDGET_COMPARISONS),
                                     ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
