@@ -156,6 +156,24 @@ def test_evaluate_builds_its_memory_from_the_runs_settings_and_changes_nothing(c
         run.close()
 
 
+def test_evaluate_can_search_at_test_time_with_the_runs_other_settings() -> None:
+    located = {**SMALL["memory_kwargs"], "run_best": "located", "dense_rewards": True, "relocate_every": 2}
+    run = make(memory_kwargs=located)
+    try:
+        assert run._evaluation_memory().search == 0.0 and run._evaluation_memory(1.5).search == 1.5
+        assert run._evaluation_memory(1.5).relocate_every == 2  # the rest is the run's
+        out = run.evaluate([40], repeats=1, conditions=["with_experience"], search=1.0)
+        assert out["with_experience"]["runs"] == 1 and run.memory.search == 0.0  # the run's own memory unchanged
+    finally:
+        run.close()
+    plain = make()
+    try:
+        with pytest.raises(ValueError, match=r"search=1.0 .*needs relocate_every > 0"):
+            plain.evaluate([40], repeats=1, conditions=["with_experience"], search=1.0)
+    finally:
+        plain.close()
+
+
 def test_a_demonstration_shown_at_evaluation_is_followed_by_a_policy_that_copies_entries() -> None:
     """The with-demonstration condition shows the demonstration: a policy that plays the action of
     its nearest shown entry (what the entry imitation loss trains toward) solves the held-out room

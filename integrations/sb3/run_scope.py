@@ -211,7 +211,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         return self
 
     def evaluate(self, instances: Sequence[int], *, repeats: int = 5,  # type: ignore[override]
-                 conditions: Sequence[str] | None = None, deterministic: bool = False) -> dict[str, Any]:
+                 conditions: Sequence[str] | None = None, deterministic: bool = False,
+                 search: float | None = None) -> dict[str, Any]:
         """Success by trial on ``instances`` (held out: not trained on), frozen weights.
 
         Each instance gets ``repeats`` runs of :attr:`trials` trials in each condition:
@@ -222,7 +223,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         ``success_by_trial``, ``cumulative_by_trial``, ``after_first_success`` and ``runs``
         (:func:`~integrations.sb3.trials_evaluation.trial_metrics`). The evaluation memory is
         built from the run's own settings with its extractor frozen, so it cannot mismatch
-        the policy; nothing the run learned changes.
+        the policy; nothing the run learned changes. ``search``: the evaluation memory's
+        :class:`~experience_wrappers.trials.TrialMemory` ``search`` instead of the run's (a
+        test-time setting that changes only the marks shown; it needs ``relocate_every``): on
+        Meta-World ML1 reach a run trained without it reached 0.81 cumulative success by trial 2
+        evaluated with ``search=1.0``, 0.71 without (one seed).
         """
         instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         seen = sorted(set(instances) & set(self.instances))
@@ -234,13 +239,17 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             if self.experience:
                 conditions += ["with_experience"] + (["with_demonstration"] if self.demonstration_source else [])
         with frozen_predict(self.model) as predict:
-            return evaluate_trials(predict, self.make_env, self._evaluation_memory, instances, trials=self.trials,
-                                   repeats=repeats, conditions=list(conditions), demonstrations=self.demonstration_source,
-                                   deterministic=deterministic, seed=self.seed)
+            return evaluate_trials(predict, self.make_env, lambda: self._evaluation_memory(search), instances,
+                                   trials=self.trials, repeats=repeats, conditions=list(conditions),
+                                   demonstrations=self.demonstration_source, deterministic=deterministic,
+                                   seed=self.seed)
 
-    def _evaluation_memory(self) -> TrialMemory:
-        """A fresh memory of the run's settings, its extractor (and goal locator) a frozen copy of the run's."""
+    def _evaluation_memory(self, search: float | None = None) -> TrialMemory:
+        """A fresh memory of the run's settings (``search`` instead of the run's where given), its extractor
+        (and goal locator) a frozen copy of the run's."""
         kwargs = dict(self._settings["memory_kwargs"])
+        if search is not None:
+            kwargs["search"] = search
         if not self.experience:
             kwargs["scope"] = "none"
         memory = self._memory({**kwargs, "train_extractor": False})
