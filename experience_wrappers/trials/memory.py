@@ -106,8 +106,8 @@ class TrialMemory:
         search: with ``relocate_every``, where a trial's best reward stopped rising (it stands at a wrong
             guess), show the guess moved by a normal draw of ``search`` times the locator's error per key
             dimension (``locator.error_dims``), to gather rewards elsewhere for the next guess. 0: none. A
-            test-time setting: ML1 reach, 1.0 at evaluation only, cumulative success by trial 2 0.81 against
-            0.71 (1 seed); in training too, a tie (3 seeds).
+            test-time setting: ML1 reach, 1.0 at evaluation only, cumulative success by trial 2 0.77 against
+            0.71 (3 seeds); in training too, a tie (3 seeds).
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, the extractor is never
             credited. ML1 reach (``run_best="located"``, 5 seeds): following a success 0.94 without them
