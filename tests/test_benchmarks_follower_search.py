@@ -22,7 +22,7 @@ def test_the_follower_heads_for_the_shown_mark_read_back_in_metres_else_the_prio
     shown = np.zeros(memory.key_dim + 3, np.float32)
     shown[:memory.key_dim], shown[-1] = keys[1] - keys[0], 1.0
     prior = np.array([0.0, 0.7, 0.1])
-    follower = Follower(memory, space, prior, noise=0.0, seed=0)
+    follower = Follower(space, prior, noise=0.0, seed=0)
     np.testing.assert_allclose(follower.goal({"observation": here, "run_best": shown}), there[:3], atol=1e-5)
     shown[-1] = 0.0  # nothing shown: the training goals' mean
     np.testing.assert_array_equal(follower.goal({"observation": here, "run_best": shown}), prior)

@@ -36,12 +36,12 @@ TRIALS = 4
 class Follower:
     """The scripted reach policy sent to the shown mark (else the training goals' mean), plus noise."""
 
-    def __init__(self, memory: Any, observation_space: Any, prior_goal: np.ndarray, noise: float, seed: int) -> None:
+    def __init__(self, observation_space: Any, prior_goal: np.ndarray, noise: float, seed: int) -> None:
         from metaworld.policies import ENV_POLICY_MAP
 
         policy_cls: Any = ENV_POLICY_MAP["reach-v3"]
         self.policy = policy_cls()
-        self.memory, self.prior_goal, self.noise = memory, prior_goal, noise
+        self.prior_goal, self.noise = prior_goal, noise
         self.rng = np.random.default_rng(seed)
         low, high = observation_space.low[:3].astype(np.float64), observation_space.high[:3].astype(np.float64)
         self.half_range = (high - low) / 2.0  # metres per key unit of the hand's three coordinates
@@ -71,7 +71,7 @@ def _runs(make: Any, memory: Any, instances: list[int], repeats: int, prior: np.
         for j, instance in enumerate(instances):
             env = trial_env(make(), memory, instances=[instance], trials=TRIALS, guided=True, learn=learn,
                             demonstrations=demonstrations, demo_ratio=0.25, seed=seed * 100_003 + r * 1009 + j)
-            follower = Follower(memory, memory.observation_space, prior, noise, seed * 100_003 + r * 1009 + j)
+            follower = Follower(memory.observation_space, prior, noise, seed * 100_003 + r * 1009 + j)
             obs, _ = env.reset(seed=seed * 100_003 + r * 1009 + j)
             wins = []
             for t in range(TRIALS):
@@ -87,16 +87,6 @@ def _runs(make: Any, memory: Any, instances: list[int], repeats: int, prior: np.
     return np.asarray(out, bool)
 
 
-def _figures(wins: np.ndarray) -> dict[str, Any]:
-    cum = np.maximum.accumulate(wins, axis=1)
-    first = [row.argmax() if row.any() else None for row in wins]
-    after = [row[f + 1:] for row, f in zip(wins, first, strict=True) if f is not None and f + 1 < len(row)]
-    later = np.concatenate(after) if after else np.zeros(0, bool)
-    return {"runs": len(wins), "by_trial": [round(float(x), 3) for x in wins.mean(0)],
-            "cumulative": [round(float(x), 3) for x in cum.mean(0)],
-            "after_first_success": round(float(later.mean()), 3) if len(later) else None}
-
-
 def run(train_runs: int, repeats: int, searches: list[float], noise: float, seed: int) -> dict[str, Any]:
     """Train a locator on the follower's runs, then the held-out figures for each ``search``."""
     import torch
@@ -104,6 +94,7 @@ def run(train_runs: int, repeats: int, searches: list[float], noise: float, seed
     from benchmarks.reporting.stats import bootstrap_ci
     from benchmarks.suites.trials_ml1 import ml1_reach_moves_family
     from experience_wrappers.trials import TrialMemory
+    from integrations.sb3.trials_evaluation import trial_metrics
 
     torch.set_num_threads(1)
     t0 = time.time()
@@ -124,7 +115,7 @@ def run(train_runs: int, repeats: int, searches: list[float], noise: float, seed
     training = _runs(fam["make"], trained, train, 1, prior, noise, seed, learn=True,
                      demonstrations=fam["demonstration"])
     assert trained.locator is not None
-    out: dict[str, Any] = {"train_runs": train_runs, "training": _figures(training),
+    out: dict[str, Any] = {"train_runs": train_runs, "training": trial_metrics(training),
                            "locator": {k: round(float(v), 4) for k, v in trained.locator.stats.items()},
                            "error_dims_hand": [round(float(x), 4) for x in trained.locator.error_dims[:3]],
                            "held_out": {}}
@@ -134,7 +125,7 @@ def run(train_runs: int, repeats: int, searches: list[float], noise: float, seed
         frozen = TrialMemory(obs_space, act_space, **{**settings, "search": s, "train_extractor": False})
         frozen.load_weights_of(trained)
         wins = _runs(fam["make"], frozen, held, repeats, prior, noise, seed + 1, learn=False)
-        out["held_out"][str(s)] = {**_figures(wins), "wins": wins.astype(int).tolist()}
+        out["held_out"][str(s)] = {**trial_metrics(wins), "wins": wins.astype(int).tolist()}
         cum = np.maximum.accumulate(wins, axis=1).reshape(repeats, len(held), TRIALS)
         per_goal[s] = cum.mean(0)
         if s != searches[0]:  # against the first (the same env seeds: paired by goal)
