@@ -252,6 +252,11 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "eval_search": 1.0,
         "env_kwargs": {"success_bonus": "infinite"}},
+    # and with twice the budget (the located arm's 600k): does a policy that follows the marks better take
+    # cumulative success by trial 2 past 0.8?
+    "crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf": {
+        **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "eval_search": 1.0,
+        "steps": 600_000, "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
@@ -535,7 +540,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
 
     def evaluate(predict: Any, mem_factory: Callable[[], TrialMemory], conditions: tuple[str, ...]) -> dict[str, Any]:
         return evaluate_trials(predict, fam["make"], mem_factory, held, trials=k_trials, repeats=repeats,
-                               conditions=conditions, demonstrations=fam["demonstration"], seed=seed)
+                               conditions=conditions, demonstrations=fam["demonstration"], seed=seed,
+                               keep_runs=True)
 
     heldout: dict[str, Any] = {"instances": len(held), "trials": k_trials, "repeats": repeats}
     if kind == "play":

@@ -143,7 +143,7 @@ def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
 def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: Callable[[], TrialMemory],
                     instances: Sequence[int], *, trials: int = 4, repeats: int = 5,
                     conditions: Sequence[str] = CONDITIONS, demonstrations: DemoSource | None = None,
-                    deterministic: bool = False, seed: int = 0) -> dict[str, Any]:
+                    deterministic: bool = False, seed: int = 0, keep_runs: bool = False) -> dict[str, Any]:
     """Success by trial index of a frozen policy on ``instances``, in each of ``conditions``.
 
     ``"with_experience"``: every run guided (it reads its own earlier trials);
@@ -154,7 +154,10 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     instance gets ``repeats`` runs of ``trials`` trials, one env per instance. Each condition
     seeds torch's global generator with ``seed`` first (an SB3 policy samples its actions from it).
 
-    Returns ``{"instances", "trials", "repeats", condition: trial_metrics(...)}``.
+    Returns ``{"instances", "trials", "repeats", condition: trial_metrics(...)}``; with
+    ``keep_runs`` each condition's figures also hold ``"successes"``, every run's successes by
+    trial (0 or 1), ordered by instance then repeat: two evaluations of the same instances,
+    repeats and seed pair run by run (:func:`benchmarks.reporting.paired_runs`'s input).
 
     Raises:
         TypeError: ``memory`` is a memory, not a function that makes one; ``instances`` is not
@@ -192,8 +195,10 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
                                      learn=False, demonstrations=demos, group_size=1, free_members=0, seed=seed)
         venv = DummyVecEnv([env_fn(i) for i in instances])
         try:
-            out[cond] = trial_metrics(run_trials(venv, predict, runs_per_env=repeats, trials=trials,
-                                                 deterministic=deterministic))
+            successes = run_trials(venv, predict, runs_per_env=repeats, trials=trials, deterministic=deterministic)
+            out[cond] = trial_metrics(successes)
+            if keep_runs:
+                out[cond]["successes"] = successes.astype(int).tolist()
         finally:
             venv.close()
     return out
