@@ -101,3 +101,47 @@ def test_an_eval_search_file_gives_the_same_weights_without_the_search_a_row_and
     assert "without_experience" not in arms[arm + NO_SEARCH][0]["heldout"]  # only what was evaluated without it
     text = "\n".join(trials_section(tmp_path, families=("darkroom",)))
     assert f"| {arm + NO_SEARCH} |" in text and "+0.20" in text  # the row, and trial 1's paired difference
+
+
+def test_kept_runs_pair_the_two_evaluations_by_held_out_instance(tmp_path: Path) -> None:
+    import numpy as np
+    import pytest
+
+    from benchmarks.reporting.paired_runs import instance_metric, paired_difference
+    from benchmarks.reporting.trials_report import NO_SEARCH
+
+    arm = "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf"
+    rng = np.random.default_rng(0)
+    for seed in range(2):
+        write(tmp_path, arm, seed, [0.6, 0.8, 0.9, 0.9], [0.2, 0.2, 0.2, 0.2])
+        path = tmp_path / "trials-darkroom" / arm / f"seed{seed}.json"
+        res = json.loads(path.read_text())
+        # 20 instances x 2 repeats; without the search each run's first trial is its with-search one, but
+        # for the first repeat of instances 0-4, which fail: trial 1 drops by 5 / 40 runs exactly
+        runs = rng.integers(0, 2, size=(40, 4))
+        runs[:10:2, 0] = 1
+        without = runs.copy()
+        without[:10:2, 0] = 0
+        res["heldout"]["with_experience"]["successes"] = runs.tolist()
+        res["heldout_without_search"] = {"with_experience": {
+            "success_by_trial": [0.4, 0.6, 0.7, 0.7], "cumulative_by_trial": [0.4, 0.6, 0.7, 0.7],
+            "after_first_success": 1.0, "successes": without.tolist()}}
+        path.write_text(json.dumps(res))
+    arms = load("darkroom", tmp_path)
+    d, lo, hi, pairs, seeds = paired_difference(arms[arm], arms[arm + NO_SEARCH], "with_experience",
+                                                "with_experience", "trial1")
+    assert (round(d, 3), pairs, seeds) == (0.125, 40, [0, 1]) and 0 < lo < d < hi
+    text = "\n".join(trials_section(tmp_path, families=("darkroom",)))
+    assert "paired by held-out instance" in text and "| trial1 (with experience) | +0.12 [" in text
+    # after_first_success is a rate over the trials after a success, not a per-run figure: never paired
+    assert "after_first_success (with experience) | +" not in text.split("paired by held-out instance")[1]
+    # a seed whose files did not keep their runs is left out; none at all: no pairs
+    del arms[arm][1]["heldout"]["with_experience"]["successes"]
+    assert paired_difference(arms[arm], arms[arm + NO_SEARCH], "with_experience", "with_experience",
+                             "trial1")[3:] == (20, [0])
+    assert paired_difference(arms[arm], arms[arm], "without_experience", "without_experience", "trial1") is None
+    assert instance_metric([[0, 1, 0], [1, 0, 0]], 1, "cumulative@2").tolist() == [1.0]
+    with pytest.raises(ValueError, match="not a per-run metric"):
+        instance_metric([[0, 1]], 1, "after_first_success")
+    with pytest.raises(ValueError, match="do not split into 2"):
+        instance_metric([[0, 1], [1, 1], [0, 0]], 2, "trial1")

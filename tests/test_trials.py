@@ -490,6 +490,16 @@ def test_evaluate_trials_conditions_and_errors() -> None:
     assert res["with_demonstration"]["runs"] == res["without_experience"]["runs"] == 4
     # without experience retrieve-and-play has nothing to play back: random moves rarely find a hidden goal
     assert res["without_experience"]["cumulative_by_trial"][-1] < 1.0
+    assert "successes" not in res["with_demonstration"]
+    # keep_runs: every run's successes by trial, ordered by instance then repeat, which the figures summarise
+    kept = evaluate_trials(player.predict, HiddenGoalRoom, memory, [33, 71], trials=2, repeats=2,
+                           demonstrations=demo, conditions=["with_demonstration", "without_experience"],
+                           keep_runs=True)
+    for cond in ("with_demonstration", "without_experience"):
+        runs = np.asarray(kept[cond]["successes"])
+        assert runs.shape == (4, 2) and set(np.unique(runs)) <= {0, 1}
+        assert kept[cond]["success_by_trial"] == runs.mean(axis=0).round(3).tolist()
+        assert kept[cond]["success_by_trial"] == res[cond]["success_by_trial"]  # same seed, same runs
     with pytest.raises(ValueError, match="unknown conditions"):
         evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], conditions=("sometimes",))
     with pytest.raises(ValueError, match="needs demonstrations"):

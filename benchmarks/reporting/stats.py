@@ -1,4 +1,5 @@
-"""Statistics for the report: bootstrap confidence intervals of a mean and of a difference of means (via scipy)."""
+"""Statistics for the report: bootstrap confidence intervals of a mean and of a difference of means, independent
+or paired (via scipy)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["bootstrap_ci", "difference_ci"]
+__all__ = ["bootstrap_ci", "difference_ci", "paired_difference_ci"]
 
 
 def bootstrap_ci(values: Sequence[float], n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
@@ -57,3 +58,30 @@ def difference_ci(a: Sequence[float], b: Sequence[float], n_boot: int = 5000,
                               n_resamples=n_boot, confidence_level=0.95, method="percentile",
                               vectorized=True, rng=np.random.default_rng(seed))
     return diff, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def paired_difference_ci(a: Sequence[float], b: Sequence[float], n_boot: int = 5000,
+                         seed: int = 0) -> tuple[float, float, float]:
+    """``mean(a - b)`` over paired units and its 95 % percentile-bootstrap CI (the pairs resampled
+    together, ``scipy.stats.bootstrap(paired=True)``); NaNs for fewer than 2 pairs.
+
+    >>> d, lo, hi = paired_difference_ci([0.5, 0.7, 0.9, 0.3], [0.4, 0.6, 0.8, 0.2])
+    >>> round(d, 2), (round(lo, 2), round(hi, 2))
+    (0.1, (0.1, 0.1))
+
+    Raises:
+        ValueError: ``a`` and ``b`` are of different lengths.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples must be of one length, got {len(x)} and {len(y)}")
+    if len(x) < 2:
+        return math.nan, math.nan, math.nan
+    d = x - y
+    if np.all(d == d[0]):
+        return float(d[0]), float(d[0]), float(d[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap((d,), np.mean, n_resamples=n_boot, confidence_level=0.95, method="percentile",
+                              rng=np.random.default_rng(seed))
+    return float(d.mean()), float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.reporting.paired_runs import paired_table
 from benchmarks.reporting.stats import bootstrap_ci, difference_ci
 
 #: each family's suite: the folder under benchmarks/results and the ``suite`` of its result files
@@ -51,7 +52,10 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-located-noentries-relocate-all-noimitate-bonus-inf",
              "crl-trials-located-noentries-relocate-search-noimitate-bonus-inf",
              "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf",
-             "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf" + NO_SEARCH, "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
+             "crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf" + NO_SEARCH,
+             "crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf",
+             "crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf" + NO_SEARCH,
+             "ppo-bonus-inf-rewardobs", "recurrent-ppo-trials",
              "retrieve-and-play"]
 
 #: the method's arm and the comparisons the targets name: (arm, condition of the method, condition of the arm, metric)
@@ -230,12 +234,30 @@ ALL_TRIALS_COMPARISONS: list[tuple[str, str, str, str]] = [
 #: same arm without the search: does a first trial that failed then place the goal? (the same rows as above)
 SEARCH_COMPARISONS: list[tuple[str, str, str, str]] = ALL_TRIALS_COMPARISONS
 
+
+
+def _against_itself(arm: str) -> list[tuple[str, str, str, str]]:
+    """An ``eval_search`` arm against the same weights evaluated without the search (paired runs)."""
+    return [(arm + NO_SEARCH, c, c, name)
+            for c, name in (("with_experience", "trial1"), ("with_experience", "cumulative@2"),
+                            ("with_experience", "cumulative@K"), ("with_experience", "after_first_success"),
+                            ("with_demonstration", "trial1"))]
+
+
 #: the relocating arm evaluated with the search against the same weights evaluated without it (paired runs)
-EVALSEARCH_COMPARISONS: list[tuple[str, str, str, str]] = [
-    ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf" + NO_SEARCH, c, c, name)
-    for c, name in (("with_experience", "trial1"), ("with_experience", "cumulative@2"),
-                    ("with_experience", "cumulative@K"), ("with_experience", "after_first_success"),
-                    ("with_demonstration", "trial1"))]
+EVALSEARCH_COMPARISONS = _against_itself("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf")
+
+#: the same at 600k steps: against itself without the search, the 300k arm and the peers (at 300k)
+EVALSEARCH_600K_COMPARISONS: list[tuple[str, str, str, str]] = [
+    *_against_itself("crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf"),
+    ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf", "with_experience", "with_experience",
+     "cumulative@2"),
+    ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf", "with_experience", "with_experience",
+     "after_first_success"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
+    ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@2"),
+]
 
 #: the located arm with twice the budget (600k steps) against itself at 300k and the peers (at 300k: their
 #: runs at 600k are still to be made)
@@ -414,11 +436,16 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                      SEARCH_COMPARISONS),
                                     ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf",
                                      EVALSEARCH_COMPARISONS),
+                                    ("crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf",
+                                     EVALSEARCH_600K_COMPARISONS),
                                     ("crl-trials-located-600k-noimitate-bonus-inf", BUDGET_COMPARISONS),
                                     ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
+            paired = paired_table(arms, method, comparisons)
+            if paired:
+                out += paired + [""]
     return out
 
 
