@@ -143,5 +143,10 @@ def test_kept_runs_pair_the_two_evaluations_by_held_out_instance(tmp_path: Path)
     assert instance_metric([[0, 1, 0], [1, 0, 0]], 1, "cumulative@2").tolist() == [1.0]
     with pytest.raises(ValueError, match="not a per-run metric"):
         instance_metric([[0, 1]], 1, "after_first_success")
+    with pytest.raises(ValueError, match=r"cumulative@9: the runs hold trials 1 to 2"):
+        instance_metric([[0, 1]], 1, "cumulative@9")
+    arms[arm + NO_SEARCH][0]["heldout_instances"] = list(range(1, 21))  # other instances: not the same runs
+    assert paired_difference(arms[arm], arms[arm + NO_SEARCH], "with_experience", "with_experience",
+                             "trial1") is None
     with pytest.raises(ValueError, match="do not split into 2"):
         instance_metric([[0, 1], [1, 1], [0, 0]], 2, "trial1")

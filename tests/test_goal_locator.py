@@ -194,6 +194,8 @@ def test_a_saved_locator_goes_on_learning_as_the_one_it_was_saved_from(tmp_path)
     fresh = GoalLocator(2, hidden=16, seed=3)
     fresh.load(tmp_path / "old.pt")
     assert fresh._goals == {} and fresh.stats["locator_pairs"] == 0
+    back.load(tmp_path / "old.pt")  # into a locator that had measured its error: no stale spread is kept
+    assert loc.error_dims.any() and not back.error_dims.any()
 
 
 def test_the_locators_error_before_training_on_a_pair_falls_as_it_learns() -> None:
@@ -461,15 +463,17 @@ def test_the_locator_keeps_its_error_in_each_key_dimension_and_saves_it(tmp_path
 
 
 def test_search_moves_the_guess_where_the_trial_stalls_by_the_locators_error() -> None:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
     from experience_wrappers.trials.checks import RUN_BEST_KEY
     from experience_wrappers.trials.wrapper import trial_env
 
-    def shown_marks(search: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def shown_marks(search: float, reset_seed: int = 3) -> tuple[list[np.ndarray], list[np.ndarray]]:
         mem = _memory(relocate_every=2, search=search)
         assert mem.locator is not None
         mem.locator.error_dims = np.array([0.3, 0.0], np.float32)  # as if it missed along x alone
         env = trial_env(_Stand(), mem, instances=[0], trials=2, guided=True)
-        env.reset(seed=3)
+        env.reset(seed=reset_seed)
         marks, guesses, keys, rewards = [], [], [], []
         for _ in range(9):  # guesses at steps 2, 4, 6 and 8 (the trial's last step, 10, guesses nothing)
             obs, reward, *_ = env.step(0)
@@ -490,6 +494,18 @@ def test_search_moves_the_guess_where_the_trial_stalls_by_the_locators_error() -
         assert mark[1] == pytest.approx(guess[1], abs=1e-6)  # no error along y: no move along y
         assert abs(mark[0] - guess[0]) > 1e-4  # moved along x, around the guess
     assert shown_marks(2.0)[0][1][0] == pytest.approx(marks[1][0], abs=1e-6)  # a seeded reset: the same draws
+    assert shown_marks(2.0, reset_seed=4)[0][1][0] != pytest.approx(marks[1][0], abs=1e-6)  # another: others
+
+    # through SB3's vector env (whose reset passes no seed), the draws come from the env's own seed
+    def vec_marks(seed: int) -> np.ndarray:
+        mem = _memory(relocate_every=2, search=2.0)
+        assert mem.locator is not None
+        mem.locator.error_dims = np.array([0.3, 0.0], np.float32)
+        venv = DummyVecEnv([lambda: trial_env(_Stand(), mem, instances=[0], trials=2, guided=True, seed=seed)])
+        venv.reset()
+        return np.stack([venv.step(np.zeros(1, int))[0][RUN_BEST_KEY][0, 0] for _ in range(9)])
+    np.testing.assert_array_equal(vec_marks(0), vec_marks(0))
+    assert not np.array_equal(vec_marks(0), vec_marks(1))
     with pytest.raises(ValueError, match=r"search=0.5 .*needs relocate_every > 0"):
         _memory(search=0.5)
     with pytest.raises(ValueError, match=r"search must be a finite number >= 0, got -1"):

@@ -160,8 +160,13 @@ def test_evaluate_can_search_at_test_time_with_the_runs_other_settings() -> None
     located = {**SMALL["memory_kwargs"], "run_best": "located", "dense_rewards": True, "relocate_every": 2}
     run = make(memory_kwargs=located)
     try:
+        assert run.memory.locator is not None and not run.memory.locator.error_dims.any()
+        with pytest.raises(ValueError, match=r"search=1.0 spreads the marks .* has measured none yet"):
+            run.evaluate([40], repeats=1, conditions=["with_experience"], search=1.0)  # would move nothing
+        run.memory.locator.error_dims = np.array([0.2, 0.1], np.float32)  # as a locator that has missed
         assert run._evaluation_memory().search == 0.0 and run._evaluation_memory(1.5).search == 1.5
         assert run._evaluation_memory(1.5).relocate_every == 2  # the rest is the run's
+        assert run._evaluation_memory(1.5).locator.error_dims.tolist() == pytest.approx([0.2, 0.1])  # its spread
         out = run.evaluate([40], repeats=1, conditions=["with_experience"], search=1.0)
         assert out["with_experience"]["runs"] == 1 and run.memory.search == 0.0  # the run's own memory unchanged
     finally:

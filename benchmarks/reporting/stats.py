@@ -62,12 +62,14 @@ def difference_ci(a: Sequence[float], b: Sequence[float], n_boot: int = 5000,
 
 def paired_difference_ci(a: Sequence[float], b: Sequence[float], n_boot: int = 5000,
                          seed: int = 0) -> tuple[float, float, float]:
-    """``mean(a - b)`` over paired units and its 95 % percentile-bootstrap CI (the pairs resampled
-    together, ``scipy.stats.bootstrap(paired=True)``); NaNs for fewer than 2 pairs.
+    """``mean(a - b)`` over paired units and its 95 % percentile-bootstrap CI (the pairs' differences
+    resampled, ``scipy.stats.bootstrap``); NaNs for fewer than 2 pairs.
 
-    >>> d, lo, hi = paired_difference_ci([0.5, 0.7, 0.9, 0.3], [0.4, 0.6, 0.8, 0.2])
-    >>> round(d, 2), (round(lo, 2), round(hi, 2))
-    (0.1, (0.1, 0.1))
+    >>> paired_difference_ci([1.0, 0.75, 0.5], [0.5, 0.25, 0.0])  # every pair 0.5 apart
+    (0.5, 0.5, 0.5)
+    >>> d, lo, hi = paired_difference_ci([0.5, 0.9, 0.9, 0.4, 0.8], [0.4, 0.6, 0.8, 0.2, 0.7])
+    >>> round(d, 2), 0 < lo < d < hi
+    (0.16, True)
 
     Raises:
         ValueError: ``a`` and ``b`` are of different lengths.

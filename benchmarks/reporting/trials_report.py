@@ -443,7 +443,7 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
-            paired = paired_table(arms, method, comparisons)
+            paired = paired_table(arms, method, [c for c in comparisons if c[0] == method + NO_SEARCH])
             if paired:
                 out += paired + [""]
     return out

@@ -125,6 +125,8 @@ def run(train_runs: int, repeats: int, searches: list[float], noise: float, seed
         frozen = TrialMemory(obs_space, act_space, **{**settings, "search": s, "train_extractor": False})
         frozen.load_weights_of(trained)
         wins = _runs(fam["make"], frozen, held, repeats, prior, noise, seed + 1, learn=False)
+        # "wins": every run's successes by trial, ordered by repeat then goal (the trials suites' "successes" are
+        # ordered by instance then repeat)
         out["held_out"][str(s)] = {**trial_metrics(wins), "wins": wins.astype(int).tolist()}
         cum = np.maximum.accumulate(wins, axis=1).reshape(repeats, len(held), TRIALS)
         per_goal[s] = cum.mean(0)

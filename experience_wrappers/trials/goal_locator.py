@@ -266,5 +266,6 @@ class GoalLocator:
             self._goals = {int(i): k.numpy().astype(np.float32)
                            for i, k in zip(saved["instances"].tolist(), saved["goal_keys"], strict=True)}
             self.stats.update(saved["stats"])
-        if "error_dims" in saved:  # (older saves: zeros, no search spread until pairs are added)
-            self.error_dims = saved["error_dims"].numpy().astype(np.float32)
+        # (older saves: zeros, no search spread until pairs are added)
+        self.error_dims = (saved["error_dims"].numpy().astype(np.float32) if "error_dims" in saved
+                           else np.zeros(self.key_dim, np.float32))

@@ -192,7 +192,9 @@ class RunBest(gym.Wrapper):
         self._earlier: tuple[np.ndarray, np.ndarray] | None = None  # locate_from="all": the run's failed trials
         self._centre: np.ndarray | None = None  # search: the guess the shown mark was drawn around
         self._top: float | None = None  # search: the trial's best reward at the previous guess
-        self._rng: np.random.Generator | None = None  # search: its draws (seeded by the first seeded reset)
+        # search: its draws, seeded as the env's other draws (its seed, group, member and instances); a seeded
+        # reset seeds them again
+        self._rng = np.random.default_rng([env.base_seed, env.group, env.member, 0x5EA4C, *env.instances])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -208,8 +210,8 @@ class RunBest(gym.Wrapper):
                          if self._relocate and self.memory.locate_from == "all" else None)
         self._centre = None if self._best is None else self._best[:self._dim].copy()
         self._top = None
-        if self._rng is None:
-            self._rng = np.random.default_rng(None if seed is None else [seed, 0x5EA4C])
+        if seed is not None:
+            self._rng = np.random.default_rng([seed, 0x5EA4C])
         return self._add(obs, self._key(obs) if self._best is not None else None), info
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -244,7 +246,6 @@ class RunBest(gym.Wrapper):
             self._centre = self.memory.locator.locate(np.stack(keys), np.asarray(rewards, np.float32))
             self._best = np.concatenate([self._centre, [0.0, top]]).astype(np.float32)
         if self.memory.search and stalled and self._best is not None and self._centre is not None:
-            assert self._rng is not None
             spread = self.memory.search * self.memory.locator.error_dims
             self._best[:self._dim] = self._centre + self._rng.normal(size=self._dim).astype(np.float32) * spread
 

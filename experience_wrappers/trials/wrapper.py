@@ -140,6 +140,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self.member = check_int("member", member, minimum=0, maximum=self.group_size - 1)
         self.free_members = check_int("free_members", free_members, minimum=0, maximum=self.group_size)
         self.group = check_int("group", group, minimum=0)
+        #: the seed the run's draws come from (instances, demonstrations, donors, RunBest's search), with its group and member
+        self.base_seed = int(seed)
         RecordConstructorArgs.__init__(self, _disable_deepcopy=True, memory=memory, scope="run",
                                        instances=self.instances, trials=self.trials, group=self.group,
                                        member=self.member, group_size=self.group_size,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
@@ -228,6 +229,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         test-time setting that changes only the marks shown; it needs ``relocate_every``): on
         Meta-World ML1 reach a run trained without it reached 0.77 cumulative success by trial 2
         evaluated with ``search=1.0``, 0.71 without (3 seeds).
+
+        Raises:
+            ValueError: ``search`` > 0 without ``relocate_every``, or before the run's goal locator has
+                measured its error (nothing to spread the marks by); the instances' and conditions' errors
+                (:func:`~integrations.sb3.trials_evaluation.evaluate_trials`).
         """
         instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         seen = sorted(set(instances) & set(self.instances))
@@ -254,6 +260,10 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             kwargs["scope"] = "none"
         memory = self._memory({**kwargs, "train_extractor": False})
         memory.load_weights_of(self.memory)
+        if memory.search and memory.locator is not None and not np.any(memory.locator.error_dims):
+            raise ValueError(f"search={memory.search} spreads the marks by the goal locator's measured error, and this "
+                             "run's locator has measured none yet (it has had no training pair: a failed trial of an "
+                             "instance that then succeeded); train longer, or evaluate without search")
         return memory
 
     # ------------------------------------------------------------------ persistence

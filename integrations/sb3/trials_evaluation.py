@@ -156,8 +156,9 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
 
     Returns ``{"instances", "trials", "repeats", condition: trial_metrics(...)}``; with
     ``keep_runs`` each condition's figures also hold ``"successes"``, every run's successes by
-    trial (0 or 1), ordered by instance then repeat: two evaluations of the same instances,
-    repeats and seed pair run by run (a paired comparison of two settings on the same weights).
+    trial (0 or 1), ordered by instance then repeat: two evaluations of the same weights on the same
+    instances, repeats and seed pair by instance (a paired comparison of two test-time settings; an
+    instance's repeats are interchangeable, not paired one by one).
 
     Raises:
         TypeError: ``memory`` is a memory, not a function that makes one; ``instances`` is not
