@@ -68,7 +68,7 @@ def main() -> None:
         run.learn(args.steps)
         print(f"trained {args.steps} steps on {len(train)} goals")
         if args.out:
-            print(f"saved {run.save(args.out)}")
+            print(f"saved {run.save(args.out, overwrite=True)}")
 
     goals = held_out[: max(1, min(args.goals, len(held_out)))]
     res = run.evaluate(goals, repeats=args.repeats)  # frozen weights, a fresh memory per condition

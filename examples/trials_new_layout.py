@@ -42,7 +42,7 @@ def main() -> None:
         print(f"trained {args.steps} steps on {len(train)} goals: {int(run.memory.stats['trials_written'])} "
               f"trials written, {int(run.memory.stats['extractor_updates'])} extractor updates")
         if args.out:
-            print(f"saved {run.save(args.out)}")
+            print(f"saved {run.save(args.out, overwrite=True)}")
 
     goals = held_out[: max(1, min(args.goals, len(held_out)))]
     res = run.evaluate(goals, repeats=args.repeats)  # frozen weights, a fresh memory per condition

@@ -92,7 +92,11 @@ def test_item2_a_stale_save_is_refused_naming_both_saves(tmp_path, experience) -
     a, b = _run(experience), _run(experience, seed=1)
     a.save(f)
     a_id = json.loads((f / "meta.json").read_text())["save_id"]
-    b.save(f)  # b was never loaded: it may replace any run folder, as a bank may
+    with pytest.raises(RunFileError, match=r"holds run save [0-9a-f]+, which this run neither loaded nor wrote.*"
+                                           r"overwrite=True"):
+        b.save(f)  # b was never loaded nor saved: it does not replace another run's save unasked
+    assert json.loads((f / "meta.json").read_text())["save_id"] == a_id and (f / "model.zip").is_file()  # a's intact
+    b.save(f, overwrite=True)  # the user names the folder to replace
     b_id = json.loads((f / "meta.json").read_text())["save_id"]
     a.learn(32)
     with pytest.raises(RunFileError, match=f"holds run save {b_id}.*latest save: {a_id}"):
@@ -269,3 +273,37 @@ def test_item14_a_run_with_its_own_policy_loads_without_restating_it(tmp_path) -
     assert ComplementaryRL.load(tmp_path / "r", env=Grid, **kw).model.num_timesteps == 32  # restating: the same
     run.close()
     back.close()
+
+
+def test_a_save_missing_its_replay_is_refused_by_name(tmp_path) -> None:
+    f = tmp_path / "f"
+    run = _run(self_imitation=True)
+    run.learn(64)
+    run.save(f)
+    assert json.loads((f / "meta.json").read_text())["replay"] is True
+    ComplementaryRL.load(f).close()  # whole: loads
+    (f / "replay.npz").unlink()
+    with pytest.raises(RunFileError, match=r"replay.npz is missing"):
+        ComplementaryRL.load(f)  # not an empty replay in its place
+    (f / "meta.json").unlink()
+    with pytest.raises(RunFileError, match=r"meta.json is missing"):
+        ComplementaryRL.load(f)  # not "load it again"
+    plain = _run()  # no self-imitation: no replay written, none needed
+    plain.save(tmp_path / "g")
+    assert not (tmp_path / "g" / "replay.npz").exists()
+    ComplementaryRL.load(tmp_path / "g").close()
+    run.close()
+    plain.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, None, "3", float("nan")])
+def test_evaluate_and_learn_refuse_counts_that_are_not_whole_by_name(bad) -> None:
+    run = _run(experience=False)
+    try:
+        with pytest.raises(ValueError, match="n_episodes must be"):
+            run.evaluate(bad)
+        if bad != 0:  # learn(0) is SB3's no-op, allowed
+            with pytest.raises(ValueError, match="total_timesteps must be"):
+                run.learn(bad)
+    finally:
+        run.close()

@@ -160,6 +160,10 @@ def test_evaluate_can_search_at_test_time_with_the_runs_other_settings() -> None
     located = {**SMALL["memory_kwargs"], "run_best": "located", "dense_rewards": True, "relocate_every": 2}
     run = make(memory_kwargs=located)
     try:
+        with pytest.raises(TypeError, match=r"got the str 'with_experience'; e.g. \['with_experience'\]"):
+            run.evaluate([40], conditions="with_experience")  # not read letter by letter
+        with pytest.raises(ValueError, match="total_timesteps must be"):
+            run.learn(-5)
         assert run.memory.locator is not None and not run.memory.locator.error_dims.any()
         with pytest.raises(ValueError, match=r"search=1.0 spreads the marks .* has measured none yet"):
             run.evaluate([40], repeats=1, conditions=["with_experience"], search=1.0)  # would move nothing

@@ -93,7 +93,7 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
 
 def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | None,
              replay: SuccessReplay | None = None, *, files: Callable[[str], Mapping[str, bytes]] | None = None,
-             own: frozenset[str] = RUN_NAMES, lineage: list[str] | None = None) -> Path:
+             own: frozenset[str] = RUN_NAMES, lineage: list[str] | None = None, overwrite: bool = False) -> Path:
     """Write a run folder whole and atomically: ``model.zip``, ``experience/`` (where there is a
     ``manager``), ``replay.npz`` (where there is a ``replay``), ``meta.json`` with a new save id,
     and ``files(save_id)`` (name -> bytes; ``own`` must name them).
@@ -106,7 +106,9 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
     wrote), as the bank keeps them. When it is not empty, a folder holding a save outside it
     is refused (:class:`~experience_wrappers.errors.RunFileError` naming both saves): another
     run saved there since, and saving would drop it. The new save's id is appended once
-    committed. An empty lineage (a run never loaded nor saved) may replace any run folder.
+    committed. An empty lineage (a run never loaded nor saved) is refused a folder that holds another
+    run's save unless ``overwrite`` (the user names the folder to replace); without a lineage
+    (``None``: :func:`save_crl` called without one) any run folder may be replaced.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
@@ -114,7 +116,7 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
     _adopt_earlier_run_folder(path)
     save_id = uuid.uuid4().hex[:16]
     with replaced_folder(path, RUN_FORMAT, own.__contains__, RunFileError) as tmp:
-        _check_not_stale(path, lineage)  # under the folder's lock: no save can commit in between
+        _check_not_stale(path, lineage, overwrite)  # under the folder's lock: no save can commit in between
         if manager is not None:
             manager.save(tmp / "experience")
         if replay is not None:
@@ -123,7 +125,8 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
             model.save(tmp / "model.zip")
         for name, data in (files(save_id) if files is not None else {}).items():
             (tmp / name).write_bytes(data)
-        (tmp / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION, "save_id": save_id}))
+        (tmp / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION, "save_id": save_id,
+                                            "replay": replay is not None}))
     if lineage is not None:
         lineage.append(save_id)
     return path
@@ -154,16 +157,29 @@ def check_same_save(folder: Path, method_save_id: Any, lineage: list[str]) -> No
     ``lineage`` now starts with) are of two saves: the folder was replaced while it was read.
     A ``method.json`` of an earlier version has no save id and passes."""
     if method_save_id is not None and lineage[:1] != [method_save_id]:
+        if not lineage and not (folder / META).is_file():
+            raise RunFileError(f"cannot load run from {str(folder)!r}: {META} is missing (the save wrote it, with the "
+                               "save's id); restore it, or load a whole save")
         raise RunFileError(f"cannot load run from {str(folder)!r}: {METHOD_FILE} is of save {method_save_id}, the "
                            f"run's files of save {lineage[0] if lineage else None} (the folder was replaced while it "
                            "was read, or written by save_crl since): load it again")
 
 
-def _check_not_stale(path: Path, lineage: list[str] | None) -> None:
-    """Refuse to replace a run save that the saving run neither loaded nor wrote (the bank's rule)."""
-    current = _run_meta(path).get("save_id") if lineage and (path / META).is_file() else None  # type: ignore[union-attr]
-    if not lineage or not isinstance(current, str) or current in lineage:
+def _check_not_stale(path: Path, lineage: list[str] | None, overwrite: bool = False) -> None:
+    """Refuse to replace a run save that the saving run neither loaded nor wrote (the bank's rule); a run
+    never loaded nor saved (an empty lineage) may replace one only with ``overwrite``."""
+    meta = _run_meta(path) if lineage is not None and (path / META).is_file() else None
+    current = None if meta is None else meta.get("save_id")
+    if lineage is None:
         return
+    if not isinstance(current, str) or current in lineage:
+        return
+    if not lineage:
+        if overwrite:
+            return
+        raise RunFileError(
+            f"refusing to save into {str(path)!r}: it holds run save {current}, which this run neither loaded nor "
+            "wrote, so saving would drop it. Save into a new folder, or pass overwrite=True to replace it")
     raise RunFileError(
         f"refusing to save into {str(path)!r}: it holds run save {current}, written since this run was loaded from "
         f"or last saved to it (this run's latest save: {lineage[-1]}), so saving would drop run save {current}. "
@@ -232,6 +248,9 @@ def _read_run(path: Path, model_zip: Path, experience: Path | None, restore: Cal
         meta = _run_meta(path) if path.is_dir() else None
         model = _load_model(algorithm, model_zip, env, kwargs)  # checks the spaces: nothing has changed yet
         replay_file = path / REPLAY_FILE if path.is_dir() else None
+        if replay_file is not None and meta is not None and meta.get("replay") and not replay_file.exists():
+            raise RunFileError(f"cannot load run from {str(path)!r}: {REPLAY_FILE} is missing (the save wrote "
+                               "self-imitation's replay there); restore the file, or load a whole save")
         replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
         if restore is not None and experience is not None:
             restore(experience)  # reads and checks everything before it changes what it restores

@@ -207,6 +207,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
               **learn_kwargs: Any) -> RunScopeRL:
         """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours;
         ``progress_bar=True`` and the other ``learn`` arguments as in SB3)."""
+        total_timesteps = check_int("total_timesteps", total_timesteps, minimum=0, numpy=True)
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         return self
@@ -240,6 +241,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if seen:
             log.warning("evaluating on %d training instances (%s...): held-out success needs instances the run "
                         "never trained on", len(seen), seen[:5])
+        if isinstance(conditions, str):
+            raise TypeError(f"conditions must be a sequence of condition names, got the str {conditions!r}; "
+                            f"e.g. [{conditions!r}]")
         if conditions is None:
             conditions = ["without_experience"]
             if self.experience:
@@ -267,11 +271,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         return memory
 
     # ------------------------------------------------------------------ persistence
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
         """Write the run: ``model.zip``, ``experience/`` (the memory's extractor), ``replay.npz``
         (self-imitation's), ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and
-        ``method.json``; whole and atomic, stale saves and foreign folders refused, as
-        :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`."""
+        ``method.json``; whole and atomic, stale saves, another run's save (without ``overwrite``) and
+        foreign folders refused, as :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`."""
         settings = settings_to_json(self._settings)
 
         def files(save_id: str) -> dict[str, bytes]:
@@ -281,7 +285,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             return out
 
         return save_run(Path(folder), self.model, self.memory if self.experience else None, self.replay, files=files,
-                        own=RUN_NAMES | {METHOD_FILE, VEC_NORMALIZE_FILE}, lineage=self._lineage)
+                        own=RUN_NAMES | {METHOD_FILE, VEC_NORMALIZE_FILE}, lineage=self._lineage,
+                        overwrite=overwrite)
 
     @classmethod
     def load(cls, folder: str | Path, env: str | Callable[[], gym.Env] | None = None,

@@ -44,6 +44,7 @@ from experience_wrappers import ExperienceBank, ExperienceManager
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
+from experience_wrappers.validators import check_int
 
 from .callback import CRLCallback
 from .discovery import find_experience
@@ -308,6 +309,7 @@ class TaskScopeRL:
         Under roll-in your callbacks see every step as SB3 gives it (the policy's actions, the
         ends of rolled-in episodes); wrap one in :class:`RollInView` to see the executed actions
         or to count only episodes from true starts."""
+        total_timesteps = check_int("total_timesteps", total_timesteps, minimum=0, numpy=True)
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         if self.crl_callback is not None and self.crl_callback.sil is not None:
@@ -316,7 +318,12 @@ class TaskScopeRL:
 
     def evaluate(self, n_episodes: int = 32, deterministic: bool = False) -> dict[str, Any]:
         """Success (or return) over ``n_episodes`` from true starts, every episode shown experience
-        and every one shown none (``experience=False``: without only). Nothing is learned."""
+        and every one shown none (``experience=False``: without only). Nothing is learned.
+
+        Raises:
+            ValueError: ``n_episodes`` is not an int >= 1.
+        """
+        n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True)
         if self.rollin_env is not None:
             self.rollin_env.enabled = False
         try:
@@ -328,14 +335,15 @@ class TaskScopeRL:
                 self.rollin_env.enabled = True
                 self.model._last_obs = self.rollin_env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
 
-    def save(self, folder: str | Path) -> Path:
+    def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
         """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``,
         ``meta.json`` and ``method.json`` (its settings; :meth:`load` rebuilds from them).
 
         Whole and atomic, with experience or without (:func:`~integrations.sb3.run_persistence.save_run`):
         a folder holding anything but a saved run is refused, and so is a stale save (the
         folder holds a save this run neither loaded nor wrote: another run saved there since),
-        with :class:`~experience_wrappers.errors.RunFileError` naming both saves. A setting that
+        with :class:`~experience_wrappers.errors.RunFileError` naming both saves; a run never loaded
+        nor saved is refused a folder holding another run's save unless ``overwrite=True``. A setting that
         ``method.json`` cannot hold so that it loads (a lambda schedule in ``algorithm_kwargs``)
         is refused by name (``TypeError``) before anything is written."""
         settings = settings_to_json(self._settings)  # refuses, by name, what cannot be saved
@@ -345,7 +353,7 @@ class TaskScopeRL:
 
         replay = self.replay if self.replay is not None or self.manager is None else self.manager.replay
         return save_run(Path(folder), self.model, self.manager, replay, files=files,
-                        own=RUN_NAMES | {METHOD_FILE}, lineage=self._lineage)
+                        own=RUN_NAMES | {METHOD_FILE}, lineage=self._lineage, overwrite=overwrite)
 
     @classmethod
     def load(cls, folder: str | Path, env: str | Callable[[], gym.Env] | None = None,
