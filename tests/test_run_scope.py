@@ -62,6 +62,8 @@ def test_scope_selects_the_class_and_bad_scopes_are_refused() -> None:
         UsersComplementaryRL(room, scope="run")
     with pytest.raises(TypeError, match="demonstrations must be a function"):
         ComplementaryRL(room, scope="run", instances=TRAIN, demonstrations=3)
+    with pytest.raises(ValueError, match="novelty_bonus must be a finite number >= 0, got 'x'"):
+        make(novelty_bonus="x")
 
 
 def test_a_setting_a_save_could_not_write_is_refused_when_the_run_is_built() -> None:

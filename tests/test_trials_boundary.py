@@ -243,3 +243,10 @@ def test_a_memory_for_another_observation_space_is_refused_at_the_wrapper() -> N
         wrapper(other)
     with pytest.raises(ValueError, match="the memory was built for the action space Discrete\\(8\\)"):
         ExperienceWrapper(Grid(), TrialMemory(SPACE, spaces.Discrete(8), horizon=6), scope="run", instances=[7])
+
+
+@pytest.mark.parametrize("bad", [2.5, None, "6", 0])
+def test_a_trial_horizon_that_is_not_a_whole_number_of_steps_is_refused_not_truncated(bad: Any) -> None:
+    with pytest.raises(ValueError, match=f"horizon must be a positive int, got {bad!r}"):
+        TrialMemory(SPACE, ACT, horizon=bad)
+    assert TrialMemory(SPACE, ACT, horizon=np.int64(6)).layout.horizon == 6  # numpy's ints are ints

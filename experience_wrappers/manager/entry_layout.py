@@ -59,17 +59,12 @@ class EntryLayout:
     (17, [0.25, 0.5])
     """
 
-    key_dim: int = attrs.field(converter=int)
-    action_dim: int = attrs.field(converter=int)
-    exp_dim: int = attrs.field(converter=int)
-    horizon: int = attrs.field(converter=int)
+    # (checked, not truncated: a horizon of 2.5 is an error, 25.0 or numpy's 25 are 25)
+    key_dim: int = attrs.field(converter=lambda v: check_int("key_dim", v, minimum=1, numpy=True))
+    action_dim: int = attrs.field(converter=lambda v: check_int("action_dim", v, minimum=1, numpy=True))
+    exp_dim: int = attrs.field(converter=lambda v: check_int("exp_dim", v, minimum=0, numpy=True))
+    horizon: int = attrs.field(converter=lambda v: check_int("horizon", v, minimum=1, numpy=True))
     step_reward: bool = attrs.field(default=False, converter=bool)
-
-    def __attrs_post_init__(self) -> None:
-        check_int("key_dim", self.key_dim, minimum=1)
-        check_int("action_dim", self.action_dim, minimum=1)
-        check_int("exp_dim", self.exp_dim, minimum=0)
-        check_int("horizon", self.horizon, minimum=1)
 
     @property
     def value_dim(self) -> int:

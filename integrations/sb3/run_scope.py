@@ -42,7 +42,7 @@ from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances
 from experience_wrappers.trials.wrapper import DemoSource
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_int, check_real
 
 from .method import ComplementaryRL
 from .method_settings import check_seed, load_arguments, settings_to_json
@@ -152,7 +152,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "n_envs": n_envs, "group_size": group_size, "free_members": free_members, "seed": self.seed,
             "experience": experience, "self_imitation": self_imitation,
             "imitate": dict(imitate) if isinstance(imitate, Mapping) else imitate,
-            "novelty_bonus": float(novelty_bonus), "novelty_until_success": novelty_until_success,
+            "novelty_bonus": check_real("novelty_bonus", novelty_bonus, minimum=0),
+            "novelty_until_success": novelty_until_success,
             "demo_ratio": float(demo_ratio), "memory_kwargs": dict(memory_kwargs or {}),
             "algorithm_kwargs": dict(algorithm_kwargs or {}), "policy_kwargs": dict(policy_kwargs or {}),
             "features_kwargs": dict(features_kwargs or {}),
