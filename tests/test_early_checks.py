@@ -230,6 +230,15 @@ def test_off_policy_algorithms_get_an_error_naming_what_is_supported():
     model = DQN("MultiInputPolicy", _cartpole(), learning_starts=0, buffer_size=100)
     with pytest.raises(TypeError, match=r"on-policy algorithm.*PPO, A2C.*got DQN, which learns from a replay buffer"):
         model.learn(8, callback=CRLCallback())
+    from integrations.sb3 import ComplementaryRL
+
+    with pytest.raises(TypeError, match=r"ComplementaryRL\(algorithm=DQN\): the method needs an on-policy .*"
+                                        r"experience=False"):
+        ComplementaryRL("CartPole-v1", algorithm="DQN", n_envs=1)  # when the run is built, not at learn()
+    plain = ComplementaryRL("CartPole-v1", algorithm="DQN", n_envs=1, experience=False, self_imitation=False,
+                            algorithm_kwargs={"learning_starts": 0, "buffer_size": 100})
+    plain.learn(16)  # without experience DQN trains as it is
+    plain.close()
 
 
 def test_two_crl_callbacks_in_one_learn_are_refused_but_a_new_learn_takes_a_new_one():

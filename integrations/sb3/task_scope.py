@@ -37,6 +37,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -156,6 +157,10 @@ class TaskScopeRL:
         if bank is not None and not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
         algorithm = resolve_algorithm(algorithm)
+        if experience and not issubclass(algorithm, OnPolicyAlgorithm):  # refused now, not at the first learn()
+            raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): the method needs an on-policy algorithm "
+                            "that fills a rollout buffer (PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); "
+                            "pass experience=False to train it without experience")
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
         self.seed = check_seed(seed)
