@@ -9,6 +9,8 @@ __all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_keys"]
 
 BASE_KEY = "observation"
 EXPERIENCE_KEYS = ("experience", "experience_utility", "experience_mask")
+#: the observation spaces SB3's policies read (alone or as a Dict's values)
+SB3_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
 def experience_space(base: spaces.Space, k: int, exp_dim: int) -> spaces.Dict:
@@ -25,8 +27,17 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int) -> spaces.Dict:
     Traceback (most recent call last):
     ...
     ValueError: Tuple observations are not supported: Tuple(Discrete(2)) (SB3 itself takes no Tuple observations, wrapped or not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)
+    >>> experience_space(spaces.Text(5), k=2, exp_dim=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: Text observations are not supported: Text(1, 5, charset=...) (SB3's policies read Box, Discrete, MultiDiscrete, MultiBinary or a Dict of them); encode it as one of them
     """
     if isinstance(base, spaces.Dict):
+        other = {key: type(sub).__name__ for key, sub in base.spaces.items()
+                 if not isinstance(sub, (*SB3_SPACES, spaces.Dict, spaces.Tuple))}
+        if other:
+            raise ValueError(f"the observation Dict's key(s) {other} are of a space SB3's policies do not read; they "
+                             f"read {', '.join(t.__name__ for t in SB3_SPACES)} (encode the others as one of them)")
         nested = [key for key, sub in base.spaces.items() if isinstance(sub, (spaces.Dict, spaces.Tuple))]
         if nested:
             raise ValueError(
@@ -41,6 +52,9 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int) -> spaces.Dict:
         raise ValueError(
             f"Tuple observations are not supported: {base} (SB3 itself takes no Tuple observations, wrapped or "
             "not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)")
+    elif not isinstance(base, SB3_SPACES):
+        raise ValueError(f"{type(base).__name__} observations are not supported: {base} (SB3's policies read "
+                         f"{', '.join(t.__name__ for t in SB3_SPACES)} or a Dict of them); encode it as one of them")
     else:
         parts = {BASE_KEY: base}
     parts["experience"] = spaces.Box(-np.inf, np.inf, (k, exp_dim), np.float32)
