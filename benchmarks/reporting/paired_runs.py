@@ -77,7 +77,7 @@ def paired_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], cond_a: 
         seeds.append(int(r["seed"]))
     if not xs:
         return None
-    d, lo, hi = paired_difference_ci(np.concatenate(xs), np.concatenate(ys))
+    d, lo, hi = paired_difference_ci(np.concatenate(xs).tolist(), np.concatenate(ys).tolist())
     return d, lo, hi, sum(len(x) for x in xs), seeds
 
 
