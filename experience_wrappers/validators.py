@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
            "at_least", "at_most", "integral", "check_int", "check_real", "check_bool", "success_flag",
-           "check_instances"]
+           "check_instances", "check_timesteps"]
 
 
 def is_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -290,3 +290,18 @@ def check_instances(instances: object, name: str = "instances") -> list[int]:
             raise ValueError(f"{what}: item {i} is {value}, a reset seed must be >= 0")
         out.append(value)
     return out
+
+
+def check_timesteps(value: object) -> int:
+    """``learn(total_timesteps)``: an int >= 0, or a float that holds one (``1e5``, as SB3 and rl-zoo's
+    hyperparameter files give it); a fraction, NaN, a str or None is refused by name.
+
+    >>> check_timesteps(1e5), check_timesteps(64)
+    (100000, 64)
+    >>> check_timesteps(1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: total_timesteps must be an int >= 0, got 1.5
+    """
+    whole = isinstance(value, float) and value.is_integer()
+    return check_int("total_timesteps", int(value) if whole else value, minimum=0, numpy=True)  # type: ignore[arg-type]

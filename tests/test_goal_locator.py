@@ -194,8 +194,9 @@ def test_a_saved_locator_goes_on_learning_as_the_one_it_was_saved_from(tmp_path)
     fresh = GoalLocator(2, hidden=16, seed=3)
     fresh.load(tmp_path / "old.pt")
     assert fresh._goals == {} and fresh.stats["locator_pairs"] == 0
-    back.load(tmp_path / "old.pt")  # into a locator that had measured its error: no stale spread is kept
-    assert loc.error_dims.any() and not back.error_dims.any()
+    assert back.error_dims.any()  # loaded with the full save, then trained on: an error measured
+    back.load(tmp_path / "old.pt")  # an older save into it: no stale spread is kept
+    assert not back.error_dims.any()
 
 
 def test_the_locators_error_before_training_on_a_pair_falls_as_it_learns() -> None:

@@ -104,6 +104,12 @@ def test_item2_a_stale_save_is_refused_naming_both_saves(tmp_path, experience) -
     assert json.loads((f / "meta.json").read_text())["save_id"] == b_id  # B's run is intact
     assert json.loads((f / METHOD_FILE).read_text())["seed"] == 1
     a.save(tmp_path / "elsewhere")  # a new folder is fine
+    c = tmp_path / "c"
+    b.save(c)
+    with pytest.raises(RunFileError, match=r"neither loaded nor wrote \(this run's latest save"):
+        a.save(c)  # a folder a never touched: refused, its own lineage named
+    a.save(c, overwrite=True)  # asked to: replaced, a loaded or saved run as a fresh one
+    assert json.loads((c / METHOD_FILE).read_text())["seed"] == 0
     b.learn(32)
     b.save(f)  # b wrote what f holds: not stale
     back = ComplementaryRL.load(f)
@@ -305,5 +311,7 @@ def test_evaluate_and_learn_refuse_counts_that_are_not_whole_by_name(bad) -> Non
         if bad != 0:  # learn(0) is SB3's no-op, allowed
             with pytest.raises(ValueError, match="total_timesteps must be"):
                 run.learn(bad)
+        run.learn(64.0)  # a float that holds an int (1e5, as rl-zoo's files give it) is a count
+        assert run.model.num_timesteps >= 64
     finally:
         run.close()

@@ -167,7 +167,7 @@ def test_evaluate_can_search_at_test_time_with_the_runs_other_settings() -> None
         with pytest.raises(ValueError, match="total_timesteps must be"):
             run.learn(-5)
         assert run.memory.locator is not None and not run.memory.locator.error_dims.any()
-        with pytest.raises(ValueError, match=r"search=1.0 spreads the marks .* has measured none yet"):
+        with pytest.raises(ValueError, match=r"search=1.0 spreads the marks .* has measured none .*search=0"):
             run.evaluate([40], repeats=1, conditions=["with_experience"], search=1.0)  # would move nothing
         run.memory.locator.error_dims = np.array([0.2, 0.1], np.float32)  # as a locator that has missed
         assert run._evaluation_memory().search == 0.0 and run._evaluation_memory(1.5).search == 1.5

@@ -160,7 +160,7 @@ def train_run(env_id: str, arm: Arm, seed: int, hyper: dict[str, Any], total_ste
     if eval_episodes:  # from true starts (roll-in off), with and without experience
         result["evaluation"] = method.evaluate(eval_episodes, deterministic=False)
     if model_dir is not None:  # the runner's --save-model: the whole run (ComplementaryRL.save)
-        result["model_dir"] = str(method.save(model_dir))
+        result["model_dir"] = str(method.save(model_dir, overwrite=True))  # a rerun replaces its own
     method.close()
     result["final_outcome_mean_last"] = float(np.mean([c["outcome"] for c in tracker.curve[-5:]
                                                        if c["outcome"] is not None] or [np.nan]))

@@ -69,9 +69,10 @@ def paired_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], cond_a: 
         ma, mb = r["heldout"].get(cond_a) or {}, other["heldout"].get(cond_b) or {}
         same = (r.get("heldout_instances") == other.get("heldout_instances")
                 and r["heldout"].get("repeats") == other["heldout"].get("repeats"))
-        if not same or "successes" not in ma or "successes" not in mb or len(ma["successes"]) != len(mb["successes"]):
+        n = len(r.get("heldout_instances") or [])
+        if not same or "successes" not in ma or "successes" not in mb or len(ma["successes"]) != len(mb["successes"]) \
+                or not n or len(ma["successes"]) % n:  # (a damaged file is left out, not fatal to the report)
             continue
-        n = len(r["heldout_instances"])
         xs.append(instance_metric(ma["successes"], n, name))
         ys.append(instance_metric(mb["successes"], n, name))
         seeds.append(int(r["seed"]))

@@ -59,7 +59,7 @@ class EntryLayout:
     (17, [0.25, 0.5])
     """
 
-    # (checked, not truncated: a horizon of 2.5 is an error, 25.0 or numpy's 25 are 25)
+    # (checked, not truncated: a horizon of 2.5 or 25.0 is an error, numpy's 25 is 25)
     key_dim: int = attrs.field(converter=lambda v: check_int("key_dim", v, minimum=1, numpy=True))
     action_dim: int = attrs.field(converter=lambda v: check_int("action_dim", v, minimum=1, numpy=True))
     exp_dim: int = attrs.field(converter=lambda v: check_int("exp_dim", v, minimum=0, numpy=True))

@@ -166,24 +166,20 @@ def check_same_save(folder: Path, method_save_id: Any, lineage: list[str]) -> No
 
 
 def _check_not_stale(path: Path, lineage: list[str] | None, overwrite: bool = False) -> None:
-    """Refuse to replace a run save that the saving run neither loaded nor wrote (the bank's rule); a run
-    never loaded nor saved (an empty lineage) may replace one only with ``overwrite``."""
-    meta = _run_meta(path) if lineage is not None and (path / META).is_file() else None
-    current = None if meta is None else meta.get("save_id")
-    if lineage is None:
+    """Refuse to replace a run save that the saving run neither loaded nor wrote (the bank's rule), unless
+    ``overwrite``; without a lineage (``None``) nothing is checked."""
+    if lineage is None or overwrite:
         return
+    meta = _run_meta(path) if (path / META).is_file() else None
+    current = None if meta is None else meta.get("save_id")
     if not isinstance(current, str) or current in lineage:
         return
-    if not lineage:
-        if overwrite:
-            return
-        raise RunFileError(
-            f"refusing to save into {str(path)!r}: it holds run save {current}, which this run neither loaded nor "
-            "wrote, so saving would drop it. Save into a new folder, or pass overwrite=True to replace it")
+    mine = (f" (this run's latest save: {lineage[-1]}; another run saved there since, or the folder is another "
+            "run's)") if lineage else ""
     raise RunFileError(
-        f"refusing to save into {str(path)!r}: it holds run save {current}, written since this run was loaded from "
-        f"or last saved to it (this run's latest save: {lineage[-1]}), so saving would drop run save {current}. "
-        "Load that save to go on from it, or save this run into a new folder")
+        f"refusing to save into {str(path)!r}: it holds run save {current}, which this run neither loaded nor "
+        f"wrote{mine}, so saving would drop run save {current}. Load that save to go on from it, save into a new "
+        "folder, or pass overwrite=True to replace it")
 
 
 def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, *,

@@ -42,7 +42,7 @@ from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances
 from experience_wrappers.trials.wrapper import DemoSource
-from experience_wrappers.validators import check_int, check_real
+from experience_wrappers.validators import check_int, check_real, check_timesteps
 
 from .method import ComplementaryRL
 from .method_settings import check_seed, load_arguments, settings_to_json
@@ -208,7 +208,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
               **learn_kwargs: Any) -> RunScopeRL:
         """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours;
         ``progress_bar=True`` and the other ``learn`` arguments as in SB3)."""
-        total_timesteps = check_int("total_timesteps", total_timesteps, minimum=0, numpy=True)
+        total_timesteps = check_timesteps(total_timesteps)
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         return self
@@ -233,8 +233,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         evaluated with ``search=1.0``, 0.71 without (3 seeds).
 
         Raises:
-            ValueError: ``search`` > 0 without ``relocate_every``, or before the run's goal locator has
-                measured its error (nothing to spread the marks by); the instances' and conditions' errors
+            ValueError: ``search`` > 0 (given, or the run's own where ``search`` is None) without
+                ``relocate_every``, or before the run's goal locator has measured its error (nothing to spread
+                the marks by: ``search=0`` evaluates without it); the instances' and conditions' errors
                 (:func:`~integrations.sb3.trials_evaluation.evaluate_trials`).
         """
         instances = check_instances(list(instances) if isinstance(instances, range) else instances)
@@ -267,8 +268,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         memory.load_weights_of(self.memory)
         if memory.search and memory.locator is not None and not np.any(memory.locator.error_dims):
             raise ValueError(f"search={memory.search} spreads the marks by the goal locator's measured error, and this "
-                             "run's locator has measured none yet (it has had no training pair: a failed trial of an "
-                             "instance that then succeeded); train longer, or evaluate without search")
+                             "run's locator has measured none (it has had no training pair, a failed trial of an "
+                             "instance that then succeeded, or it was loaded from a save older than the measure); "
+                             "train longer, or evaluate with search=0")
         return memory
 
     # ------------------------------------------------------------------ persistence

@@ -45,7 +45,7 @@ from experience_wrappers import ExperienceBank, ExperienceManager
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_int, check_timesteps
 
 from .callback import CRLCallback
 from .discovery import find_experience
@@ -314,7 +314,7 @@ class TaskScopeRL:
         Under roll-in your callbacks see every step as SB3 gives it (the policy's actions, the
         ends of rolled-in episodes); wrap one in :class:`RollInView` to see the executed actions
         or to count only episodes from true starts."""
-        total_timesteps = check_int("total_timesteps", total_timesteps, minimum=0, numpy=True)
+        total_timesteps = check_timesteps(total_timesteps)
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         if self.crl_callback is not None and self.crl_callback.sil is not None:
