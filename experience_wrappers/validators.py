@@ -303,5 +303,6 @@ def check_timesteps(value: object) -> int:
     ...
     ValueError: total_timesteps must be an int >= 0, got 1.5
     """
-    whole = isinstance(value, float) and value.is_integer()
-    return check_int("total_timesteps", int(value) if whole else value, minimum=0, numpy=True)  # type: ignore[arg-type]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return check_int("total_timesteps", value, minimum=0, numpy=True)
