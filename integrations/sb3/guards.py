@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.manager import ExperienceSource
 
-__all__ = ["check_callback", "check_vec_env", "on_policy"]
+__all__ = ["check_callback", "check_vec_env", "on_policy", "check_on_policy_class"]
 
 def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
     """Raise unless ``callback.model`` is on-policy and ``callback`` is the only CRLCallback of this ``learn``.
@@ -60,6 +60,15 @@ def on_policy(model: BaseAlgorithm | None, who: str = "this callback") -> OnPoli
             + ("learns from a replay buffer (off-policy) and is not supported"
                if hasattr(model, "replay_buffer") else "is not an OnPolicyAlgorithm"))
     return model
+
+
+def check_on_policy_class(algorithm: type[BaseAlgorithm]) -> None:
+    """The same rule as :func:`on_policy` for an algorithm class, before a run is built with experience
+    (``ComplementaryRL(algorithm=...)``). Raises TypeError otherwise."""
+    if not issubclass(algorithm, OnPolicyAlgorithm):
+        raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): the method needs an on-policy algorithm "
+                        "that fills a rollout buffer (PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); "
+                        "pass experience=False to train it without experience")
 
 
 def check_vec_env(env: Any, caller: str) -> None:

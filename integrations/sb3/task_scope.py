@@ -37,7 +37,6 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -53,6 +52,7 @@ from .env_families import Family, build_env, family_of
 from .evaluation import evaluate_with_and_without_experience, run_episodes
 from .experience_features import crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
+from .guards import check_on_policy_class
 from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, rollin_env
 from .method_settings import (
     check_demonstrations,
@@ -157,10 +157,8 @@ class TaskScopeRL:
         if bank is not None and not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
         algorithm = resolve_algorithm(algorithm)
-        if experience and not issubclass(algorithm, OnPolicyAlgorithm):  # refused now, not at the first learn()
-            raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): the method needs an on-policy algorithm "
-                            "that fills a rollout buffer (PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); "
-                            "pass experience=False to train it without experience")
+        if experience:  # refused now, not at the first learn()
+            check_on_policy_class(algorithm)
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
         self.seed = check_seed(seed)
