@@ -247,7 +247,8 @@ def _against_itself(arm: str) -> list[tuple[str, str, str, str]]:
 #: the relocating arm evaluated with the search against the same weights evaluated without it (paired runs)
 EVALSEARCH_COMPARISONS = _against_itself("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf")
 
-#: the same at 600k steps: against itself without the search, the 300k arm and the peers (at 300k)
+#: the same at 600k steps: against itself without the search, the 300k arm, RecurrentPPO at the same budget
+#: and the peers at 300k
 EVALSEARCH_600K_COMPARISONS: list[tuple[str, str, str, str]] = [
     *_against_itself("crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf"),
     ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf", "with_experience", "with_experience",
@@ -255,6 +256,7 @@ EVALSEARCH_600K_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noentries-relocate-evalsearch-noimitate-bonus-inf", "with_experience", "with_experience",
      "after_first_success"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("recurrent-ppo-trials-600k", "with_experience", "without_experience", "cumulative@2"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
     ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@2"),
 ]

@@ -260,6 +260,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
+    # RL^2 at the 600k arm's budget (the peer at the same budget)
+    "recurrent-ppo-trials-600k": {"kind": "recurrent", "steps": 600_000},
     "retrieve-and-play": {"kind": "play"},
 }
 
