@@ -29,6 +29,7 @@ from experience_wrappers.extractor import (
     steps_to_go_targets,
     utility_loss,
 )
+from experience_wrappers.extractor.segments import CONTEXT_MAX
 
 STATE_DIM, ACTION_DIM, MAX_LEN = 2, 2, 4
 
@@ -164,6 +165,15 @@ def test_subsampling_keeps_first_and_last_in_order_and_full_return_to_go():
 def test_encode_segment_errors(states, actions, rewards, match):
     with pytest.raises(ValueError, match=match):
         encode_segment(states, actions, rewards, max_len=4)
+
+
+def test_encode_segment_saturates_at_the_banks_float16_range_and_leaves_smaller_values_alone():
+    rewards = np.array([40_000.0, 40_000.0, -1.5])  # a return-to-go of 78,498.5: beyond float16's 65,504
+    ctx = encode_segment(np.zeros((3, 1)), np.zeros((3, 1)), rewards, max_len=3)
+    rows = ctx[:-1].reshape(3, 4)
+    assert rows[:, 2].tolist() == [40_000.0, 40_000.0, -1.5]  # rewards fit: kept
+    assert rows[:, 3].tolist() == [CONTEXT_MAX, 39_998.5, -1.5]  # the first return saturates
+    assert np.all(np.isfinite(ctx.astype(np.float16)))
 
 
 def test_decode_contexts_errors():

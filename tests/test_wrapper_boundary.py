@@ -64,6 +64,15 @@ def _run_episode(env: ExperienceWrapper) -> dict:
 
 
 # ------------------------------------------------------------- case 11: success, rewards, flags
+def test_returns_beyond_float16_are_written_saturated_not_refused_by_the_bank():
+    # a game's raw score: 30 steps of 5,000 sum to 150,000, past the float16 the bank stores contexts in
+    env = _wrapped(FlagEnv(reward=5_000.0, length=30))
+    info = _run_episode(env)
+    env.manager.flush()
+    assert info["experience_outcome"] == 1.0
+    assert len(env.bank) > 0
+
+
 @pytest.mark.parametrize(("flag", "exc"), [
     ("False", TypeError), ("True", TypeError), (float("nan"), ValueError), (0.5, ValueError),
     ([0, 1], ValueError), (None, None)])

@@ -24,7 +24,11 @@ __all__ = [
     "subsample_indices",
     "encode_segment",
     "decode_contexts",
+    "CONTEXT_MAX",
 ]
+
+#: the largest magnitude a context holds: the bank stores contexts in float16 (65504)
+CONTEXT_MAX = float(np.finfo(np.float16).max)
 
 
 def _check_dim(name: str, value: object, minimum: int = 0) -> int:
@@ -255,7 +259,9 @@ def encode_segment(
     Row ``t`` is ``[states[t], actions[t], rewards[t], rewards[t:].sum()]`` (the
     undiscounted return-to-go, computed on the full segment before subsampling).
     Segments longer than ``max_len`` are subsampled with :func:`subsample_indices`.
-    Unused rows are zero; the last element is the number of valid rows.
+    Unused rows are zero; the last element is the number of valid rows. The bank stores
+    contexts in float16, so values beyond its range (:data:`CONTEXT_MAX`, e.g. the
+    return-to-go of a game with raw scores in the hundreds of thousands) are clipped to it.
 
     Args:
         states: ``(T, state_dim)`` state features.
@@ -295,6 +301,8 @@ def encode_segment(
     out[-1] = rows.shape[0]
     if not np.all(np.isfinite(out)):
         raise ValueError("the encoded segment overflowed float32 (values too large to store)")
+    # the bank keeps contexts in float16: larger rewards and returns (a game's raw score) saturate there
+    np.clip(out, -CONTEXT_MAX, CONTEXT_MAX, out=out)
     return out
 
 
