@@ -724,3 +724,11 @@ def test_every_extractor_setting_is_reachable_from_the_public_path() -> None:
         ManagerConfig(extractor={"clipp": 0.2})
     with pytest.raises(ValueError, match="clip must be in"):
         ManagerConfig(extractor={"clip": 2.0})
+
+
+def test_a_key_too_wide_for_the_banks_context_column_is_refused_when_the_manager_is_built():
+    from experience_wrappers.keys import FlatKeyEncoder
+    space = spaces.Box(0.0, 1.0, (5_000,), np.float32)  # 16 steps x 5,003 columns: past 65,536
+    with pytest.raises(ValueError, match="past the 65,536 the bank stores: key by a narrower encoder"):
+        ExperienceManager(ExperienceBank(), space, spaces.Discrete(2), key_encoder=FlatKeyEncoder(space),
+                          config=ManagerConfig(mode="sync", extractor={"max_len": 16}))

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import logging
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecNormalize
 
 from experience_wrappers.errors import RunFileError
@@ -84,6 +86,71 @@ def test_the_horizon_is_the_envs_cap_and_without_one_a_named_error() -> None:
         return env
     with pytest.raises(ValueError, match="horizon"):
         ComplementaryRL(capless, scope="run", instances=TRAIN, n_envs=4)
+
+
+class Endless(gym.Env):
+    """A real env that never ends a trial by itself and has no step cap of its own; it keeps the
+    longest episode it ran (class-wide: DummyVecEnv runs its copies in this process)."""
+
+    longest = 0
+    observation_space = spaces.Box(0.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def _obs(self):
+        return np.zeros(self.observation_space.shape, self.observation_space.dtype)
+
+    def step(self, action):
+        self.t += 1
+        Endless.longest = max(Endless.longest, self.t)
+        return self._obs(), 0.0, False, False, {"is_success": False}
+
+
+class Picture(Endless):
+    """The same, seen as a 40 x 40 RGB image (4,800 values per observation)."""
+
+    observation_space = spaces.Box(0, 255, (40, 40, 3), np.uint8)
+
+
+ENDLESS = {"instances": TRAIN, "n_envs": 4, "trials": 2, "algorithm_kwargs": {"n_steps": 16, "batch_size": 64,
+                                                                              "n_epochs": 1}}
+
+
+def test_a_horizon_given_caps_every_trial_in_training_and_evaluation_on_an_env_without_a_cap() -> None:
+    Endless.longest = 0
+    run = ComplementaryRL(Endless, scope="run", memory_kwargs={"horizon": 6, "k": 4, "exp_dim": 4,
+                                                               "write_failures": True}, **ENDLESS)
+    try:
+        run.learn(64)
+        assert Endless.longest == 6 and run.memory.stats["trials_written"] >= 1
+        Endless.longest = 0
+        result = run.evaluate([9], repeats=1)  # returns: before, its trials never ended
+        assert Endless.longest == 6 and result["with_experience"]["runs"] == 1
+    finally:
+        run.close()
+
+
+def test_the_cap_of_a_time_limit_among_the_wrappers_is_the_horizon() -> None:
+    run = ComplementaryRL(lambda: gym.wrappers.TimeLimit(Endless(), 12), scope="run", **ENDLESS)
+    try:
+        assert run.memory.layout.horizon == 12
+    finally:
+        run.close()
+
+
+def test_an_image_observation_is_keyed_by_a_projection_and_its_trials_are_written() -> None:
+    run = ComplementaryRL(Picture, scope="run", memory_kwargs={"horizon": 6, "k": 4, "exp_dim": 4,
+                                                               "write_failures": True}, **ENDLESS)
+    try:
+        assert run.memory.key_dim == 32  # the flattened image would be 4,800 wide
+        run.learn(64)
+        assert run.memory.stats["entries_written"] >= 6  # a whole trial, one entry per step
+    finally:
+        run.close()
 
 
 def test_experience_false_is_the_same_network_shown_nothing() -> None:

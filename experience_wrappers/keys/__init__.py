@@ -2,7 +2,7 @@
 
 from .base import KeyEncoder, batch_flatten, flat_dim, normalise_rows
 from .callable import CallableKeyEncoder
-from .flat import FlatKeyEncoder
+from .flat import FlatKeyEncoder, default_run_keys
 from .random_projection import RandomProjectionKeyEncoder
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "RandomProjectionKeyEncoder",
     "CallableKeyEncoder",
     "FlatKeyEncoder",
+    "default_run_keys",
     "batch_flatten",
     "flat_dim",
     "normalise_rows",

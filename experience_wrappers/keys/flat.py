@@ -8,8 +8,12 @@ import numpy as np
 from gymnasium import spaces
 
 from .base import KeyEncoder, batch_flatten, flat_dim
+from .random_projection import RandomProjectionKeyEncoder
 
-__all__ = ["FlatKeyEncoder"]
+__all__ = ["FlatKeyEncoder", "default_run_keys", "FLAT_KEYS_MAX"]
+
+#: the widest observation that run scope keys by itself by default (:func:`default_run_keys`)
+FLAT_KEYS_MAX = 256
 
 
 class FlatKeyEncoder(KeyEncoder):
@@ -31,3 +35,18 @@ class FlatKeyEncoder(KeyEncoder):
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
         return batch_flatten(self.observation_space, obs_batch)
+
+
+def default_run_keys(observation_space: spaces.Space) -> KeyEncoder:
+    """Run scope's default key encoder: the flattened observation (:class:`FlatKeyEncoder`) where
+    it is at most :data:`FLAT_KEYS_MAX` wide. A wider one (an image) would make each step entry,
+    and the policy's input of ``k`` of them, as wide, and its extractor context past what the bank
+    stores: it is projected to 32 (:class:`~.random_projection.RandomProjectionKeyEncoder`, unit
+    rows; two visits of one state still at distance 0).
+
+    >>> default_run_keys(spaces.Box(0.0, 4.0, (2,))).key_dim, default_run_keys(spaces.Box(0, 255, (40, 40, 3))).key_dim
+    (2, 32)
+    """
+    if flat_dim(observation_space) <= FLAT_KEYS_MAX:
+        return FlatKeyEncoder(observation_space)
+    return RandomProjectionKeyEncoder(observation_space)

@@ -15,6 +15,7 @@ from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
 from ..bank.bank import NOT_PICKLABLE
+from ..bank.config import MAX_DIM
 from ..credit import FreeBaseline, OutcomeTracker, PairedCredit
 from ..extractor import (
     ActionCoder,
@@ -101,6 +102,12 @@ class ExperienceManager:
         self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,
             discrete_actions=bool(self.action_coder.discrete), **self.config.extractor)
+        if self.extractor_config.context_size > MAX_DIM:
+            ec = self.extractor_config
+            raise ValueError(f"an entry's context would be {ec.context_size:,} wide (max_len {ec.max_len} x (key_dim "
+                             f"{ec.state_dim} + action_dim {ec.action_dim} + 2) + 1), past the {MAX_DIM:,} the bank "
+                             "stores: key by a narrower encoder (e.g. RandomProjectionKeyEncoder(observation_space)) "
+                             "or read fewer steps (extractor max_len)")
         #: what an entry's value holds: run scope's layout (``config.layout``), or None: the vector alone
         self.layout = self.config.entry_layout(self.key_encoder.key_dim, self.action_coder.dim)
         self.check_bank_dims(bank)

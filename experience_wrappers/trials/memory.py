@@ -26,7 +26,7 @@ from gymnasium import spaces
 
 from ..bank import ExperienceBank, Provenance
 from ..extractor import ActionCoder, ExtractorTrainer
-from ..keys import FlatKeyEncoder, KeyEncoder
+from ..keys import KeyEncoder, default_run_keys
 from ..keys.base import add_batch_axis, checked_keys
 from ..manager import ExperienceManager
 from ..manager.config import ManagerConfig
@@ -71,9 +71,9 @@ class TrialMemory:
             (``k // per_trial`` trials are read, newest first; reading steps along each trial's
             whole path too, measured to hurt, is
             :class:`~experience_wrappers.experimental.PathTrialMemory`).
-        key_encoder: the frozen key encoder; None: the flattened observation
-            (:class:`~experience_wrappers.keys.FlatKeyEncoder`, Box bounds mapped to [-1, 1]), which
-            puts two visits of one state at distance 0.
+        key_encoder: the frozen key encoder; None: the flattened observation (Box bounds mapped to
+            [-1, 1]; two visits of one state at distance 0), projected where it is wider than 256
+            (:func:`~experience_wrappers.keys.default_run_keys`).
         exp_dim: width of the extractor's vector (0: no extractor; entries hold decodable content only).
         scope: ``"instance"`` (default), ``"other"`` or ``"none"`` (see :data:`SCOPES`).
         write_failures: write failed trials too. Off by default, as measured (hidden-goal room,
@@ -171,7 +171,7 @@ class TrialMemory:
             raise ValueError(f"search={search} searches around the goal locator's guess where a trial stalls: it needs "
                              "relocate_every > 0 (the guesses within a trial)")
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
-        self.key_encoder = key_encoder or FlatKeyEncoder(observation_space)
+        self.key_encoder = key_encoder or default_run_keys(observation_space)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         #: where a run will succeed, learned from its failed trials (``run_best="located"``; else None)

@@ -96,7 +96,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             demonstration was followed at 0.61 from the first trial against 0.32 without the
             loss: docs/benchmarks.md, one seed).
         memory_kwargs: :class:`~experience_wrappers.trials.TrialMemory`'s (``horizon``: a trial's
-            step cap, default the env's ``spec.max_episode_steps``, else its ``max_steps``; ``k``, ``exp_dim``,
+            step cap, default the env's own (:func:`step_cap`: ``spec.max_episode_steps``, a ``TimeLimit``,
+            ``max_steps``); one shorter than the env's, or on an env without one, truncates every trial
+            there, in training and in :meth:`evaluate`; ``k``, ``exp_dim``,
             ``write_failures``, ``trial_index``, ``dense_rewards``, ...).
         algorithm_kwargs: PPO's (over :data:`~integrations.sb3.trials_method.TRIALS_PPO_KWARGS`).
         policy_kwargs: the policy's (``net_arch``, ``activation_fn``, ``log_std_init``); the
@@ -188,20 +190,20 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         """The run's memory, on the spaces of one env made and closed here."""
         proto = self.make_env()
         try:
-            obs_space, act_space = proto.observation_space, proto.action_space
-            spec_cap = proto.spec.max_episode_steps if proto.spec is not None else None
-            own_cap = getattr(proto.unwrapped, "max_steps", None)
-            if not spec_cap and isinstance(own_cap, int) and not isinstance(own_cap, bool) and own_cap > 0:
-                spec_cap = own_cap  # the env's own step cap (this library's MiniHack rooms, NLE's ``max_steps``)
+            obs_space, act_space, env_cap = proto.observation_space, proto.action_space, step_cap(proto)
         finally:
             proto.close()
         kwargs.setdefault("seed", self.seed)
         if "horizon" not in kwargs:
-            if not spec_cap:
-                raise ValueError("the env has no max_episode_steps (nor an int max_steps): give memory_kwargs="
-                             "{'horizon': a trial's step cap} (the entries record a step's time as a share of it)")
-            kwargs["horizon"] = int(spec_cap)
-        return TrialMemory(obs_space, act_space, **kwargs)
+            if not env_cap:
+                raise ValueError("the env has no max_episode_steps (nor a TimeLimit, nor an int max_steps): give "
+                                 "memory_kwargs={'horizon': a trial's step cap} (the entries record a step's time "
+                                 "as a share of it)")
+            kwargs["horizon"] = env_cap
+        memory = TrialMemory(obs_space, act_space, **kwargs)
+        if not env_cap or env_cap > memory.layout.horizon:  # the horizon given caps every trial, here and in evaluate
+            self.make_env = functools.partial(_capped, self.make_env, memory.layout.horizon)
+        return memory
 
     # ------------------------------------------------------------------ use
     def learn(self, total_timesteps: int, callback: BaseCallback | Sequence[BaseCallback] | None = None,
@@ -344,6 +346,25 @@ class RunScopeRL(ComplementaryRL, scope="run"):
     def close(self) -> None:
         """Close the envs."""
         self.env.close()
+
+
+def step_cap(env: gym.Env) -> int | None:
+    """An env's own step cap: its spec's ``max_episode_steps``, a ``TimeLimit`` among its wrappers, or
+    an int ``max_steps`` of the env itself (this library's MiniHack rooms, NLE's); None: none."""
+    cap = env.spec.max_episode_steps if env.spec is not None else None
+    layer: gym.Env = env
+    while not cap and isinstance(layer, gym.Wrapper):
+        cap = getattr(layer, "_max_episode_steps", None) if isinstance(layer, gym.wrappers.TimeLimit) else None
+        layer = layer.env
+    own = getattr(env.unwrapped, "max_steps", None)
+    if not cap and isinstance(own, int) and not isinstance(own, bool) and own > 0:
+        cap = own
+    return int(cap) if cap else None
+
+
+def _capped(make_env: Callable[[], gym.Env], horizon: int) -> gym.Env:
+    """``make_env()`` truncated at ``horizon`` steps (a trial's cap where the env's own is longer or absent)."""
+    return gym.wrappers.TimeLimit(make_env(), horizon)
 
 
 def _read_settings(folder: Path) -> dict[str, Any]:
