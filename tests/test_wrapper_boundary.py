@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -64,6 +65,23 @@ def _run_episode(env: ExperienceWrapper) -> dict:
 
 
 # ------------------------------------------------------------- case 11: success, rewards, flags
+def test_a_reset_that_cuts_an_episode_short_warns_once_and_a_finished_episode_does_not():
+    env = _wrapped(FlagEnv(length=5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _run_episode(env)
+        env.reset(seed=1)  # after an episode that ended: nothing to say
+    env.step(0)
+    env.step(0)
+    with pytest.warns(UserWarning, match="episode of 2 steps was still going on: it is dropped"):
+        env.reset(seed=2)  # (what a TimeLimit outside the wrapper does at every episode)
+    env.step(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=3)  # once is enough
+    assert env.manager.episodes_submitted == 1
+
+
 def test_returns_beyond_float16_are_written_saturated_not_refused_by_the_bank():
     # a game's raw score: 30 steps of 5,000 sum to 150,000, past the float16 the bank stores contexts in
     env = _wrapped(FlagEnv(reward=5_000.0, length=30))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, SupportsFloat, TypeVar, overload
 
 import attrs
@@ -171,6 +172,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self.observation_space = self.injector.retriever.observation_space(env.observation_space)
         self._last_obs: Any = None
         self._ended = True
+        self._warned_cut = False  # a reset cut an episode short (warned once)
 
     @property
     def bank(self) -> ExperienceBank:
@@ -190,6 +192,14 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         seed = check_int("reset(seed=...)", seed, minimum=0, numpy=True, optional=True, type_error=TypeError)
         if seed is not None:
             self.injector.rng = np.random.default_rng([seed, 0x5EED])
+        inj = self.injector  # (an evaluation's reset outside learn() cuts the last episode on purpose: no warning)
+        if not self._ended and inj.learning and inj.in_learn is not False and not self._warned_cut \
+                and int(inj.recorder.lengths[0]):
+            self._warned_cut = True
+            warnings.warn(f"reset() while an episode of {int(inj.recorder.lengths[0])} steps was still going "
+                          "on: it is dropped, neither credited nor written, and so is every episode cut this way. A "
+                          "TimeLimit (or another wrapper that ends episodes) outside the ExperienceWrapper does that: "
+                          "put it inside, ExperienceWrapper(TimeLimit(env, n), bank)", UserWarning, stacklevel=2)
         obs, info = self.env.reset(seed=seed, options=options)
         check_finite_observation(obs, "reset")
         batch = add_batch_axis(obs)
