@@ -153,6 +153,33 @@ def test_an_image_observation_is_keyed_by_a_projection_and_its_trials_are_writte
         run.close()
 
 
+class Clashing(Endless):
+    """An env whose own observation has a key run scope adds."""
+
+    observation_space = spaces.Dict({"position": spaces.Box(0.0, 1.0, (2,), np.float32),
+                                     MASK_KEY: spaces.Box(0.0, 1.0, (3,), np.float32)})
+
+    def _obs(self):
+        return {"position": np.zeros(2, np.float32), MASK_KEY: np.full(3, 0.5, np.float32)}
+
+
+class Hand(Endless):
+    """An env whose observation is a Tuple (as Blackjack's)."""
+
+    observation_space = spaces.Tuple((spaces.Discrete(3), spaces.Discrete(2)))
+
+    def _obs(self):
+        return (0, 0)
+
+
+@pytest.mark.parametrize(("env", "match"), [
+    (Clashing, r"the observation already has the key\(s\) \['trial_mask'\]; the run scope's trial env needs them"),
+    (Hand, r"Tuple observations are not supported.*FlattenObservation\(env\) inside the run scope's trial env")])
+def test_observations_the_task_scope_refuses_are_refused_in_run_scope_by_name(env, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        ComplementaryRL(env, scope="run", memory_kwargs={"horizon": 6}, **ENDLESS)
+
+
 def test_experience_false_is_the_same_network_shown_nothing() -> None:
     run = make(experience=False)
     try:

@@ -18,6 +18,7 @@ from gymnasium import spaces
 
 from ..validators import check_instances
 from ..wrappers.env_checks import Check, check_finite_observation
+from ..wrappers.spaces import base_parts
 
 __all__ = ["check_instances", "checked_observations", "trials_observation_space", "space_mismatch",
            "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "TRIAL_INFO_KEY"]
@@ -65,9 +66,14 @@ def _reworded(message: str, source: str) -> str:
 
 def trials_observation_space(base: spaces.Space, k: int, row_dim: int, trials: int | None) -> spaces.Dict:
     """The Dict observation a trial env shows: the env's own keys (or ``"observation"``), the ``k``
-    entry rows, their mask and, with ``trials`` (``TrialMemory(trial_index=True)``), the trial's index."""
+    entry rows, their mask and, with ``trials`` (``TrialMemory(trial_index=True)``), the trial's index.
+
+    Raises:
+        ValueError: ``base`` is refused as the task scope refuses it (:func:`~experience_wrappers.wrappers.spaces.base_parts`),
+            its own keys clashing with run scope's (``trial_entries``, ``trial_mask``, ``trial_index``, ``run_best``).
+    """
     return spaces.Dict({
-        **(dict(base.spaces) if isinstance(base, spaces.Dict) else {"observation": base}),
+        **base_parts(base, (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, RUN_BEST_KEY), "run scope's trial env"),
         ENTRIES_KEY: spaces.Box(-np.inf, np.inf, (k, row_dim), np.float32),
         MASK_KEY: spaces.Box(0.0, 1.0, (k,), np.float32),
         **({TRIAL_INDEX_KEY: spaces.Box(0.0, 1.0, (trials,), np.float32)} if trials is not None else {}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_keys"]
+__all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_parts", "base_keys"]
 
 BASE_KEY = "observation"
 EXPERIENCE_KEYS = ("experience", "experience_utility", "experience_mask")
@@ -26,11 +26,26 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int) -> spaces.Dict:
     >>> experience_space(spaces.Tuple((spaces.Discrete(2),)), k=2, exp_dim=4)
     Traceback (most recent call last):
     ...
-    ValueError: Tuple observations are not supported: Tuple(Discrete(2)) (SB3 itself takes no Tuple observations, wrapped or not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)
+    ValueError: Tuple observations are not supported: Tuple(Discrete(2)) (SB3 itself takes no Tuple observations, wrapped or not); flatten it first: gymnasium.wrappers.FlattenObservation(env) inside the ExperienceWrapper
     >>> experience_space(spaces.Text(5), k=2, exp_dim=4)
     Traceback (most recent call last):
     ...
     ValueError: Text observations are not supported: Text(1, 5, charset=...) (SB3's policies read Box, Discrete, MultiDiscrete, MultiBinary or a Dict of them); encode it as one of them
+    """
+    parts = base_parts(base, EXPERIENCE_KEYS, "ExperienceWrapper")
+    parts["experience"] = spaces.Box(-np.inf, np.inf, (k, exp_dim), np.float32)
+    parts["experience_utility"] = spaces.Box(-np.inf, np.inf, (k,), np.float32)
+    parts["experience_mask"] = spaces.Box(0.0, 1.0, (k,), np.float32)
+    return spaces.Dict(parts)
+
+
+def base_parts(base: spaces.Space, reserved: tuple[str, ...], wrapper: str) -> dict[str, spaces.Space]:
+    """The env's own observation as the keys of a wrapped Dict space (a Dict's own keys, any other
+    space under ``"observation"``), checked where both scopes' wrappers take it.
+
+    Raises:
+        ValueError: a space SB3's policies do not read (a Tuple, Text, a Dict or Tuple inside the
+            Dict, a Dict key of another space), or a Dict key in ``reserved`` (the keys ``wrapper`` adds).
     """
     if isinstance(base, spaces.Dict):
         other = {key: type(sub).__name__ for key, sub in base.spaces.items()
@@ -43,24 +58,19 @@ def experience_space(base: spaces.Space, k: int, exp_dim: int) -> spaces.Dict:
             raise ValueError(
                 f"nested observation spaces are not supported: the key(s) {nested} of the observation Dict hold a "
                 "Dict or Tuple (SB3's MultiInputPolicy takes one level of keys as well); lift their keys to the top "
-                "level, or flatten them (gymnasium.wrappers.FlattenObservation) before the ExperienceWrapper")
-        clash = [key for key in base.spaces if key in EXPERIENCE_KEYS]
+                f"level, or flatten them (gymnasium.wrappers.FlattenObservation) before the {wrapper}")
+        clash = [key for key in base.spaces if key in reserved]
         if clash:
-            raise ValueError(f"the observation already has the key(s) {clash}; the wrapper needs them")
-        parts = dict(base.spaces)
-    elif isinstance(base, spaces.Tuple):
+            raise ValueError(f"the observation already has the key(s) {clash}; the {wrapper} needs them")
+        return dict(base.spaces)
+    if isinstance(base, spaces.Tuple):
         raise ValueError(
             f"Tuple observations are not supported: {base} (SB3 itself takes no Tuple observations, wrapped or "
-            "not); flatten it first: ExperienceWrapper(gymnasium.wrappers.FlattenObservation(env), bank)")
-    elif not isinstance(base, SB3_SPACES):
+            f"not); flatten it first: gymnasium.wrappers.FlattenObservation(env) inside the {wrapper}")
+    if not isinstance(base, SB3_SPACES):
         raise ValueError(f"{type(base).__name__} observations are not supported: {base} (SB3's policies read "
                          f"{', '.join(t.__name__ for t in SB3_SPACES)} or a Dict of them); encode it as one of them")
-    else:
-        parts = {BASE_KEY: base}
-    parts["experience"] = spaces.Box(-np.inf, np.inf, (k, exp_dim), np.float32)
-    parts["experience_utility"] = spaces.Box(-np.inf, np.inf, (k,), np.float32)
-    parts["experience_mask"] = spaces.Box(0.0, 1.0, (k,), np.float32)
-    return spaces.Dict(parts)
+    return {BASE_KEY: base}
 
 
 def base_keys(space: spaces.Dict) -> list[str]:
