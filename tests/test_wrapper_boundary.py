@@ -229,6 +229,18 @@ def test_experience_vec_env_over_envs_of_mixed_observation_shapes_is_refused_at_
         ExperienceVecEnv(venv, ExperienceBank(), manager_kwargs=FAST)
 
 
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: gym.make_vec("CartPole-v1", num_envs=2), "CartPoleVectorEnv, a gymnasium VectorEnv .*make_vec_env"),
+    (lambda: gym.make("CartPole-v1"), r"a single env \(CartPole-v1\): wrap it as DummyVecEnv")])
+def test_experience_vec_env_takes_sb3_vec_envs_only_and_says_how_to_build_one(make, match):
+    env = make()
+    try:
+        with pytest.raises(TypeError, match=match):
+            ExperienceVecEnv(env, ExperienceBank())
+    finally:
+        env.close()
+
+
 def test_experience_vec_env_accepts_boxes_that_differ_in_bounds_only():
     def env(high: float) -> gym.Env:
         e = FlagEnv()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import gymnasium as gym
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
@@ -82,6 +83,10 @@ def check_vec_env(env: Any, caller: str) -> None:
     """
     if isinstance(env, VecEnv):
         return
+    if isinstance(env, gym.vector.VectorEnv):
+        raise TypeError(f"{caller} takes a stable_baselines3 VecEnv, got {type(env).__name__}, a gymnasium VectorEnv "
+                        "(SB3 does not step those): build SB3's own, make_vec_env(env_id, n_envs=...) "
+                        "(stable_baselines3.common.env_util) or DummyVecEnv([make_env] * n)")
     spec = getattr(env, "spec", None)
     single = (f", a single env ({spec.id if spec is not None and getattr(spec, 'id', None) else type(env.unwrapped).__name__})"
               if hasattr(env, "unwrapped") and hasattr(env, "step") else "")

@@ -16,6 +16,8 @@ from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, Ex
 from experience_wrappers.wrappers.env_checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows
 
+from .guards import check_vec_env
+
 __all__ = ["ExperienceVecEnv", "norm_obs_keys", "check_one_layout"]
 
 
@@ -94,6 +96,7 @@ class ExperienceVecEnv(VecEnvWrapper):
 
     def __init__(self, venv: VecEnv, bank: ExperienceBank, *, options: ExperienceOptions | None = None,
                  **kwargs: Any) -> None:
+        check_vec_env(venv, "ExperienceVecEnv")
         opts = ExperienceOptions.of(options, **kwargs)
         check_one_layout(venv)
         _check_not_wrapped(venv)
