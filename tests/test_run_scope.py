@@ -180,6 +180,25 @@ def test_observations_the_task_scope_refuses_are_refused_in_run_scope_by_name(en
         ComplementaryRL(env, scope="run", memory_kwargs={"horizon": 6}, **ENDLESS)
 
 
+@pytest.mark.parametrize(("kwargs", "exc", "match"), [
+    ({"policy_kwargs": {"features_extractor_class": object}}, ValueError,
+     r"\['features_extractor_class'\]: run scope's features extractor is the entry reader .*features_kwargs"),
+    ({"demo_ratio": 2.0}, ValueError, "demo_ratio"),
+    ({"demo_ratio": float("nan")}, ValueError, "demo_ratio")])
+def test_settings_run_scope_would_replace_or_ignore_are_refused_by_name(kwargs, exc, match) -> None:
+    with pytest.raises(exc, match=match):
+        ComplementaryRL(Endless, scope="run", memory_kwargs={"horizon": 6}, **{**ENDLESS, **kwargs})
+
+
+def test_the_policy_given_an_envs_own_observation_names_the_remedy() -> None:
+    run = ComplementaryRL(Endless, scope="run", memory_kwargs={"horizon": 6}, **ENDLESS)
+    try:
+        with pytest.raises(ValueError, match="the env's own observation.*ComplementaryRL.load"):
+            run.model.predict(np.zeros(2, np.float32))
+    finally:
+        run.close()
+
+
 def test_experience_false_is_the_same_network_shown_nothing() -> None:
     run = make(experience=False)
     try:

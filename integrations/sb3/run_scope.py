@@ -104,8 +104,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         policy_kwargs: the policy's (``net_arch``, ``activation_fn``, ``log_std_init``); the
             features extractor is always the entry reader.
         features_kwargs: :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`'s.
-        vec_normalize: ``VecNormalize``'s arguments (None: not wrapped); its statistics are
-            saved with the run and frozen in :meth:`evaluate`.
+        vec_normalize: ``VecNormalize``'s arguments (None: not wrapped; ``norm_obs_keys`` by default the
+            env's own keys and ``run_best``, as :func:`~integrations.sb3.trials_method.build_trials_method`);
+            its statistics are saved with the run and frozen in :meth:`evaluate`.
         verbose, tensorboard_log: SB3's. Success by trial goes to SB3's logger
             (:class:`~integrations.sb3.trials_logging.TrialsLogCallback`, in :attr:`log_callback`).
 
@@ -137,6 +138,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
         if not isinstance(imitate, bool | Mapping):
             raise TypeError(f"imitate must be a bool or EntryImitationCallback's arguments, got {imitate!r}")
+        demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         self.trials = check_int("trials", trials, minimum=1)
         self.seed = check_seed(seed)

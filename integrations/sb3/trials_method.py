@@ -23,6 +23,7 @@ from experience_wrappers.trials.wrapper import (
     trials_env_fns,
 )
 
+from .experience_policy import ExperiencePolicy
 from .self_imitation import SelfImitationCallback
 from .trials_features import TrialsFeaturesExtractor
 from .trials_imitation import EntryImitationCallback
@@ -83,7 +84,10 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     demonstration 0.99-1.00 either way. ``features_kwargs`` go to the
     :class:`TrialsFeaturesExtractor` (``base_extractor_class`` for image observations).
     ``ppo_kwargs`` may hold ``policy_kwargs`` (``net_arch``, ``activation_fn``, ``log_std_init``):
-    they override the method's ([64, 64]) but the features extractor stays the entry reader.
+    they override the method's ([64, 64]); the features extractor is the entry reader (a
+    ``features_extractor_class`` or ``features_extractor_kwargs`` there is a ``ValueError``:
+    ``features_kwargs`` are the reader's). The policy is :class:`~integrations.sb3.ExperiencePolicy`
+    (SB3's ``MultiInputPolicy`` that names the remedy when given an env's own observation).
     ``vec_normalize``: ``VecNormalize``'s keyword arguments, the VecEnv wrapped in it (None, the
     default: not wrapped); ``norm_obs_keys`` defaults to the env's own observation keys and
     ``run_best`` (an offset between keys, scaled as a visible goal would be: ML1's measured
@@ -112,7 +116,12 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
                if key not in (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)]
         venv = VecNormalize(venv, **{"norm_obs_keys": own, **vec_normalize})
     kwargs = {**TRIALS_PPO_KWARGS, **(ppo_kwargs or {})}
-    model = PPO("MultiInputPolicy", venv, seed=seed, verbose=verbose,
+    theirs = sorted({"features_extractor_class", "features_extractor_kwargs"} & set(kwargs.get("policy_kwargs", {})))
+    if theirs:
+        raise ValueError(f"policy_kwargs {theirs}: run scope's features extractor is the entry reader "
+                         "(TrialsFeaturesExtractor); give what it reads the env's own observation with through "
+                         "features_kwargs, e.g. features_kwargs={'base_extractor_class': MyCNN}")
+    model = PPO(ExperiencePolicy, venv, seed=seed, verbose=verbose,
                 policy_kwargs={"net_arch": [64, 64], **kwargs.pop("policy_kwargs", {}),
                                "features_extractor_class": TrialsFeaturesExtractor,
                                **({"features_extractor_kwargs": features_kwargs} if features_kwargs else {})},
