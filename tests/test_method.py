@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -99,6 +101,15 @@ def test_the_object_holds_the_measured_defaults_and_round_trips(tmp_path) -> Non
         back.model.predict(np.zeros(4, dtype=np.float32))
     for a, b in zip(_params(run.model), _params(back.model), strict=True):
         np.testing.assert_array_equal(a, b)
+    torch_state = th.random.get_rng_state()
+    seeded = run.evaluate(6, seed=7)  # seeded: the same figures twice, and from the save
+    assert th.equal(th.random.get_rng_state(), torch_state)  # (its own RNG: the global one untouched)
+    figures = json.dumps(seeded, sort_keys=True)  # (NaN success: compared as text)
+    assert json.dumps(run.evaluate(6, seed=7), sort_keys=True) == figures
+    assert json.dumps(back.evaluate(6, seed=7), sort_keys=True) == figures
+    assert json.dumps(run.evaluate(6, seed=8), sort_keys=True) != figures
+    with pytest.raises(TypeError, match="seed"):
+        run.evaluate(2, seed=1.5)
     back.learn(128, reset_num_timesteps=False)  # resumes
     assert back.model.num_timesteps >= run.model.num_timesteps + 128
     run.close()

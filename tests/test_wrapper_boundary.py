@@ -65,8 +65,9 @@ def _run_episode(env: ExperienceWrapper) -> dict:
 
 
 # ------------------------------------------------------------- case 11: success, rewards, flags
-def test_a_reset_that_cuts_an_episode_short_warns_once_and_a_finished_episode_does_not():
+def test_a_reset_in_training_that_cuts_an_episode_short_warns_once_and_a_finished_episode_does_not():
     env = _wrapped(FlagEnv(length=5))
+    env.injector.in_learn = True  # (what CRLCallback sets while model.learn() runs)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _run_episode(env)
@@ -80,6 +81,13 @@ def test_a_reset_that_cuts_an_episode_short_warns_once_and_a_finished_episode_do
         warnings.simplefilter("error")
         env.reset(seed=3)  # once is enough
     assert env.manager.episodes_submitted == 1
+
+
+def test_a_time_limit_outside_the_wrapper_is_warned_about_in_learn():
+    env = gym.wrappers.TimeLimit(_wrapped(gym.make("CartPole-v1")), 5)  # every episode cut at 5 steps
+    model = PPO("MultiInputPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    with pytest.warns(UserWarning, match="TimeLimit .* outside the ExperienceWrapper"):
+        model.learn(64, callback=CRLCallback())
 
 
 def test_returns_beyond_float16_are_written_saturated_not_refused_by_the_bank():

@@ -192,9 +192,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         seed = check_int("reset(seed=...)", seed, minimum=0, numpy=True, optional=True, type_error=TypeError)
         if seed is not None:
             self.injector.rng = np.random.default_rng([seed, 0x5EED])
-        inj = self.injector  # (an evaluation's reset outside learn() cuts the last episode on purpose: no warning)
-        if not self._ended and inj.learning and inj.in_learn is not False and not self._warned_cut \
-                and int(inj.recorder.lengths[0]):
+        inj = self.injector  # (in learn() only: an evaluation's reset cuts the last episode on purpose)
+        if not self._ended and inj.in_learn and inj.learning and not self._warned_cut and int(inj.recorder.lengths[0]):
             self._warned_cut = True
             warnings.warn(f"reset() while an episode of {int(inj.recorder.lengths[0])} steps was still going "
                           "on: it is dropped, neither credited nor written, and so is every episode cut this way. A "

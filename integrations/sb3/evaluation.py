@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.manager import outcome_of, success_from_info
+from experience_wrappers.validators import check_int
 
 from .discovery import find_experience
 
@@ -62,13 +64,28 @@ def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10
                                    **kwargs)
 
 
-def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True) -> dict[str, float]:
+def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True,
+                 seed: int | None = None) -> dict[str, float]:
     """Run ``n_episodes`` (spread evenly over the envs, as SB3's ``evaluate_policy`` does).
 
     Returns mean return, mean length, success rate (NaN if the env reports no success)
     and mean outcome (success, else return). Recurrent policies (RecurrentPPO) carry their
-    state across steps; maskable ones (MaskablePPO) get the env's action masks.
+    state across steps; maskable ones (MaskablePPO) get the env's action masks. ``seed``
+    (an int >= 0): the envs' first resets are seeded ``seed + i`` (SB3's ``VecEnv.seed``; an
+    ``ExperienceWrapper`` seeds its retrieval draws with it) and the policy's sampling too,
+    in a torch RNG of its own (the global one is left as it was): the same weights, bank
+    and seed give the same figures. None: as the envs and torch are.
     """
+    if seed is None:
+        return _run_episodes(model, env, n_episodes, deterministic)
+    seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
+    env.seed(seed)
+    with th.random.fork_rng(devices=[]):
+        th.manual_seed(seed)
+        return _run_episodes(model, env, n_episodes, deterministic)
+
+
+def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool) -> dict[str, float]:
     import inspect
 
     masked = "action_masks" in inspect.signature(model.predict).parameters and env.has_attr("action_masks")
@@ -106,8 +123,9 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
 
 
 def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | None = None, n_episodes: int = 20,
-                                         deterministic: bool = True) -> dict[str, Any]:
-    """Evaluate twice on ``env`` (default: the model's env): every episode guided, then every one free.
+                                         deterministic: bool = True, seed: int | None = None) -> dict[str, Any]:
+    """Evaluate twice on ``env`` (default: the model's env): every episode guided, then every one free
+    (with ``seed``, both from the same seeded starts: :func:`run_episodes`).
 
     During evaluation nothing is learned: episodes are not handed to the manager and
     retrieval counters are left alone. Afterwards the schedule is restored and the env is
@@ -128,7 +146,7 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
         for name, guided in (("with_experience", True), ("without_experience", False)):
             for inj in injectors:
                 inj.force_guided, inj.learn = guided, False
-            out[name] = run_episodes(model, env, n_episodes, deterministic)
+            out[name] = run_episodes(model, env, n_episodes, deterministic, seed)
     finally:
         for inj, (force, learn) in zip(injectors, saved, strict=True):
             inj.force_guided, inj.learn = force, learn

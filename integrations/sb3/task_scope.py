@@ -319,20 +319,26 @@ class TaskScopeRL:
             self.sil_callback = self.crl_callback.sil
         return self
 
-    def evaluate(self, n_episodes: int = 32, deterministic: bool = False) -> dict[str, Any]:
+    def evaluate(self, n_episodes: int = 32, deterministic: bool = False, seed: int | None = None) -> dict[str, Any]:
         """Success (or return) over ``n_episodes`` from true starts, every episode shown experience
         and every one shown none (``experience=False``: without only). Nothing is learned.
+        ``seed``: the episodes' starts, the retrieval draws and the policy's sampling seeded, so
+        that the same run (or its save, loaded) gives the same figures
+        (:func:`~integrations.sb3.evaluation.run_episodes`); None: unseeded.
 
         Raises:
-            ValueError: ``n_episodes`` is not an int >= 1.
+            ValueError: ``n_episodes`` is not an int >= 1, or ``seed`` a negative int.
+            TypeError: ``seed`` is not an int.
         """
         n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True)
+        if seed is not None:
+            seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
         if self.rollin_env is not None:
             self.rollin_env.enabled = False
         try:
             if self.experience:
-                return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic)
-            return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic)}
+                return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic, seed)
+            return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic, seed)}
         finally:
             if self.rollin_env is not None:
                 self.rollin_env.enabled = True
