@@ -153,3 +153,30 @@ def test_concurrent_recorded_queries_count_every_retrieval():
     assert not _run_all([look] * 4)
     assert bank.entries()["n_retrieved"].sum() == 4 * 100 * 4 * 2
     assert bank.stats()["queries"] == 400
+
+
+def test_a_consistency_check_beside_a_writing_thread_sees_a_consistent_bank(keys, tmp_path):
+    bank = ExperienceBank(seed=0, dedup_threshold=0.0)
+    rows = keys.reshape(-1, DIM)
+    done = threading.Event()
+    checks = []
+
+    def write():
+        try:
+            for b in range(200):
+                ids = bank.add(rows[(b * BATCH) % len(rows):][:BATCH], np.zeros((BATCH, 1), F32)).ids
+                bank.remove(ids[: BATCH // 2])
+        finally:
+            done.set()
+
+    def check():
+        while not done.is_set():
+            bank.check_consistency()  # raised BankStateError mid-write before it took the lock
+            checks.append(len(bank))
+
+    def save():
+        for _ in range(3):
+            bank.save(tmp_path / "bank")  # the save's own check runs under the lock it holds (no nesting)
+
+    assert _run_all([write, check, save]) == []
+    assert len(checks) > 10 and len(bank) == 200 * (BATCH - BATCH // 2)

@@ -358,7 +358,7 @@ class ExperienceBank:
         from .save_load import save_bank
 
         with self.core.lock.read(), self.core.count_lock:
-            self.check_consistency()
+            check_consistency(self.core)  # (under the lock held: the public method would take it again)
             return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=self._lineage)
 
     def check_consistency(self) -> None:
@@ -366,9 +366,11 @@ class ExperienceBank:
 
         Checked: the entry count against the index's live count and the id map, the id lookup
         against the entries, unique ids below the id counter, task counts, and finite utilities.
-        Cost: a few passes over the ids.
+        Cost: a few passes over the ids, under the bank's read lock (writers wait; a bank that other
+        threads write to is checked between their writes).
         """
-        check_consistency(self.core)
+        with self.core.lock.read():
+            check_consistency(self.core)
 
     def replace_with(self, other: ExperienceBank) -> None:
         """Take ``other``'s config and entries in place, so every holder of this object sees them.
