@@ -8,7 +8,14 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.env_util import make_vec_env
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
-from integrations.sb3 import CRLCallback, ExperienceEvalCallback, find_experience
+from integrations.sb3 import (
+    CRLCallback,
+    CRLCheckpointCallback,
+    ExperienceEvalCallback,
+    evaluate_frozen,
+    evaluate_with_and_without_experience,
+    find_experience,
+)
 
 from .test_sb3 import FAST, PPO_KW, wrapped_vec
 
@@ -74,3 +81,29 @@ def test_eval_env_must_be_a_vec_env():
 
     with pytest.raises(ValueError, match="VecEnv"):
         ExperienceEvalCallback(gym.make("CartPole-v1"))
+
+
+@pytest.mark.parametrize(("call", "exc", "match"), [
+    (lambda m, env: evaluate_with_and_without_experience(m, env, n_episodes=0), ValueError, "n_episodes"),
+    (lambda m, env: evaluate_frozen(m, env, n_eval_episodes=0), ValueError, "n_eval_episodes"),
+    (lambda m, env: evaluate_frozen(m, env, guided="yes"), TypeError, "guided must be a bool or None"),
+    (lambda m, env: evaluate_frozen(m, env, guided=0.3), TypeError, "guided must be a bool or None")])
+def test_the_evaluation_helpers_refuse_bad_arguments_and_leave_the_env_as_it_was(call, exc, match):
+    env = wrapped_vec(n_envs=1)
+    model = PPO("MultiInputPolicy", env, **PPO_KW)
+    _, (inj,) = find_experience(env)
+    with pytest.raises(exc, match=match):
+        call(model, env)
+    assert (inj.force_guided, inj.learn) == (None, None)
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "match"), [
+    ({"save_freq": 0}, ValueError, "save_freq"), ({"save_freq": -5}, ValueError, "save_freq"),
+    ({"save_freq": 2.5}, ValueError, "save_freq")])
+def test_checkpoint_callback_arguments_are_checked_when_it_is_built(kwargs, exc, match, tmp_path):
+    with pytest.raises(exc, match=match):
+        CRLCheckpointCallback(save_path=str(tmp_path), **kwargs)
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(ValueError, match="is a file"):
+        CRLCheckpointCallback(save_freq=10, save_path=str(tmp_path / "file"))
+    assert (tmp_path / "file").read_text() == "mine"

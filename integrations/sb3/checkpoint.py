@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from stable_baselines3.common.callbacks import CheckpointCallback
+
+from experience_wrappers.validators import check_int
 
 from .lifecycle import advantage_normalisation_as_configured
 from .run_persistence import experience_dir_of, save_experience
@@ -24,6 +28,13 @@ class CRLCheckpointCallback(CheckpointCallback):
     >>> cb.name_prefix
     'rl_model'
     """
+
+    def __init__(self, save_freq: int, save_path: str, name_prefix: str = "rl_model", save_replay_buffer: bool = False,
+                 save_vecnormalize: bool = False, verbose: int = 0) -> None:
+        save_freq = check_int("save_freq", save_freq, minimum=1, numpy=True, hint=" (calls between checkpoints)")
+        if Path(save_path).exists() and not Path(save_path).is_dir():
+            raise ValueError(f"save_path {str(save_path)!r} is a file: the checkpoints need a folder there")
+        super().__init__(save_freq, save_path, name_prefix, save_replay_buffer, save_vecnormalize, verbose)
 
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq == 0:

@@ -12,7 +12,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.manager import outcome_of, success_from_info
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_bool, check_int
 
 from .discovery import find_experience
 
@@ -37,6 +37,8 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     >>> with no_learning(venv):
     ...     _ = venv.reset()
     """
+    if guided is not None:
+        guided = check_bool("guided", bool(guided) if isinstance(guided, np.bool_) else guided, hint=" or None")
     _, injectors = find_experience(env)
     saved = [(inj.force_guided, inj.learn) for inj in injectors]
     for inj in injectors:
@@ -59,6 +61,7 @@ def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10
     """
     from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
 
+    n_eval_episodes = check_int("n_eval_episodes", n_eval_episodes, minimum=1, numpy=True)
     with no_learning(env, guided):
         return sb3_evaluate_policy(model, env, n_eval_episodes=n_eval_episodes, deterministic=deterministic,
                                    **kwargs)
@@ -76,6 +79,7 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     in a torch RNG of its own (the global one is left as it was): the same weights, bank
     and seed give the same figures. None: as the envs and torch are.
     """
+    n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True)
     if seed is None:
         return _run_episodes(model, env, n_episodes, deterministic)
     seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
