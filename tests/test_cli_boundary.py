@@ -139,3 +139,29 @@ def test_a_trials_arm_that_names_its_budget_keeps_it(tmp_path, capsys):
     assert main(["--family", "ml1-reach-moves", "--arms", arm, "--seeds", "0", "--jobs", "1",
                  "--out", str(tmp_path)]) == 0
     assert f"skip {path}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module, args, says", [
+    ("overhead", ["--envs", "CartPole-v1", "--out", "a_folder"], "--out a_folder: a folder, not a file"),
+    ("overhead", ["--envs", "CartPole-v1", "--out", "a_file/x.json"], "--out a_file/x.json: a_file is a file"),
+    ("overhead", ["--envs", "CartPole-v1", "--rounds", "0"], "--steps, --rounds and --n-envs must be positive"),
+    ("overhead", ["--envs", "Nope-v0"], "no hyperparameters for 'Nope-v0'"),
+    ("step_profile", ["--out", "a_folder"], "--out a_folder: a folder, not a file"),
+    ("step_profile", ["--env", "Nope-v0"], "--env Nope-v0: Environment `Nope` doesn't exist"),
+    ("query_latency", ["--k", "0"], "--k 0: too small"),
+    ("query_latency", ["--out", "a_folder"], "--out a_folder: a folder, not a file"),
+])
+def test_the_perf_commands_refuse_bad_arguments_before_measuring(tmp_path, monkeypatch, capsys, module, args, says):
+    """Their --out was found to be a folder only when the result was written, after minutes of measuring."""
+    import importlib
+
+    main = importlib.import_module(f"benchmarks.perf.{module}").main
+    (tmp_path / "a_file").write_text("not a folder")
+    (tmp_path / "a_folder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and says in err.strip().splitlines()[-1], err
+    assert time.perf_counter() - start < 5  # before any run (a run takes tens of seconds)

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["MAX_SEED", "bad_seeds", "check_output_folder"]
+__all__ = ["MAX_SEED", "bad_seeds", "check_output_folder", "check_output_file"]
 
 #: the seeds numpy (and so SB3's set_random_seed) accepts
 MAX_SEED = 2**32 - 1
@@ -43,3 +43,12 @@ def check_output_folder(path: Path, flag: str) -> None:
         if not os.access(part, os.W_OK | os.X_OK):
             raise ValueError(f"{flag} {path}: {part} is not writable")
         return
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """Raise ValueError (one line) if the command could not write the file ``path``: it is a folder,
+    or its folder could not be made or written (:func:`check_output_folder`). Checked before the
+    measuring, so that a mistyped ``--out`` does not throw minutes of work away at the end."""
+    if path.is_dir():
+        raise ValueError(f"{flag} {path}: a folder, not a file (give the file's name, e.g. {path / 'result.json'})")
+    check_output_folder(path.parent, flag)

@@ -65,6 +65,7 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 
+from benchmarks.harness.cli_checks import check_output_file
 from benchmarks.harness.config import load_hyperparams
 from benchmarks.harness.result_file import write_result
 from benchmarks.harness.run import PPO_KEYS, versions
@@ -171,6 +172,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--no-profile", action="store_true", help="skip the profile of one CRL run on CartPole")
     p.add_argument("--out", type=Path, default=RESULTS / "overhead.json")
     args = p.parse_args(argv)
+    if args.steps <= 0 or args.rounds <= 0 or (args.n_envs is not None and args.n_envs <= 0):
+        p.error("--steps, --rounds and --n-envs must be positive")
+    try:
+        check_output_file(args.out, "--out")
+        for env_id in args.envs:
+            load_hyperparams(env_id)
+    except (ValueError, KeyError) as exc:
+        p.error(str(exc).strip('"'))
     arms = [a for a in ARMS if a in args.arms or any(BASELINE[b] == a for b in args.arms)]
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)

@@ -50,6 +50,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from benchmarks.harness.cli_checks import check_output_file  # noqa: E402
 from benchmarks.harness.result_file import write_result  # noqa: E402
 from experience_wrappers.bank import BankConfig, ExperienceBank  # noqa: E402
 
@@ -187,6 +188,17 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     sizes = [args.large_size] if args.large else args.sizes
     out = args.out or RESULTS / ("query_latency_large.json" if args.large else "query_latency.json")
+    small = [f"--{name.replace('_', '-')} {value}" for name, value, least in (
+        ("sizes", min(sizes), 1), ("batches", min(args.batches), 1), ("dim", args.dim, 1),
+        ("value_dim", args.value_dim, 1), ("M", args.M, 2), ("k", args.k, 1), ("calls", args.calls, 1),
+        ("min_rounds", args.min_rounds, 1), ("ef_construction", args.ef_construction, 1),
+        ("ef_search", args.ef_search, 1)) if value < least]
+    if small:
+        p.error(f"{', '.join(small)}: too small (sizes, batches, dims, k and counts at least 1, --M at least 2)")
+    try:
+        check_output_file(out, "--out")
+    except ValueError as exc:
+        p.error(str(exc))
 
     rng = np.random.default_rng(args.seed)
     results = [bench_size(n, args, rng) for n in sizes]

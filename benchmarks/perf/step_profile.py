@@ -35,6 +35,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
+from benchmarks.harness.cli_checks import check_output_file
 from benchmarks.harness.result_file import write_result
 
 __all__ = ["area_of", "profile_run", "main"]
@@ -168,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.steps <= 0 or args.n_envs <= 0 or args.top < 0:
         p.error("--steps and --n-envs must be positive, --top at least 0")
+    try:
+        if args.out is not None:
+            check_output_file(args.out, "--out")
+        if not args.env.startswith("MiniHack"):  # (MiniHack's ids are registered by its factory)
+            gym.spec(args.env)
+    except (ValueError, gym.error.Error) as exc:
+        p.error(f"--env {args.env}: {exc}" if isinstance(exc, gym.error.Error) else str(exc))
     import torch
 
     torch.set_num_threads(1)
