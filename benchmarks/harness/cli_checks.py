@@ -51,4 +51,7 @@ def check_output_file(path: Path, flag: str) -> None:
     measuring, so that a mistyped ``--out`` does not throw minutes of work away at the end."""
     if path.is_dir():
         raise ValueError(f"{flag} {path}: a folder, not a file (give the file's name, e.g. {path / 'result.json'})")
-    check_output_folder(path.parent, flag)
+    try:
+        check_output_folder(path.parent, flag)
+    except ValueError as exc:  # named by the file given, not its folder
+        raise ValueError(f"{flag} {path}: {str(exc).split(': ', 1)[1]}") from None
