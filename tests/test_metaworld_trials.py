@@ -305,3 +305,22 @@ def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a
     assert isinstance(back, MetaWorldKeyEncoder)
     with pytest.raises(ValueError, match="Meta-World observations"):
         enc.encode(np.zeros((2, 3)), np.zeros(2, np.int64))
+
+
+@pytest.mark.parametrize("make", [lambda: ML1Trials("reach-v9"), lambda: ml1_goal_tasks("reach-v9"),
+                                  lambda: ml1_demonstrations("reach-v9")])
+def test_an_unknown_task_is_refused_with_the_names_close_to_it(make) -> None:
+    with pytest.raises(ValueError, match=r"Unknown Meta-World task .*Did you mean \['reach-v3'"):
+        make()
+
+
+def test_bad_instances_and_caps_are_refused_by_name(env: ML1Trials) -> None:
+    with pytest.raises(ValueError, match="cap"):
+        ml1_demonstrations("reach-v3", cap=-1)
+    demos = ml1_demonstrations("reach-v3")
+    for bad, exc in ((2.7, TypeError), ("3", TypeError), (-1, ValueError)):
+        with pytest.raises(exc, match="instance"):
+            demos(bad)
+    for bad, exc in ((-1, ValueError), (1.5, TypeError), (100, ValueError)):
+        with pytest.raises(exc, match="instance"):
+            env.reset(seed=bad)

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from experience_wrappers.validators import check_int
+from integrations.metaworld.checks import check_task_name
 from integrations.metaworld.ml1_trials import TRIAL_CAP, ML1Trials
 
 __all__ = ["scripted_demonstration", "ml1_demonstrations"]
@@ -82,9 +84,13 @@ def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP, reward_obse
     (3, 39, 0.0)
     """
 
+    check_task_name(task)
+    cap = check_int("cap", cap, minimum=1, numpy=True)
+
     @functools.lru_cache(maxsize=256)
     def demonstrations(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        obs, actions, rewards, success = scripted_demonstration(_demo_env(task, cap, reward_observed), int(instance))
+        instance = check_int("instance", instance, minimum=0, numpy=True, type_error=TypeError)
+        obs, actions, rewards, success = scripted_demonstration(_demo_env(task, cap, reward_observed), instance)
         return (obs, actions, rewards) if success else None
 
     return demonstrations

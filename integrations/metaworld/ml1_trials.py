@@ -37,6 +37,7 @@ import numpy as np
 from gymnasium import spaces
 
 from experience_wrappers.validators import check_int
+from integrations.metaworld.checks import check_task_name
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
 
@@ -66,6 +67,8 @@ def ml1_instances(goals: int = NUM_GOALS) -> tuple[list[int], list[int]]:
 @functools.lru_cache(maxsize=8)
 def _ml1(task: str, seed: int) -> tuple[tuple[Task, ...], tuple[Task, ...]]:
     import metaworld
+
+    check_task_name(task)  # (Meta-World's own error does not list the names)
 
     bench = build_benchmark(lambda: metaworld.ML1(task, seed=seed), NUM_GOALS)
     return tuple(bench.train_tasks), tuple(bench.test_tasks)
@@ -184,13 +187,15 @@ class ML1Trials(gym.Env):
 
         Raises:
             ValueError: ``seed`` is not an instance (``0 .. 99``).
+            TypeError: ``seed`` is not an int.
         """
-        super().reset(seed=seed)
         if seed is not None:
-            if not 0 <= int(seed) < len(self.tasks):
+            seed = check_int("seed", seed, numpy=True, type_error=TypeError, hint=" (an instance)")
+            if not 0 <= seed < len(self.tasks):
                 raise ValueError(f"{type(self).__name__}({self.task_name!r}): instance {seed} is not one of its "
                                  f"instances ({self._instances_text()})")
             self.instance = int(seed)
+        super().reset(seed=seed)
         self.raw = self._raw_of(self.tasks[self.instance].env_name)
         self.raw.set_task(self.tasks[self.instance])
         obs, _ = self.raw.reset()
