@@ -175,6 +175,13 @@ def test_death_is_not_a_success():
 def test_make_env_rejects_bad_arguments():
     with pytest.raises(ValueError, match="unknown MiniHack env id"):
         make_minihack_env("MiniHack-Room-5x5-v9")
+    with pytest.raises(ValueError, match="'CartPole-v1' is not a MiniHack or NLE env .*gymnasium.make"):
+        make_minihack_env("CartPole-v1")
+    with pytest.raises(ValueError, match=r"NLE's own envs, which have no cropped views \['glyphs_crop'\]"):
+        make_minihack_env("NetHackScore-v0")
+    env = make_minihack_env("NetHackScore-v0", observation_keys=("glyphs", "blstats"))  # NLE's own, uncropped
+    assert "glyphs" in env.observation_space.spaces
+    env.close()
     with pytest.raises(ValueError, match="unknown observation keys"):
         make_minihack_env(ROOM, observation_keys=("glyphs_crop", "nope"))
     with pytest.raises(ValueError, match="sequence of str"):

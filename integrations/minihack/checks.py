@@ -21,6 +21,11 @@ def check_env_id(env_id: str) -> None:
         close = difflib.get_close_matches(env_id, [k for k in gym.registry if "Hack" in k], n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ValueError(f"unknown MiniHack env id {env_id!r}{hint}")
+    entry = gym.spec(env_id).entry_point
+    package = entry.split(".", 1)[0] if isinstance(entry, str) else getattr(entry, "__module__", "").split(".")[0]
+    if package not in ("minihack", "nle"):
+        raise ValueError(f"{env_id!r} is not a MiniHack or NLE env (it comes from {package or entry!r}): this factory "
+                         "builds those; make it with gymnasium.make (or stable_baselines3's make_vec_env)")
 
 
 def check_observation_keys(observation_keys: Sequence[str], added_key: str | None) -> tuple[str, ...]:

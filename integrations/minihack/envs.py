@@ -297,7 +297,8 @@ def make_minihack_env(
 
     Raises:
         ImportError: MiniHack is not installed.
-        ValueError: unknown env id, bad observation keys or bad seed.
+        ValueError: an unknown env id or one that is neither MiniHack's nor NLE's, bad observation keys
+            (a cropped view asked of an NLE env) or a bad seed.
 
     >>> env = make_minihack_env("MiniHack-Room-5x5-v0", seed=0)
     >>> sorted(env.observation_space.spaces)
@@ -314,6 +315,10 @@ def make_minihack_env(
     check_env_kwargs(kwargs)
 
     spec = gym.spec(env_id)
+    cropped = [k for k in keys if k.endswith("_crop")]
+    if cropped and str(spec.entry_point).startswith("nle."):
+        raise ValueError(f"{env_id!r} is one of NLE's own envs, which have no cropped views {cropped} (MiniHack adds "
+                         "them): pass observation_keys without them, e.g. ('glyphs', 'blstats')")
     # Pass everything through the spec's kwargs so that ``max_episode_steps`` reaches the
     # env constructor instead of gym.make's own TimeLimit argument.
     spec = dataclasses.replace(
