@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from benchmarks.reporting.report import guided_gap, interval_eval_lines, main
 
 
@@ -41,8 +43,7 @@ def test_main_writes_the_page_the_figures_and_the_readme_headline(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- headline:start -->\nold\n<!-- headline:end -->\nrest\n")
     out = tmp_path / "docs" / "benchmarks.md"
-    text = main(["--results", str(root), "--out", str(out), "--readme", str(readme),
-                 "--analysis", str(tmp_path / "none.md"), "--overhead", str(tmp_path / "none.json"), "--targets"])
+    text = main(["--results", str(root), "--out", str(out), "--readme", str(readme), "--overhead", "--targets"])
     assert out.read_text() == text
     assert (tmp_path / "docs" / "figures" / "easy_Toy-v0.png").stat().st_size > 0
     assert "| easy | Toy-v0 | steps to 90 % <= 0.6x PPO's |" in text  # the targets table
@@ -67,10 +68,25 @@ def test_a_report_elsewhere_writes_only_there_and_holds_only_the_users_tables(tm
         path.write_text(json.dumps(run))
     readme_before, analysis = README.read_text(), ANALYSIS.read_text().strip().splitlines()[0]
     out = tmp_path / "elsewhere" / "report.md"
-    text = main(["--results", str(root), "--out", str(out), "--overhead", str(tmp_path / "none.json")])
+    text = main(["--results", str(root), "--out", str(out), "--overhead"])
     assert README.read_text() == readme_before  # the repository's README is left alone
     assert analysis not in text and "Targets of the benchmarks issue" not in text
     assert "## Suite `my-env`" in text  # the runs are filed under their own suite
     assert "steps to return 237.5" in text and "steps to return 475" not in text  # a return threshold
     assert sorted(p.name for p in out.parent.rglob("*") if p.is_file()) == ["my-env_Toy-v0.png", "report.md"]
     assert "README" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--analysis", "none.md"], "no such file: --analysis none.md"),
+    (["--overhead", "none.json"], "no such file: --overhead none.json"),
+    (["--suites", "nope"], "--suites: no results of ['nope']"),
+    (["--out", "results"], "--out results: a folder, not a file")])
+def test_the_report_refuses_what_it_would_have_ignored(tmp_path, monkeypatch, capsys, args, says):
+    (tmp_path / "results" / "easy" / "Toy-v0" / "ppo").mkdir(parents=True)
+    (tmp_path / "results" / "easy" / "Toy-v0" / "ppo" / "seed0.json").write_text(json.dumps(result("ppo", 0, 0.5)))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--results", "results", "--out", "report.md", *args])
+    assert stop.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "report.md").exists()

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.cli_checks import check_output_file
 from benchmarks.suites.suites import SUITES
 
 from .compare import COMPARE_TO, comparison_lines
@@ -434,7 +435,7 @@ def main(argv: list[str] | None = None, *, into_repository: bool = True) -> str:
                         "when writing docs/benchmarks.md, else none)")
     p.add_argument("--targets", action="store_true",
                    help="add the benchmarks issue's targets (always on for docs/benchmarks.md)")
-    p.add_argument("--overhead", type=Path, nargs="*", default=list(OVERHEAD),
+    p.add_argument("--overhead", type=Path, nargs="*", default=None,
                    help="overhead benchmark result files (default: the latest 16k-step runs)")
     p.add_argument("--readme", type=Path, nargs="?", const=README, default=None,
                    help="also refresh the headline block of this README (default path: the repository's)")
@@ -449,7 +450,22 @@ def main(argv: list[str] | None = None, *, into_repository: bool = True) -> str:
         args.out = default_out if into_repository else args.results / "report.md"
     project = args.out.resolve() == default_out.resolve()
     analysis = args.analysis or (ANALYSIS if project else None)
+    missing = [f"{flag} {path}" for flag, paths in (("--analysis", [args.analysis] if args.analysis else []),
+                                                     ("--overhead", args.overhead or [])) for path in paths
+               if not Path(path).is_file()]
+    if missing:  # (given by name: refused; the defaults are read where they exist)
+        p.error(f"no such file: {', '.join(missing)}")
+    if args.overhead is None:
+        args.overhead = [path for path in OVERHEAD if path.is_file()]
+    try:
+        check_output_file(args.out, "--out")
+    except ValueError as exc:
+        p.error(str(exc))
     results = load_results(args.results, args.suites)
+    have = sorted(d.name for d in args.results.iterdir() if d.is_dir())
+    unknown = sorted(set(args.suites or ()) - set(results) - set(have))
+    if unknown:
+        p.error(f"--suites: no results of {unknown} in {args.results} (its suites: {have})")
     text = render(results, args.out, args.out.parent / "figures", args.overhead, targets=project or args.targets,
                   results_dir=f"{args.results.as_posix()}/" if not project else "benchmarks/results/",
                   trials_root=args.results)
