@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.bank.folder import META, READ_ATTEMPTS
@@ -282,9 +284,29 @@ def _load_model(algorithm: type[BaseAlgorithm], model_zip: Path, env: VecEnv, kw
         if bad is not None:
             raise zipfile.BadZipFile(f"{bad} is damaged (CRC mismatch)")
         return algorithm.load(io.BytesIO(data), env=env, **kwargs)
+    except ValueError as exc:
+        if "spaces do not match" not in str(exc):
+            raise
+        saved, _, _ = load_from_zip_file(io.BytesIO(data), load_data=True, print_system_info=False)
+        name = "observation" if str(exc).startswith("Observation") else "action"
+        raise ValueError(f"cannot load run from {str(model_zip.parent)!r} onto this env: "
+                         f"{_space_difference(saved[f'{name}_space'], getattr(env, f'{name}_space'))}; build the env "
+                         "as for training (the same env and wrappers); nothing was changed") from None
     except (zipfile.BadZipFile, EOFError, KeyError, json.JSONDecodeError, UnicodeDecodeError, RuntimeError) as exc:
         raise RunFileError(f"cannot load run from {str(model_zip.parent)!r}: {model_zip.name} cannot be read "
                            f"({type(exc).__name__}: {exc}); nothing was changed") from exc
+
+
+def _space_difference(saved: gym.Space, given: gym.Space) -> str:
+    """How the space a model was saved with differs from an env's, key by key for Dict spaces."""
+    if not (isinstance(saved, gym.spaces.Dict) and isinstance(given, gym.spaces.Dict)):
+        return f"the model was trained on {saved}, the env gives {given}"
+    said = [f"{key!r}: saved {saved[key]}, the env's {given[key]}" for key in sorted(set(saved.spaces) & set(given.spaces))
+            if saved[key] != given[key]]
+    said += [f"{key!r} only in the saved model" for key in sorted(set(saved.spaces) - set(given.spaces))]
+    said += [f"{key!r} only in the env" for key in sorted(set(given.spaces) - set(saved.spaces))]
+    return ("the observation keys differ: " + "; ".join(said)) if said else \
+        f"the model was trained on {saved}, the env gives {given}"
 
 
 def _run_meta(path: Path) -> dict[str, Any] | None:
