@@ -288,6 +288,7 @@ def _load_model(algorithm: type[BaseAlgorithm], model_zip: Path, env: VecEnv, kw
         if "spaces do not match" not in str(exc):
             raise
         saved, _, _ = load_from_zip_file(io.BytesIO(data), load_data=True, print_system_info=False)
+        assert saved is not None  # (SB3 checked the spaces from it)
         name = "observation" if str(exc).startswith("Observation") else "action"
         raise ValueError(f"cannot load run from {str(model_zip.parent)!r} onto this env: "
                          f"{_space_difference(saved[f'{name}_space'], getattr(env, f'{name}_space'))}; build the env "
