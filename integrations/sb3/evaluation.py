@@ -79,14 +79,20 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     in a torch RNG of its own (the global one is left as it was): the same weights, bank
     and seed give the same figures. None: as the envs and torch are.
     """
-    n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True)
+    n_episodes, seed = check_episodes(n_episodes, seed)
     if seed is None:
         return _run_episodes(model, env, n_episodes, deterministic)
-    seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
     env.seed(seed)
     with th.random.fork_rng(devices=[]):
         th.manual_seed(seed)
         return _run_episodes(model, env, n_episodes, deterministic)
+
+
+def check_episodes(n_episodes: object, seed: object = None) -> tuple[int, int | None]:
+    """An evaluation's ``n_episodes`` (an int >= 1, else ValueError) and ``seed`` (None, or an int >= 0:
+    TypeError / ValueError), checked before any env is touched (:func:`run_episodes` and its callers)."""
+    return (check_int("n_episodes", n_episodes, minimum=1, numpy=True),
+            None if seed is None else check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError))
 
 
 def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool) -> dict[str, float]:
@@ -140,6 +146,7 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     Returns:
         ``{"with_experience": {...}, "without_experience": {...}}`` as :func:`run_episodes` gives.
     """
+    n_episodes, seed = check_episodes(n_episodes, seed)  # (before the injectors and the env are touched)
     env = env or model.get_env()
     if env is None:
         raise ValueError("no env: pass one or give the model an env")

@@ -300,13 +300,14 @@ def _load_model(algorithm: type[BaseAlgorithm], model_zip: Path, env: VecEnv, kw
 
 def _space_difference(saved: gym.Space, given: gym.Space) -> str:
     """How the space a model was saved with differs from an env's, key by key for Dict spaces."""
-    if not (isinstance(saved, gym.spaces.Dict) and isinstance(given, gym.spaces.Dict)):
-        return f"the model was trained on {saved}, the env gives {given}"
-    said = [f"{key!r}: saved {saved[key]}, the env's {given[key]}" for key in sorted(set(saved.spaces) & set(given.spaces))
-            if saved[key] != given[key]]
-    said += [f"{key!r} only in the saved model" for key in sorted(set(saved.spaces) - set(given.spaces))]
-    said += [f"{key!r} only in the env" for key in sorted(set(given.spaces) - set(saved.spaces))]
-    return ("the observation keys differ: " + "; ".join(said)) if said else \
+    said: list[str] = []
+    if isinstance(saved, gym.spaces.Dict) and isinstance(given, gym.spaces.Dict):
+        ours, theirs = set(saved.spaces), set(given.spaces)
+        said = [f"{key!r}: saved {saved[key]}, the env's {given[key]}" for key in sorted(ours & theirs)
+                if saved[key] != given[key]]
+        said += [f"{key!r} only in the saved model" for key in sorted(ours - theirs)]
+        said += [f"{key!r} only in the env" for key in sorted(theirs - ours)]
+    return "the observation keys differ: " + "; ".join(said) if said else \
         f"the model was trained on {saved}, the env gives {given}"
 
 

@@ -44,12 +44,12 @@ from experience_wrappers import ExperienceBank, ExperienceManager
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.validators import check_int, check_timesteps
+from experience_wrappers.validators import check_timesteps
 
 from .callback import CRLCallback
 from .discovery import find_experience
 from .env_families import Family, build_env, family_of
-from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .evaluation import check_episodes, evaluate_with_and_without_experience, run_episodes
 from .experience_features import crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
 from .guards import check_on_policy_class
@@ -330,9 +330,7 @@ class TaskScopeRL:
             ValueError: ``n_episodes`` is not an int >= 1, or ``seed`` a negative int.
             TypeError: ``seed`` is not an int.
         """
-        n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True)
-        if seed is not None:
-            seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
+        n_episodes, seed = check_episodes(n_episodes, seed)  # (before the roll-in env is switched off)
         if self.rollin_env is not None:
             self.rollin_env.enabled = False
         try:
