@@ -342,6 +342,47 @@ def test_key_encoder_is_deterministic_and_unit_norm():
     assert np.array_equal(enc.encode(extra, np.zeros(30, np.int64)), keys)
 
 
+def test_key_encoder_cache_gives_the_encoded_keys_and_keeps_the_checks(monkeypatch):
+    import pickle
+
+    from integrations.minihack import keys as keys_module
+
+    env = make_minihack_env(MONSTER_ROOM, observation_keys=FULL_KEYS)
+    space = env.observation_space
+    env.close()
+    obs = _collect(MONSTER_ROOM, FULL_KEYS, 40)
+    batch = {k: np.stack([o[k] for o in obs]) for k in space.spaces}
+    zeros = np.zeros(40, np.int64)
+    enc = MiniHackKeyEncoder(space, key_dim=64, seed=0)
+    first = enc.encode({k: v[:20] for k, v in batch.items()}, zeros[:20])  # rows 0-19 now cached
+    mixed = enc.encode(batch, zeros)  # 20 looked up, 20 encoded
+    fresh = MiniHackKeyEncoder(space, key_dim=64, seed=0).encode(batch, zeros)
+    assert np.allclose(mixed, fresh, atol=1e-6) and np.array_equal(mixed[:20], first)
+    assert np.array_equal(enc.encode(batch, zeros), mixed)  # all looked up
+    singles = np.stack([MiniHackKeyEncoder(space, key_dim=64, seed=0)(o) for o in obs[:5]])
+    assert np.array_equal(np.stack([enc(o) for o in obs[:5]]), singles)
+    # the same bytes as another dtype are not the same observation: float16 glyphs are refused
+    with pytest.raises(ValueError, match="integer"):
+        enc.encode(dict(batch, glyphs_crop=batch["glyphs_crop"].view(np.float16)), zeros)
+    bad = batch["glyphs_crop"].copy()
+    bad[0, 0, 0] = 9999
+    with pytest.raises(ValueError, match="ids must lie"):
+        enc.encode(dict(batch, glyphs_crop=bad), zeros)
+    # a task code enters the cached key when it enters the key
+    enc_t = MiniHackKeyEncoder(space, key_dim=64, task_weight=1.0)
+    one = {k: v[:1] for k, v in batch.items()}
+    assert _cos(enc_t.encode(one, np.zeros(1, np.int64))[0], enc_t.encode(one, np.ones(1, np.int64))[0]) < 0.8
+    # not pickled, bounded
+    assert 0 < len(enc._keys_cache) <= 40
+    copy = pickle.loads(pickle.dumps(enc))
+    assert copy._keys_cache == {} and np.array_equal(copy.encode(batch, zeros), mixed)
+    monkeypatch.setattr(keys_module, "KEY_CACHE_SIZE", 30)
+    small = MiniHackKeyEncoder(space, key_dim=64, seed=0)
+    for i in range(0, 40, 10):
+        small.encode({k: v[i:i + 10] for k, v in batch.items()}, zeros[:10])
+        assert len(small._keys_cache) <= 30
+
+
 def test_key_encoder_separates_states():
     env = make_minihack_env(MONSTER_ROOM, observation_keys=FULL_KEYS)
     enc = MiniHackKeyEncoder(env.observation_space, key_dim=64, seed=0)

@@ -129,6 +129,12 @@ class KeyPart:
     def __call__(self, batch: Mapping[str, Any]) -> np.ndarray:
         raise NotImplementedError
 
+    def key_values(self, x: np.ndarray) -> np.ndarray:
+        """The values of a batch ``x`` of this part's observation key (shape ``(n, *shape)``) that
+        enter the key: two observations with the same values get the same part (the encoder's
+        cache of keys reads them)."""
+        return x
+
 
 class _IdsPart(KeyPart):
     """A part that reads a Box of integer ids (``ndim`` axes) in ``[0, vocab)``, ``vocab`` = its high + 1."""
@@ -231,6 +237,10 @@ class BlstatsPart(KeyPart):
         values = np.mod(x[:, f], _VALUE_TABLE)
         v = (self._fields[f][None] * self._values[values]).sum(axis=1)
         return _unit(v, self._empty)
+
+    def key_values(self, x: np.ndarray) -> np.ndarray:
+        """Only ``fields`` enter the key (the step counter and the score change at every step)."""
+        return x[:, list(self.fields)]
 
 
 class LastActionPart(KeyPart):
