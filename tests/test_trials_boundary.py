@@ -250,3 +250,15 @@ def test_a_trial_horizon_that_is_not_a_whole_number_of_steps_is_refused_not_trun
     with pytest.raises(ValueError, match=f"horizon must be a positive int, got {bad!r}"):
         TrialMemory(SPACE, ACT, horizon=bad)
     assert TrialMemory(SPACE, ACT, horizon=np.int64(6)).layout.horizon == 6  # numpy's ints are ints
+
+
+def test_a_demonstration_longer_than_the_horizon_warns_and_is_placed():
+    mem = memory()  # horizon 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        obs, actions = demo(2 * SIZE + 2)  # 4 steps: within the horizon, no warning
+        assert len(mem.add_demonstration(mem.new_scope(), obs, actions)) == len(actions)
+    long_obs = np.zeros((9, 2), np.float32)
+    with pytest.warns(UserWarning, match=r"longer than the trials' horizon \(6 steps\), e.g. demonstrations\(3\)'s"):
+        ids = mem.add_demonstration(mem.new_scope(), long_obs, np.ones(9, np.int64), source="demonstrations(3)")
+    assert len(ids) == 9  # placed all the same

@@ -20,7 +20,8 @@ from ..validators import check_instances
 from ..wrappers.env_checks import Check, check_finite_observation
 from ..wrappers.spaces import base_parts
 
-__all__ = ["check_instances", "checked_observations", "trials_observation_space", "space_mismatch",
+__all__ = ["check_instances", "checked_observations", "check_demonstration_length", "trials_observation_space",
+           "space_mismatch",
            "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "TRIAL_INFO_KEY"]
 
 #: the observation keys a trial env adds to the env's own
@@ -34,6 +35,20 @@ RUN_BEST_KEY = "run_best"
 _SETTING_KEYS = (TRIAL_INDEX_KEY, RUN_BEST_KEY)
 #: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
 TRIAL_INFO_KEY = "trial"
+
+def check_demonstration_length(steps: int, horizon: int, source: str) -> None:
+    """Warn where a demonstration of ``steps`` is longer than the trials' ``horizon`` (their step cap).
+
+    Nothing is refused (a scripted demonstration may take a longer way), but a trial is cut at
+    the horizon, so the policy's own trials never show the demonstration's first steps with
+    their steps to go (above the horizon: rows read ``steps to go / horizon`` above 1).
+    """
+    if steps > horizon:
+        # (one message per horizon, whatever the length: Python shows it once, not once per demonstration)
+        warnings.warn(f"a demonstration is longer than the trials' horizon ({horizon} steps), e.g. {source}'s: trials "
+                      f"are cut at {horizon} steps, so its first steps show steps to go that no trial of the policy's "
+                      "own has; raise the horizon, or give shorter demonstrations", UserWarning, stacklevel=3)
+
 
 def checked_observations(check: Check, batch: Any, where: str, source: str) -> None:
     """Check a batch of observations that ``source`` gave (not the env) as the env's are checked.

@@ -36,7 +36,7 @@ from ..manager.episode import Episode
 from ..manager.learner import ExtractorLearner
 from ..validators import check_bool, check_int, check_real
 from ..wrappers.env_checks import observation_checker
-from .checks import checked_observations
+from .checks import check_demonstration_length, checked_observations
 from .goal_locator import GoalLocator
 from .memory_files import load_memory, save_memory
 from .run_best import LOCATE_FROM, LOCATE_HISTORY, run_best_mode
@@ -350,10 +350,8 @@ class TrialMemory:
         if m != n:
             raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "
                              "each action was taken from, one per action")
-        if rewards is None:
-            rewards = np.zeros(n)
-            if n:
-                rewards[-1] = 1.0
+        check_demonstration_length(n, self.layout.horizon, source)
+        rewards = np.eye(1, n, n - 1)[0] if rewards is None else rewards  # None: a success, 1 on its last step
         return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO, success=True)
 
     def read(self, scopes: np.ndarray, obs: Any, same: np.ndarray
