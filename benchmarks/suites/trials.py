@@ -150,6 +150,11 @@ ARMS: dict[str, dict[str, Any]] = {
     # succeeding
     "ppo-visible-solo-bonus-inf": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1,
                                    "free_members": 0, "env_kwargs": {"success_bonus": "infinite"}},
+    # and with a budget of 1M: what budget does a learned policy need to learn push (issue 37's push target
+    # applies where PPO with the goal visible learns the task)?
+    "ppo-visible-solo-bonus-inf-1m": {"kind": "crl", "scope": "none", "goal": "visible", "group_size": 1,
+                                      "free_members": 0, "steps": 1_000_000,
+                                      "env_kwargs": {"success_bonus": "infinite"}},
     # and with the protocol's groups (4 envs replaying one goal, one of them free): do groups still cap the
     # learner once the bonus is fixed?
     "ppo-visible-bonus-inf": {"kind": "crl", "scope": "none", "goal": "visible",
