@@ -9,7 +9,7 @@ from stable_baselines3.common.callbacks import CheckpointCallback
 from experience_wrappers.validators import check_int
 
 from .lifecycle import advantage_normalisation_as_configured
-from .run_persistence import experience_dir_of, save_experience
+from .run_persistence import experience_dir_of, save_checkpoint
 
 __all__ = ["CRLCheckpointCallback"]
 
@@ -18,11 +18,13 @@ class CRLCheckpointCallback(CheckpointCallback):
     """Every ``save_freq`` calls, save the model zip as SB3 does, and the experience beside it.
 
     Writes ``{save_path}/{name_prefix}_{steps}_steps.zip`` (with the model's own
-    ``normalize_advantage``) and ``{name_prefix}_{steps}_steps_experience/`` (bank,
-    extractor, manager state); :func:`~integrations.sb3.load_crl` takes the zip's path and
-    restores all of them. Arguments are SB3's ``CheckpointCallback``'s. The experience is
-    written first: a checkpoint zip is only ever there with its experience beside it (a save
-    that fails or is killed half-way leaves at most an experience folder without its zip).
+    ``normalize_advantage``), ``{name_prefix}_{steps}_steps_experience/`` (bank, extractor,
+    manager state) and ``{name_prefix}_{steps}_steps_replay.npz`` (self-imitation's replay, where
+    there is one); :func:`~integrations.sb3.load_crl` takes the zip's path and restores all of
+    them, and the ``VecNormalize`` statistics SB3 writes with ``save_vecnormalize=True``. Arguments
+    are SB3's ``CheckpointCallback``'s. The experience is written first: a checkpoint zip is only
+    ever there with its experience beside it (a save that fails or is killed half-way leaves at
+    most an experience folder without its zip).
 
     >>> cb = CRLCheckpointCallback(save_freq=1000, save_path="runs/checkpoints")
     >>> cb.name_prefix
@@ -38,10 +40,10 @@ class CRLCheckpointCallback(CheckpointCallback):
 
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq == 0:
-            path = experience_dir_of(self._checkpoint_path(extension="zip"))
-            save_experience(path, self.model, self.training_env)
+            model_zip = Path(self._checkpoint_path(extension="zip"))
+            save_checkpoint(model_zip, self.model, self.training_env)
             if self.verbose >= 2:
-                print(f"Saving experience checkpoint to {path}")
+                print(f"Saving experience checkpoint to {experience_dir_of(model_zip)}")
             with advantage_normalisation_as_configured(self.model):
                 super()._on_step()
         return True

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
+import re
 import uuid
+import warnings
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -14,7 +17,7 @@ import gymnasium as gym
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.save_util import load_from_zip_file
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from experience_wrappers.bank.folder import META, READ_ATTEMPTS
 from experience_wrappers.bank.save_load import replaced_folder
@@ -26,15 +29,20 @@ from .discovery import find_experience
 from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
-__all__ = ["save_crl", "load_crl", "save_experience", "experience_dir_of", "save_run", "load_run",
-           "REPLAY_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file", "check_same_save"]
+__all__ = ["save_crl", "load_crl", "save_experience", "save_checkpoint", "experience_dir_of", "replay_file_of",
+           "save_run", "load_run", "REPLAY_FILE", "VEC_NORMALIZE_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience",
+           "read_method_file", "check_same_save"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
 REPLAY_FILE = "replay.npz"
+#: the ``VecNormalize`` statistics of a run whose env has one (pickled without its envs, as SB3's ``VecNormalize.save``)
+VEC_NORMALIZE_FILE = "vecnormalize.pkl"
 #: a :func:`save_crl` folder's format (its ``meta.json``) and the names a save writes there
 RUN_FORMAT, RUN_VERSION = "complementary-rl-run", 1
-RUN_NAMES = frozenset({"model.zip", "experience", REPLAY_FILE, META})
+RUN_NAMES = frozenset({"model.zip", "experience", REPLAY_FILE, VEC_NORMALIZE_FILE, META})
+#: a checkpoint zip's name (SB3's ``CheckpointCallback``): its prefix and steps, for the files beside it
+_CHECKPOINT = re.compile(r"^(?P<prefix>.*)_(?P<steps>\d+)_steps\.zip$")
 #: the settings file of a :meth:`~integrations.sb3.ComplementaryRL.save` folder (a run folder besides)
 METHOD_FILE = "method.json"
 
@@ -55,6 +63,35 @@ def experience_dir_of(model_zip: str | Path) -> Path:
     return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_experience")
 
 
+def replay_file_of(model_zip: str | Path) -> Path:
+    """The self-imitation replay saved beside a checkpoint zip (``x_1000_steps.zip`` -> ``x_1000_steps_replay.npz``).
+
+    >>> replay_file_of("runs/rl_model_1000_steps.zip").as_posix()
+    'runs/rl_model_1000_steps_replay.npz'
+    """
+    p = Path(model_zip)
+    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_replay.npz")
+
+
+def _vec_normalize_file_of(model_zip: Path) -> Path | None:
+    """Where SB3's ``CheckpointCallback(save_vecnormalize=True)`` writes the statistics of a checkpoint zip."""
+    m = _CHECKPOINT.match(model_zip.name)
+    return None if m is None else model_zip.with_name(f"{m['prefix']}_vecnormalize_{m['steps']}_steps.pkl")
+
+
+def save_checkpoint(model_zip: Path, model: BaseAlgorithm, env: VecEnv | None = None) -> None:
+    """Write what :func:`load_crl` restores beside a checkpoint zip, before the zip: the experience
+    folder (:func:`experience_dir_of`) and the self-imitation replay (:func:`replay_file_of`; an old
+    file of that name is removed where there is no replay, so that it is never read as this one's)."""
+    manager = _one_manager(env or model.get_env(), "the checkpoint")
+    manager.save(experience_dir_of(model_zip))
+    replay_file = replay_file_of(model_zip)
+    if manager.replay is not None:
+        manager.replay.save(replay_file)
+    else:
+        replay_file.unlink(missing_ok=True)
+
+
 def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None) -> Path:
     """Write the manager of ``env`` (default: the model's) to ``path``: bank, extractor, manager state.
 
@@ -73,8 +110,9 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
              replay: SuccessReplay | None = None, *, lineage: list[str] | None = None) -> Path:
     """Write a run folder: ``path/model.zip``, ``path/experience/`` (bank, extractor, manager
     state), the self-imitation replay as ``path/replay.npz`` (``replay``, or else the manager's
-    own, ``manager.replay``, which :class:`CRLCallback` keeps, if any) and ``path/meta.json``.
-    :func:`load_crl` puts them all back.
+    own, ``manager.replay``, which :class:`CRLCallback` keeps, if any), the statistics of a
+    ``VecNormalize`` in the env's wrappers as ``path/vecnormalize.pkl`` and ``path/meta.json`` (with
+    the algorithm's name). :func:`load_crl` puts them all back.
 
     All or nothing: the run is written into a new folder beside ``path`` that then takes
     its place in one step, so a failed or killed save (a full disk while the model is
@@ -97,7 +135,8 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
              replay: SuccessReplay | None = None, *, files: Callable[[str], Mapping[str, bytes]] | None = None,
              own: frozenset[str] = RUN_NAMES, lineage: list[str] | None = None, overwrite: bool = False) -> Path:
     """Write a run folder whole and atomically: ``model.zip``, ``experience/`` (where there is a
-    ``manager``), ``replay.npz`` (where there is a ``replay``), ``meta.json`` with a new save id,
+    ``manager``), ``replay.npz`` (where there is a ``replay``), ``vecnormalize.pkl`` (where the
+    model's env has a ``VecNormalize``), ``meta.json`` with a new save id and the algorithm's name,
     and ``files(save_id)`` (name -> bytes; ``own`` must name them).
 
     The folder is swapped in by :func:`~experience_wrappers.bank.save_load.replaced_folder`: a
@@ -123,12 +162,17 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
             manager.save(tmp / "experience")
         if replay is not None:
             replay.save(tmp / REPLAY_FILE)
+        venv = model.get_env()
+        vec = unwrap_vec_normalize(venv) if venv is not None else None
+        if vec is not None:
+            (tmp / VEC_NORMALIZE_FILE).write_bytes(pickle.dumps(vec))  # VecNormalize pickles without its envs
         with advantage_normalisation_as_configured(model):
             model.save(tmp / "model.zip")
         for name, data in (files(save_id) if files is not None else {}).items():
             (tmp / name).write_bytes(data)
         (tmp / META).write_text(json.dumps({"format": RUN_FORMAT, "version": RUN_VERSION, "save_id": save_id,
-                                            "replay": replay is not None}))
+                                            "replay": replay is not None, "vec_normalize": vec is not None,
+                                            "algorithm": type(model).__name__}))
     if lineage is not None:
         lineage.append(save_id)
     return path
@@ -241,29 +285,80 @@ def _read_run(path: Path, model_zip: Path, experience: Path | None, restore: Cal
               env: VecEnv, algorithm: type[BaseAlgorithm], kwargs: dict[str, Any],
               lineage: list[str] | None, manager: ExperienceSource | None = None,
               ) -> tuple[BaseAlgorithm, SuccessReplay | None]:
-    """Read the model, the replay and (with ``restore``) the experience, all of one save."""
+    """Read the model, the replay, the ``VecNormalize`` statistics and (with ``restore``) the
+    experience, all of one save; the env's statistics and manager change only once all are read."""
+    folder = path.is_dir()
     for _ in range(READ_ATTEMPTS):
-        meta = _run_meta(path) if path.is_dir() else None
+        meta = _run_meta(path) if folder else None
+        saved_by = meta.get("algorithm") if meta is not None else None
+        if isinstance(saved_by, str) and saved_by != algorithm.__name__:
+            raise ValueError(f"cannot load run from {str(path)!r} as {algorithm.__name__}: it was saved by {saved_by}; "
+                             f"pass its algorithm ({saved_by}), nothing was changed")
         model = _load_model(algorithm, model_zip, env, kwargs)  # checks the spaces: nothing has changed yet
-        replay_file = path / REPLAY_FILE if path.is_dir() else None
-        if replay_file is not None and meta is not None and meta.get("replay") and not replay_file.exists():
-            raise RunFileError(f"cannot load run from {str(path)!r}: {REPLAY_FILE} is missing (the save wrote "
-                               "self-imitation's replay there); restore the file, or load a whole save")
-        replay = SuccessReplay.load(replay_file) if replay_file is not None and replay_file.exists() else None
+        replay_file = path / REPLAY_FILE if folder else replay_file_of(model_zip)
+        replay = _read_replay(path, replay_file, meta)
+        stats = _read_statistics(path, path / VEC_NORMALIZE_FILE if folder else _vec_normalize_file_of(model_zip), meta)
         if restore is not None and experience is not None:
             restore(experience)  # reads and checks everything before it changes what it restores
-        if not path.is_dir() or _run_meta(path) == meta:
+        if not folder or _run_meta(path) == meta:
             break
         # a save replaced the run folder while it was read: read it again, whole
     else:
         raise RunFileError(f"cannot load run from {str(path)!r}: the folder kept changing while it was read "
                            "(saves in progress?)")
+    _restore_statistics(env, stats, path)
     if replay is not None and manager is not None:
         manager.replay = replay
     if lineage is not None:
         save_id = meta.get("save_id") if meta is not None else None
         lineage[:] = [save_id] if isinstance(save_id, str) else []
     return model, replay
+
+
+def _read_replay(path: Path, replay_file: Path, meta: dict[str, Any] | None) -> SuccessReplay | None:
+    """The saved self-imitation replay (None where there is none); a missing or damaged file is a :class:`RunFileError`."""
+    if meta is not None and meta.get("replay") and not replay_file.exists():
+        raise RunFileError(f"cannot load run from {str(path)!r}: {REPLAY_FILE} is missing (the save wrote "
+                           "self-imitation's replay there); restore the file, or load a whole save")
+    if not replay_file.exists():
+        return None
+    try:
+        return SuccessReplay.load(replay_file)
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError, ValueError) as exc:
+        raise RunFileError(f"cannot load run from {str(path)!r}: {replay_file.name} cannot be read "
+                           f"({type(exc).__name__}: {exc}); nothing was changed") from exc
+
+
+def _read_statistics(path: Path, stats_file: Path | None, meta: dict[str, Any] | None) -> VecNormalize | None:
+    """The saved ``VecNormalize`` (its statistics; None where none was saved), read and checked."""
+    if meta is not None and meta.get("vec_normalize") and (stats_file is None or not stats_file.exists()):
+        raise RunFileError(f"cannot load run from {str(path)!r}: {VEC_NORMALIZE_FILE} is missing (the save wrote the "
+                           "env's VecNormalize statistics there); restore it, or load a whole save")
+    if stats_file is None or not stats_file.exists():
+        return None
+    try:
+        saved = pickle.loads(stats_file.read_bytes())  # noqa: S301 (a run this library wrote, as SB3's VecNormalize.load)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, OSError) as exc:
+        raise RunFileError(f"cannot load run from {str(path)!r}: {stats_file.name} cannot be read ({exc})") from exc
+    if not isinstance(saved, VecNormalize):
+        raise RunFileError(f"cannot load run from {str(path)!r}: {stats_file.name} holds a "
+                           f"{type(saved).__name__}, not VecNormalize statistics")
+    return saved
+
+
+def _restore_statistics(env: VecEnv, saved: VecNormalize | None, path: Path) -> None:
+    """Copy saved ``VecNormalize`` statistics into the env's own; say where one of the two is missing."""
+    vec = unwrap_vec_normalize(env)
+    if saved is not None and vec is not None:
+        vec.obs_rms, vec.ret_rms = saved.obs_rms, saved.ret_rms
+    elif saved is not None:
+        warnings.warn(f"the run in {str(path)!r} was trained under VecNormalize (its statistics are saved), but the "
+                      "env has none: observations reach the policy unnormalised. Build the env as for training, "
+                      "VecNormalize included", UserWarning, stacklevel=3)
+    elif vec is not None and vec.norm_obs:
+        warnings.warn(f"the env has a VecNormalize, but the run in {str(path)!r} saved no statistics (a checkpoint "
+                      "of CRLCheckpointCallback(save_vecnormalize=False), or a run saved without one): its "
+                      "statistics start again from the env's own", UserWarning, stacklevel=3)
 
 
 def _one_manager(venv: VecEnv | None, caller: str) -> ExperienceSource:
@@ -281,6 +376,8 @@ def _load_model(algorithm: type[BaseAlgorithm], model_zip: Path, env: VecEnv, kw
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             bad = z.testzip()  # every member's CRC
+            if "data" not in z.namelist():  # (a zip cut short can read as the archive inside it)
+                raise zipfile.BadZipFile("it holds no SB3 model (no 'data' member): cut short?")
         if bad is not None:
             raise zipfile.BadZipFile(f"{bad} is damaged (CRC mismatch)")
         return algorithm.load(io.BytesIO(data), env=env, **kwargs)

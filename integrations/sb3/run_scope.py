@@ -26,7 +26,6 @@ import functools
 import inspect
 import json
 import logging
-import pickle
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials import TrialMemory
@@ -49,6 +48,7 @@ from .method_settings import check_seed, load_arguments, settings_to_json
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
+    VEC_NORMALIZE_FILE,
     check_same_save,
     load_run,
     read_method_file,
@@ -63,8 +63,6 @@ __all__ = ["RunScopeRL", "VEC_NORMALIZE_FILE"]
 
 log = logging.getLogger(__name__)
 
-#: the ``VecNormalize`` statistics of a run built with ``vec_normalize`` (pickled, without its envs)
-VEC_NORMALIZE_FILE = "vecnormalize.pkl"
 #: settings a load may change; every other one is the saved run's (refused unless equal)
 _APPLIED_ON_LOAD = frozenset({"seed", "n_envs", "verbose", "tensorboard_log", "algorithm_kwargs"})
 
@@ -286,13 +284,10 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         settings = settings_to_json(self._settings)
 
         def files(save_id: str) -> dict[str, bytes]:
-            out = {METHOD_FILE: json.dumps({**settings, "save_id": save_id}, indent=1).encode()}
-            if isinstance(self.env, VecNormalize):
-                out[VEC_NORMALIZE_FILE] = pickle.dumps(self.env)  # VecNormalize pickles without its envs
-            return out
+            return {METHOD_FILE: json.dumps({**settings, "save_id": save_id}, indent=1).encode()}
 
         return save_run(Path(folder), self.model, self.memory if self.experience else None, self.replay, files=files,
-                        own=RUN_NAMES | {METHOD_FILE, VEC_NORMALIZE_FILE}, lineage=self._lineage,
+                        own=RUN_NAMES | {METHOD_FILE}, lineage=self._lineage,
                         overwrite=overwrite)
 
     @classmethod
@@ -328,7 +323,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if had_demos and demonstrations is None:
             raise ValueError("this run was given demonstrations: pass demonstrations=the same function (they are "
                              "not saved)")
-        vec_stats = (folder / VEC_NORMALIZE_FILE).read_bytes() if settings.get("vec_normalize") is not None else None
         run = cls(env, demonstrations=demonstrations, **settings)
         try:
             run.model, replay = load_run(folder, run.env, PPO, lineage=run._lineage,
@@ -337,8 +331,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         except BaseException:
             run.close()
             raise
-        if vec_stats is not None and isinstance(run.env, VecNormalize):
-            _restore_statistics(run.env, vec_stats, folder)
         if replay is not None and run.sil_callback is not None:
             run.sil_callback.replay = run.replay = replay
         if "seed" in overrides:
@@ -376,15 +368,3 @@ def _read_settings(folder: Path) -> dict[str, Any]:
         raise RunFileError(f"cannot load run from {str(folder)!r}: not a run-scope run's settings "
                            "(load a task-scope run with ComplementaryRL.load)")
     return saved
-
-
-def _restore_statistics(venv: VecNormalize, data: bytes, folder: Path) -> None:
-    """Copy saved ``VecNormalize`` statistics into ``venv`` (the run's, already wrapping its envs)."""
-    try:
-        saved = pickle.loads(data)  # noqa: S301 (a run folder this library wrote, as SB3's VecNormalize.load)
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
-        raise RunFileError(f"cannot load run from {str(folder)!r}: {VEC_NORMALIZE_FILE} cannot be read ({exc})") from exc
-    if not isinstance(saved, VecNormalize):
-        raise RunFileError(f"cannot load run from {str(folder)!r}: {VEC_NORMALIZE_FILE} holds a "
-                           f"{type(saved).__name__}, not VecNormalize statistics")
-    venv.obs_rms, venv.ret_rms = saved.obs_rms, saved.ret_rms

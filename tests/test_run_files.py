@@ -1,0 +1,111 @@
+"""What a saved run holds beside its model and bank: a checkpoint's replay, the ``VecNormalize``
+statistics, the algorithm's name; damaged and missing files named (a hostile user's probe)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.vec_env import VecNormalize
+
+from experience_wrappers.errors import RunFileError
+from experience_wrappers.replay import SOURCE_DEMO, SuccessReplay
+from integrations.sb3 import CRLCallback, find_experience, load_crl, save_crl
+from integrations.sb3.run_persistence import (
+    REPLAY_FILE,
+    VEC_NORMALIZE_FILE,
+    experience_dir_of,
+    replay_file_of,
+    save_checkpoint,
+)
+from integrations.sb3.vec_env import norm_obs_keys
+
+from .test_sb3 import PPO_KW, wrapped_vec
+
+
+def _replay(n: int) -> SuccessReplay:
+    replay = SuccessReplay(64)
+    obs = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(n, 4)
+    replay.add_episode({"observation": obs}, np.ones(n, dtype=np.int64), np.ones(n), gamma=0.5, source=SOURCE_DEMO)
+    return replay
+
+
+def _normalised(seed: int = 0) -> VecNormalize:
+    venv = wrapped_vec(2, seed=seed)
+    return VecNormalize(venv, norm_obs_keys=norm_obs_keys(venv), norm_reward=False)
+
+
+def test_a_checkpoint_keeps_the_replay_and_load_crl_restores_it(tmp_path) -> None:
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    manager = find_experience(venv)[0][0]
+    manager.replay = _replay(6)
+    model_zip = tmp_path / "rl_model_64_steps.zip"
+    save_checkpoint(model_zip, model)
+    model.save(model_zip)
+    assert replay_file_of(model_zip).is_file() and experience_dir_of(model_zip).is_dir()
+    venv2 = wrapped_vec(2, seed=1)
+    load_crl(model_zip, venv2)
+    assert find_experience(venv2)[0][0].replay.counts() == {"demo": 6, "own": 0}  # before: no replay at all
+    # a checkpoint of a run with no replay leaves no replay file of an earlier run of that name behind
+    manager.replay = None
+    save_checkpoint(model_zip, model)
+    assert not replay_file_of(model_zip).exists()
+
+
+def test_the_checkpoint_callback_writes_the_replay_beside_its_zip(tmp_path) -> None:
+    from integrations.sb3 import CRLCheckpointCallback
+
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    cb = CRLCallback(self_imitation={"only_with_success": False})
+    model.learn(128, callback=[cb, CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
+    assert cb.manager.replay is not None
+    assert replay_file_of(tmp_path / "rl_model_128_steps.zip").is_file()
+
+
+def test_save_crl_keeps_the_vec_normalize_statistics(tmp_path) -> None:
+    venv = _normalised()
+    model = PPO("MultiInputPolicy", venv, **PPO_KW).learn(256, callback=CRLCallback())
+    folder = save_crl(tmp_path / "run", model)
+    assert (folder / VEC_NORMALIZE_FILE).is_file() and json.loads((folder / "meta.json").read_text())["vec_normalize"]
+    venv2 = _normalised(seed=1)
+    load_crl(folder, venv2)
+    np.testing.assert_array_equal(venv2.obs_rms["observation"].mean, venv.obs_rms["observation"].mean)
+    assert venv2.obs_rms["observation"].count == venv.obs_rms["observation"].count  # before: a fresh 1e-4
+    raw = {k: np.ones((1, *s.shape), np.float32) for k, s in venv.observation_space.spaces.items()}
+    np.testing.assert_array_equal(venv2.normalize_obs(raw)["observation"], venv.normalize_obs(raw)["observation"])
+    # onto an env without VecNormalize: loaded, with a warning that says the observations are not normalised
+    with pytest.warns(UserWarning, match="trained under VecNormalize"):
+        load_crl(folder, wrapped_vec(2, seed=2))
+    (folder / VEC_NORMALIZE_FILE).unlink()
+    with pytest.raises(RunFileError, match="vecnormalize.pkl is missing"):
+        load_crl(folder, _normalised(seed=3))
+
+
+def test_load_crl_refuses_another_algorithm_by_name(tmp_path) -> None:
+    venv = wrapped_vec(2)
+    model = A2C("MultiInputPolicy", venv, n_steps=8, seed=0, device="cpu").learn(64, callback=CRLCallback())
+    folder = save_crl(tmp_path / "run", model)
+    with pytest.raises(ValueError, match="saved by A2C; pass its algorithm"):
+        load_crl(folder, wrapped_vec(2, seed=1))  # before: a PPO, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert isinstance(load_crl(folder, wrapped_vec(2, seed=1), A2C), A2C)
+
+
+def test_damaged_model_and_replay_files_are_named(tmp_path) -> None:
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW).learn(128, callback=CRLCallback())
+    folder = save_crl(tmp_path / "run", model, replay=_replay(4))
+    zipped = (folder / "model.zip").read_bytes()
+    (folder / REPLAY_FILE).write_bytes((folder / REPLAY_FILE).read_bytes()[:40])
+    with pytest.raises(RunFileError, match="replay.npz cannot be read"):
+        load_crl(folder, wrapped_vec(2, seed=1))  # before: zipfile's BadZipFile, naming no file
+    folder = save_crl(tmp_path / "run", model, replay=_replay(4))
+    (folder / "model.zip").write_bytes(zipped[: len(zipped) - 300])  # cut inside the inner archive
+    with pytest.raises(RunFileError, match="model.zip cannot be read"):
+        load_crl(folder, wrapped_vec(2, seed=1))  # before: SB3's bare AssertionError
