@@ -152,18 +152,15 @@ def _schedule(progress: float) -> float:
 
 @pytest.mark.parametrize("experience", [True, False])
 def test_item6_a_setting_that_cannot_be_saved_is_refused_by_name_and_nothing_is_written(tmp_path, experience) -> None:
-    run = _run(experience, algorithm_kwargs={**SMALL, "learning_rate": lambda p: 3e-4 * p})
+    # refused at construction, before any training (as run scope does), not at the save after it
     with pytest.raises(TypeError, match=r"algorithm_kwargs\['learning_rate'\].*cannot be saved"):
-        run.save(tmp_path / "r")
-    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
-    run.close()
+        _run(experience, algorithm_kwargs={**SMALL, "learning_rate": lambda p: 3e-4 * p})
     class LocalTanh(th.nn.Tanh):  # defined inside a function: no importable name
         pass
 
-    run = _run(experience, policy_kwargs={"net_arch": [8], "activation_fn": LocalTanh})
     with pytest.raises(TypeError, match=r"policy_kwargs\['activation_fn'\] = .*LocalTanh.* cannot be saved"):
-        run.save(tmp_path / "r")
-    run.close()
+        _run(experience, policy_kwargs={"net_arch": [8], "activation_fn": LocalTanh})
+    assert not (tmp_path / "r").exists()
 
 
 def test_item6_an_importable_schedule_and_classes_are_saved_by_name_and_load(tmp_path) -> None:

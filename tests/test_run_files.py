@@ -109,3 +109,26 @@ def test_damaged_model_and_replay_files_are_named(tmp_path) -> None:
     (folder / "model.zip").write_bytes(zipped[: len(zipped) - 300])  # cut inside the inner archive
     with pytest.raises(RunFileError, match="model.zip cannot be read"):
         load_crl(folder, wrapped_vec(2, seed=1))  # before: SB3's bare AssertionError
+
+
+def test_a_loaded_run_goes_on_from_its_steps_and_schedules(tmp_path) -> None:
+    from integrations.sb3 import ComplementaryRL
+
+    run = ComplementaryRL("CartPole-v1", n_envs=1, seed=0, algorithm_kwargs={"n_steps": 64, "batch_size": 32})
+    run.learn(256)
+    run.save(tmp_path / "run")
+    progress = run.manager.schedule.state_dict()["progress"]
+    back = ComplementaryRL.load(tmp_path / "run").learn(128)
+    assert back.model.num_timesteps == 256 + 128  # before: 128, the schedules started again
+    assert back.manager.schedule.state_dict()["progress"] > progress
+    run.evaluate(2, seed=0)
+    run.learn(64)  # after an evaluation on its envs, the run starts them again and goes on counting
+    assert run.model.num_timesteps == 256 + 64
+    assert ComplementaryRL.load(tmp_path / "run").learn(64, reset_num_timesteps=True).model.num_timesteps == 64
+
+
+def test_task_scope_refuses_a_setting_it_could_not_save_before_training() -> None:
+    from integrations.sb3 import ComplementaryRL
+
+    with pytest.raises(TypeError, match=r"algorithm_kwargs\['learning_rate'\].*cannot be saved"):
+        ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs={"learning_rate": lambda p: 1e-3 * p})

@@ -208,10 +208,12 @@ class RunScopeRL(ComplementaryRL, scope="run"):
     # ------------------------------------------------------------------ use
     def learn(self, total_timesteps: int, callback: BaseCallback | Sequence[BaseCallback] | None = None,
               **learn_kwargs: Any) -> RunScopeRL:
-        """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours;
-        ``progress_bar=True`` and the other ``learn`` arguments as in SB3)."""
+        """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours;
+        ``progress_bar=True`` and the other ``learn`` arguments as in SB3). The run goes on from its
+        steps so far (a loaded run's too: ``reset_num_timesteps=False`` unless you pass it)."""
         total_timesteps = check_timesteps(total_timesteps)
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
+        learn_kwargs.setdefault("reset_num_timesteps", False)
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         return self
 

@@ -178,6 +178,7 @@ class TaskScopeRL:
                                                   ("callback_kwargs", callback_kwargs),
                                                   ("ingest_kwargs", ingest_kwargs),
                                                   ("algorithm_kwargs", algorithm_kwargs))}}
+        settings_to_json(self._settings)  # refuses, by name, a setting a save could not write (now, not after learn)
         fam = family_of(env)
         self.family: Family = fam
         self._check(fam, demonstrations)
@@ -307,13 +308,16 @@ class TaskScopeRL:
     # ------------------------------------------------------------------ use
     def learn(self, total_timesteps: int, callback: BaseCallback | Sequence[BaseCallback] | None = None,
               **learn_kwargs: Any) -> Self:
-        """Train for ``total_timesteps`` (``model.learn`` with the method's callbacks after yours).
+        """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours).
 
-        Under roll-in your callbacks see every step as SB3 gives it (the policy's actions, the
-        ends of rolled-in episodes); wrap one in :class:`RollInView` to see the executed actions
-        or to count only episodes from true starts."""
+        The run goes on from its steps so far (a loaded run's too): its step count, its schedules
+        and its logs continue (SB3's ``reset_num_timesteps=False``; pass ``reset_num_timesteps=True``
+        to start them again). Under roll-in your callbacks see every step as SB3 gives it (the
+        policy's actions, the ends of rolled-in episodes); wrap one in :class:`RollInView` to see the
+        executed actions or to count only episodes from true starts."""
         total_timesteps = check_timesteps(total_timesteps)
         user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
+        learn_kwargs.setdefault("reset_num_timesteps", False)
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         if self.crl_callback is not None and self.crl_callback.sil is not None:
             self.sil_callback = self.crl_callback.sil
@@ -341,6 +345,8 @@ class TaskScopeRL:
             if self.rollin_env is not None:
                 self.rollin_env.enabled = True
                 self.model._last_obs = self.rollin_env.reset()  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
+            else:  # the evaluated episodes moved the envs on: the next learn() starts them again
+                self.model._last_obs = None
 
     def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
         """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``,
