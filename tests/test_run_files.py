@@ -132,3 +132,16 @@ def test_task_scope_refuses_a_setting_it_could_not_save_before_training() -> Non
 
     with pytest.raises(TypeError, match=r"algorithm_kwargs\['learning_rate'\].*cannot be saved"):
         ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs={"learning_rate": lambda p: 1e-3 * p})
+
+
+def test_a_save_through_a_symbolic_link_goes_into_the_folder_it_points_to(tmp_path) -> None:
+    model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW).learn(64, callback=CRLCallback())
+    first = save_crl(tmp_path / "v1", model)
+    (first / "notes.txt").write_text("mine")
+    (tmp_path / "latest").symlink_to(first, target_is_directory=True)
+    before = json.loads((first / "meta.json").read_text())["save_id"]
+    save_crl(tmp_path / "latest", model)
+    assert (tmp_path / "latest").is_symlink()  # before: the link replaced by a folder, notes.txt moved into it
+    assert json.loads((first / "meta.json").read_text())["save_id"] != before
+    assert (first / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "v1"]  # no temporary folder or link left

@@ -106,8 +106,9 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
                     error: type[ExperienceFileError] = BankFileError) -> Iterator[Path]:
     """Build a new folder inside the block; when the block succeeds it takes ``path``'s place.
 
-    For folders saved whole (the manager's). ``path`` must not exist, be empty, or be a
-    folder of format ``fmt`` (its ``meta.json``); any other folder is refused. Saves into one
+    For folders saved whole (the manager's). ``path`` (through a symbolic link: the folder it
+    points to) must not exist, be empty, or be a folder of format ``fmt`` (its ``meta.json``);
+    any other folder is refused. Saves into one
     parent folder are serialised by a lock on it. The new folder is swapped in atomically
     (two renames where the OS cannot swap); files of the previous folder that ``own`` does
     not claim (the user's) are moved into the new one, never removed. A block that raises
@@ -120,7 +121,7 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
         own: whether a top-level name in such a folder is one the save writes.
         error: the error a refused folder raises, the one of the folder's kind.
     """
-    path = Path(os.path.abspath(path))
+    path = Path(os.path.realpath(path))  # through symbolic links: a link to a folder saves into that folder
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
