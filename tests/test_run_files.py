@@ -145,3 +145,25 @@ def test_a_save_through_a_symbolic_link_goes_into_the_folder_it_points_to(tmp_pa
     assert json.loads((first / "meta.json").read_text())["save_id"] != before
     assert (first / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "v1"]  # no temporary folder or link left
+
+
+def test_a_loaded_run_goes_on_with_its_roll_in_curriculum(tmp_path) -> None:
+    from experience_wrappers.rollin import RollInCurriculum
+    from integrations.sb3 import ComplementaryRL
+
+    run = ComplementaryRL("MiniHack-Room-5x5-v0", demonstrations=3, n_envs=1, seed=0,
+                          rollin={"curriculum": {"threshold": 0.1, "window": 1, "shrink_step": 1}},
+                          algorithm_kwargs={"n_steps": 64, "batch_size": 64})
+    start = run.rollin_env.curriculum.h
+    run.learn(192)
+    state = run.rollin_env.curriculum.state_dict()
+    assert state["shrinks"] > 0 and state["h"] < start
+    run.save(tmp_path / "run")
+    back = ComplementaryRL.load(tmp_path / "run")
+    assert back.rollin_env.curriculum.state_dict() == state  # before: h and the shrinks started again
+    c = RollInCurriculum(h=5, window=2)
+    with pytest.raises(ValueError, match="outcomes must be a list of at most 2"):
+        c.load_state_dict({"h": 3, "shrinks": 1, "outcomes": [1, 0, 1]})
+    with pytest.raises(ValueError, match="h"):
+        c.load_state_dict({"h": -1, "shrinks": 1, "outcomes": []})
+    assert c.state_dict() == {"h": 5, "shrinks": 0, "outcomes": []}  # a refused state changes nothing

@@ -120,3 +120,23 @@ class RollInCurriculum:
         self.shrinks += 1
         self._outcomes.clear()
         return True
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the curriculum stands (``h``, its shrinks and the outcomes kept at ``h``), for a save."""
+        return {"h": self.h, "shrinks": self.shrinks, "outcomes": list(self._outcomes)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Go on from a :meth:`state_dict` (a saved run's curriculum).
+
+        Raises:
+            ValueError: a state this curriculum could not have reached (``h`` below ``min_h``,
+                a negative shrink count, more outcomes than the window or outcomes not 0 or 1).
+        """
+        h = check_int("the saved curriculum's h", state.get("h"), minimum=self.min_h)
+        shrinks = check_int("the saved curriculum's shrinks", state.get("shrinks"), minimum=0)
+        outcomes = state.get("outcomes")
+        if not isinstance(outcomes, list) or len(outcomes) > self.window or any(o not in (0, 1) for o in outcomes):
+            raise ValueError(f"the saved curriculum's outcomes must be a list of at most {self.window} values "
+                             f"0 or 1, got {outcomes!r}")
+        self.h, self.shrinks = h, shrinks
+        self._outcomes = deque((float(o) for o in outcomes), maxlen=self.window)

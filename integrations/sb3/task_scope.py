@@ -362,7 +362,8 @@ class TaskScopeRL:
         settings = settings_to_json(self._settings)  # refuses, by name, what cannot be saved
 
         def files(save_id: str) -> dict[str, bytes]:
-            return {METHOD_FILE: json.dumps({**settings, "save_id": save_id}, indent=1).encode()}
+            state = {} if self.rollin_env is None else {"rollin_state": self.rollin_env.curriculum.state_dict()}
+            return {METHOD_FILE: json.dumps({**settings, **state, "save_id": save_id}, indent=1).encode()}
 
         replay = self.replay if self.replay is not None or self.manager is None else self.manager.replay
         return save_run(Path(folder), self.model, self.manager, replay, files=files,
@@ -375,7 +376,8 @@ class TaskScopeRL:
 
         ``env``: needed when the run was built from a factory (an id is saved). ``algorithm``:
         needed when it is not SB3's or sb3_contrib's (it is found by its saved name). Scripted
-        demonstrations are recorded again for roll-in's guide and curriculum, not added again.
+        demonstrations are recorded again for roll-in's guide, not added again; the roll-in
+        curriculum goes on from where it stood (its ``h``, shrinks and outcomes are saved).
 
         ``overrides`` (the constructor's arguments) are applied or refused by name (see
         :func:`~integrations.sb3.method_settings.load_arguments`): ``experience``, ``policy``,
@@ -388,6 +390,7 @@ class TaskScopeRL:
             raise RunFileError(f"cannot load run from {str(folder)!r} with {cls.__name__}: a run of scope "
                                f"{saved['scope']!r}; use ComplementaryRL.load")
         method_save_id = saved.pop("save_id", None)
+        rollin_state = saved.pop("rollin_state", None)  # where the roll-in curriculum stood (goes on from there)
         settings, load_kwargs = load_arguments(saved, overrides, inspect.signature(cls.__init__).parameters)
         # a run saved before ManagerConfig.extractor held every extractor setting: moved silently
         settings["manager_kwargs"] = move_deprecated(settings.get("manager_kwargs") or {}, warn=False)
@@ -415,6 +418,8 @@ class TaskScopeRL:
             else:
                 run.model, run.replay = load_run(folder, train_env, algorithm, lineage=run._lineage, **load_kwargs)
             check_same_save(folder, method_save_id, run._lineage)
+            if rollin_state is not None and run.rollin_env is not None:
+                run.rollin_env.curriculum.load_state_dict(rollin_state)
         except BaseException:
             run.close()
             raise
