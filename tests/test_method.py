@@ -49,14 +49,45 @@ def test_the_two_line_form_runs_self_imitation_on_the_managers_replay_and_saves_
     assert len(find_experience(venv)[0][0].replay) == n
 
 
-def test_by_default_self_imitation_stops_on_an_env_that_reports_no_success(caplog) -> None:
+def test_by_default_self_imitation_stops_on_an_env_that_reports_no_success(caplog, monkeypatch) -> None:
+    from experience_wrappers.manager import episode
+
+    monkeypatch.setattr(episode, "NO_REPORT_EPISODES", 5)  # (100 by default)
     env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), seed=0)
     model = PPO("MultiInputPolicy", env, seed=0, **SMALL)
     cb = CRLCallback()
     with caplog.at_level("INFO", logger="integrations.sb3.self_imitation"):
         model.learn(256, callback=cb)
     assert cb.sil is not None and not cb.sil.active and len(cb.sil.replay) == 0
-    assert "self-imitation is off: this env reports no success" in caplog.text
+    assert caplog.text.count("self-imitation is off: this env reported no success") == 1
+
+
+class _SuccessOnly(gym.Wrapper):
+    """CartPole that sets ``info["is_success"] = True`` when an episode lasts 20 steps, and no key otherwise."""
+
+    def reset(self, **kwargs):
+        self.t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.t += 1
+        if self.t >= 20:
+            truncated, info = True, {**info, "is_success": True}
+        return obs, reward, terminated, truncated, info
+
+
+def test_an_env_that_reports_successes_only_keeps_self_imitation_and_its_failures_are_failures() -> None:
+    env = ExperienceWrapper(_SuccessOnly(gym.make("CartPole-v1")), ExperienceBank(seed=0), seed=0)
+    model = PPO("MultiInputPolicy", env, seed=0, **SMALL)
+    cb = CRLCallback()
+    outcomes = []
+    real_finish = env.injector.finish
+    env.injector.finish = lambda r, success: outcomes.append(success) or real_finish(r, success)
+    model.learn(1024, callback=cb)
+    assert cb.sil is not None and cb.sil.active and cb.sil.replay.counts()["own"] > 0  # before: off, nothing kept
+    first = outcomes.index(True)
+    assert None not in outcomes[first:] and False in outcomes[first:]  # a missing key after a success: a failure
 
 
 def test_crl_callback_self_imitation_can_be_turned_off_and_checks_its_arguments() -> None:

@@ -262,3 +262,22 @@ def test_a_demonstration_longer_than_the_horizon_warns_and_is_placed():
     with pytest.warns(UserWarning, match=r"longer than the trials' horizon \(6 steps\), e.g. demonstrations\(3\)'s"):
         ids = mem.add_demonstration(mem.new_scope(), long_obs, np.ones(9, np.int64), source="demonstrations(3)")
     assert len(ids) == 9  # placed all the same
+
+
+class _Unreported(gym.Wrapper):
+    """The grid with a reward at every step and no success key: every trial's rewards sum above 0."""
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, _ = self.env.step(action)
+        return obs, reward + 0.1, terminated, truncated, {}
+
+
+def test_run_scope_warns_where_success_is_guessed_from_the_rewards() -> None:
+    env = ExperienceWrapper(_Unreported(Grid()), memory(), scope="run", instances=[7], trials=2, guided=True)
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match=r"reports no success .* rewards sum above 0"):
+        for _ in range(6):
+            _, _, terminated, truncated, info = env.step(0)
+            if terminated or truncated:
+                break
+    assert info["trial_success"] is True  # (the rule, as documented: said, not silent)

@@ -2,7 +2,7 @@
 
 from ..credit import FreeBaseline, utility_decay
 from .config import ManagerConfig
-from .episode import Episode, Instance, outcome_of, success_from_info
+from .episode import Episode, Instance, SuccessReports, outcome_of, success_from_info
 from .manager import ExperienceManager
 from .protocol import ExperienceSource
 from .sharing import manager_for_bank, resolve_manager
@@ -18,5 +18,6 @@ __all__ = [
     "outcome_of",
     "resolve_manager",
     "success_from_info",
+    "SuccessReports",
     "utility_decay",
 ]

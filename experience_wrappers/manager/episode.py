@@ -1,4 +1,4 @@
-"""A finished episode as the wrappers hand it to the manager."""
+"""A finished episode as the wrappers hand it to the manager, and how its success is read from the env's info."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ import numpy as np
 
 from ..validators import success_flag
 
-__all__ = ["Episode", "Instance", "outcome_of", "success_from_info"]
+__all__ = ["Episode", "Instance", "NO_REPORT_EPISODES", "SuccessReports", "outcome_of", "success_from_info"]
+
+#: episodes ended without a success key, none ever with one, after which :class:`SuccessReports`
+#: says the env reports no success
+NO_REPORT_EPISODES = 100
 
 
 def success_from_info(info: dict[str, Any]) -> bool | None:
@@ -25,6 +29,40 @@ def success_from_info(info: dict[str, Any]) -> bool | None:
         if key in info and info[key] is not None:
             return success_flag(f"info[{key!r}]", info[key])
     return None
+
+
+class SuccessReports:
+    """Success of the episodes of one env (or one set of envs), read from their last infos.
+
+    Many envs set ``info["is_success"] = True`` on a success and leave the key out otherwise:
+    once an episode has reported success (either key, either value), an episode that ends
+    without a key is a failure (False); before that, its success is unknown (None).
+    :attr:`reports_none` is True once :data:`NO_REPORT_EPISODES` episodes have ended, none with a key.
+
+    >>> reports = SuccessReports()
+    >>> reports({}), reports({"is_success": True}), reports({})
+    (None, True, False)
+    """
+
+    def __init__(self) -> None:
+        self.seen = False  # an episode reported success (either key)
+        self.missing = 0  # episodes ended without a key, before the first that had one
+
+    def __call__(self, info: dict[str, Any]) -> bool | None:
+        """The success of the episode whose last info is ``info``."""
+        success = success_from_info(info)
+        if success is not None:
+            self.seen = True
+            return success
+        if self.seen:
+            return False
+        self.missing += 1
+        return None
+
+    @property
+    def reports_none(self) -> bool:
+        """Whether the env reports no success (:data:`NO_REPORT_EPISODES` episodes and no key yet)."""
+        return not self.seen and self.missing >= NO_REPORT_EPISODES
 
 
 @attrs.frozen(kw_only=True)

@@ -22,6 +22,7 @@ with ``instances`` and ``repeats``, which the wrapper builds below itself).
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, SupportsFloat
 
@@ -33,7 +34,7 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
-from ..manager import success_from_info
+from ..manager import SuccessReports
 from ..validators import check_int, check_real
 from ..wrappers.env_checks import (
     check_finite_observation,
@@ -177,6 +178,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._donor = 0  # the finished run of another instance read with scope="other"
         #: the trial's steps (the observation acted on, the action, the reward): the main path's recorder
         self._recorder = EpisodeRecorder(1)
+        self._reports = SuccessReports()
         self._last_obs: Any = None
         self._ended = True  # no trial in flight: step() needs a reset() first
         self._return = 0.0
@@ -299,14 +301,25 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._last_obs = obs
         info = {**info, **self._info()}
         if terminated or truncated:
-            success = success_from_info(info)
-            won = bool(self._return > 0) if success is None else bool(success)
+            won = self._success(info)
             info["trial_success"] = won
             self._ended = True
             self._finish(won)
         else:
             self._read(obs)
         return self._wrap(obs), reward, terminated, truncated, info
+
+    def _success(self, info: dict[str, Any]) -> bool:
+        """A trial's success: the env's report (:class:`~experience_wrappers.manager.SuccessReports`: a
+        missing key is a failure once the env has reported one), else a positive sum of its rewards (warned)."""
+        success = self._reports(info)
+        if success is not None:
+            return success
+        warnings.warn(f"{env_name(self.env)} reports no success (info['success'] or info['is_success'] on a trial's "
+                      "last step): a trial counts as a success when its rewards sum above 0, which an env with "
+                      "positive step rewards makes of every trial. Report success in the info", UserWarning,
+                      stacklevel=3)
+        return bool(self._return > 0)
 
     def _check(self, obs: Any, when: str) -> None:
         """The main path's checks of an observation the env returned, naming the env, the trial and the step."""

@@ -12,7 +12,7 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
-from ..manager import ExperienceManager, success_from_info
+from ..manager import ExperienceManager
 from ..validators import check_int
 from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
@@ -216,7 +216,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         inj.record(self._last_obs, np.asarray([action]), reward_row(reward), self._source)
         self._last_obs = batch = add_batch_axis(obs)  # (views: made once, recorded at the next step)
         if terminated or truncated:
-            ep = inj.finish(0, success_from_info(info))
+            ep = inj.finish(0, inj.reports(info))
             step_info["experience_outcome"] = ep.outcome
             self._ended = True
         elif len(inj.due()):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..manager import Episode, ExperienceSource, Instance
+from ..manager import Episode, ExperienceSource, Instance, SuccessReports
 from ..validators import integral
 from .env_checks import check_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
@@ -106,6 +106,7 @@ class ExperienceInjector:
         self._next_check = FULL_CHECKS + 1
         self._check_rng = np.random.default_rng([0 if options.seed is None else int(options.seed), 0xC4EC])
         self.recorder = EpisodeRecorder(n_envs)  # the episodes in flight
+        self.reports = SuccessReports()  # an episode's success from its last info (a missing key, once seen: False)
         self._injected: list[set[int]] = [set() for _ in range(n_envs)]
         # paired credit: each env's replayed instance and the steps each entry was shown
         self.instances: list[Instance | None] = [None] * n_envs

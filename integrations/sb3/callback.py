@@ -14,7 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from experience_wrappers.advantages import regroup_advantages
 from experience_wrappers.credit import OutcomeTracker, outcome_delta
 from experience_wrappers.health import degeneracy
-from experience_wrappers.manager import ExperienceSource, success_from_info
+from experience_wrappers.manager import ExperienceSource, SuccessReports
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_bool, check_int
@@ -122,6 +122,7 @@ class CRLCallback(BaseCallback):
         self.managers: list[ExperienceSource] = []
         self.injectors: list[ExperienceInjector] = []
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, unscaled deltas (for the logs)
+        self._reports = SuccessReports()  # whether the env reports success: the outcomes logged as successes
         self._warned_degenerate = False
 
     @property
@@ -212,8 +213,9 @@ class CRLCallback(BaseCallback):
             if "experience_outcome" not in info:
                 continue
             outcome = float(info["experience_outcome"])
-            if success_from_info(info) is None:
-                self._outcome_kind = "return"
+            # the outcomes are returns until the env has reported a success (SuccessReports' rule)
+            self._reports(info)
+            self._outcome_kind = "success" if self._reports.seen else "return"
             task = int(info.get("experience_task_id", 0))
             guided = bool(info.get("experience_guided", False))
             self.outcomes.add(outcome, guided=guided)

@@ -29,7 +29,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.utils import obs_as_tensor
 
-from experience_wrappers.manager import success_from_info
+from experience_wrappers.manager import SuccessReports
+from experience_wrappers.manager.episode import NO_REPORT_EPISODES
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
 from experience_wrappers.schedule import linear
 from experience_wrappers.validators import check_int
@@ -204,10 +205,13 @@ class SelfImitationCallback(BaseCallback):
         sources: provenances to train on (None: all).
         n_batches, batch_size, value_coef, max_weight: see :func:`self_imitation_step`.
         pretrain_steps: behaviour-cloning steps on the demonstrations before training.
-        only_with_success: stop (no more recording, no more updates; said once in the log)
-            when the first finished episode's info reports no success (``info["is_success"]``
-            or ``info["success"]``): where ``keep="successful"`` would fall back to a positive
-            return, which on a dense-reward task keeps every episode.
+        only_with_success: keep an episode only where the env has reported success
+            (``info["is_success"]`` or ``info["success"]``; once it has, an episode that ends
+            without the key is a failure: :class:`~experience_wrappers.manager.SuccessReports`),
+            and stop (no more recording, no more updates; said once in the log) when
+            :data:`~experience_wrappers.manager.episode.NO_REPORT_EPISODES` (100) episodes have
+            ended with no key: where ``keep="successful"`` would fall back to a positive return,
+            which on a dense-reward task keeps every episode.
         seed: sampling seed.
 
     >>> SelfImitationCallback(SuccessReplay(100), keep="some")
@@ -248,6 +252,7 @@ class SelfImitationCallback(BaseCallback):
         self.only_with_success = only_with_success
         #: False once ``only_with_success`` found an env that reports no success
         self.active = True
+        self._reports = SuccessReports()
         self._updated = False
         self.stats: dict[str, float] = {}
         #: seconds spent so far recording episodes (each step) and in the updates (each rollout's
@@ -290,12 +295,14 @@ class SelfImitationCallback(BaseCallback):
 
     def _finish(self, e: int, info: dict[str, Any]) -> None:
         obs, actions, rewards = self._recorder.take(e)
-        success = success_from_info(info)
-        if success is None and self.only_with_success:
-            self.active = False
-            log.info("self-imitation is off: this env reports no success (info['is_success'] or info['success']), "
-                     "and on such envs it was measured to hurt (CartPole: docs/what_to_use.md); "
-                     "self_imitation={'only_with_success': False} keeps it on")
+        success = self._reports(info)
+        if success is None and self.only_with_success:  # kept only once the env has reported success
+            if self._reports.reports_none and self.active:
+                self.active = False
+                log.info("self-imitation is off: this env reported no success (info['is_success'] or info['success']) "
+                         "in %d episodes, and on such envs it was measured to hurt (CartPole: docs/what_to_use.md); "
+                         "self_imitation={'only_with_success': False} keeps it on. An env that sets the key on "
+                         "successes only should set it to False on failures too", NO_REPORT_EPISODES)
             return
         if success is None:
             success = sum(rewards.tolist()) > 0  # summed in step order

@@ -10,7 +10,6 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
-from experience_wrappers.manager import success_from_info
 from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.env_checks import check_finite_observation
@@ -146,7 +145,7 @@ class ExperienceVecEnv(VecEnvWrapper):
             term = infos[i].get("terminal_observation")
             if term is not None:
                 infos[i]["terminal_observation"] = inj.retriever.observation(term, i)
-            ep = inj.finish(i, success_from_info(infos[i]))
+            ep = inj.finish(i, inj.reports(infos[i]))
             step_infos[i]["experience_outcome"] = ep.outcome
         if done_rows.size:
             reset_infos = getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs
