@@ -312,3 +312,58 @@ def test_evaluate_and_learn_refuse_counts_that_are_not_whole_by_name(bad) -> Non
         assert run.model.num_timesteps >= 64
     finally:
         run.close()
+
+
+class _FromOne(gym.ActionWrapper):
+    """CartPole whose actions are Discrete(2, start=1) (an env numbered from 1)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.action_space = gym.spaces.Discrete(2, start=1)
+
+    def action(self, action: Any) -> int:
+        return int(action) - 1
+
+
+class _PairActions(gym.Env):
+    """Moves on a line by the sum of two MultiDiscrete([3, 3]) choices; the goal is the reset seed's parity."""
+
+    observation_space = gym.spaces.Box(-10.0, 10.0, (1,), np.float32)
+    action_space = gym.spaces.MultiDiscrete([3, 3])
+    max_steps = 8  # (run scope's horizon)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.x, self.t = 0.0, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.x += float(np.sum(action)) - 2.0
+        self.t += 1
+        won = self.x >= 3
+        return np.array([self.x], np.float32), float(won), won, self.t >= self.max_steps, {"success": won}
+
+
+def test_discrete_actions_that_do_not_start_at_0_are_refused_before_training() -> None:
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from experience_wrappers import ExperienceWrapper
+    from integrations.sb3 import CRLCallback
+
+    with pytest.raises(ValueError, match=r"Discrete\(2, start=1\), but SB3's policies act in 0..n-1"):
+        ComplementaryRL(lambda: _FromOne(gym.make("CartPole-v1")), n_envs=1)
+    venv = make_vec_env(lambda: _FromOne(gym.make("CartPole-v1")), n_envs=1, wrapper_class=ExperienceWrapper,
+                        wrapper_kwargs={"bank": ExperienceBank()})
+    model = PPO("MultiInputPolicy", venv, n_steps=32, batch_size=32)
+    with pytest.raises(ValueError, match="shift them in a wrapper of the env"):  # before: the learner's traceback
+        model.learn(64, callback=CRLCallback())
+    assert model.num_timesteps == 0
+
+
+def test_run_scope_refuses_entry_imitation_of_multidiscrete_actions_naming_the_remedy() -> None:
+    with pytest.raises(ValueError, match="pass imitate=False"):  # before: at the first rollout's end
+        ComplementaryRL(_PairActions, scope="run", instances=[0, 1], trials=2, n_envs=2, group_size=2)
+    run = ComplementaryRL(_PairActions, scope="run", instances=[0, 1], trials=2, n_envs=2, group_size=2, imitate=False,
+                          algorithm_kwargs={"n_steps": 16, "batch_size": 32})
+    run.learn(32)
+    run.close()

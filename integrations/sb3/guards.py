@@ -24,7 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.manager import ExperienceSource
 
-__all__ = ["check_callback", "check_vec_env", "on_policy", "check_on_policy_class"]
+__all__ = ["check_callback", "check_vec_env", "on_policy", "check_on_policy_class", "check_action_space"]
 
 def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
     """Raise unless ``callback.model`` is on-policy and ``callback`` is the only CRLCallback of this ``learn``.
@@ -38,6 +38,7 @@ def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
         ValueError: another CRLCallback already runs in this ``learn`` call.
     """
     model = on_policy(callback.model, "CRLCallback")
+    check_action_space(model.action_space, "CRLCallback")
     session = getattr(model, "start_time", None)  # set by SB3 at the start of every learn() call
     for manager in managers:
         claim = getattr(manager, "learn_claim", None)
@@ -70,6 +71,25 @@ def check_on_policy_class(algorithm: type[BaseAlgorithm]) -> None:
         raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): the method needs an on-policy algorithm "
                         "that fills a rollout buffer (PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); "
                         "pass experience=False to train it without experience")
+
+
+def check_action_space(space: gym.Space, who: str) -> None:
+    """Refuse discrete actions that do not start at 0: SB3's policies act in ``0..n-1`` whatever
+    the space's ``start``, so the env would get actions outside its space (and the experience its
+    records refuse). Raises ValueError naming the remedy.
+
+    >>> check_action_space(gym.spaces.Discrete(3, start=1), "CRLCallback")
+    Traceback (most recent call last):
+    ...
+    ValueError: CRLCallback: the env's actions are Discrete(3, start=1), but SB3's policies act in 0..n-1 whatever the start, so the env would get actions outside its space; shift them in a wrapper of the env (gymnasium.ActionWrapper: action + start) and give the agent Discrete(3)
+    """
+    start = getattr(space, "start", None)
+    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete) and start is not None and \
+            bool((start != 0).any() if hasattr(start, "any") else start != 0):
+        plain = f"Discrete({space.n})" if isinstance(space, gym.spaces.Discrete) else f"MultiDiscrete({space.nvec.tolist()})"
+        raise ValueError(f"{who}: the env's actions are {space}, but SB3's policies act in 0..n-1 whatever the start, "
+                         "so the env would get actions outside its space; shift them in a wrapper of the env "
+                         f"(gymnasium.ActionWrapper: action + start) and give the agent {plain}")
 
 
 def check_vec_env(env: Any, caller: str) -> None:

@@ -43,6 +43,7 @@ from experience_wrappers.trials.checks import check_instances
 from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int, check_real, check_timesteps
 
+from .guards import check_action_space
 from .method import ComplementaryRL
 from .method_settings import check_seed, load_arguments, settings_to_json
 from .run_persistence import (
@@ -177,6 +178,15 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         env_of_model = built.model.get_env()
         assert env_of_model is not None
         self.env: VecEnv = env_of_model
+        try:  # refused before any step, naming the remedy (not at the first rollout's end)
+            check_action_space(self.model.action_space, "ComplementaryRL")
+            if imitate is not False and not isinstance(self.model.action_space, gym.spaces.Discrete | gym.spaces.Box):
+                raise ValueError(f"ComplementaryRL(scope='run'): entry imitation (imitate=True, the default) copies a "
+                                 f"Discrete or Box action, and the env acts in {self.model.action_space}: pass "
+                                 "imitate=False")
+        except ValueError:
+            self.env.close()
+            raise
         self.log_callback = TrialsLogCallback(self.trials)
         self.callbacks: list[BaseCallback] = [self.log_callback, *built.callbacks]
         self.sil_callback = next((c for c in built.callbacks if isinstance(c, SelfImitationCallback)), None)

@@ -52,7 +52,7 @@ from .env_families import Family, build_env, family_of
 from .evaluation import check_episodes, evaluate_with_and_without_experience, run_episodes
 from .experience_features import crl_policy_kwargs
 from .experience_policy import ExperiencePolicy
-from .guards import check_on_policy_class
+from .guards import check_action_space, check_on_policy_class
 from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, rollin_env
 from .method_settings import (
     check_demonstrations,
@@ -215,6 +215,11 @@ class TaskScopeRL:
         self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
                                               tensorboard_log=tensorboard_log,
                                               **{"verbose": 0, **dict(algorithm_kwargs or {})})
+        try:
+            check_action_space(self.model.action_space, "ComplementaryRL")  # refused now, not in the learner
+        except ValueError:
+            self.close()
+            raise
         self.crl_callback: CRLCallback | None = None
         self.sil_callback: SelfImitationCallback | None = None
         self.rollin_callback: RollInCallback | None = None
