@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from stable_baselines3 import A2C, PPO
@@ -167,3 +168,36 @@ def test_a_loaded_run_goes_on_with_its_roll_in_curriculum(tmp_path) -> None:
     with pytest.raises(ValueError, match="h"):
         c.load_state_dict({"h": -1, "shrinks": 1, "outcomes": []})
     assert c.state_dict() == {"h": 5, "shrinks": 0, "outcomes": []}  # a refused state changes nothing
+
+
+class _Line(gym.Env):
+    """A position on a line, all of it on one side of the bounds' centre, two steps an episode: the default
+    keys (unit rows of the observation scaled to its bounds) see one direction, so every state gets one key."""
+
+    observation_space = gym.spaces.Box(-10.0, 10.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([self.np_random.uniform(0.5, 10)], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return (np.array([self.np_random.uniform(0.5, 10)], np.float32), float(action), False, self.t >= 2,
+                {"is_success": bool(action)})
+
+
+def test_a_degenerate_bank_is_warned_at_the_end_of_training_in_process_mode() -> None:
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from experience_wrappers import ExperienceBank, ExperienceWrapper
+
+    bank = ExperienceBank()
+    venv = make_vec_env(_Line, n_envs=2, wrapper_class=ExperienceWrapper,
+                        wrapper_kwargs={"bank": bank, "manager_kwargs": {"mode": "process"}})
+    model = PPO("MultiInputPolicy", venv, n_steps=512, batch_size=64, n_epochs=1, policy_kwargs={"net_arch": [8]},
+                seed=0)
+    with pytest.warns(UserWarning, match="the bank holds .* entries after .* episodes"):  # one rollout: said at the end
+        model.learn(1024, callback=CRLCallback())
+    assert len(bank) < 8

@@ -239,11 +239,7 @@ class CRLCallback(BaseCallback):
             if self.merge_every and rollouts % self.merge_every == 0:
                 m.request_merge()
         self._log()
-        if not self._warned_degenerate:
-            msg = degeneracy(self.managers[0])
-            if msg is not None:
-                self._warned_degenerate = True
-                _warn(msg)
+        self._check_degenerate()
         if self.log_bank_every and self.manager.schedule.rollouts % self.log_bank_every == 0:
             log_bank_distributions(self.logger, self.managers[0].bank)  # TensorBoard only
 
@@ -279,6 +275,14 @@ class CRLCallback(BaseCallback):
             if value is not None:
                 rec(f"crl/delta_{name}_{kind}", value)
 
+    def _check_degenerate(self) -> None:
+        """Warn once where the bank or the extractor is degenerate (:func:`~experience_wrappers.health.degeneracy`)."""
+        if not self._warned_degenerate:
+            msg = degeneracy(self.managers[0])
+            if msg is not None:
+                self._warned_degenerate = True
+                _warn(msg)
+
     def _on_training_end(self) -> None:
         for inj in self.injectors:
             inj.in_learn = False
@@ -288,3 +292,4 @@ class CRLCallback(BaseCallback):
         if self.flush_at_end:
             for m in self.managers:
                 m.flush()
+            self._check_degenerate()  # again once the learner has caught up (process mode lags the rollouts)
