@@ -1,5 +1,7 @@
-"""What a saved run holds beside its model and bank: a checkpoint's replay, the ``VecNormalize``
-statistics, the algorithm's name; damaged and missing files named (a hostile user's probe)."""
+"""What a saved run holds beside its model and bank, and how a loaded run goes on (a hostile user's
+probes): a checkpoint's replay, the ``VecNormalize`` statistics, the algorithm's name, the roll-in
+curriculum, the step count and schedules; damaged and missing files named; a save through a symbolic
+link; a setting that cannot be saved refused before training; a degenerate bank warned at the end."""
 
 from __future__ import annotations
 
