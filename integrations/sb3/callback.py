@@ -213,9 +213,7 @@ class CRLCallback(BaseCallback):
             if "experience_outcome" not in info:
                 continue
             outcome = float(info["experience_outcome"])
-            # the outcomes are returns until the env has reported a success (SuccessReports' rule)
-            self._reports(info)
-            self._outcome_kind = "success" if self._reports.seen else "return"
+            self._reports(info)  # the outcomes are returns until the env has reported a success
             task = int(info.get("experience_task_id", 0))
             guided = bool(info.get("experience_guided", False))
             self.outcomes.add(outcome, guided=guided)
@@ -264,7 +262,7 @@ class CRLCallback(BaseCallback):
         if "replica_lag" in s:
             rec("bank/replica_lag", s["replica_lag"])
         rec("crl/manager_busy_s", s["busy_seconds"])
-        kind = getattr(self, "_outcome_kind", "success")  # "return" where the env reports no success
+        kind = "success" if self._reports.seen else "return"  # (SuccessReports' rule)
         means = self.outcomes.means()
         for name, key in (("guided", f"guided_{kind}"), ("free", f"free_{kind}"), ("delta", "outcome_delta")):
             if means[name] is not None:

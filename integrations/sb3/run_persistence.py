@@ -97,13 +97,7 @@ def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None =
 
     The manager's queue is processed first, so nothing in flight is lost.
     """
-    venv = env or model.get_env()
-    if venv is None:
-        raise ValueError("no env: pass the training env")
-    managers, _ = find_experience(venv)
-    if len(managers) != 1:
-        raise ValueError(f"saving supports one manager per env, found {len(managers)}")
-    return managers[0].save(path)
+    return _one_manager(env or model.get_env(), "save_experience").save(path)
 
 
 def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
