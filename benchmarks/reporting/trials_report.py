@@ -36,7 +36,7 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random",
              "crl-trials-imitate-nearest-strong", "crl-trials-imitate-nearest-strong-random", "ppo", "ppo-sil", "ppo-visible", "ppo-visible-solo", "ppo-visible-solo-unshared", "ppo-visible-solo-bonus-inf",
              "ppo-visible-solo-bonus-inf-1m",
-             "ppo-visible-bonus-inf", "ppo-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
+             "ppo-visible-bonus-inf", "ppo-bonus-inf", "ppo-sil-bonus-inf", "crl-trials-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
              "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
              "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
              "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-runlabels-noimitate-bonus-inf",

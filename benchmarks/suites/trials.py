@@ -163,6 +163,11 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-imitate-nearest-strong-bonus-inf": {**METHOD, "imitate": {"max_distance": None, "n_batches": 16},
                                                     "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf": {"kind": "crl", "scope": "none", "env_kwargs": {"success_bonus": "infinite"}},
+    # issue 37's push ablation, one part at a time from ppo-bonus-inf (groups of replayed goals, nothing
+    # shown): self-imitation of successful trials added (does it cost push?), then the method (the run's
+    # entries read, a quarter of the guided runs given a demonstration, no marks): which part costs push?
+    "ppo-sil-bonus-inf": {"kind": "crl", "scope": "none", "sil": True, "env_kwargs": {"success_bonus": "infinite"}},
+    "crl-trials-bonus-inf": {**METHOD, "env_kwargs": {"success_bonus": "infinite"}},
     # issue 37: the run's best step (a success's last step, else the highest reward) shown as an offset from
     # the agent's state in an observation key of its own (RunBest), outside the pooled rows: where a
     # demonstration or a success ended is the hidden goal, and the policy can read it as a visible goal.
