@@ -39,6 +39,8 @@ from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
 from experience_wrappers.wrappers.spaces import BASE_KEY
 
+from .reset_infos import reset_infos_below
+
 __all__ = ["GuidedRollInVecEnv", "RollInEpisode", "find_rollin"]
 
 
@@ -225,9 +227,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
                     obs[k][r] = new_obs[k]
             else:
                 obs[r] = new_obs
-            reset_infos = getattr(self.venv, "reset_infos", None)
-            if reset_infos is not None:
-                reset_infos[r] = info
+            self.reset_infos[r] = info  # (for the layers above: the reset this wrapper made)
             self.task_ids[r] = int(info.get("experience_task_id", self.task_ids[r]))
         return obs
 
@@ -241,7 +241,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
 
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
-        infos = list(getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs)
+        self.reset_infos = infos = reset_infos_below(self.venv)  # (kept for the layers above)
         rows = list(range(self.num_envs))
         self._begin(rows, infos)
         obs = self._onto_instances(obs, rows)
@@ -288,7 +288,7 @@ class GuidedRollInVecEnv(VecEnvWrapper):
                 self._finished.append(ep)
                 infos[i]["rollin_episode"] = attrs.asdict(ep)
         if done_rows:
-            reset_infos = getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs
+            self.reset_infos = reset_infos = reset_infos_below(self.venv)
             self._begin(done_rows, [reset_infos[i] for i in done_rows])
             obs = self._onto_instances(obs, done_rows)
         self._last_obs = obs

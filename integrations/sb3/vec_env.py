@@ -11,11 +11,13 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.manager.sharing import same_layout
+from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.env_checks import check_finite_observation
 from experience_wrappers.wrappers.injector import subset_rows
 
 from .guards import check_vec_env
+from .reset_infos import reset_infos_below
 
 __all__ = ["ExperienceVecEnv", "norm_obs_keys", "check_one_layout"]
 
@@ -121,10 +123,18 @@ class ExperienceVecEnv(VecEnvWrapper):
         """Force every episode guided (True) or free (False); None restores the schedule."""
         self.injector.force_guided = value
 
+    def seed(self, seed: int | None = None) -> Any:
+        """Seed the envs below and this wrapper's guided / free draws (SB3's ``PPO(seed=...)`` calls
+        it), as ``ExperienceWrapper.reset(seed=...)`` seeds a per-env wrapper's."""
+        if seed is not None:
+            seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
+            self.injector.rng = np.random.default_rng([seed, 0x5EED])
+        return self.venv.seed(seed)
+
     def reset(self) -> VecEnvObs:
         obs = self.venv.reset()
         check_finite_observation(obs, "reset")
-        infos = list(getattr(self.venv, "reset_infos", [{}] * self.num_envs))
+        self.reset_infos = infos = reset_infos_below(self.venv)  # (kept for the layers above)
         self.injector.begin(np.arange(self.num_envs), obs, infos)
         self._last_obs = obs
         return self.injector.retriever.observation(obs)
@@ -148,7 +158,7 @@ class ExperienceVecEnv(VecEnvWrapper):
             ep = inj.finish(i, inj.reports(infos[i]))
             step_infos[i]["experience_outcome"] = ep.outcome
         if done_rows.size:
-            reset_infos = getattr(self.venv, "reset_infos", None) or [{}] * self.num_envs
+            self.reset_infos = reset_infos = reset_infos_below(self.venv)
             inj.begin(done_rows, subset_rows(obs, done_rows), [reset_infos[i] for i in done_rows.tolist()])
         due = inj.due()
         if due.size:
