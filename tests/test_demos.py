@@ -12,6 +12,7 @@ from experience_wrappers.errors import DemonstrationFileError
 from experience_wrappers.rollin import first_actions
 from integrations.demos import (
     Demonstration,
+    as_demonstration,
     ingest_demonstrations,
     load_demonstrations,
     record_demonstrations,
@@ -60,12 +61,28 @@ def test_imitation_style_trajectories_are_accepted(cartpole):
     assert len(bank) > 0
 
 
+def _with(obs: np.ndarray, t: int, value: float) -> np.ndarray:
+    out = np.array(obs, copy=True)
+    out[t] = value
+    return out
+
+
+def test_a_success_flag_that_is_a_string_is_refused() -> None:
+    with pytest.raises(TypeError, match="'False' \\(a str\\)"):  # "False" is a non-empty str, true if read
+        as_demonstration({"obs": np.zeros((2, 1)), "acts": np.zeros(2, np.int64), "success": "False"})
+    assert as_demonstration({"obs": np.zeros((2, 1)), "acts": np.zeros(2, np.int64), "success": 0}).success is False
+
+
 @pytest.mark.parametrize("breakage, message", [
     (lambda d: {"obs": d.observations[:2], "acts": d.actions, "rews": d.rewards}, "ragged"),
     (lambda d: {"obs": d.observations, "acts": d.actions, "rews": d.rewards[:-1]}, "ragged"),
     (lambda d: {"obs": d.observations, "acts": d.actions + 5, "rews": d.rewards}, "not in the action space"),
     (lambda d: {"obs": d.observations[:, :2], "acts": d.actions, "rews": d.rewards}, "not in the observation space"),
     (lambda d: {"acts": d.actions}, "needs observations and actions"),
+    # every step is checked, not the first and last only
+    (lambda d: {"obs": _with(d.observations, 1, np.nan), "acts": d.actions, "rews": d.rewards}, "observation 1 "),
+    (lambda d: {"obs": [*d.observations[:1], d.observations[1][:2], *d.observations[2:]], "acts": d.actions,
+                "rews": d.rewards}, "do not stack"),
 ])
 def test_malformed_demonstrations_change_nothing(cartpole, breakage, message):
     env, bank = cartpole

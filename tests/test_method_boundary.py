@@ -367,3 +367,35 @@ def test_run_scope_refuses_entry_imitation_of_multidiscrete_actions_naming_the_r
                           algorithm_kwargs={"n_steps": 16, "batch_size": 32})
     run.learn(32)
     run.close()
+
+
+def _grid_demo(length: int = 4, final: bool = False) -> dict[str, Any]:
+    """A demonstration of Grid as the env returns it (channel-last), with the final observation if ``final``."""
+    frames = [np.full((5, 5, 1), t, np.uint8) for t in range(length + int(final))]
+    return {"observations": np.stack(frames), "actions": np.zeros(length, np.int64), "success": True}
+
+
+def test_image_demonstrations_are_pinned_as_the_policy_sees_them_and_self_imitation_trains_on_them() -> None:
+    """SB3 shows images channel-first (VecTransposeImage): a demonstration recorded channel-last is
+    pinned so, and T + 1 observations (the final one, as ``imitation`` stores it) are accepted."""
+    kw = {"policy": "MultiInputPolicy", "policy_kwargs": {"features_extractor_class": FlatExtractor},
+          "manager_kwargs": {"mode": "sync"}}
+    run = ComplementaryRL(Grid, n_envs=1, seed=0, algorithm_kwargs=SMALL, demonstrations=[_grid_demo(final=True)],
+                          **kw)
+    assert run.model.observation_space["observation"].shape == (1, 5, 5)
+    obs, _, _ = run.replay.batch(run.replay.indices())
+    assert obs["observation"].shape == (4, 1, 5, 5)
+    np.testing.assert_array_equal(obs["observation"][:, 0, 0, 0], [0, 1, 2, 3])
+    run.learn(64)  # self-imitation's steps read the pinned states with the agent's own (a shape error before)
+    assert run.replay.counts()["demo"] == 4
+    run.close()
+
+
+def test_a_constructor_that_fails_after_the_envs_are_built_leaves_no_learner_process() -> None:
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    with pytest.raises(TypeError, match="bogus"):
+        ComplementaryRL("CartPole-v1", n_envs=1, seed=0, manager_kwargs={"mode": "process"},
+                        algorithm_kwargs={"bogus": 1})
+    assert set(multiprocessing.active_children()) <= before

@@ -166,6 +166,27 @@ def test_frame_stacking_below_the_wrapper_works_and_above_it_is_refused():
         model.learn(128, callback=CRLCallback())
 
 
+@pytest.mark.parametrize("above, match", [("stack", r"'experience' with shape \(3, "), ("flatten", "folded")])
+def test_gymnasium_wrappers_above_the_wrapper_that_change_the_experience_are_refused(above, match):
+    """FrameStackObservation above an ExperienceWrapper stacks the experience keys; FlattenObservation
+    folds them into the observation (self-imitation's experience-free view cannot blank them)."""
+    import gymnasium as gym
+    from gymnasium.wrappers import FlattenObservation, FrameStackObservation
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from experience_wrappers import ExperienceWrapper
+
+    def make() -> gym.Env:
+        env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), manager_kwargs={"mode": "sync"})
+        return FrameStackObservation(env, 3) if above == "stack" else FlattenObservation(env)
+
+    venv = DummyVecEnv([make])
+    model = PPO("MultiInputPolicy" if above == "stack" else "MlpPolicy", venv, **PPO_KW)
+    with pytest.raises(ValueError, match=match):
+        model.learn(128, callback=CRLCallback())
+    venv.close()
+
+
 def test_tensorboard_gets_bank_histograms_and_a_figure(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from experience_wrappers.manager import success_from_info
+from experience_wrappers.validators import success_flag
 
 __all__ = ["Demonstration", "as_demonstration", "validate_demonstration"]
 
@@ -81,6 +82,8 @@ def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
     success = get("success", None)
     if success is None and infos is not None and len(infos):
         success = success_from_info(dict(infos[-1]))
+    if success is not None:  # "False" is a non-empty str: never read as a flag
+        success = success_flag("the demonstration's success", success)
     t = get("task_id", None)
     return Demonstration(observations=obs, actions=acts, rewards=rews, success=success,
                          task_id=int(task_id if t is None else t))
@@ -108,7 +111,11 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
         raise ValueError(f"{where}: {len(demo.rewards)} rewards for {n} actions (ragged)")
     if not np.all(np.isfinite(demo.rewards)):
         raise ValueError(f"{where}: rewards contain NaN or inf")
-    obs = _trim(demo.observations, n)
+    try:
+        obs = _trim(demo.observations, n)
+    except ValueError as exc:  # numpy's "inhomogeneous shape": a ragged list of observations
+        raise ValueError(f"{where}: its observations do not stack into one array (a step of another "
+                         f"shape?): {exc}") from None
     if isinstance(observation_space, spaces.Dict) and isinstance(obs, dict):
         missing = sorted(set(observation_space.spaces) - set(obs))
         if missing:
@@ -123,12 +130,48 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
     first = {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
     if isinstance(observation_space, spaces.Dict) and not isinstance(first, dict):
         raise ValueError(f"{where}: the env observes a Dict, the demonstration gives {type(first).__name__}")
-    for t in (0, n - 1):
-        o = {k: v[t] for k, v in obs.items()} if isinstance(obs, dict) else obs[t]
-        if not observation_space.contains(_cast(o, observation_space)):
-            raise ValueError(f"{where}: observation {t} is not in the observation space {observation_space}")
+    bad = _first_outside(obs, observation_space, n)
+    if bad is not None:
+        raise ValueError(f"{where}: observation {bad} is not in the observation space {observation_space}")
     return Demonstration(observations=obs, actions=np.asarray(demo.actions), rewards=demo.rewards,
                          success=demo.success, task_id=demo.task_id)
+
+
+def _first_outside(obs: Any, space: spaces.Space, n: int) -> int | None:
+    """The first of ``n`` steps of ``obs`` (a time axis first) outside ``space``, None if all are in
+    it: one comparison over all steps for Box, Discrete, MultiDiscrete and MultiBinary, step by
+    step for other spaces.
+
+    >>> _first_outside(np.array([[0.0], [np.nan], [9.0]]), spaces.Box(-1, 1, (1,)), 3)
+    1
+    >>> _first_outside({"a": np.array([0, 1, 2])}, spaces.Dict({"a": spaces.Discrete(2)}), 3)
+    2
+    """
+    if isinstance(space, spaces.Dict) and isinstance(obs, dict):
+        found = [_first_outside(obs[k], s, n) for k, s in space.spaces.items()]
+        return min((f for f in found if f is not None), default=None)
+    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+        x = np.asarray(obs)
+        shape = (n, *(space.shape or ()))
+        if x.shape != shape:
+            return 0 if x.shape[1:] != shape[1:] else None
+        if x.dtype.kind not in "biuf":  # (objects, strings)
+            return 0
+        if isinstance(space, spaces.Box):
+            inside = (x >= space.low) & (x <= space.high)  # NaN is outside
+        elif isinstance(space, spaces.Discrete):
+            inside = (x == np.round(x)) & (x >= space.start) & (x < space.start + space.n)
+        elif isinstance(space, spaces.MultiDiscrete):
+            inside = (x == np.round(x)) & (x >= space.start) & (x < space.start + space.nvec)
+        else:
+            inside = (x == 0) | (x == 1)
+        ok = inside.reshape(n, -1).all(axis=1)
+        return None if ok.all() else int(np.argmin(ok))
+    for t in range(n):
+        o = {k: v[t] for k, v in obs.items()} if isinstance(obs, dict) else obs[t]
+        if not space.contains(_cast(o, space)):
+            return t
+    return None
 
 
 def _cast(obs: Any, space: spaces.Space) -> Any:

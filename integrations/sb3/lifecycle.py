@@ -15,6 +15,7 @@ import logging
 import warnings
 from collections.abc import Iterator
 
+from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecFrameStack, VecNormalize
 
@@ -22,7 +23,7 @@ from experience_wrappers.manager import ExperienceSource
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
-__all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience",
+__all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience", "refuse_changed_experience",
            "remember_advantage_normalisation", "turn_off_advantage_normalisation",
            "restore_advantage_normalisation",
            "advantage_normalisation_as_configured"]
@@ -37,6 +38,7 @@ def start_training(model: BaseAlgorithm, venv: VecEnv, managers: list[Experience
                    injectors: list[ExperienceInjector]) -> None:
     """Everything above, for the env that ``model`` is about to train on."""
     refuse_stacked_experience(venv)
+    refuse_changed_experience(venv, injectors)
     keep_experience_unnormalised(venv, model)
     for m in managers:
         mark_training(m, [inj for inj in injectors if inj.manager is m])
@@ -55,6 +57,40 @@ def refuse_stacked_experience(venv: VecEnv) -> None:
         if type(env).__name__ == "ExperienceVecEnv":
             return
         env = env.venv
+
+
+def refuse_changed_experience(venv: VecEnv, injectors: list[ExperienceInjector]) -> None:
+    """Raise ValueError when a gymnasium wrapper above an ``ExperienceWrapper`` changed the
+    experience keys the way no policy reader expects: stacked them (``FrameStackObservation``:
+    a key of shape ``(n, *shape)``), or folded them into a flat observation
+    (``FlattenObservation``: no Dict), where self-imitation's experience-free view cannot blank them.
+    (A wrapper that re-encodes the keys on purpose, as the experimental compact input does, passes.)"""
+    if not injectors:
+        return
+    inj = injectors[0]
+    made = inj.retriever.observation_space(inj.observation_space).spaces
+    seen = venv.observation_space
+    problem = None
+    if not isinstance(seen, spaces.Dict):
+        problem = f"observes {_described(seen)}: the experience keys were folded into it"
+    else:
+        for key in EXPERIENCE_KEYS:
+            got = seen.spaces.get(key)
+            if key in made and got is not None and got.shape != made[key].shape \
+                    and tuple(got.shape or ())[1:] == made[key].shape:
+                problem = f"carries {key!r} with shape {got.shape} where the wrapper makes {made[key].shape}: stacked"
+                break
+    if problem is not None:
+        raise ValueError(
+            f"the training env {problem} by a wrapper above ExperienceWrapper; put observation wrappers below "
+            "it (ExperienceWrapper(FrameStackObservation(env, n), bank)), or the policy's experience reader "
+            "and self-imitation cannot read the experience")
+
+
+def _described(space: spaces.Space) -> str:
+    if isinstance(space, spaces.Dict):
+        return "a Dict of " + ", ".join(f"{k!r} {s.shape}" for k, s in space.spaces.items())
+    return f"a {type(space).__name__} of shape {space.shape}"
 
 
 def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = None) -> list[str]:

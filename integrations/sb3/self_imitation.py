@@ -27,6 +27,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.manager import SuccessReports
@@ -158,13 +159,45 @@ def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef
             "states": int(idx_all.size)}
 
 
-def add_demonstrations(replay: SuccessReplay, demonstrations: Any, gamma: float) -> int:
+def add_demonstrations(replay: SuccessReplay, demonstrations: Any, gamma: float,
+                       observation_space: spaces.Space | None = None) -> int:
     """Pin ``demonstrations`` (any form :func:`~integrations.demos.as_demonstrations` takes) in
-    ``replay``; returns the states added."""
+    ``replay``; returns the states added.
+
+    ``observation_space``: the model's (``model.observation_space``): image observations
+    recorded channel-last, as the env returns them, are stored channel-first where SB3's
+    ``VecTransposeImage`` shows them so to the policy (the agent's own episodes are recorded
+    as the policy sees them).
+    """
     from integrations.demos import as_demonstrations
 
-    return sum(replay.add_episode(d.observations, d.actions, d.rewards, gamma, SOURCE_DEMO)
+    return sum(replay.add_episode(policy_view(d.observations, observation_space), d.actions, d.rewards, gamma,
+                                  SOURCE_DEMO)
                for d in as_demonstrations(demonstrations))
+
+
+def policy_view(observations: Any, observation_space: spaces.Space | None) -> Any:
+    """``observations`` (a time axis first; an array or a dict of arrays) with every image
+    transposed to channel-first where ``observation_space`` (the model's) holds it so.
+
+    >>> space = spaces.Dict({BASE_KEY: spaces.Box(0, 255, (3, 8, 8), np.uint8)})
+    >>> policy_view(np.zeros((5, 8, 8, 3), np.uint8), space).shape
+    (5, 3, 8, 8)
+    """
+    if observation_space is None:
+        return observations
+    obs = observations if isinstance(observations, dict) else {BASE_KEY: observations}
+    out = {}
+    for key, x in obs.items():
+        sub = observation_space.spaces.get(key) if isinstance(observation_space, spaces.Dict) else (
+            observation_space if key == BASE_KEY else None)
+        x = np.asarray(x)
+        shape = tuple(sub.shape or ()) if sub is not None else ()
+        if sub is not None and is_image_space(sub, check_channels=False) and x.ndim == 4 and \
+                x.shape[1:] != shape and x.shape[1:] == (*shape[1:], shape[0]):
+            x = np.transpose(x, (0, 3, 1, 2))
+        out[key] = x
+    return out if isinstance(observations, dict) else out[BASE_KEY]
 
 
 def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_000) -> SuccessReplay:

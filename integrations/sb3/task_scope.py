@@ -187,43 +187,45 @@ class TaskScopeRL:
             if experience else None
         self.env: VecEnv = build_env(env, n_envs, self.seed, self.bank, dict(wrapper_kwargs or {}),
                                      dict(manager_kwargs or {}), fam, group_size=group_size)
-        # the bank's own manager: build_env wraps the envs on a bank of this process
-        self.manager: ExperienceManager | None = (
-            cast(ExperienceManager, find_experience(self.env)[0][0]) if experience else None)
-        self.replay: SuccessReplay | None = SuccessReplay() if self.self_imitation is not None else None
-        if self.manager is not None:
-            self.manager.replay = self.replay  # saved with the run by save_crl
-        gamma = float(dict(algorithm_kwargs or {}).get("gamma", 0.99))
-        self.demonstrations, self.demonstrations_record = self._add_demonstrations(
-            demonstrations, dict(ingest_kwargs or {}), gamma, ingest=add_demonstrations)
-        self.rollin_env = self._rollin_env() if self.rollin is not None else None
-        train_env = self.rollin_env if self.rollin_env is not None else self.env
-        if policy is None:
-            if experience:
-                base_cls, base_kwargs = fam.base_extractor or (None, None)
-                policy_kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls,
-                                                     base_extractor_kwargs=base_kwargs), **dict(policy_kwargs or {})}
-                policy = "MultiInputPolicy"
-                if issubclass(getattr(algorithm, "policy_aliases", {}).get(policy, object), MultiInputActorCriticPolicy):
-                    policy = ExperiencePolicy  # says so when given an observation without its experience
-            else:
-                policy_kwargs = {**fam.base_policy_kwargs, **dict(policy_kwargs or {})}
-                policy = "MultiInputPolicy" if isinstance(self.env.observation_space, gym.spaces.Dict) else "MlpPolicy"
-            aliases = getattr(algorithm, "policy_aliases", {})
-            if isinstance(policy, str) and policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
-                policy = policy.replace("Policy", "LstmPolicy")
-        self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
-                                              tensorboard_log=tensorboard_log,
-                                              **{"verbose": 0, **dict(algorithm_kwargs or {})})
-        try:
+        try:  # a setting refused from here on (by SB3, a demonstration) must not leave the learner process running
+            # the bank's own manager: build_env wraps the envs on a bank of this process
+            self.manager: ExperienceManager | None = (
+                cast(ExperienceManager, find_experience(self.env)[0][0]) if experience else None)
+            self.replay: SuccessReplay | None = SuccessReplay() if self.self_imitation is not None else None
+            if self.manager is not None:
+                self.manager.replay = self.replay  # saved with the run by save_crl
+            gamma = float(dict(algorithm_kwargs or {}).get("gamma", 0.99))
+            self.demonstrations, self.demonstrations_record = self._add_demonstrations(
+                demonstrations, dict(ingest_kwargs or {}), gamma, ingest=add_demonstrations)
+            self.rollin_env = self._rollin_env() if self.rollin is not None else None
+            train_env = self.rollin_env if self.rollin_env is not None else self.env
+            if policy is None:
+                if experience:
+                    base_cls, base_kwargs = fam.base_extractor or (None, None)
+                    policy_kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls,
+                                                         base_extractor_kwargs=base_kwargs), **dict(policy_kwargs or {})}
+                    policy = "MultiInputPolicy"
+                    if issubclass(getattr(algorithm, "policy_aliases", {}).get(policy, object), MultiInputActorCriticPolicy):
+                        policy = ExperiencePolicy  # says so when given an observation without its experience
+                else:
+                    policy_kwargs = {**fam.base_policy_kwargs, **dict(policy_kwargs or {})}
+                    policy = "MultiInputPolicy" if isinstance(self.env.observation_space, gym.spaces.Dict) else "MlpPolicy"
+                aliases = getattr(algorithm, "policy_aliases", {})
+                if isinstance(policy, str) and policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
+                    policy = policy.replace("Policy", "LstmPolicy")
+            self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
+                                                  tensorboard_log=tensorboard_log,
+                                                  **{"verbose": 0, **dict(algorithm_kwargs or {})})
             check_action_space(self.model.action_space, "ComplementaryRL")  # refused now, not in the learner
-        except ValueError:
+            if add_demonstrations:  # (a loaded run's replay holds them already)
+                self._pin_demonstrations(gamma)
+            self.crl_callback: CRLCallback | None = None
+            self.sil_callback: SelfImitationCallback | None = None
+            self.rollin_callback: RollInCallback | None = None
+            self.callbacks: list[BaseCallback] = self._callbacks(dict(callback_kwargs or {}))
+        except BaseException:
             self.close()
             raise
-        self.crl_callback: CRLCallback | None = None
-        self.sil_callback: SelfImitationCallback | None = None
-        self.rollin_callback: RollInCallback | None = None
-        self.callbacks: list[BaseCallback] = self._callbacks(dict(callback_kwargs or {}))
         #: the run-folder saves this run descends from (loaded from, then written): stale saves are refused
         self._lineage: list[str] = []
 
@@ -268,6 +270,11 @@ class TaskScopeRL:
             demos = list(demonstrations)
         if not demos:
             return [], None
+        from integrations.demos import validate_demonstration
+
+        space = self.manager.observation_space if self.manager is not None else self.env.observation_space
+        # checked (every step) and trimmed once, before the bank or the replay takes any
+        demos = [validate_demonstration(d, space, self.env.action_space, i) for i, d in enumerate(demos)]
         record: dict[str, Any] = {"episodes": len(demos),
                                   "mean_length": float(np.mean([len(d.actions) for d in demos]))}
         if ingest and self.manager is not None:
@@ -275,10 +282,18 @@ class TaskScopeRL:
 
             record["segments"] = ingest_demonstrations(self.manager, demos, **{"segment_every": 1, **ingest_kwargs})
             record["bank_size"] = len(self.manager.bank)
-        if ingest and self.replay is not None:
-            record["replay_states"] = add_demonstrations(self.replay, demos, gamma)
         record["seconds"] = round(time.perf_counter() - t0, 2)
         return demos, record
+
+    def _pin_demonstrations(self, gamma: float) -> None:
+        """Pin the demonstrations in the replay as the policy sees them (after the model is built:
+        SB3 shows images channel-first)."""
+        if self.replay is None or not self.demonstrations or self.demonstrations_record is None:
+            return
+        t0 = time.perf_counter()
+        self.demonstrations_record["replay_states"] = add_demonstrations(
+            self.replay, self.demonstrations, gamma, self.model.observation_space)
+        self.demonstrations_record["seconds"] += round(time.perf_counter() - t0, 2)
 
     def _rollin_env(self) -> GuidedRollInVecEnv:
         """The training env under guided roll-in (:func:`~integrations.sb3.method_rollin.rollin_env`)."""
