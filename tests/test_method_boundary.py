@@ -399,3 +399,15 @@ def test_a_constructor_that_fails_after_the_envs_are_built_leaves_no_learner_pro
         ComplementaryRL("CartPole-v1", n_envs=1, seed=0, manager_kwargs={"mode": "process"},
                         algorithm_kwargs={"bogus": 1})
     assert set(multiprocessing.active_children()) <= before
+
+
+def test_learn_takes_the_callbacks_sb3_takes_and_refuses_others_by_name() -> None:
+    run = _run()
+    calls: list[int] = []
+    run.learn(32, callback=lambda loc, glob: calls.append(1) is None)  # a function, as SB3's learn takes it
+    assert len(calls) >= 32
+    with pytest.raises(TypeError, match="got str 'abc'"):
+        run.learn(32, callback="abc")
+    with pytest.raises(TypeError, match="must hold SB3 callbacks"):
+        run.learn(32, callback=[print])
+    run.close()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "settings_to_json", "settings_from_json",
+__all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -103,6 +103,34 @@ def check_seed(seed: Any) -> int:
     if not 0 <= int(seed) < SEED_LIMIT:
         raise ValueError(f"seed must be an int in [0, 2**31), got {seed!r}")
     return int(seed)
+
+
+def user_callbacks(callback: Any) -> list[Any]:
+    """``learn(callback=...)`` as a list of SB3 callbacks, taking what SB3's ``learn`` takes: None,
+    a callback, a list of callbacks, or a function ``(locals, globals) -> bool`` (wrapped as SB3
+    wraps it, in a ``ConvertCallback``).
+
+    Raises:
+        TypeError: anything else (a str, a list holding a non-callback), named.
+
+    >>> [type(c).__name__ for c in user_callbacks(lambda loc, glob: True)], user_callbacks(None)
+    (['ConvertCallback'], [])
+    """
+    from stable_baselines3.common.callbacks import BaseCallback, ConvertCallback
+
+    if callback is None:
+        return []
+    if isinstance(callback, BaseCallback):
+        return [callback]
+    if isinstance(callback, (list, tuple)):
+        bad = [c for c in callback if not isinstance(c, BaseCallback)]
+        if bad:
+            raise TypeError(f"callback: a list must hold SB3 callbacks (BaseCallback), got {bad[0]!r}")
+        return list(callback)
+    if callable(callback):
+        return [ConvertCallback(callback)]
+    raise TypeError(f"callback must be an SB3 callback, a list of them or a function (locals, globals) -> bool, "
+                    f"got {type(callback).__name__} {callback!r}")
 
 
 def check_demonstrations(demonstrations: Any) -> int | list[Any]:

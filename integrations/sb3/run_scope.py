@@ -45,7 +45,7 @@ from experience_wrappers.validators import check_int, check_real, check_timestep
 
 from .guards import check_action_space
 from .method import ComplementaryRL
-from .method_settings import check_seed, load_arguments, settings_to_json
+from .method_settings import check_seed, load_arguments, settings_to_json, user_callbacks
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -222,7 +222,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         ``progress_bar=True`` and the other ``learn`` arguments as in SB3). The run goes on from its
         steps so far (a loaded run's too: ``reset_num_timesteps=False`` unless you pass it)."""
         total_timesteps = check_timesteps(total_timesteps)
-        user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
+        user = user_callbacks(callback)
         learn_kwargs.setdefault("reset_num_timesteps", False)
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         return self

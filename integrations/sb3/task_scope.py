@@ -62,6 +62,7 @@ from .method_settings import (
     resolve_algorithm,
     saved_algorithm,
     settings_to_json,
+    user_callbacks,
 )
 from .rollin_callbacks import RollInCallback, RollInView
 from .rollin_env import GuidedRollInVecEnv
@@ -336,7 +337,7 @@ class TaskScopeRL:
         policy's actions, the ends of rolled-in episodes); wrap one in :class:`RollInView` to see the
         executed actions or to count only episodes from true starts."""
         total_timesteps = check_timesteps(total_timesteps)
-        user = [] if callback is None else ([callback] if isinstance(callback, BaseCallback) else list(callback))
+        user = user_callbacks(callback)
         learn_kwargs.setdefault("reset_num_timesteps", False)
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         if self.crl_callback is not None and self.crl_callback.sil is not None:
