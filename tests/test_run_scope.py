@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -66,6 +67,26 @@ def test_scope_selects_the_class_and_bad_scopes_are_refused() -> None:
         ComplementaryRL(room, scope="run", instances=TRAIN, demonstrations=3)
     with pytest.raises(ValueError, match="novelty_bonus must be a finite number >= 0, got 'x'"):
         make(novelty_bonus="x")
+
+
+def _bad_demo(kind: str):
+    def demo(instance: int) -> Any:
+        obs, actions = goal_demonstration(instance)
+        if kind == "form":
+            return 5
+        if kind == "width":
+            return {k: np.concatenate([v, v], axis=-1) for k, v in obs.items()} if isinstance(obs, dict) else \
+                np.concatenate([obs, obs], axis=-1), actions
+        return obs, np.full_like(actions, 99)  # an action the env does not have
+    return demo
+
+
+@pytest.mark.parametrize("kind, err, match", [("form", TypeError, "must return"), ("width", ValueError, "shape"),
+                                              ("action", ValueError, "action 99 at step 0")])
+def test_a_demonstration_source_is_checked_when_the_run_is_built(kind, err, match) -> None:
+    """Not at a guided run's first draw, steps into learn()."""
+    with pytest.raises(err, match=match):
+        make(demonstrations=_bad_demo(kind))
 
 
 def test_a_setting_a_save_could_not_write_is_refused_when_the_run_is_built() -> None:

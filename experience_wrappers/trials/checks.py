@@ -20,7 +20,8 @@ from ..validators import check_instances
 from ..wrappers.env_checks import Check, check_finite_observation
 from ..wrappers.spaces import base_parts
 
-__all__ = ["check_instances", "checked_observations", "check_demonstration_length", "trials_observation_space",
+__all__ = ["check_instances", "checked_observations", "check_demonstration_length", "check_demonstration",
+           "demonstration_parts", "trials_observation_space",
            "space_mismatch",
            "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "TRIAL_INFO_KEY"]
 
@@ -35,6 +36,52 @@ RUN_BEST_KEY = "run_best"
 _SETTING_KEYS = (TRIAL_INDEX_KEY, RUN_BEST_KEY)
 #: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
 TRIAL_INFO_KEY = "trial"
+
+def demonstration_parts(demo: Any, source: str) -> tuple[Any, Any, Any] | None:
+    """What a run's ``demonstrations(instance)`` returned, as ``(observations, actions, rewards or None)``;
+    None where it gave None (the instance has no demonstration).
+
+    Raises:
+        TypeError: anything but None or a tuple / list ``(observations, actions[, rewards])``.
+    """
+    if demo is None:
+        return None
+    if not isinstance(demo, tuple | list) or len(demo) not in (2, 3):
+        raise TypeError(f"{source} must return (observations, actions) of one demonstration, or None, "
+                        f"got a {type(demo).__name__}")
+    return demo[0], demo[1], demo[2] if len(demo) == 3 else None
+
+
+def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, observations: Any, actions: Any,
+                        source: str) -> int:
+    """Check a demonstration placed in a run as the env's steps are checked; returns its steps.
+
+    Its observations get :func:`checked_observations`; they must be one per action; a
+    ``Discrete`` action must be one of the space's; a demonstration longer than the
+    ``horizon`` warns (:func:`check_demonstration_length`).
+
+    Raises:
+        ValueError: no actions (give None where there is none), observations as above, a count
+            of observations other than the actions', an action outside a ``Discrete`` space.
+    """
+    n = len(actions) if np.ndim(actions) else 0
+    if n == 0:
+        raise ValueError(f"{source} gave a demonstration without actions ({actions!r}); give None where an "
+                         "instance has no demonstration")
+    checked_observations(check, observations, "its steps", source)
+    m = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
+    if m != n:
+        raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "
+                         "each action was taken from, one per action")
+    if isinstance(action_space, spaces.Discrete):
+        a = np.asarray(actions).reshape(n, -1)[:, 0]
+        bad = ~((a == np.round(a)) & (a >= action_space.start) & (a < action_space.start + action_space.n))
+        if bad.any():
+            raise ValueError(f"{source} gave action {a[bad][0].item()!r} at step {int(np.argmax(bad))}, not one of "
+                             f"the env's {action_space}")
+    check_demonstration_length(n, horizon, source)
+    return n
+
 
 def check_demonstration_length(steps: int, horizon: int, source: str) -> None:
     """Warn where a demonstration of ``steps`` is longer than the trials' ``horizon`` (their step cap).

@@ -36,7 +36,7 @@ from ..manager.episode import Episode
 from ..manager.learner import ExtractorLearner
 from ..validators import check_bool, check_int, check_real
 from ..wrappers.env_checks import observation_checker
-from .checks import check_demonstration_length, checked_observations
+from .checks import check_demonstration
 from .goal_locator import GoalLocator
 from .memory_files import load_memory, save_memory
 from .run_best import LOCATE_FROM, LOCATE_HISTORY, run_best_mode
@@ -328,6 +328,12 @@ class TrialMemory:
             return np.zeros(0, np.int64)
         return self.write(scope, observations, actions, rewards, success=success, end_observation=end_observation)
 
+    def check_demonstration(self, observations: Any, actions: Any, source: str = "a demonstration") -> int:
+        """The checks :meth:`add_demonstration` makes, nothing placed: returns the steps
+        (:func:`~experience_wrappers.trials.checks.check_demonstration`)."""
+        return check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
+                                   source)
+
     def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
                           source: str = "a demonstration") -> np.ndarray:
         """Place a demonstration of the scope's instance in the scope (no learning, no retraining).
@@ -341,16 +347,7 @@ class TrialMemory:
             ValueError: an empty demonstration (no steps: give None where there is none), or
                 observations as above.
         """
-        n = len(actions) if np.ndim(actions) else 0
-        if n == 0:
-            raise ValueError(f"{source} gave a demonstration without actions ({actions!r}); give None where an "
-                             "instance has no demonstration")
-        checked_observations(self._check_demo, observations, "its steps", source)
-        m = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
-        if m != n:
-            raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "
-                             "each action was taken from, one per action")
-        check_demonstration_length(n, self.layout.horizon, source)
+        n = self.check_demonstration(observations, actions, source)
         rewards = np.eye(1, n, n - 1)[0] if rewards is None else rewards  # None: a success, 1 on its last step
         return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO, success=True)
 

@@ -53,6 +53,7 @@ from .checks import (
     TRIAL_INDEX_KEY,
     TRIAL_INFO_KEY,
     check_instances,
+    demonstration_parts,
     trials_observation_space,
 )
 from .memory import TrialMemory
@@ -223,11 +224,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
         if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
             source = f"demonstrations({self.instance})"
-            demo = self.demonstrations(self.instance)
+            demo = demonstration_parts(self.demonstrations(self.instance), source)
             if demo is not None:
-                if not isinstance(demo, tuple | list) or len(demo) not in (2, 3):
-                    raise TypeError(f"{source} must return (observations, actions) of one demonstration, or None, "
-                                    f"got a {type(demo).__name__}")
                 self.memory.add_demonstration(self.run_scope, *demo, source=source)
                 self._demonstrated = True
                 if self.learn:  # where a demonstration ends, its instance succeeds

@@ -39,7 +39,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials import TrialMemory
-from experience_wrappers.trials.checks import check_instances
+from experience_wrappers.trials.checks import check_instances, demonstration_parts
 from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int, check_real, check_timesteps
 
@@ -164,6 +164,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "verbose": verbose, "tensorboard_log": tensorboard_log}
         settings_to_json(self._settings)  # refuses, by name, a setting a save could not write
         self.memory = self._memory(mem_kwargs)
+        if demonstrations is not None:  # checked now on one instance, not at a guided run's first draw in learn()
+            source = f"demonstrations({self.instances[0]})"
+            demo = demonstration_parts(demonstrations(self.instances[0]), source)
+            if demo is not None:
+                self.memory.check_demonstration(demo[0], demo[1], source)
         ppo_kwargs = {**dict(algorithm_kwargs or {}), "tensorboard_log": tensorboard_log}
         if policy_kwargs:
             ppo_kwargs["policy_kwargs"] = dict(policy_kwargs)
