@@ -86,3 +86,28 @@ def test_seed_seeds_the_guided_draws() -> None:
     assert _guided_draws(3) != _guided_draws(4)
     with pytest.raises(TypeError, match="seed"):
         _guided_draws("3")  # type: ignore[arg-type]
+
+
+class _Endless(gym.Env):
+    observation_space = spaces.Box(0, 1, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+def test_an_episode_that_never_ends_is_said_once(monkeypatch) -> None:
+    """Its steps are held in memory until it ends, and nothing reaches the bank before."""
+    from experience_wrappers.wrappers import injector
+
+    monkeypatch.setattr(injector, "LONG_EPISODE", 2_000)
+    venv = ExperienceVecEnv(DummyVecEnv([_Endless]), ExperienceBank(), manager_kwargs={"mode": "sync"})
+    venv.reset()
+    with pytest.warns(UserWarning, match="without ending") as caught:
+        for _ in range(5_000):
+            venv.step(np.zeros(1, int))
+    assert sum("without ending" in str(w.message) for w in caught) == 1
+    venv.close()

@@ -123,8 +123,21 @@ class ExperienceBank:
 
     @property
     def dims(self) -> dict[str, int] | None:
-        """``key_dim``, ``value_dim``, ``context_dim``; None before the first add."""
+        """``key_dim``, ``value_dim``, ``context_dim``; None before the first add (or :meth:`fix_dims`)."""
         return None if self.core.store is None else dict(self.core.store.dims)
+
+    def fix_dims(self, key_dim: int, value_dim: int, context_dim: int = 0) -> None:
+        """Fix an empty bank's widths, as the constructor's arguments do: an add of other widths is
+        refused from then on (a manager built on an empty bank fixes its own). ValueError where the
+        bank has other widths already."""
+        dims = check_widths({"key_dim": check_positive_int("key_dim", key_dim),
+                             "value_dim": check_positive_int("value_dim", value_dim),
+                             "context_dim": check_non_negative_int("context_dim", context_dim)})
+        with writing(self.core):
+            if self.dims is None:
+                self.core.init_dims(dims)
+            elif self.dims != dims:
+                raise ValueError(f"the bank's widths are {self.dims}, not {dims}")
 
     def __len__(self) -> int:
         return 0 if self.core.store is None else self.core.store.size

@@ -25,7 +25,7 @@ from .options import ExperienceOptions, TaskIdSource
 from .recorder import EpisodeRecorder
 from .retrieval import Retriever
 
-__all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training", "FULL_CHECKS", "CHECK_EVERY"]
+__all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training", "FULL_CHECKS", "CHECK_EVERY", "LONG_EPISODE"]
 
 #: the recorded steps (vector steps) of an injector whose observations are all checked against the space
 #: (:func:`~.env_checks.observation_checker`); after them one step in :data:`CHECK_EVERY` on average is, at
@@ -35,6 +35,9 @@ __all__ = ["ExperienceInjector", "TaskIdSource", "subset_rows", "mark_training",
 #: 83 per step on MiniHack); NaN and inf in an observation and every reward are still checked at every step
 FULL_CHECKS = 1_000
 CHECK_EVERY = 16
+#: an episode this long without ending is said once (its steps are held in memory until it ends, and
+#: nothing reaches the bank before: an env without a time limit, say)
+LONG_EPISODE = 10_000
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _ROW_0 = np.zeros(1, dtype=np.int64)
 _NO_ROWS.setflags(write=False)
@@ -97,6 +100,7 @@ class ExperienceInjector:
         #: trained by one, so no warning about episodes outside training
         self.in_learn: bool | None = None
         self._warned_outside = False
+        self._warned_long = False
         self.rng = np.random.default_rng(options.seed)
         self.guided = np.zeros(n_envs, bool)
         self.steps = np.zeros(n_envs, np.int64)
@@ -203,6 +207,11 @@ class ExperienceInjector:
             if self._recorded >= self._next_check:
                 self._next_check = self._recorded + int(self._check_rng.integers(1, 2 * CHECK_EVERY))
         self.recorder.append(obs, actions, rewards)
+        if self._recorded % 1024 == 0 and not self._warned_long and self.recorder.lengths.max() >= LONG_EPISODE:
+            self._warned_long = True
+            warnings.warn(f"an episode has run {int(self.recorder.lengths.max()):,} steps without ending: its steps "
+                          "are held in memory until it ends, and only a finished episode reaches the bank; give "
+                          "the env a time limit (gymnasium.wrappers.TimeLimit)", UserWarning, stacklevel=3)
         if self.paired:  # the entries the action of each guided env was taken with
             retriever = self.retriever
             for r in np.flatnonzero(self.guided).tolist():
