@@ -127,9 +127,10 @@ class ExperienceBank:
         return None if self.core.store is None else dict(self.core.store.dims)
 
     def fix_dims(self, key_dim: int, value_dim: int, context_dim: int = 0) -> None:
-        """Fix an empty bank's widths, as the constructor's arguments do: an add of other widths is
-        refused from then on (a manager built on an empty bank fixes its own). ValueError where the
-        bank has other widths already."""
+        """Fix an empty bank's widths: an add of other widths is refused from then on.
+
+        As the constructor's ``key_dim`` / ``value_dim`` / ``context_dim`` do; a manager built on an
+        empty bank fixes its own. ValueError where the bank has other widths already."""
         dims = check_widths({"key_dim": check_positive_int("key_dim", key_dim),
                              "value_dim": check_positive_int("value_dim", value_dim),
                              "context_dim": check_non_negative_int("context_dim", context_dim)})

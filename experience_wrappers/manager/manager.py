@@ -245,9 +245,11 @@ class ExperienceManager:
         return self.extractor_config.context_size
 
     def check_bank_dims(self, bank: ExperienceBank) -> None:
-        """Refuse a bank whose widths are not this manager's (at construction and at restore); an
-        empty bank takes them (:meth:`ExperienceBank.fix_dims`), so that an add of other widths is
-        refused where it is made, not at the next query."""
+        """Refuse a bank whose widths are not this manager's; an empty bank takes them.
+
+        At construction and at restore. An empty bank's widths are fixed
+        (:meth:`ExperienceBank.fix_dims`), so that an add of other widths is refused where it is
+        made, not at the next query."""
         value_dim = self.config.exp_dim if self.layout is None else self.layout.value_dim
         want = {"key_dim": self.key_encoder.key_dim, "value_dim": value_dim,
                 "context_dim": self.extractor_config.context_size}

@@ -329,8 +329,9 @@ class TrialMemory:
         return self.write(scope, observations, actions, rewards, success=success, end_observation=end_observation)
 
     def check_demonstration(self, observations: Any, actions: Any, source: str = "a demonstration") -> int:
-        """The checks :meth:`add_demonstration` makes, nothing placed: returns the steps
-        (:func:`~experience_wrappers.trials.checks.check_demonstration`)."""
+        """The checks :meth:`add_demonstration` makes, placing nothing; returns the steps.
+
+        See :func:`~experience_wrappers.trials.checks.check_demonstration`."""
         return check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
                                    source)
 

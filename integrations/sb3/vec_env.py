@@ -124,8 +124,10 @@ class ExperienceVecEnv(VecEnvWrapper):
         self.injector.force_guided = value
 
     def seed(self, seed: int | None = None) -> Any:
-        """Seed the envs below and this wrapper's guided / free draws (SB3's ``PPO(seed=...)`` calls
-        it), as ``ExperienceWrapper.reset(seed=...)`` seeds a per-env wrapper's."""
+        """Seed the envs below and this wrapper's guided / free draws.
+
+        SB3's ``PPO(seed=...)`` calls it; ``ExperienceWrapper.reset(seed=...)`` seeds a per-env
+        wrapper's draws the same way."""
         if seed is not None:
             seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
             self.injector.rng = np.random.default_rng([seed, 0x5EED])
