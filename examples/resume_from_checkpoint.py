@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=20_000)
     p.add_argument("--out", type=Path, default=Path("runs/checkpoints"))
     args = p.parse_args(argv)
+    if args.steps < 4:
+        p.error(f"--steps must be at least 4 (four checkpoints), got {args.steps}")
+    if args.out.exists() and any(args.out.glob("cartpole_*_steps*")):
+        # its newest checkpoint would be taken for this run's, and this run would overwrite the others
+        p.error(f"--out {args.out} holds the checkpoints of an earlier run: give a folder of its own")
 
     model = PPO("MultiInputPolicy", make_env(ExperienceBank()), n_steps=256, seed=0)
     every = max(args.steps // 4 // model.n_envs, 1)  # CheckpointCallback counts calls, one per n_envs steps

@@ -151,3 +151,10 @@ def test_an_output_folder_that_is_a_file_is_refused_before_training(tmp_path, ca
     line = _refused(tmp_path, capsys, *args)
     assert f"{flag} {tmp_path / where}" in line and f"{tmp_path / 'afile'} is a file" in line
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "..", " "])
+def test_a_suite_name_that_would_leave_the_results_folder_is_refused(tmp_path, capsys, name):
+    assert "--name is a folder name under --results" in _refused(tmp_path, capsys, "--results", str(tmp_path / "r"),
+                                                                 "--name", name)
+    assert not (tmp_path / "r").exists() and not (tmp_path.parent / "escape").exists()

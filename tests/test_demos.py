@@ -109,6 +109,15 @@ def test_save_and_load_round_trip(tmp_path, cartpole):
         assert a.success == b.success
 
 
+def test_save_returns_the_file_it_wrote(tmp_path, cartpole):
+    """numpy adds ``.npz`` to a name without it: the path returned is the file that exists."""
+    env, _ = cartpole
+    path = save_demonstrations(tmp_path / "mydemos", _random_demos(env, 1))
+    assert path == tmp_path / "mydemos.npz" and path.is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mydemos.npz"]
+    assert len(load_demonstrations(path)) == 1
+
+
 def test_damaged_demo_file_raises(tmp_path, cartpole):
     env, _ = cartpole
     path = save_demonstrations(tmp_path / "demos.npz", _random_demos(env, 1))

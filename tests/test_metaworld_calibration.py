@@ -57,3 +57,12 @@ def test_references_come_from_real_episodes() -> None:
     blind = ref["mean_goal"]["scripted_to_mean_goal"]
     assert blind["episodes"] == 2 and 0.0 <= blind["success"] <= 1.0
     assert len(ref["mean_goal"]["goal"]) == 3
+
+
+@pytest.mark.parametrize("args", [["--steps", "-10"], ["--steps", "0"], ["--seed", "-1"], ["--eval-every", "0"]])
+def test_the_command_refuses_bad_arguments_before_training(args: list[str], tmp_path, capsys) -> None:
+    from benchmarks.suites.metaworld_calibration import main
+
+    with pytest.raises(SystemExit):
+        main([*args, "--out", str(tmp_path)])
+    assert "error" in capsys.readouterr().err and not list(tmp_path.iterdir())  # nothing written

@@ -275,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(seeds_problem)
     if args.env and args.envs:
         p.error("--envs selects within a --suite; with --env, list the env ids there")
+    if args.name is not None and (not args.name.strip() or args.name in (".", "..") or "/" in args.name
+                                  or "\\" in args.name):
+        p.error(f"--name is a folder name under --results (no path separators, not '.' or '..'), got {args.name!r}")
     suite = _env_suite(args) if args.env else SUITES[args.suite]
     if args.suite and args.algo != "ppo":
         suite = attrs.evolve(suite, name=f"{suite.name}-{args.algo}")

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
+from benchmarks.harness.cli_checks import bad_seeds
 from benchmarks.harness.result_file import write_result
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
@@ -361,8 +362,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="write the scripted-policy and mean-goal references instead of training")
     p.add_argument("--force", action="store_true", help="overwrite an existing result file")
     args = p.parse_args(argv)
-    if args.steps > 3_000_000:
-        p.error("the calibration's budget is at most 3M steps a run")
+    if args.steps <= 0 or args.steps > 3_000_000:
+        p.error(f"--steps must be positive and at most 3M (the calibration's budget a run), got {args.steps}")
+    if args.eval_every <= 0:
+        p.error(f"--eval-every must be positive, got {args.eval_every}")
+    seeds_problem = bad_seeds([args.seed])
+    if seeds_problem:
+        p.error(seeds_problem)
     if args.references:
         write_result(Path(args.out) / f"{TASK}_references.json", references())
         return 0

@@ -59,8 +59,11 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
 
 
 def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
-    """Write demonstrations to one ``.npz`` (concatenated arrays plus offsets; no pickle)."""
+    """Write demonstrations to one ``.npz`` (concatenated arrays plus offsets; no pickle); returns
+    the file written (``.npz`` is added to a path without it, as numpy does)."""
     path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
     if not demos:
         raise ValueError("no demonstrations to save")
     lengths = np.array([len(d.actions) for d in demos], dtype=np.int64)
@@ -76,7 +79,8 @@ def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
         arrays["obs"] = np.concatenate([np.asarray(d.observations)[: len(d.actions)] for d in demos])
     arrays["meta"] = np.frombuffer(json.dumps({"format": FORMAT, "version": VERSION}).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
+    with open(path, "wb") as f:  # (a file object: numpy adds nothing to its name)
+        np.savez_compressed(f, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
     return path
 
 
