@@ -618,10 +618,10 @@ def test_mismatched_bank_dims_raise_value_error(rng):
         ExperienceManager(bank, OBS, ACT, config=ManagerConfig(mode="sync"))
 
 
-def test_an_empty_bank_takes_its_managers_widths_and_refuses_others_where_they_are_added(rng):
+def test_the_wrappers_empty_bank_takes_its_managers_widths_and_refuses_others_where_added(rng):
     """Not at the next query, steps later, inside SB3."""
     bank = ExperienceBank()
-    mgr = ExperienceManager(bank, OBS, ACT, config=ManagerConfig(mode="sync"))
+    mgr = manager_for_bank(bank, OBS, ACT, mode="sync")  # as the wrappers get theirs
     assert bank.dims is not None and bank.dims["key_dim"] == mgr.key_encoder.key_dim and len(bank) == 0
     with pytest.raises(ValueError, match=f"keys must have {mgr.key_encoder.key_dim} columns"):
         bank.add(rng.normal(size=(3, 8)).astype(np.float32), rng.normal(size=(3, 16)).astype(np.float32))

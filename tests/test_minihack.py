@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 pytest.importorskip("minihack")
 
+import integrations.minihack.hidden_goal as hg  # noqa: E402
 from integrations.minihack import (  # noqa: E402
     END_STATUS_ABORTED,
     END_STATUS_DEATH,
@@ -441,3 +442,46 @@ def test_key_encoder_rejects_bad_input():
         MiniHackKeyEncoder(space, weights={"colour": 1.0})
     with pytest.raises(ValueError, match="none of the keys"):
         MiniHackKeyEncoder(spaces.Dict({"x": spaces.Box(0, 1, (3,))}))
+
+
+def test_numpy_seeds_are_taken_as_ints() -> None:
+    """check_seed takes numpy ints; gymnasium's seeding takes Python ints only."""
+    from integrations.minihack import make_minihack_env, make_minihack_vec_env
+
+    env = make_minihack_env("MiniHack-Room-5x5-v0", seed=np.int64(3))
+    a, _ = env.reset(seed=np.int64(3))
+    b, _ = env.reset(seed=3)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    env.close()
+    make_minihack_vec_env("MiniHack-Room-5x5-v0", n_envs=1, seed=np.int64(0)).close()
+
+
+@pytest.mark.parametrize("key", ["internal", "program_state", "misc"])
+def test_nle_keys_minihack_does_not_return_are_refused_up_front(key: str) -> None:
+    from integrations.minihack import make_minihack_env
+
+    with pytest.raises(ValueError, match=f"unknown observation keys \\['{key}'\\]"):
+        make_minihack_env("MiniHack-Room-5x5-v0", observation_keys=("glyphs", key))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: hg.split_goals(held_out=-5), "held_out"),
+    (lambda: hg.split_goals(held_out=99), "held_out"),
+    (lambda: hg.split_goals(size=30), "size"),
+    (lambda: hg.goal_demonstration(0), "goal"),
+    (lambda: hg.goal_demonstration(25, size=5), "goal"),
+])
+def test_the_hidden_goal_helpers_refuse_goals_and_splits_the_room_cannot_have(call, match) -> None:
+    """Not an empty training split, an off-grid path or numpy's "need at least one array to stack"."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_the_hidden_goal_room_refuses_an_action_it_does_not_have() -> None:
+    """NLE would take -1 as its last action, and 8 as an IndexError."""
+    env = hg.HiddenGoalRoom(5, 10)
+    env.reset(seed=3)
+    for bad in (-1, 8):
+        with pytest.raises(ValueError, match=f"action {bad} is not one of"):
+            env.step(bad)
+    env.close()

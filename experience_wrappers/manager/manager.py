@@ -244,19 +244,19 @@ class ExperienceManager:
     def context_dim(self) -> int:
         return self.extractor_config.context_size
 
-    def check_bank_dims(self, bank: ExperienceBank) -> None:
-        """Refuse a bank whose widths are not this manager's; an empty bank takes them.
-
-        At construction and at restore. An empty bank's widths are fixed
-        (:meth:`ExperienceBank.fix_dims`), so that an add of other widths is refused where it is
-        made, not at the next query."""
+    @property
+    def bank_dims(self) -> dict[str, int]:
+        """The widths of the entries this manager writes: ``key_dim``, ``value_dim``, ``context_dim``."""
         value_dim = self.config.exp_dim if self.layout is None else self.layout.value_dim
-        want = {"key_dim": self.key_encoder.key_dim, "value_dim": value_dim,
+        return {"key_dim": self.key_encoder.key_dim, "value_dim": value_dim,
                 "context_dim": self.extractor_config.context_size}
+
+    def check_bank_dims(self, bank: ExperienceBank) -> None:
+        """Refuse a bank whose widths are not this manager's (at construction and at restore)."""
+        want = self.bank_dims
         if bank.dims is not None and bank.dims != want:
             raise ValueError(f"bank dims {bank.dims} do not match this manager's {want} "
                              "(key encoder, exp_dim, action space or max_len differ)")
-        bank.fix_dims(**want)
 
     # ------------------------------------------------------------- submission
     def submit(self, episode: Episode) -> None:

@@ -55,6 +55,9 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
     if mgr is None:
         mgr = ExperienceManager(bank, observation_space, action_space, key_encoder=key_encoder,
                                 config=ManagerConfig(**config))
+        # the wrappers' bank takes the manager's widths now: a user's add of other widths is refused
+        # where it is made, not at the next query inside SB3
+        bank.fix_dims(**mgr.bank_dims)
         return mgr
     if not same_layout(mgr.observation_space, observation_space) or not same_layout(mgr.action_space, action_space):
         raise ValueError(

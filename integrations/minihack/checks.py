@@ -56,9 +56,9 @@ def check_observation_keys(observation_keys: Sequence[str], added_key: str | Non
     return keys
 
 
-def check_seed(seed: Any) -> None:
-    """``None`` or an int >= 0."""
-    check_int("seed", seed, minimum=0, numpy=True, optional=True)
+def check_seed(seed: Any) -> int | None:
+    """``None`` or an int >= 0 (a numpy int too), returned as a Python int: gymnasium's seeding takes no other."""
+    return check_int("seed", seed, minimum=0, maximum=2**32 - 1, numpy=True, optional=True)
 
 
 def check_env_kwargs(kwargs: Mapping[str, Any]) -> None:
@@ -71,4 +71,6 @@ def _valid_observation_keys() -> set[str]:
     from minihack.base import MINIHACK_SPACE_FUNCS
     from nle import nethack
 
-    return set(nethack.OBSERVATION_DESC) | set(MINIHACK_SPACE_FUNCS) | {"pixel"}
+    # NLE's keys that MiniHack's observation builder does not return
+    unsupported = {"internal", "program_state", "misc"}
+    return (set(nethack.OBSERVATION_DESC) | set(MINIHACK_SPACE_FUNCS) | {"pixel"}) - unsupported

@@ -149,7 +149,7 @@ class MiniHackCompat(gym.Wrapper, RecordConstructorArgs):
             env.unwrapped, "nethack"
         ):
             raise ValueError(f"MiniHackCompat needs an NLE/MiniHack env, got {env.unwrapped!r}")
-        check_seed(seed)
+        seed = check_seed(seed)
         self._rng: np.random.Generator | None = (
             None if seed is None else np.random.default_rng(seed)
         )
@@ -157,7 +157,7 @@ class MiniHackCompat(gym.Wrapper, RecordConstructorArgs):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        check_seed(seed)
+        seed = check_seed(seed)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         if self._rng is not None:
@@ -311,7 +311,7 @@ def make_minihack_env(
     import_minihack()
     check_env_id(env_id)
     keys = check_observation_keys(observation_keys, LAST_ACTION_KEY if add_last_action else None)
-    check_seed(seed)
+    seed = check_seed(seed)
     check_env_kwargs(kwargs)
 
     spec = gym.spec(env_id)
@@ -376,7 +376,7 @@ def make_minihack_vec_env(
     """
     import_minihack()
     check_int("n_envs", n_envs, minimum=1, numpy=True)
-    check_seed(seed)
+    seed = check_seed(seed)
     if wrapper_kwargs is not None and wrapper_class is None:
         raise ValueError("wrapper_kwargs given without a wrapper_class")
     if "seed" in env_kwargs:

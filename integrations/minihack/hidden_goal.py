@@ -29,9 +29,22 @@ __all__ = ["HiddenGoalRoom", "goal_cells", "split_goals", "shortest_path_actions
 MOVES: tuple[tuple[int, int], ...] = ((0, -1), (1, 0), (0, 1), (-1, 0), (1, -1), (1, 1), (-1, 1), (-1, -1))
 
 
+#: the sides of a room the level generator builds (HiddenGoalRoom's ``size``)
+MIN_SIZE, MAX_SIZE = 2, 20
+
+
+def _size(size: Any) -> int:
+    return check_int("size", size, minimum=MIN_SIZE, maximum=MAX_SIZE, numpy=True)
+
+
+def _goal(goal: Any, size: int) -> int:
+    return check_int("goal", goal, minimum=1, maximum=size * size - 1, numpy=True,
+                     hint=" (a cell y * size + x of the room other than the start, 0)")
+
+
 def goal_cells(size: int = 10) -> list[int]:
     """Every goal cell of a ``size x size`` room: all but the start (cell 0)."""
-    return list(range(1, size * size))
+    return list(range(1, _size(size) ** 2))
 
 
 def split_goals(size: int = 10, held_out: int = 20, seed: int = 0) -> tuple[list[int], list[int]]:
@@ -41,7 +54,9 @@ def split_goals(size: int = 10, held_out: int = 20, seed: int = 0) -> tuple[list
     >>> len(train), len(test), set(train) & set(test)
     (79, 20, set())
     """
-    cells = np.random.default_rng(seed).permutation(goal_cells(size))
+    cells = np.random.default_rng(check_int("seed", seed, minimum=0, numpy=True)).permutation(goal_cells(size))
+    held_out = check_int("held_out", held_out, minimum=0, maximum=len(cells) - 1, numpy=True,
+                         hint=f" (of the {len(cells)} goal cells, at least one left to train on)")
     held = sorted(int(c) for c in cells[:held_out])
     return sorted(int(c) for c in cells[held_out:]), held
 
@@ -52,6 +67,8 @@ def shortest_path_actions(goal: int, size: int = 10) -> list[int]:
     >>> shortest_path_actions(23)   # (3, 2): two steps south-east, one east
     [5, 5, 1]
     """
+    size = _size(size)
+    goal = _goal(goal, size)
     gx, gy = goal % size, goal // size
     diag = min(gx, gy)
     straight = (1 if gx > gy else 2)  # east or south
@@ -98,7 +115,7 @@ class HiddenGoalRoom(gym.Env):
         from integrations.minihack.envs import import_minihack
         import_minihack()
         from minihack import MiniHackNavigation
-        self.size = check_int("size", size, minimum=2, maximum=20)
+        self.size = _size(size)
         self.max_steps = check_int("max_steps", max_steps, minimum=1)
         self.lit = bool(lit)
         self.goal = 1
@@ -135,6 +152,8 @@ class HiddenGoalRoom(gym.Env):
         return np.zeros(2, np.float32), {"goal": self.goal}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if not self.action_space.contains(action if isinstance(action, np.ndarray) else np.int64(action)):
+            raise ValueError(f"action {action!r} is not one of the room's {self.action_space}")
         obs, reward, terminated, _, info = self._nav.step(int(action))
         self._steps += 1
         success = bool(reward > 0)
