@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.reporting.trials_report import (
     comparison_table,
     headline,
@@ -150,3 +152,28 @@ def test_kept_runs_pair_the_two_evaluations_by_held_out_instance(tmp_path: Path)
                              "trial1") is None
     with pytest.raises(ValueError, match="do not split into 2"):
         instance_metric([[0, 1], [1, 1], [0, 0]], 2, "trial1")
+
+
+def test_the_report_reads_a_trials_out_folder_and_names_a_damaged_file(tmp_path: Path, capsys) -> None:
+    from benchmarks.reporting.trials_report import main
+
+    write(tmp_path, "ppo", 0, None, [0.2, 0.2, 0.2, 0.3])
+    folder = tmp_path / "trials-darkroom"  # what `benchmarks.suites.trials --out DIR` fills: DIR/<arm>/seed<k>.json
+    assert main(["--family", "darkroom", "--folder", str(folder)]) == 0
+    assert "0.20 / 0.20 / 0.20 / 0.30" in capsys.readouterr().out
+    (folder / "ppo" / "seed1.json").write_text("{damaged")
+    with pytest.raises(SystemExit):
+        main(["--family", "darkroom", "--folder", str(folder)])
+    assert "seed1.json is not a trials result file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--family", "bogus"])
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_the_trials_command_stops_at_a_damaged_result_file_naming_it(tmp_path: Path, capsys) -> None:
+    from benchmarks.suites.trials import main
+
+    (tmp_path / "ppo").mkdir()
+    (tmp_path / "ppo" / "seed0.json").write_text("[1, 2]")
+    assert main(["--family", "darkroom", "--arms", "ppo", "--out", str(tmp_path)]) == 2
+    assert "seed0.json is not a trials result file" in capsys.readouterr().err

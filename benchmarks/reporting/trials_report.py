@@ -317,11 +317,27 @@ MAZES_COMPARISONS: list[tuple[str, str, str, str]] = [
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
 
 
-def load(family: str, root: Path = RESULTS) -> dict[str, list[dict[str, Any]]]:
-    """``{arm: [result, ...]}`` of one family, sorted by seed."""
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for path in sorted((root / SUITES[family]).glob("*/seed*.json")):
+def read_result(path: Path) -> dict[str, Any]:
+    """One trials result file; ValueError naming it where it is not one (damaged, or another JSON)."""
+    try:
         res = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a trials result file ({exc}): remove it, or rerun with --force") from None
+    if not isinstance(res, dict) or not {"arm", "seed"} <= set(res):
+        raise ValueError(f"{path} is not a trials result file (no arm and seed): remove it, or rerun with --force")
+    return res
+
+
+def load(family: str, root: Path = RESULTS, folder: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """``{arm: [result, ...]}`` of one family, sorted by seed: from ``root / <its suite>``, or from
+    ``folder`` (what ``benchmarks.suites.trials --out`` wrote).
+
+    Raises:
+        ValueError: a file that is not a result file (damaged, or another JSON), named.
+    """
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for path in sorted((folder or root / SUITES[family]).glob("*/seed*.json")):
+        res = read_result(path)
         out[res["arm"]].append(res)
         if "heldout_without_search" in res:  # an eval_search arm's weights evaluated without the search too
             out[res["arm"] + NO_SEARCH].append({**res, "arm": res["arm"] + NO_SEARCH,
@@ -403,12 +419,13 @@ def comparison_table(arms: dict[str, list[dict[str, Any]]], method: str = "crl-t
 
 def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom", "keydoor", "maze", "ml1-reach",
                                                                     "ml1-reach-moves", "ml1-push-moves",
-                                                                    "ml1-pick-place-moves", "ml10-moves")
-                   ) -> list[str]:
-    """The markdown of every trials family with results (empty when none)."""
+                                                                    "ml1-pick-place-moves", "ml10-moves"),
+                   folder: Path | None = None) -> list[str]:
+    """The markdown of every trials family with results (empty when none); ``folder``: one family's
+    own folder (see :func:`load`)."""
     out: list[str] = []
     for family in families:
-        arms = load(family, root)
+        arms = load(family, root, folder)
         if not arms:
             continue
         first = next(iter(arms.values()))[0]
@@ -486,10 +503,18 @@ def replace_block(text: str, start: str, end: str, block: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Print the trials suites' tables (markdown).")
-    p.add_argument("--family", nargs="+", default=["darkroom"])
-    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--family", nargs="+", default=["darkroom"], choices=sorted(SUITES))
+    p.add_argument("--results", type=Path, default=RESULTS, help="the results root (a folder per suite)")
+    p.add_argument("--folder", type=Path, default=None,
+                   help="one family's own folder (what `benchmarks.suites.trials --out DIR` wrote); one --family")
     args = p.parse_args(argv)
-    print("\n".join(trials_section(args.results, tuple(args.family))) or "no trials results")
+    if args.folder is not None and len(args.family) != 1:
+        p.error("--folder holds one family's results: name that one --family")
+    try:
+        lines = trials_section(args.results, tuple(args.family), folder=args.folder)
+    except ValueError as exc:
+        p.error(str(exc))
+    print("\n".join(lines) or "no trials results")
     return 0
 
 

@@ -61,7 +61,6 @@ and a [64, 64] MLP; the same PPO hyperparameters, :data:`PPO_KWARGS`):
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -75,7 +74,7 @@ import numpy as np
 from benchmarks.harness.cli_checks import bad_seeds, check_output_folder
 from benchmarks.harness.result_file import write_result
 from benchmarks.harness.workers import Stopped, worker_pool
-from benchmarks.reporting.trials_report import SUITES
+from benchmarks.reporting.trials_report import SUITES, read_result
 from benchmarks.suites.trials_ml1 import (
     ml1_pick_place_moves_family,
     ml1_push_moves_family,
@@ -695,7 +694,13 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             path = out / arm / f"seed{seed}.json"
             if path.exists():
-                old = json.loads(path.read_text()).get("settings")
+                try:
+                    old = read_result(path).get("settings")
+                except ValueError as exc:
+                    if not args.force:
+                        print(f"stop: {exc}", file=sys.stderr)
+                        return 2
+                    old = None
                 new = _settings(args.family, arm, steps_of(arm), args.repeats)
                 if old == new:
                     print(f"skip {path}: done with these settings")
@@ -718,7 +723,8 @@ def main(argv: list[str] | None = None) -> int:
     except Stopped as stop:  # worker_pool has said so
         print(f"{finished} of {len(todo)} runs had finished", file=sys.stderr, flush=True)
         return stop.code if isinstance(stop.code, int) else 1
-    print(f"report: python -m benchmarks.reporting.trials_report --family {args.family}")
+    where = "" if args.out is None else f" --folder {out}"
+    print(f"report: python -m benchmarks.reporting.trials_report --family {args.family}{where}")
     return 0
 
 
