@@ -305,6 +305,14 @@ def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a
     assert isinstance(back, MetaWorldKeyEncoder)
     with pytest.raises(ValueError, match="Meta-World observations"):
         enc.encode(np.zeros((2, 3)), np.zeros(2, np.int64))
+    with pytest.raises(TypeError, match="got a dict"):
+        enc.encode({"observation": obs}, np.zeros(len(obs), np.int64))
+    with pytest.raises(ValueError, match="one id per observation"):
+        enc.encode(obs, np.zeros(len(obs) + 1, np.int64))
+    bad = obs.copy()
+    bad[1, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        enc.encode(bad, np.zeros(len(obs), np.int64))
 
 
 @pytest.mark.parametrize("make", [lambda: ML1Trials("reach-v9"), lambda: ml1_goal_tasks("reach-v9"),
@@ -312,6 +320,14 @@ def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a
 def test_an_unknown_task_is_refused_with_the_names_close_to_it(make) -> None:
     with pytest.raises(ValueError, match=r"Unknown Meta-World task .*Did you mean \['reach-v3'"):
         make()
+
+
+@pytest.mark.parametrize("kwargs, match", [({"start_seed": -1}, "start_seed"), ({"reward_scale": "x"}, "reward_scale"),
+                                           ({"reward_scale": 0.0}, "reward_scale"), ({"gamma": "y"}, "gamma")])
+def test_the_trials_env_refuses_bad_settings_by_name(kwargs, match) -> None:
+    """Not numpy's "expected non-negative integer" or an isfinite TypeError."""
+    with pytest.raises(ValueError, match=match):
+        ML1Trials(**kwargs)
 
 
 def test_bad_instances_and_caps_are_refused_by_name(env: ML1Trials) -> None:

@@ -59,8 +59,8 @@ def check_max_episode_steps(max_episode_steps: int | None) -> int:
 
 
 def check_seed(seed: int | None, name: str = "seed") -> int | None:
-    """A seed: ``None`` or an int >= 0 (``TypeError`` for another type)."""
-    return check_int(name, seed, minimum=0, numpy=True, optional=True, type_error=TypeError)
+    """A seed: ``None`` or an int in ``[0, 2**32 - 1]`` (numpy's range; ``TypeError`` for another type)."""
+    return check_int(name, seed, minimum=0, maximum=2**32 - 1, numpy=True, optional=True, type_error=TypeError)
 
 
 def check_reward_version(version: str) -> str:

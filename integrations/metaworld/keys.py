@@ -46,9 +46,22 @@ class MetaWorldKeyEncoder(KeyEncoder):
     key_dim = len(COLUMNS)
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
+        """Keys of a batch of observations ``(n, 39)`` (at least 7 wide); ``task_ids`` ``(n,)``.
+
+        Raises:
+            TypeError: a dict observation (Meta-World's is one array).
+            ValueError: another shape, NaN or inf in the columns read, ``task_ids`` of another length.
+        """
+        if isinstance(obs_batch, dict):
+            raise TypeError(f"MetaWorldKeyEncoder reads Meta-World's observation array, got a dict of "
+                            f"{sorted(obs_batch)}")
         obs = np.asarray(obs_batch, np.float32)
         if obs.ndim != 2 or obs.shape[1] < 7:
             raise ValueError(f"MetaWorldKeyEncoder reads Meta-World observations (a batch of rows at least 7 wide: "
                              f"the hand at [0:3], the object at [4:7]), got shape {obs.shape}")
+        if np.size(task_ids) != len(obs):
+            raise ValueError(f"task_ids must hold one id per observation ({len(obs)}), got {np.size(task_ids)}")
+        if not np.isfinite(obs[:, COLUMNS]).all():
+            raise ValueError("MetaWorldKeyEncoder got an observation with NaN or inf where the hand or the object is")
         low, high = np.tile(HAND_LOW, 2), np.tile(HAND_HIGH, 2)
         return ((obs[:, COLUMNS] - low) / (high - low) * 2.0 - 1.0).astype(np.float32)

@@ -36,8 +36,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from experience_wrappers.validators import check_int
-from integrations.metaworld.checks import check_task_name
+from experience_wrappers.validators import check_int, check_real
+from integrations.metaworld.checks import check_seed, check_task_name
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
 
@@ -125,7 +125,7 @@ class ML1Trials(gym.Env):
             (RL^2's input, without its recurrence).
 
     ``info`` carries Meta-World's ``success`` (this step's, so True only on a trial's last step),
-    ``is_success`` (the same, for SB3), ``instance`` and ``goal`` (the hidden goal, for analysis).
+    ``is_success`` (the same, for SB3) and ``instance``; the hidden goal, for analysis, is :meth:`goal`.
 
     >>> env = ML1Trials()
     >>> obs, info = env.reset(seed=3)
@@ -146,9 +146,10 @@ class ML1Trials(gym.Env):
         self.task_name = task
         self.cap = check_int("cap", cap, minimum=1)
         self.goal_visible = bool(goal_visible)
-        if not (np.isfinite(reward_scale) and reward_scale > 0):
+        reward_scale = check_real("reward_scale", reward_scale)
+        if not reward_scale > 0:
             raise ValueError(f"reward_scale must be a finite number > 0, got {reward_scale!r}")
-        if not 0.0 <= float(gamma) <= 1.0:
+        if not 0.0 <= check_real("gamma", gamma) <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
         if success_bonus not in (True, False, "cap", "infinite"):
             raise ValueError(f"success_bonus must be True, False, 'cap' or 'infinite', got {success_bonus!r}")
@@ -161,7 +162,7 @@ class ML1Trials(gym.Env):
                                           "infinite" if success_bonus == "infinite" else None)
         self.tasks = self._goal_tasks(task, self.goal_visible)
         self.start_moves = check_int("start_moves", start_moves, minimum=0)
-        self._moves = np.random.default_rng(int(start_seed))
+        self._moves = np.random.default_rng(check_seed(start_seed, "start_seed"))
         #: a Meta-World env per task name, made when an instance of it is first reset (ML1: one task);
         #: ``raw`` is the current instance's
         self._raws: dict[str, Any] = {}
@@ -225,7 +226,12 @@ class ML1Trials(gym.Env):
         return str(self.tasks[self.instance].env_name)
 
     def goal(self) -> np.ndarray:
-        """The current instance's goal position (reach, push and pick-place: see :func:`goal_position`)."""
+        """The current instance's goal position (reach, push and pick-place: see :func:`goal_position`).
+
+        For other tasks it is the last three values of the task's random vector, which for many of
+        them is where the object starts, not the goal: the scripted policies the demonstrations
+        use read their goal there and succeed regardless on the tasks tried (ML10's), but as a
+        goal it is right for those three tasks only."""
         return goal_position(self.tasks[self.instance])
 
     def _goal_tasks(self, task: str, goal_visible: bool) -> tuple[Task, ...]:
