@@ -198,3 +198,20 @@ def test_bad_ingest_arguments_change_nothing(cartpole, kwargs, message):
     with pytest.raises(ValueError, match=message):
         ingest_demonstrations(env.manager, _random_demos(env, 2), **kwargs)
     assert len(bank) == 0
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    ({"n_episodes": -3}, ValueError, "n_episodes"), ({"n_episodes": 2.5}, TypeError, "n_episodes"),
+    ({"n_episodes": 1, "max_attempts": 0}, ValueError, "max_attempts"),
+    ({"n_episodes": 1, "seed": None}, TypeError, "seed"),
+])
+def test_record_demonstrations_refuses_bad_counts_by_name(kwargs, err, match) -> None:
+    """Not an empty list for -3, three episodes for 2.5, the default for max_attempts=0 or None + int."""
+    with pytest.raises(err, match=match):
+        record_demonstrations(gym.make("CartPole-v1"), lambda obs: 0, **kwargs)
+
+
+@pytest.mark.parametrize("action", [None, 7, np.array([1])])
+def test_record_demonstrations_names_an_action_the_env_does_not_have(action) -> None:
+    with pytest.raises(ValueError, match="not an action of the env's Discrete\\(2\\)"):
+        record_demonstrations(gym.make("CartPole-v1"), lambda obs: action, 1)

@@ -14,6 +14,7 @@ import numpy as np
 from experience_wrappers.errors import DemonstrationFileError
 from experience_wrappers.keys.base import stack_observations
 from experience_wrappers.manager import success_from_info
+from experience_wrappers.validators import check_int
 
 from .trajectories import Demonstration
 
@@ -30,11 +31,20 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
     a policy with a ``reset()`` method (a scripted one that keeps memory) is reset before
     each episode.
     With ``only_successful`` only successful episodes are kept, trying at most
-    ``max_attempts`` episodes (default ``10 * n_episodes``).
+    ``max_attempts`` episodes (default ``10 * n_episodes``). Episode ``i`` is reset with seed
+    ``seed + i``.
+
+    Raises:
+        ValueError / TypeError: ``n_episodes`` or ``max_attempts`` not an int >= 1, ``seed`` not an
+            int >= 0 (named).
     """
+    n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True, type_error=TypeError)
+    seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
+    max_attempts = check_int("max_attempts", max_attempts, minimum=1, numpy=True, optional=True,
+                             type_error=TypeError)
     demos: list[Demonstration] = []
     attempts = 0
-    limit = max_attempts or 10 * n_episodes
+    limit = 10 * n_episodes if max_attempts is None else max_attempts
     while len(demos) < n_episodes and attempts < limit:
         obs, info = env.reset(seed=seed + attempts)
         reset = getattr(policy, "reset", None)
@@ -44,6 +54,10 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
         frames, actions, rewards = [], [], []
         while True:
             action = policy(obs)
+            if action is None or not env.action_space.contains(
+                    np.asarray(action, dtype=env.action_space.dtype) if env.action_space.dtype is not None else action):
+                raise ValueError(f"the policy returned {action!r} at step {len(actions)} of episode {attempts}, "
+                                 f"not an action of the env's {env.action_space}")
             frames.append(obs)
             actions.append(np.asarray(action))
             obs, reward, terminated, truncated, info = env.step(action)

@@ -10,6 +10,7 @@ from gymnasium import spaces
 from experience_wrappers.validators import check_int
 from integrations.demos import Demonstration, record_demonstrations
 
+from .checks import check_observation_keys
 from .envs import DEFAULT_OBSERVATION_KEYS, make_minihack_env
 from .scripted import NAVIGATOR_KEYS, MapNavigator
 
@@ -43,7 +44,7 @@ def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
     (2, ['blstats', 'glyphs_crop', 'inv_glyphs', 'last_action'], True)
     """
     check_int("n_episodes", n_episodes, minimum=1)
-    keys = tuple(observation_keys)
+    keys = check_observation_keys(observation_keys, None)  # a str, no keys or unknown ones: named (then by the env)
     record_keys = keys + tuple(k for k in NAVIGATOR_KEYS if k not in keys)
     env = make_minihack_env(env_id, observation_keys=record_keys, seed=seed, **env_kwargs)
     try:
