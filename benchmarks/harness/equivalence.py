@@ -37,6 +37,7 @@ import json
 import sys
 import tempfile
 import zipfile
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -207,7 +208,10 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump(res, f, indent=1)
         return 0 if res["within"] else 1
     if args.compare:
-        a, b = ({(r["env_id"], r["arm"]): r for r in json.load(open(f))} for f in args.compare)
+        try:
+            a, b = ({(r["env_id"], r["arm"]): r for r in json.loads(Path(f).read_text())} for f in args.compare)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            p.error(f"--compare reads two fingerprint files (written by --out): {type(exc).__name__}: {exc}")
         same = True
         for case in sorted(a.keys() | b.keys()):
             x, y = a.get(case), b.get(case)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.cli_checks import check_output_file
 from benchmarks.harness.result_file import write_result
 
 __all__ = ["CONFIGS", "step_cost", "main"]
@@ -76,6 +77,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--configs", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
+    for flag in ("n_envs", "steps", "rounds"):
+        if getattr(args, flag) <= 0:
+            p.error(f"--{flag.replace('_', '-')} must be positive, got {getattr(args, flag)}")
+    if args.out is not None:
+        try:
+            check_output_file(args.out, "--out")
+        except ValueError as exc:
+            p.error(str(exc))
     configs = ["plain"] + [c for c in args.configs if c != "plain"]
     per_round: dict[str, list[float]] = {c: [] for c in configs}
     for _ in range(args.rounds):

@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     results = load_results(args.results, [args.suite])
     if args.suite not in results:
         p.error(f"no results for suite {args.suite!r} in {args.results}")
+    known = sorted({arm for arms in results[args.suite].values() for arm in arms})
+    if method not in known:
+        p.error(f"--method {method!r} has no results in suite {args.suite!r}; its arms: {known}")
     for env_id, arms in sorted(results[args.suite].items()):
         print(f"### {env_id}\n")
         print("\n".join(comparison_lines(arms, method)))

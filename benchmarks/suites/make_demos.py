@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.cli_checks import bad_seeds, check_output_file
 from integrations.demos import save_demonstrations
 from integrations.minihack import scripted_demonstrations
 
@@ -29,7 +30,17 @@ def main(argv: list[str] | None = None) -> Path:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("runs/demos.npz"))
     args = p.parse_args(argv)
-    demos = scripted_demonstrations(args.env, args.episodes, seed=args.seed)
+    if args.episodes <= 0:
+        p.error(f"--episodes must be positive, got {args.episodes}")
+    seeds_problem = bad_seeds([args.seed])
+    if seeds_problem:
+        p.error(seeds_problem)
+    try:  # before recording: the file written is OUT, with .npz added where it lacks it
+        check_output_file(args.out if args.out.suffix == ".npz" else args.out.with_name(args.out.name + ".npz"),
+                          "--out")
+        demos = scripted_demonstrations(args.env, args.episodes, seed=args.seed)
+    except (ValueError, RuntimeError) as exc:  # an env the navigator cannot solve, an unknown id: one line
+        p.error(str(exc))
     path = save_demonstrations(args.out, demos)
     lengths = [len(d.actions) for d in demos]
     print(f"wrote {len(demos)} successful demonstrations of {args.env} to {path} "

@@ -51,7 +51,9 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
         if callable(reset):
             reset()
         attempts += 1
-        frames, actions, rewards = [], [], []
+        frames: list[Any] = []
+        actions: list[np.ndarray] = []
+        rewards: list[float] = []
         while True:
             action = policy(obs)
             if action is None or not env.action_space.contains(
