@@ -485,3 +485,12 @@ def test_the_hidden_goal_room_refuses_an_action_it_does_not_have() -> None:
         with pytest.raises(ValueError, match=f"action {bad} is not one of"):
             env.step(bad)
     env.close()
+
+
+def test_a_key_of_the_last_action_alone_is_said() -> None:
+    """tty_chars (or pixel) alone: the encoder reads last_action only, and every state after an action looks alike."""
+    from integrations.minihack import MiniHackKeyEncoder
+
+    space = spaces.Dict({"tty_chars": spaces.Box(0, 255, (24, 80), np.uint8), "last_action": spaces.Discrete(9)})
+    with pytest.warns(UserWarning, match="reads only last_action"):
+        MiniHackKeyEncoder(space)

@@ -10,6 +10,7 @@ part is a small class of :mod:`integrations.minihack.key_parts`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -149,6 +150,11 @@ class MiniHackKeyEncoder(KeyEncoder):
                 f"({', '.join(GRID_KEYS + INVENTORY_KEYS)}, blstats, last_action, message); "
                 f"it has {sorted(sub)}"
             )
+        if all(p.name == "last_action" for p in self.parts):
+            warnings.warn(
+                f"MiniHackKeyEncoder reads only last_action of this observation ({sorted(sub)}): every state "
+                f"after the same action gets the same key; observe one of {', '.join(GRID_KEYS)} or blstats "
+                "for keys that tell states apart", UserWarning, stacklevel=2)
 
     @property
     def used_keys(self) -> tuple[str, ...]:
