@@ -317,14 +317,16 @@ MAZES_COMPARISONS: list[tuple[str, str, str, str]] = [
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
 
 
-def read_result(path: Path) -> dict[str, Any]:
-    """One trials result file; ValueError naming it where it is not one (damaged, or another JSON)."""
+def read_result(path: Path, needs: tuple[str, ...] = ("arm", "seed")) -> dict[str, Any]:
+    """One trials result file; ValueError naming it where it is not one (damaged, another JSON, or
+    without the fields ``needs``)."""
     try:
         res = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not a trials result file ({exc}): remove it, or rerun with --force") from None
-    if not isinstance(res, dict) or not {"arm", "seed"} <= set(res):
-        raise ValueError(f"{path} is not a trials result file (no arm and seed): remove it, or rerun with --force")
+    if not isinstance(res, dict) or not set(needs) <= set(res):
+        raise ValueError(f"{path} is not a trials result file (it lacks {', '.join(needs)}): remove it, or rerun "
+                         "with --force")
     return res
 
 

@@ -695,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
             path = out / arm / f"seed{seed}.json"
             if path.exists():
                 try:
-                    old = read_result(path).get("settings")
+                    old = read_result(path, needs=("settings",))["settings"]
                 except ValueError as exc:
                     if not args.force:
                         print(f"stop: {exc}", file=sys.stderr)
