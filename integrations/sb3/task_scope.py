@@ -37,7 +37,6 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
-from stable_baselines3.common.policies import MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceManager
@@ -47,11 +46,10 @@ from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.validators import check_timesteps
 
 from .callback import CRLCallback
+from .default_policy import default_policy
 from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .evaluation import check_episodes, evaluate_with_and_without_experience, run_episodes
-from .experience_features import crl_policy_kwargs
-from .experience_policy import ExperiencePolicy
 from .guards import check_action_space, check_on_policy_class
 from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, rollin_env
 from .method_settings import (
@@ -201,19 +199,8 @@ class TaskScopeRL:
             self.rollin_env = self._rollin_env() if self.rollin is not None else None
             train_env = self.rollin_env if self.rollin_env is not None else self.env
             if policy is None:
-                if experience:
-                    base_cls, base_kwargs = fam.base_extractor or (None, None)
-                    policy_kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls,
-                                                         base_extractor_kwargs=base_kwargs), **dict(policy_kwargs or {})}
-                    policy = "MultiInputPolicy"
-                    if issubclass(getattr(algorithm, "policy_aliases", {}).get(policy, object), MultiInputActorCriticPolicy):
-                        policy = ExperiencePolicy  # says so when given an observation without its experience
-                else:
-                    policy_kwargs = {**fam.base_policy_kwargs, **dict(policy_kwargs or {})}
-                    policy = "MultiInputPolicy" if isinstance(self.env.observation_space, gym.spaces.Dict) else "MlpPolicy"
-                aliases = getattr(algorithm, "policy_aliases", {})
-                if isinstance(policy, str) and policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:  # RecurrentPPO
-                    policy = policy.replace("Policy", "LstmPolicy")
+                policy, policy_kwargs = default_policy(algorithm, fam, experience, self.env.observation_space,
+                                                       policy_kwargs)
             self.model: BaseAlgorithm = algorithm(policy, train_env, seed=self.seed, policy_kwargs=dict(policy_kwargs or {}),
                                                   tensorboard_log=tensorboard_log,
                                                   **{"verbose": 0, **dict(algorithm_kwargs or {})})

@@ -1,0 +1,42 @@
+"""The policy ``ComplementaryRL`` builds when the user names none: one rule for the task scope."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+
+from .env_families import Family
+from .experience_features import crl_policy_kwargs
+from .experience_policy import ExperiencePolicy
+
+__all__ = ["default_policy"]
+
+
+def default_policy(algorithm: type[BaseAlgorithm], family: Family, experience: bool, observation_space: gym.Space,
+                   policy_kwargs: Mapping[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    """``(policy, policy_kwargs)`` for ``algorithm`` on an env of ``family`` (the user's kwargs added last).
+
+    With experience: SB3's ``MultiInputPolicy`` with the experience reader on the family's base
+    extractor (:class:`ExperiencePolicy` where the algorithm's alias is an actor-critic: it says so
+    when given an observation without its experience); without: the family's network as
+    ``MultiInputPolicy`` or ``MlpPolicy``. sb3-contrib's ``RecurrentPPO`` takes the ``Lstm`` form.
+    """
+    aliases = getattr(algorithm, "policy_aliases", {})
+    policy: Any
+    if experience:
+        base_cls, base_kwargs = family.base_extractor or (None, None)
+        kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs),
+                  **dict(policy_kwargs or {})}
+        policy = "MultiInputPolicy"
+        if issubclass(aliases.get(policy, object), MultiInputActorCriticPolicy):
+            policy = ExperiencePolicy
+    else:
+        kwargs = {**family.base_policy_kwargs, **dict(policy_kwargs or {})}
+        policy = "MultiInputPolicy" if isinstance(observation_space, gym.spaces.Dict) else "MlpPolicy"
+    if isinstance(policy, str) and policy not in aliases and policy.replace("Policy", "LstmPolicy") in aliases:
+        policy = policy.replace("Policy", "LstmPolicy")  # RecurrentPPO
+    return policy, kwargs
