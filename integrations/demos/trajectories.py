@@ -158,6 +158,8 @@ def _first_outside(obs: Any, space: spaces.Space, n: int) -> int | None:
         if x.dtype.kind not in "biuf":  # (objects, strings)
             return 0
         if isinstance(space, spaces.Box):
+            if space.dtype is not None and space.dtype.kind == "f":
+                x = x.astype(space.dtype, copy=False)  # compared as the env's dtype, as the space's contains() does
             inside = (x >= space.low) & (x <= space.high)  # NaN is outside
         elif isinstance(space, spaces.Discrete):
             inside = (x == np.round(x)) & (x >= space.start) & (x < space.start + space.n)
