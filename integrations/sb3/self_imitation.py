@@ -27,7 +27,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.preprocessing import maybe_transpose
 from stable_baselines3.common.utils import obs_as_tensor
 
 from experience_wrappers.manager import SuccessReports
@@ -191,12 +191,7 @@ def policy_view(observations: Any, observation_space: spaces.Space | None) -> An
     for key, x in obs.items():
         sub = observation_space.spaces.get(key) if isinstance(observation_space, spaces.Dict) else (
             observation_space if key == BASE_KEY else None)
-        x = np.asarray(x)
-        shape = tuple(sub.shape or ()) if sub is not None else ()
-        if sub is not None and is_image_space(sub, check_channels=False) and x.ndim == 4 and \
-                x.shape[1:] != shape and x.shape[1:] == (*shape[1:], shape[0]):
-            x = np.transpose(x, (0, 3, 1, 2))
-        out[key] = x
+        out[key] = np.asarray(x) if sub is None else maybe_transpose(np.asarray(x), sub)  # SB3's own rule
     return out if isinstance(observations, dict) else out[BASE_KEY]
 
 
