@@ -129,6 +129,27 @@ def test_box_values_outside_the_bounds_are_warned_about_once():
         env.step(0)
 
 
+def test_the_checks_name_the_value_the_space_refuses_by_one_rule():
+    """One membership rule (``env_checks.inside``) for the wrappers' checks and demonstrations: a
+    Discrete message names the value refused (a 1.5 among whole numbers, not the batch's first
+    element), MultiDiscrete refuses a fraction as Discrete does, and a Box value beyond the bound
+    in float64 but on it in the space's float32 is in the space (as ``contains()`` says)."""
+    from experience_wrappers.wrappers.env_checks import first_row_outside, observation_checker
+
+    with pytest.raises(ValueError, match=r"value 1\.5 is not in Discrete\(3\)"):
+        observation_checker(spaces.Discrete(3))(np.array([0.0, 1.5]), "step")
+    with pytest.raises(ValueError, match=r"is not in MultiDiscrete"):
+        observation_checker(spaces.MultiDiscrete([3, 3]))(np.array([[0.0, 1.5]]), "step")
+    box = spaces.Box(0.0, 0.1, (1,), np.float32)
+    just_over = np.array([[np.float64(np.float32(0.1)) + 1e-12]])  # 0.1 in float32, above it in float64
+    assert box.contains(just_over[0].astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        observation_checker(box)(just_over, "step")
+    assert first_row_outside(just_over, box, 1) is None
+    assert first_row_outside(np.array([[0.05], [0.2]]), box, 2) == 1
+
+
 def test_a_wrong_shape_is_refused():
     space = spaces.Box(-1.0, 1.0, (3,), np.float32)
     env = wrap(ScriptedEnv(space, [np.zeros(4, np.float32)] * 3))

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..validators import check_instances
-from ..wrappers.env_checks import Check, check_finite_observation
+from ..wrappers.env_checks import Check, check_finite_observation, inside
 from ..wrappers.spaces import base_parts
 
 __all__ = ["check_instances", "checked_observations", "check_demonstration_length", "check_demonstration",
@@ -75,7 +75,7 @@ def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, 
                          "each action was taken from, one per action")
     if isinstance(action_space, spaces.Discrete):
         a = np.asarray(actions).reshape(n, -1)[:, 0]
-        bad = ~((a == np.round(a)) & (a >= action_space.start) & (a < action_space.start + action_space.n))
+        bad = ~inside(action_space, a)
         if bad.any():
             raise ValueError(f"{source} gave action {a[bad][0].item()!r} at step {int(np.argmax(bad))}, not one of "
                              f"the env's {action_space}")

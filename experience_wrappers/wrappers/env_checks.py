@@ -35,7 +35,7 @@ import numpy as np
 from gymnasium import spaces
 
 __all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD",
-           "observation_checker", "check_not_in_vector_worker", "vector_worker"]
+           "observation_checker", "first_row_outside", "inside", "check_not_in_vector_worker", "vector_worker"]
 
 
 def check_finite_observation(obs: Any, where: str) -> None:
@@ -189,6 +189,75 @@ def check_not_in_vector_worker(what: str = "ExperienceWrapper") -> None:
 
 Check = Callable[[Any, str], None]
 
+#: the spaces whose membership :func:`inside` decides element by element, over a whole batch at once
+LEAF_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+def inside(space: spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
+           x: np.ndarray) -> np.ndarray:
+    """Whether each element of ``x`` (numbers, any leading axes) is a value ``space`` allows: the
+    one home of the membership rule of both checks of this module and of demonstrations.
+
+    Box: within the bounds, compared in the space's float dtype as its ``contains()`` does (NaN is
+    outside); Discrete / MultiDiscrete: a whole number in ``start`` .. ``start + n - 1``;
+    MultiBinary: 0 or 1.
+
+    >>> inside(spaces.Discrete(3, start=1), np.array([0, 1, 3, 1.5])).tolist()
+    [False, True, True, False]
+    >>> inside(spaces.Box(-1, 1, (2,)), np.array([[0.0, np.nan], [1.0, -1.0]])).tolist()
+    [[True, False], [True, True]]
+    """
+    if isinstance(space, spaces.Box):
+        if space.dtype is not None and space.dtype.kind == "f":
+            x = x.astype(space.dtype, copy=False)
+        return (x >= space.low) & (x <= space.high)
+    if isinstance(space, spaces.MultiBinary):
+        return (x == 0) | (x == 1)
+    start, n = (space.start, space.n) if isinstance(space, spaces.Discrete) else (space.start, space.nvec)
+    whole = (x == np.round(x)) if x.dtype.kind == "f" else True
+    return whole & (x >= start) & (x < start + n)
+
+
+def first_row_outside(batch: Any, space: spaces.Space, n: int) -> int | None:
+    """The first of the ``n`` rows of ``batch`` (a leading axis; a dict of such arrays for a Dict
+    space) that ``space`` does not allow, Box bounds included; None if all are in it. One
+    comparison over all rows for the spaces of :func:`inside`, row by row (``contains()``) for
+    others. A wrong shape or a non-numeric dtype makes row 0 the answer.
+
+    >>> first_row_outside(np.array([[0.0], [np.nan], [9.0]]), spaces.Box(-1, 1, (1,)), 3)
+    1
+    >>> first_row_outside({"a": np.array([0, 1, 2])}, spaces.Dict({"a": spaces.Discrete(2)}), 3)
+    2
+    """
+    if isinstance(space, spaces.Dict) and isinstance(batch, dict):
+        found = [first_row_outside(batch[k], s, n) for k, s in space.spaces.items()]
+        return min((f for f in found if f is not None), default=None)
+    if isinstance(space, LEAF_SPACES):
+        x = np.asarray(batch)
+        shape = (n, *(space.shape or ()))
+        if x.shape != shape:
+            return 0 if x.shape[1:] != shape[1:] else None
+        if x.dtype.kind not in "biuf":  # (objects, strings)
+            return 0
+        ok = inside(space, x).reshape(n, -1).all(axis=1)
+        return None if ok.all() else int(np.argmin(ok))
+    for t in range(n):
+        row = {k: v[t] for k, v in batch.items()} if isinstance(batch, dict) else batch[t]
+        if not space.contains(_as_space_value(row, space)):
+            return t
+    return None
+
+
+def _as_space_value(obs: Any, space: spaces.Space) -> Any:
+    """One row as the types ``space.contains()`` takes (a Box's dtype, a Discrete's int)."""
+    if isinstance(space, spaces.Dict) and isinstance(obs, dict):
+        return {k: _as_space_value(obs[k], s) for k, s in space.spaces.items() if k in obs}
+    if isinstance(space, spaces.Box):
+        return np.asarray(obs, dtype=space.dtype)
+    if isinstance(space, spaces.Discrete):
+        return np.int64(np.asarray(obs).item())
+    return np.asarray(obs)
+
 
 def observation_checker(space: spaces.Space) -> Check:
     """A function ``check(batch, where)`` for batches (leading axis) of observations of ``space``.
@@ -245,24 +314,21 @@ def _checker(space: spaces.Space, path: str, warned: set[str]) -> Check:
         def check_discrete(batch: Any, where: str) -> None:
             x = np.asarray(batch)
             if x.size and (x.min() < lo or x.max() > hi or (x.dtype.kind == "f" and np.any(x != np.round(x)))):
-                bad = x.reshape(-1)[np.argmax((x.reshape(-1) < lo) | (x.reshape(-1) > hi))]
+                bad = x.reshape(-1)[np.argmin(inside(space, x.reshape(-1)))]
                 raise _fail(where, path, f"value {bad.item()!r} is not in {space} ({lo} to {hi}); its key would be wrong")
         return check_discrete
     if isinstance(space, spaces.MultiDiscrete):
-        start = np.broadcast_to(space.start, space.nvec.shape)
-        top = start + space.nvec - 1
-
         def check_multi(batch: Any, where: str) -> None:
             x = np.asarray(batch)
             if x.shape[1:] != space.shape:
                 raise _fail(where, path, f"shape {x.shape[1:]} is not the space's {space.shape}")
-            if x.size and (np.any(x < start) or np.any(x > top)):
+            if x.size and not inside(space, x).all():
                 raise _fail(where, path, f"{x.tolist()} is not in {space}; its key would be wrong")
         return check_multi
     if isinstance(space, spaces.MultiBinary):
         def check_binary(batch: Any, where: str) -> None:
             x = np.asarray(batch)
-            if x.size and not np.all((x == 0) | (x == 1)):
+            if x.size and not inside(space, x).all():
                 raise _fail(where, path, f"{x.tolist()} is not 0/1 as {space} requires")
         return check_binary
 
@@ -293,9 +359,11 @@ def _box_checker(space: spaces.Box, path: str, warned: set[str]) -> Check:
         else:
             outside = bool(np.any(x < low) or np.any(x > high))
         if outside:
-            warned.add(path)
             flat = x.reshape(len(x), -1)
-            bad = (flat < low.reshape(-1)) | (flat > high.reshape(-1))
+            bad = ~inside(space, x).reshape(len(x), -1)
+            if not bad.any():  # (outside in float64, inside in the space's dtype, as contains() compares)
+                return
+            warned.add(path)
             r, c = np.unravel_index(int(np.argmax(bad)), bad.shape)
             warnings.warn(f"the env returned an observation outside its Box bounds at {where}{_label(path)}: "
                           f"{flat[r, c].item()!r} at index {tuple(int(i) for i in np.unravel_index(c, space.shape))} is "

@@ -11,6 +11,7 @@ from gymnasium import spaces
 
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.validators import success_flag
+from experience_wrappers.wrappers.env_checks import first_row_outside
 
 __all__ = ["Demonstration", "as_demonstration", "validate_demonstration"]
 
@@ -130,60 +131,11 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
     first = {k: v[0] for k, v in obs.items()} if isinstance(obs, dict) else obs[0]
     if isinstance(observation_space, spaces.Dict) and not isinstance(first, dict):
         raise ValueError(f"{where}: the env observes a Dict, the demonstration gives {type(first).__name__}")
-    bad = _first_outside(obs, observation_space, n)
+    bad = first_row_outside(obs, observation_space, n)
     if bad is not None:
         raise ValueError(f"{where}: observation {bad} is not in the observation space {observation_space}")
     return Demonstration(observations=obs, actions=np.asarray(demo.actions), rewards=demo.rewards,
                          success=demo.success, task_id=demo.task_id)
-
-
-def _first_outside(obs: Any, space: spaces.Space, n: int) -> int | None:
-    """The first of ``n`` steps of ``obs`` (a time axis first) outside ``space``, None if all are in
-    it: one comparison over all steps for Box, Discrete, MultiDiscrete and MultiBinary, step by
-    step for other spaces.
-
-    >>> _first_outside(np.array([[0.0], [np.nan], [9.0]]), spaces.Box(-1, 1, (1,)), 3)
-    1
-    >>> _first_outside({"a": np.array([0, 1, 2])}, spaces.Dict({"a": spaces.Discrete(2)}), 3)
-    2
-    """
-    if isinstance(space, spaces.Dict) and isinstance(obs, dict):
-        found = [_first_outside(obs[k], s, n) for k, s in space.spaces.items()]
-        return min((f for f in found if f is not None), default=None)
-    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
-        x = np.asarray(obs)
-        shape = (n, *(space.shape or ()))
-        if x.shape != shape:
-            return 0 if x.shape[1:] != shape[1:] else None
-        if x.dtype.kind not in "biuf":  # (objects, strings)
-            return 0
-        if isinstance(space, spaces.Box):
-            if space.dtype is not None and space.dtype.kind == "f":
-                x = x.astype(space.dtype, copy=False)  # compared as the env's dtype, as the space's contains() does
-            inside = (x >= space.low) & (x <= space.high)  # NaN is outside
-        elif isinstance(space, spaces.Discrete):
-            inside = (x == np.round(x)) & (x >= space.start) & (x < space.start + space.n)
-        elif isinstance(space, spaces.MultiDiscrete):
-            inside = (x == np.round(x)) & (x >= space.start) & (x < space.start + space.nvec)
-        else:
-            inside = (x == 0) | (x == 1)
-        ok = inside.reshape(n, -1).all(axis=1)
-        return None if ok.all() else int(np.argmin(ok))
-    for t in range(n):
-        o = {k: v[t] for k, v in obs.items()} if isinstance(obs, dict) else obs[t]
-        if not space.contains(_cast(o, space)):
-            return t
-    return None
-
-
-def _cast(obs: Any, space: spaces.Space) -> Any:
-    if isinstance(space, spaces.Dict) and isinstance(obs, dict):
-        return {k: _cast(obs[k], s) for k, s in space.spaces.items() if k in obs}
-    if isinstance(space, spaces.Box):
-        return np.asarray(obs, dtype=space.dtype)
-    if isinstance(space, spaces.Discrete):
-        return np.int64(np.asarray(obs).item())
-    return np.asarray(obs)
 
 
 def as_demonstrations(items: Iterable[Any] | Any, task_id: int = 0) -> list[Demonstration]:
