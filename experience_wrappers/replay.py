@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .validators import check_int
+from .validators import check_int, check_real
 
 __all__ = ["SuccessReplay", "discounted_returns", "SOURCE_DEMO", "SOURCE_OWN"]
 
@@ -39,14 +39,24 @@ def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
         raise ValueError(f"rewards must be 1-D, got shape {rewards.shape}")
     if not np.all(np.isfinite(rewards)):
         raise ValueError("rewards contain NaN or inf")
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma!r}")
+    gamma = check_real("gamma", gamma, minimum=0.0, maximum=1.0)
     out = np.empty_like(rewards)
     acc = 0.0
     for t in range(len(rewards) - 1, -1, -1):
         acc = rewards[t] + gamma * acc
         out[t] = acc
     return out
+
+
+def _npz(path: str | os.PathLike[str]) -> Path:
+    """``path`` with ``.npz`` appended unless it ends so (numpy's rule: ``replay_lr0.001`` is
+    ``replay_lr0.001.npz``, not ``replay_lr0.npz``).
+
+    >>> _npz("runs/replay_lr0.001").name, _npz("a.npz").name
+    ('replay_lr0.001.npz', 'a.npz')
+    """
+    path = Path(path)
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
 def _as_dict(obs: Any) -> dict[str, np.ndarray]:
@@ -92,6 +102,8 @@ class SuccessReplay:
         self._actions = np.zeros((self.capacity, *actions.shape[1:]), dtype=actions.dtype)
 
     def _check(self, obs: dict[str, np.ndarray], actions: np.ndarray, n: int) -> None:
+        """Refuse another layout; widen the storage where an episode's dtype needs it (a float
+        observation after integer demonstrations, an int8 store given 300), never cut a value."""
         assert self._obs is not None and self._actions is not None
         if set(obs) != set(self._obs):
             raise ValueError(f"observation keys {sorted(obs)} differ from the replay's {sorted(self._obs)}")
@@ -102,6 +114,11 @@ class SuccessReplay:
         if actions.shape[1:] != self._actions.shape[1:]:
             raise ValueError(f"actions have shape {actions.shape[1:]} per step, the replay holds "
                              f"{self._actions.shape[1:]}")
+        for k, v in obs.items():
+            if np.result_type(v.dtype, self._obs[k].dtype) != self._obs[k].dtype:
+                self._obs[k] = self._obs[k].astype(np.result_type(v.dtype, self._obs[k].dtype))
+        if np.result_type(actions.dtype, self._actions.dtype) != self._actions.dtype:
+            self._actions = self._actions.astype(np.result_type(actions.dtype, self._actions.dtype))
 
     def add_episode(self, observations: Any, actions: np.ndarray, rewards: np.ndarray, gamma: float,
                     source: int = SOURCE_OWN) -> int:
@@ -126,7 +143,7 @@ class SuccessReplay:
         lengths = {k: len(v) for k, v in obs.items()}
         if any(length != n for length in lengths.values()):
             raise ValueError(f"{n} actions but observation lengths {lengths}")
-        if source not in (SOURCE_DEMO, SOURCE_OWN):
+        if isinstance(source, (bool, np.bool_)) or source not in (SOURCE_DEMO, SOURCE_OWN):
             raise ValueError(f"source must be SOURCE_DEMO (0) or SOURCE_OWN (1), got {source!r}")
         ret = discounted_returns(rewards, gamma)
         if len(ret) != n:
@@ -183,9 +200,7 @@ class SuccessReplay:
     # -------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the replay to one ``.npz`` file (written to a temporary name, then renamed)."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(".npz")
+        path = _npz(path)
         arrays: dict[str, np.ndarray] = {"format": np.array(_FORMAT), "capacity": np.array(self.capacity),
                                          "returns": self.returns, "source": self.source,
                                          "state": np.array([self._n_demo, self._own_next]),
@@ -207,8 +222,8 @@ class SuccessReplay:
             ValueError: the file is not a replay of a known format.
         """
         path = Path(path)
-        if not path.exists() and path.with_suffix(".npz").exists():
-            path = path.with_suffix(".npz")
+        if not path.exists() and _npz(path).exists():
+            path = _npz(path)
         with np.load(path, allow_pickle=False) as data:
             if "format" not in data or int(data["format"]) != _FORMAT:
                 raise ValueError(f"{path} is not a SuccessReplay file of format {_FORMAT}")

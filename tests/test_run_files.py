@@ -17,13 +17,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.replay import SOURCE_DEMO, SuccessReplay
 from integrations.sb3 import CRLCallback, find_experience, load_crl, save_crl
-from integrations.sb3.run_persistence import (
-    REPLAY_FILE,
-    VEC_NORMALIZE_FILE,
-    experience_dir_of,
-    replay_file_of,
-    save_checkpoint,
-)
+from integrations.sb3.checkpoint_files import experience_dir_of, replay_file_of, save_checkpoint
+from integrations.sb3.run_persistence import REPLAY_FILE, VEC_NORMALIZE_FILE
 from integrations.sb3.vec_env import norm_obs_keys
 
 from .test_sb3 import PPO_KW, wrapped_vec

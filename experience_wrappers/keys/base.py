@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["KeyEncoder", "add_batch_axis", "batch_flatten", "checked_keys", "flat_dim", "normalise_rows",
+__all__ = ["KeyEncoder", "add_batch_axis", "batch_flatten", "check_key_encoder", "checked_keys", "flat_dim", "normalise_rows",
            "squash_unbounded"]
 
 
@@ -62,6 +62,35 @@ def stack_observations(frames: Sequence[Any]) -> Any:
     if isinstance(frames[0], dict):
         return {k: np.stack([f[k] for f in frames]) for k in frames[0]}
     return np.stack([np.asarray(f) for f in frames])
+
+
+def check_key_encoder(encoder: object) -> KeyEncoder:
+    """``encoder`` if it can serve as a key encoder: an object (not a class) with a callable
+    ``encode(obs_batch, task_ids)`` and an integer ``key_dim`` >= 1 (a numpy integer is stored
+    back as a Python int); else a TypeError / ValueError naming what is missing.
+
+    >>> check_key_encoder(lambda obs: obs)
+    Traceback (most recent call last):
+    ...
+    TypeError: key_encoder must be a KeyEncoder (an object with encode(obs_batch, task_ids) and an int key_dim), got a function
+    """
+    if isinstance(encoder, type):
+        raise TypeError(f"key_encoder must be a KeyEncoder instance, got the class {encoder.__name__}: "
+                        f"pass {encoder.__name__}(...)")
+    if not callable(getattr(encoder, "encode", None)):
+        raise TypeError("key_encoder must be a KeyEncoder (an object with encode(obs_batch, task_ids) and an int "
+                        f"key_dim), got a {type(encoder).__name__}")
+    name = f"{type(encoder).__name__}.key_dim"
+    if not hasattr(encoder, "key_dim"):
+        raise TypeError(f"{name} is not set: a key encoder says how wide its keys are (key_dim = ...)")
+    key_dim = encoder.key_dim  # type: ignore[attr-defined]
+    if isinstance(key_dim, bool) or not isinstance(key_dim, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {key_dim!r} ({type(key_dim).__name__})")
+    if key_dim < 1:
+        raise ValueError(f"{name} must be >= 1, got {key_dim}")
+    if not isinstance(key_dim, int):
+        encoder.key_dim = int(key_dim)  # type: ignore[attr-defined]
+    return encoder  # type: ignore[return-value]
 
 
 def checked_keys(encoder: KeyEncoder, observations: Any, task_ids: np.ndarray) -> np.ndarray:

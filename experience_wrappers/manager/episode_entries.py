@@ -12,6 +12,7 @@ writes the proposals into the bank, one ``add`` per batch.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -83,6 +84,12 @@ def add_arguments(proposals: Sequence[tuple[Proposal, int]]) -> dict[str, Any]:
                 extractor_version=per_row([v for _, v in proposals]))
 
 
+#: the median key norms taken without a word (the default encoders' rows have norm 1)
+KEY_NORMS = (0.1, 10.0)
+#: the episodes whose keys are checked so (an encoder's scale shows in its first episodes)
+SCALE_CHECKS = 20
+
+
 class Distiller:
     """Segments an episode and asks the extractor for its entries.
 
@@ -104,12 +111,29 @@ class Distiller:
         self.max_len = config.max_len  # the config is frozen: read once, used at every segment
         self.generator = generator
         self.layout = config.entry_layout(key_encoder.key_dim, self.action_coder.dim)
+        self._scale_checks = SCALE_CHECKS if self.layout is None else 0  # (run scope's keys are not distance-deduplicated)
+
+    def _check_scale(self, keys: np.ndarray) -> None:
+        """Say once when the keys are far from unit norm: the bank's distances (``dedup_threshold``,
+        ``merge_threshold``) are set for the default encoders' unit rows, and keys 1,000 times
+        smaller fold every entry into one without a word."""
+        self._scale_checks -= 1
+        norm = float(np.median(np.linalg.norm(keys, axis=1))) if len(keys) else 1.0
+        if not KEY_NORMS[0] <= norm <= KEY_NORMS[1]:
+            self._scale_checks = 0
+            warnings.warn(f"the key encoder {type(self.key_encoder).__name__} returns keys of median norm {norm:.3g}: "
+                          "the bank's distances (BankConfig dedup_threshold, merge_threshold) are set for keys of "
+                          "unit norm, as the default encoders return; at this scale entries fold into one another "
+                          "(or never do). Return unit rows (experience_wrappers.keys.base.normalise_rows) or scale "
+                          "the thresholds", UserWarning, stacklevel=2)
 
     def segments(self, ep: Episode, every: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Keys and contexts of an episode's segments (one starting every ``every`` steps,
         default ``config.segment_every``), and their start steps."""
         n = ep.length
         keys = checked_keys(self.key_encoder, ep.observations, np.full(n, ep.task_id, dtype=np.int64))
+        if self._scale_checks > 0:
+            self._check_scale(keys)
         acts = self.action_coder.encode(ep.actions)
         every = self.config.segment_every if every is None else every
         starts = np.arange(0, n, every) if every else np.zeros(1, dtype=np.int64)

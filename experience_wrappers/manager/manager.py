@@ -24,7 +24,7 @@ from ..extractor import (
     ExtractorTrainer,
 )
 from ..keys import KeyEncoder, RandomProjectionKeyEncoder
-from ..keys.base import checked_keys
+from ..keys.base import check_key_encoder, checked_keys
 from ..replay import SuccessReplay
 from ..schedule import Schedule
 from ..validators import check_int, check_real
@@ -97,7 +97,8 @@ class ExperienceManager:
         self.bank = bank
         self.observation_space = observation_space
         self.action_space = action_space
-        self.key_encoder = key_encoder or RandomProjectionKeyEncoder(observation_space)
+        self.key_encoder = RandomProjectionKeyEncoder(observation_space) if key_encoder is None else \
+            check_key_encoder(key_encoder)
         self.action_coder = ActionCoder(action_space)
         self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,

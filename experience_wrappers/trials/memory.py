@@ -27,7 +27,7 @@ from gymnasium import spaces
 from ..bank import ExperienceBank, Provenance
 from ..extractor import ActionCoder, ExtractorTrainer
 from ..keys import KeyEncoder, default_run_keys
-from ..keys.base import add_batch_axis, checked_keys
+from ..keys.base import add_batch_axis, check_key_encoder, checked_keys
 from ..manager import ExperienceManager
 from ..manager.config import ManagerConfig
 from ..manager.crediting import credit_trial
@@ -171,7 +171,7 @@ class TrialMemory:
             raise ValueError(f"search={search} searches around the goal locator's guess where a trial stalls: it needs "
                              "relocate_every > 0 (the guesses within a trial)")
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
-        self.key_encoder = key_encoder or default_run_keys(observation_space)
+        self.key_encoder = default_run_keys(observation_space) if key_encoder is None else check_key_encoder(key_encoder)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         #: where a run will succeed, learned from its failed trials (``run_best="located"``; else None)

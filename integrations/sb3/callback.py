@@ -22,7 +22,7 @@ from experience_wrappers.wrappers import ExperienceInjector
 
 from .bank_logging import log_bank_distributions
 from .discovery import find_experience
-from .guards import check_callback, on_policy
+from .guards import check_callback, check_rollin_order, on_policy
 from .lifecycle import (
     restore_advantage_normalisation,
     start_training,
@@ -134,6 +134,8 @@ class CRLCallback(BaseCallback):
     def _init_callback(self) -> None:
         self.managers, self.injectors = find_experience(self.training_env)
         check_callback(self, self.managers)  # on-policy, and one CRLCallback per learn()
+        if self.subgroup_advantages:
+            check_rollin_order(self)  # before a RollInCallback of this learn(), not after it
         for m in self.managers:
             m.schedule.configure(guided=self._spec.guided)
         start_training(self.model, self.training_env, self.managers, self.injectors)

@@ -8,8 +8,9 @@ from stable_baselines3.common.callbacks import CheckpointCallback
 
 from experience_wrappers.validators import check_int
 
+from .checkpoint_files import experience_dir_of, save_checkpoint
+from .discovery import one_manager
 from .lifecycle import advantage_normalisation_as_configured
-from .run_persistence import experience_dir_of, save_checkpoint
 
 __all__ = ["CRLCheckpointCallback"]
 
@@ -19,12 +20,14 @@ class CRLCheckpointCallback(CheckpointCallback):
 
     Writes ``{save_path}/{name_prefix}_{steps}_steps.zip`` (with the model's own
     ``normalize_advantage``), ``{name_prefix}_{steps}_steps_experience/`` (bank, extractor,
-    manager state) and ``{name_prefix}_{steps}_steps_replay.npz`` (self-imitation's replay, where
+    manager state), ``{name_prefix}_{steps}_steps_meta.json`` (the algorithm's name: another is refused at
+    load) and ``{name_prefix}_{steps}_steps_replay.npz`` (self-imitation's replay, where
     there is one); :func:`~integrations.sb3.load_crl` takes the zip's path and restores all of
     them, and the ``VecNormalize`` statistics SB3 writes with ``save_vecnormalize=True``. Arguments
     are SB3's ``CheckpointCallback``'s. The experience is written first: a checkpoint zip is only
     ever there with its experience beside it (a save that fails or is killed half-way leaves at
-    most an experience folder without its zip).
+    most an experience folder without its zip). A training env without experience wrappers, or
+    with wrappers on two banks, is refused when ``learn`` starts (``ValueError``).
 
     >>> cb = CRLCheckpointCallback(save_freq=1000, save_path="runs/checkpoints")
     >>> cb.name_prefix
@@ -37,6 +40,11 @@ class CRLCheckpointCallback(CheckpointCallback):
         if Path(save_path).exists() and not Path(save_path).is_dir():
             raise ValueError(f"save_path {str(save_path)!r} is a file: the checkpoints need a folder there")
         super().__init__(save_freq, save_path, name_prefix, save_replay_buffer, save_vecnormalize, verbose)
+
+    def _init_callback(self) -> None:
+        # what a checkpoint saves is there from the start, not found missing save_freq steps in
+        one_manager(self.training_env, "CRLCheckpointCallback")
+        super()._init_callback()
 
     def _on_step(self) -> bool:
         if self.n_calls % self.save_freq == 0:

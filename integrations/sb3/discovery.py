@@ -12,7 +12,7 @@ from experience_wrappers.wrappers import ExperienceInjector
 from .guards import check_vec_env
 from .vec_env import ExperienceVecEnv
 
-__all__ = ["find_experience"]
+__all__ = ["find_experience", "one_manager"]
 
 
 def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[ExperienceInjector]]:
@@ -57,3 +57,18 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[Experien
         if all(inj.manager is not m for m in managers):
             managers.append(inj.manager)
     return managers, injectors
+
+
+def one_manager(venv: VecEnv | None, caller: str) -> ExperienceSource:
+    """The one manager of ``venv``'s experience wrappers, which a save or a load of ``caller`` reads.
+
+    Raises:
+        ValueError: no env, no experience wrapper (:func:`find_experience`'s message), or wrappers
+            on several managers (banks).
+    """
+    if venv is None:
+        raise ValueError("no env: pass the training env")
+    managers, _ = find_experience(venv)
+    if len(managers) != 1:
+        raise ValueError(f"{caller} supports one manager per env, found {len(managers)}")
+    return managers[0]

@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from experience_wrappers.validators import check_int
 
 from .discovery import find_experience
-from .evaluation import evaluate_with_and_without_experience, run_episodes
+from .evaluation import check_deterministic, evaluate_with_and_without_experience, run_episodes
 
 __all__ = ["ExperienceEvalCallback"]
 
@@ -39,7 +39,8 @@ class ExperienceEvalCallback(BaseCallback):
         verbose: 1 prints each evaluation.
 
     Raises:
-        ValueError: bad arguments, or ``eval_env`` is the training env.
+        ValueError: bad arguments, or ``eval_env`` is the training env or holds it (a
+            ``VecMonitor(train_env)``: each evaluation would reset the training episodes).
     """
 
     def __init__(self, eval_env: VecEnv, eval_freq: int = 10_000, n_eval_episodes: int = 20,
@@ -47,15 +48,13 @@ class ExperienceEvalCallback(BaseCallback):
         super().__init__(verbose)
         if not isinstance(eval_env, VecEnv):
             raise ValueError(f"eval_env must be an SB3 VecEnv, got {type(eval_env).__name__}")
-        for name, value in (("eval_freq", eval_freq), ("n_eval_episodes", n_eval_episodes)):
-            check_int(name, value, minimum=1)
         self.eval_env = eval_env
-        self.eval_freq = eval_freq
-        self.n_eval_episodes = n_eval_episodes
-        self.deterministic = deterministic
+        self.eval_freq = check_int("eval_freq", eval_freq, minimum=1, numpy=True)
+        self.n_eval_episodes = check_int("n_eval_episodes", n_eval_episodes, minimum=1, numpy=True)
+        self.deterministic = check_deterministic(deterministic)
         self.history: list[dict[str, Any]] = []
         self.seconds = 0.0  # wall-clock spent evaluating (to subtract from training time)
-        self._next = eval_freq
+        self._next = self.eval_freq
         try:
             find_experience(eval_env)
             self.with_experience = True
@@ -63,8 +62,11 @@ class ExperienceEvalCallback(BaseCallback):
             self.with_experience = False
 
     def _init_callback(self) -> None:
-        if self.eval_env is self.model.get_env():
-            raise ValueError("eval_env must be a separate env, not the training env")
+        train = self.model.get_env()
+        if train is not None and any(any(e is t for t in _layers(train)) for e in _layers(self.eval_env)):
+            raise ValueError("eval_env must be a separate env, not the training env"
+                             + ("" if self.eval_env is train else " nor a wrapper of it (each evaluation would reset "
+                                "the training episodes): build a second VecEnv on the same bank"))
         self._next = self.model.num_timesteps + self.eval_freq
 
     def evaluate(self) -> dict[str, Any]:
@@ -96,3 +98,11 @@ class ExperienceEvalCallback(BaseCallback):
             while self._next <= self.num_timesteps:
                 self._next += self.eval_freq
         return True
+
+
+def _layers(venv: VecEnv) -> list[VecEnv]:
+    """``venv`` and every VecEnv it wraps."""
+    out = [venv]
+    while isinstance(out[-1], VecEnvWrapper):
+        out.append(out[-1].venv)
+    return out

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.utils import check_for_correct_spaces
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_wrapper
 
-from experience_wrappers.manager import outcome_of, success_from_info
+from experience_wrappers.manager import SuccessReports, outcome_of
 from experience_wrappers.validators import check_bool, check_int
+from experience_wrappers.wrappers.injector import LONG_EPISODE
 
 from .discovery import find_experience
+from .rollin_env import GuidedRollInVecEnv
 
 __all__ = ["evaluate_with_and_without_experience", "run_episodes", "no_learning", "evaluate_frozen"]
 
@@ -22,7 +27,10 @@ __all__ = ["evaluate_with_and_without_experience", "run_episodes", "no_learning"
 @contextlib.contextmanager
 def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     """Within the block, ``env``'s experience wrappers hand no episode to the manager and
-    count no retrieval; ``guided`` True / False forces every episode guided / free.
+    count no retrieval; ``guided`` True / False forces every episode guided / free. A
+    :class:`~integrations.sb3.GuidedRollInVecEnv` in ``env`` is switched off (the policy acts
+    from the first step, and no episode reaches the roll-in curriculum), and a ``VecNormalize``
+    stops updating its statistics (``training=False``); both are restored after the block.
 
     Use it around anything that runs the policy for evaluation (SB3's ``evaluate_policy``,
     a video recorder, a hand-written loop). An evaluation env built with the default
@@ -40,31 +48,73 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     if guided is not None:
         guided = check_bool("guided", bool(guided) if isinstance(guided, np.bool_) else guided, hint=" or None")
     _, injectors = find_experience(env)
+    rollin = unwrap_vec_wrapper(env, GuidedRollInVecEnv)
     saved = [(inj.force_guided, inj.learn) for inj in injectors]
+    rollin_on = rollin is not None and rollin.enabled  # type: ignore[attr-defined]  # (unwrap_vec_wrapper's annotation is VecEnvWrapper)
     for inj in injectors:
         inj.learn = False
         if guided is not None:
             inj.force_guided = guided
+    if rollin_on:
+        rollin.enabled = False  # type: ignore[union-attr]
     try:
-        yield env
+        with statistics_kept(env):
+            yield env
     finally:
         for inj, (force, learn) in zip(injectors, saved, strict=True):
             inj.force_guided, inj.learn = force, learn
+        if rollin_on:
+            rollin.enabled = True  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def statistics_kept(env: VecEnv) -> Iterator[None]:
+    """Within the block, a ``VecNormalize`` in ``env`` does not update its statistics (``training=False``)."""
+    normalize = unwrap_vec_wrapper(env, VecNormalize)
+    normalizing = normalize is not None and normalize.training  # type: ignore[attr-defined]
+    if normalizing:
+        normalize.training = False  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        if normalizing:
+            normalize.training = True  # type: ignore[union-attr]
+
+
+def check_deterministic(deterministic: object) -> bool:
+    """An evaluation's ``deterministic`` flag: a bool (a numpy bool passes), never a str (``"no"`` is truthy).
+
+    >>> check_deterministic("no")
+    Traceback (most recent call last):
+    ...
+    TypeError: deterministic must be a bool, got 'no'
+    """
+    return check_bool("deterministic", bool(deterministic) if isinstance(deterministic, np.bool_) else deterministic)
+
+
+def _masked(model: BaseAlgorithm, env: VecEnv) -> bool:
+    """Whether ``model`` acts on action masks (sb3-contrib's MaskablePPO) that ``env`` gives."""
+    return "action_masks" in inspect.signature(model.predict).parameters and env.has_attr("action_masks")
 
 
 def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10, deterministic: bool = True,
                     guided: bool | None = None, **kwargs: Any) -> Any:
-    """SB3's ``evaluate_policy`` on an experience-wrapped env, inside :func:`no_learning`.
+    """SB3's ``evaluate_policy`` on an experience-wrapped env, inside :func:`no_learning`
+    (sb3-contrib's maskable one for a model that acts on the env's action masks).
 
     ``guided``: True / False evaluates with every episode guided / free (None: the
     manager's current guided ratio). Other arguments and the return value are SB3's.
     """
-    from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
-
     n_eval_episodes = check_int("n_eval_episodes", n_eval_episodes, minimum=1, numpy=True)
+    deterministic = check_deterministic(deterministic)
+    check_for_correct_spaces(env, model.observation_space, model.action_space)
+    evaluate: Any
+    if _masked(model, env):
+        from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate
+    else:
+        from stable_baselines3.common.evaluation import evaluate_policy as evaluate
     with no_learning(env, guided):
-        return sb3_evaluate_policy(model, env, n_eval_episodes=n_eval_episodes, deterministic=deterministic,
-                                   **kwargs)
+        return evaluate(model, env, n_eval_episodes=n_eval_episodes, deterministic=deterministic, **kwargs)
 
 
 def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True,
@@ -72,7 +122,12 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     """Run ``n_episodes`` (spread evenly over the envs, as SB3's ``evaluate_policy`` does).
 
     Returns mean return, mean length, success rate (NaN if the env reports no success)
-    and mean outcome (success, else return). Recurrent policies (RecurrentPPO) carry their
+    and mean outcome (success, else return). Returns are the env's own (before a
+    ``VecNormalize``'s scaling). An env that sets ``info["is_success"]`` on successes only has
+    its other episodes counted as failures once one reported success
+    (:class:`~experience_wrappers.manager.SuccessReports`). An episode that runs
+    :data:`~experience_wrappers.wrappers.injector.LONG_EPISODE` steps is said once (an env
+    without a time limit would run for ever). Recurrent policies (RecurrentPPO) carry their
     state across steps; maskable ones (MaskablePPO) get the env's action masks. ``seed``
     (an int >= 0): the envs' first resets are seeded ``seed + i`` (SB3's ``VecEnv.seed``; an
     ``ExperienceWrapper`` seeds its retrieval draws with it) and the policy's sampling too,
@@ -80,6 +135,8 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     and seed give the same figures. None: as the envs and torch are.
     """
     n_episodes, seed = check_episodes(n_episodes, seed)
+    deterministic = check_deterministic(deterministic)
+    check_for_correct_spaces(env, model.observation_space, model.action_space)  # (SB3's: a clear ValueError)
     if seed is None:
         return _run_episodes(model, env, n_episodes, deterministic)
     env.seed(seed)
@@ -96,14 +153,16 @@ def check_episodes(n_episodes: object, seed: object = None) -> tuple[int, int | 
 
 
 def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool) -> dict[str, float]:
-    import inspect
-
-    masked = "action_masks" in inspect.signature(model.predict).parameters and env.has_attr("action_masks")
+    masked = _masked(model, env)
+    normalize = unwrap_vec_wrapper(env, VecNormalize)
+    reports, said_long = SuccessReports(), False
     state = None
     n = env.num_envs
     targets = np.array([(n_episodes + i) // n for i in range(n)], dtype=int)
     counts = np.zeros(n, dtype=int)
-    returns, lengths, successes, outcomes = [], [], [], []
+    returns: list[float] = []
+    lengths: list[int] = []
+    successes: list[bool | None] = []
     cur_ret, cur_len = np.zeros(n), np.zeros(n, dtype=int)
     obs = env.reset()
     starts = np.ones(n, dtype=bool)
@@ -115,20 +174,26 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
             actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=deterministic)  # type: ignore[arg-type]  # SB3's VecEnvObs includes tuples, predict's annotation does not
         obs, rewards, dones, infos = env.step(actions)
         starts = np.asarray(dones, dtype=bool)
-        cur_ret += rewards
+        cur_ret += rewards if normalize is None else normalize.get_original_reward()  # type: ignore[attr-defined]
         cur_len += 1
+        if not said_long and cur_len.max() >= LONG_EPISODE:
+            said_long = True
+            warnings.warn(f"an evaluation episode has run {LONG_EPISODE:,} steps without ending: the evaluation "
+                          "waits for its episodes to end; give the env a time limit (gymnasium.wrappers.TimeLimit)",
+                          UserWarning, stacklevel=3)
         for i in np.flatnonzero(dones).tolist():
             if counts[i] < targets[i]:
-                s = success_from_info(infos[i])
                 returns.append(cur_ret[i])
                 lengths.append(cur_len[i])
-                outcomes.append(outcome_of(s, cur_ret[i]))
-                if s is not None:
-                    successes.append(float(s))
+                successes.append(reports(infos[i]))
                 counts[i] += 1
             cur_ret[i], cur_len[i] = 0.0, 0
+    if reports.seen:  # episodes that ended without a key before the first that had one: failures too
+        successes = [bool(s) for s in successes]
+    outcomes = [outcome_of(s, r) for s, r in zip(successes, returns, strict=True)]
+    known = [float(s) for s in successes if s is not None]
     return {"return": float(np.mean(returns)), "length": float(np.mean(lengths)),
-            "success": float(np.mean(successes)) if successes else float("nan"),
+            "success": float(np.mean(known)) if known else float("nan"),
             "outcome": float(np.mean(outcomes)), "episodes": float(len(returns))}
 
 
@@ -137,8 +202,9 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     """Evaluate twice on ``env`` (default: the model's env): every episode guided, then every one free
     (with ``seed``, both from the same seeded starts: :func:`run_episodes`).
 
-    During evaluation nothing is learned: episodes are not handed to the manager and
-    retrieval counters are left alone. Afterwards the schedule is restored and the env is
+    During evaluation nothing is learned (:func:`no_learning`: episodes are not handed to the
+    manager, retrieval counters are left alone, a roll-in env is off, a ``VecNormalize`` keeps its
+    statistics). Afterwards the schedule is restored and the env is
     reset (so no evaluation episode reaches the manager); when ``env`` is the model's own,
     the model's last observation is updated, so training can continue. A separate
     evaluation env on the same bank avoids touching the training env at all.
@@ -147,23 +213,20 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
         ``{"with_experience": {...}, "without_experience": {...}}`` as :func:`run_episodes` gives.
     """
     n_episodes, seed = check_episodes(n_episodes, seed)  # (before the injectors and the env are touched)
+    deterministic = check_deterministic(deterministic)
     env = env or model.get_env()
     if env is None:
         raise ValueError("no env: pass one or give the model an env")
-    _, injectors = find_experience(env)
-    saved = [(inj.force_guided, inj.learn) for inj in injectors]
     out: dict[str, Any] = {}
     try:
         for name, guided in (("with_experience", True), ("without_experience", False)):
-            for inj in injectors:
-                inj.force_guided, inj.learn = guided, False
-            out[name] = run_episodes(model, env, n_episodes, deterministic, seed)
+            with no_learning(env, guided):
+                out[name] = run_episodes(model, env, n_episodes, deterministic, seed)
     finally:
-        for inj, (force, learn) in zip(injectors, saved, strict=True):
-            inj.force_guided, inj.learn = force, learn
         # start fresh episodes under the training settings (the evaluation episodes in flight
         # are dropped, never handed to the manager) and keep the model's view of the env current
-        obs = env.reset()
+        with statistics_kept(env):
+            obs = env.reset()
         if env is model.get_env():
             model._last_obs = obs  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
             model._last_episode_starts = np.ones((env.num_envs,), dtype=bool)

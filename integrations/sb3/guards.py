@@ -7,6 +7,9 @@
 * One ``CRLCallback`` per ``learn`` call: two of them (say in one ``CallbackList``) would
   count every rollout twice and regroup the advantages twice. A new ``learn`` call (a
   resumed run with a fresh callback) is of course fine.
+* Before a :class:`~integrations.sb3.RollInCallback` of the same ``learn`` call, where it
+  regroups advantages (:func:`check_rollin_order`): after it, its normalisation would undo the
+  zeros the roll-in callback wrote on guide-acted steps.
 * ``save_crl``, ``load_crl`` and the callback's env discovery take the vectorised env
   (:func:`check_vec_env`): a single gymnasium env (an ``ExperienceWrapper``) is refused
   with a ``TypeError`` that says how to wrap it, before anything is read or changed.
@@ -20,11 +23,13 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
 
 from experience_wrappers.manager import ExperienceSource
 
-__all__ = ["check_callback", "check_vec_env", "on_policy", "check_on_policy_class", "check_action_space"]
+from .rollin_env import GuidedRollInVecEnv
+
+__all__ = ["check_callback", "check_rollin_order", "check_vec_env", "on_policy", "check_on_policy_class", "check_action_space"]
 
 def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
     """Raise unless ``callback.model`` is on-policy and ``callback`` is the only CRLCallback of this ``learn``.
@@ -50,6 +55,22 @@ def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
                     "rollout and regroup the advantages again; pass a single CRLCallback")
     for manager in managers:
         manager.learn_claim = (session, weakref.ref(callback))
+
+
+def check_rollin_order(callback: Any) -> None:
+    """Raise where a RollInCallback of this ``learn`` call was initialised before ``callback`` (a
+    CRLCallback that regroups advantages): SB3 runs a ``CallbackList`` in order, and this one's
+    per-subgroup normalisation after the roll-in's zeros would give guide-acted steps a gradient again.
+
+    Raises:
+        ValueError: the order is ``[RollInCallback(), CRLCallback()]``.
+    """
+    rollin = unwrap_vec_wrapper(callback.training_env, GuidedRollInVecEnv)
+    session = getattr(callback.model, "start_time", None)
+    if rollin is not None and session is not None and getattr(rollin, "rollin_claim", None) == session:
+        raise ValueError("CRLCallback comes after RollInCallback in this learn() call: its per-subgroup "
+                         "advantage normalisation would undo the zeros RollInCallback writes on guide-acted steps; "
+                         "pass CallbackList([CRLCallback(...), RollInCallback()]) (ComplementaryRL orders them)")
 
 
 def on_policy(model: BaseAlgorithm | None, who: str = "this callback") -> OnPolicyAlgorithm:

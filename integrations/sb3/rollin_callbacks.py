@@ -67,6 +67,7 @@ class RollInCallback(BaseCallback):
         buf = getattr(self.model, "rollout_buffer", None)
         if buf is None:
             raise TypeError(f"RollInCallback needs an on-policy algorithm (PPO, A2C), got {type(self.model).__name__}")
+        self.env.rollin_claim = getattr(self.model, "start_time", None)  # (guards.check_rollin_order reads it)
         self._mask = np.zeros((buf.buffer_size, buf.n_envs), dtype=bool)
 
     def _on_training_start(self) -> None:

@@ -37,6 +37,7 @@ from experience_wrappers.manager import success_from_info
 from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum
 from experience_wrappers.validators import check_int, check_real
 from experience_wrappers.wrappers import EXPERIENCE_KEYS
+from experience_wrappers.wrappers.env_checks import inside
 from experience_wrappers.wrappers.spaces import BASE_KEY
 
 from .reset_infos import reset_infos_below
@@ -129,6 +130,13 @@ class GuidedRollInVecEnv(VecEnvWrapper):
                 raise ValueError(f"instance_seeds {unknown} have no demonstration in the ReplayGuide")
         if not isinstance(venv.action_space, spaces.Discrete):
             raise TypeError(f"GuidedRollInVecEnv needs a Discrete action space, got {venv.action_space!r}")
+        if isinstance(guide, ReplayGuide):
+            for i, acts in enumerate(guide.actions):
+                bad = ~inside(venv.action_space, acts)
+                if bad.any():
+                    raise ValueError(f"the ReplayGuide's demonstration {i} (instance seed {int(guide.seeds[i])}) has "
+                                     f"action {int(acts[bad][0])} at step {int(np.argmax(bad))}, not one of the env's "
+                                     f"{venv.action_space}")
         super().__init__(venv)
         self.guide = guide
         self.curriculum = curriculum
@@ -147,6 +155,9 @@ class GuidedRollInVecEnv(VecEnvWrapper):
         self.task_ids = np.zeros(n, dtype=np.int64)
         self.instances = np.full(n, -1, dtype=np.int64)  # the instance seed a roll-in reset onto (-1: own draw)
         self._finished: list[RollInEpisode] = []
+        #: the ``learn()`` call (SB3's ``model.start_time``) whose RollInCallback zeroes this env's guide-acted
+        #: advantages: a CRLCallback initialised after it in the same call would undo them (guards.check_rollin_order)
+        self.rollin_claim: int | None = None
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
         self._marked = np.zeros(n, dtype=bool)

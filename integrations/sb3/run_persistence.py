@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import pickle
-import re
 import uuid
 import warnings
 import zipfile
@@ -25,13 +24,18 @@ from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager import ExperienceManager, ExperienceSource
 from experience_wrappers.replay import SuccessReplay
 
-from .discovery import find_experience
+from .checkpoint_files import (
+    algorithm_of_checkpoint,
+    experience_dir_of,
+    replay_file_of,
+    vec_normalize_file_of,
+)
+from .discovery import one_manager
 from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured
 
-__all__ = ["save_crl", "load_crl", "save_experience", "save_checkpoint", "experience_dir_of", "replay_file_of",
-           "save_run", "load_run", "REPLAY_FILE", "VEC_NORMALIZE_FILE", "RUN_FORMAT", "METHOD_FILE", "SavesExperience",
-           "read_method_file", "check_same_save"]
+__all__ = ["save_crl", "load_crl", "save_experience", "save_run", "load_run", "REPLAY_FILE", "VEC_NORMALIZE_FILE",
+           "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file", "check_same_save"]
 
 
 #: The self-imitation replay's file name inside a :func:`save_crl` folder.
@@ -41,8 +45,6 @@ VEC_NORMALIZE_FILE = "vecnormalize.pkl"
 #: a :func:`save_crl` folder's format (its ``meta.json``) and the names a save writes there
 RUN_FORMAT, RUN_VERSION = "complementary-rl-run", 1
 RUN_NAMES = frozenset({"model.zip", "experience", REPLAY_FILE, VEC_NORMALIZE_FILE, META})
-#: a checkpoint zip's name (SB3's ``CheckpointCallback``): its prefix and steps, for the files beside it
-_CHECKPOINT = re.compile(r"^(?P<prefix>.*)_(?P<steps>\d+)_steps\.zip$")
 #: the settings file of a :meth:`~integrations.sb3.ComplementaryRL.save` folder (a run folder besides)
 METHOD_FILE = "method.json"
 
@@ -53,51 +55,12 @@ class SavesExperience(Protocol):
     def save(self, folder: Path) -> Any: ...
 
 
-def experience_dir_of(model_zip: str | Path) -> Path:
-    """The experience folder saved beside a model zip (``x_1000_steps.zip`` -> ``x_1000_steps_experience``).
-
-    >>> experience_dir_of("runs/rl_model_1000_steps.zip").as_posix()
-    'runs/rl_model_1000_steps_experience'
-    """
-    p = Path(model_zip)
-    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_experience")
-
-
-def replay_file_of(model_zip: str | Path) -> Path:
-    """The self-imitation replay saved beside a checkpoint zip (``x_1000_steps.zip`` -> ``x_1000_steps_replay.npz``).
-
-    >>> replay_file_of("runs/rl_model_1000_steps.zip").as_posix()
-    'runs/rl_model_1000_steps_replay.npz'
-    """
-    p = Path(model_zip)
-    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_replay.npz")
-
-
-def _vec_normalize_file_of(model_zip: Path) -> Path | None:
-    """Where SB3's ``CheckpointCallback(save_vecnormalize=True)`` writes the statistics of a checkpoint zip."""
-    m = _CHECKPOINT.match(model_zip.name)
-    return None if m is None else model_zip.with_name(f"{m['prefix']}_vecnormalize_{m['steps']}_steps.pkl")
-
-
-def save_checkpoint(model_zip: Path, model: BaseAlgorithm, env: VecEnv | None = None) -> None:
-    """Write what :func:`load_crl` restores beside a checkpoint zip, before the zip: the experience
-    folder (:func:`experience_dir_of`) and the self-imitation replay (:func:`replay_file_of`; an old
-    file of that name is removed where there is no replay, so that it is never read as this one's)."""
-    manager = _one_manager(env or model.get_env(), "the checkpoint")
-    manager.save(experience_dir_of(model_zip))
-    replay_file = replay_file_of(model_zip)
-    if manager.replay is not None:
-        manager.replay.save(replay_file)
-    else:
-        replay_file.unlink(missing_ok=True)
-
-
 def save_experience(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None) -> Path:
     """Write the manager of ``env`` (default: the model's) to ``path``: bank, extractor, manager state.
 
     The manager's queue is processed first, so nothing in flight is lost.
     """
-    return _one_manager(env or model.get_env(), "save_experience").save(path)
+    return one_manager(env or model.get_env(), "save_experience").save(path)
 
 
 def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
@@ -121,7 +84,7 @@ def save_crl(path: str | Path, model: BaseAlgorithm, env: VecEnv | None = None,
     The model is saved with its own ``normalize_advantage`` (which :class:`CRLCallback`
     turns off while it trains), so ``PPO.load`` alone gives a plain PPO agent.
     """
-    manager = _one_manager(env or model.get_env(), "save_crl")
+    manager = one_manager(env or model.get_env(), "save_crl")
     return save_run(path, model, manager, manager.replay if replay is None else replay, lineage=lineage)
 
 
@@ -253,7 +216,7 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
         if not need.exists():
             raise FileNotFoundError(f"{need} not found: load_crl needs a save_crl folder or a "
                                     "CRLCheckpointCallback zip with its _experience folder beside it")
-    manager = _one_manager(env, "load_crl")
+    manager = one_manager(env, "load_crl")
     return _read_run(path, model_zip, experience, manager.restore, env, algorithm, kwargs, lineage, manager)[0]
 
 
@@ -284,14 +247,14 @@ def _read_run(path: Path, model_zip: Path, experience: Path | None, restore: Cal
     folder = path.is_dir()
     for _ in range(READ_ATTEMPTS):
         meta = _run_meta(path) if folder else None
-        saved_by = meta.get("algorithm") if meta is not None else None
+        saved_by = meta.get("algorithm") if meta is not None else None if folder else algorithm_of_checkpoint(model_zip)
         if isinstance(saved_by, str) and saved_by != algorithm.__name__:
             raise ValueError(f"cannot load run from {str(path)!r} as {algorithm.__name__}: it was saved by {saved_by}; "
                              f"pass its algorithm ({saved_by}), nothing was changed")
         model = _load_model(algorithm, model_zip, env, kwargs)  # checks the spaces: nothing has changed yet
         replay_file = path / REPLAY_FILE if folder else replay_file_of(model_zip)
         replay = _read_replay(path, replay_file, meta)
-        stats = _read_statistics(path, path / VEC_NORMALIZE_FILE if folder else _vec_normalize_file_of(model_zip), meta)
+        stats = _read_statistics(path, path / VEC_NORMALIZE_FILE if folder else vec_normalize_file_of(model_zip), meta)
         if restore is not None and experience is not None:
             restore(experience)  # reads and checks everything before it changes what it restores
         if not folder or _run_meta(path) == meta:
@@ -353,15 +316,6 @@ def _restore_statistics(env: VecEnv, saved: VecNormalize | None, path: Path) -> 
         warnings.warn(f"the env has a VecNormalize, but the run in {str(path)!r} saved no statistics (a checkpoint "
                       "of CRLCheckpointCallback(save_vecnormalize=False), or a run saved without one): its "
                       "statistics start again from the env's own", UserWarning, stacklevel=3)
-
-
-def _one_manager(venv: VecEnv | None, caller: str) -> ExperienceSource:
-    if venv is None:
-        raise ValueError("no env: pass the training env")
-    managers, _ = find_experience(venv)
-    if len(managers) != 1:
-        raise ValueError(f"{caller} supports one manager per env, found {len(managers)}")
-    return managers[0]
 
 
 def _load_model(algorithm: type[BaseAlgorithm], model_zip: Path, env: VecEnv, kwargs: dict[str, Any]) -> BaseAlgorithm:
