@@ -255,7 +255,7 @@ def test_killed_service_restarts_from_its_last_save(tmp_path):
     service.add(keys[:200], keys[:200, :VALUE_DIM])
     service.save(path)
     service.add(keys[200:], keys[200:, :VALUE_DIM])  # not saved: lost with the process
-    pid = service.ping()["pid"]
+    pid, version = service.ping()["pid"], service.version
     ray.kill(service.actor, no_restart=False)
     deadline = time.monotonic() + 120
     info = {"pid": pid}
@@ -266,7 +266,8 @@ def test_killed_service_restarts_from_its_last_save(tmp_path):
             info = service.ping()
         except ServiceError:
             pass
-    assert info["restored"]
+    assert info["restored"] and info["restarted"]
+    assert service.version > version  # a replica of the lost bank is never taken for the restored one
     assert len(service) == 200
     assert len(ExperienceBank.load(path)) == 200  # the file the dead process left is whole
 

@@ -89,8 +89,17 @@ def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, actio
     if not isinstance(bank, ExperienceBank):
         raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
     if manager is None:
+        if getattr(bank, "served_remotely", False):
+            raise ValueError("this bank is an experience service's (integrations.ray): its learner runs in the "
+                             "service; wrap with service.wrap(env), or pass manager=service.manager(observation_space, "
+                             "action_space)")
         return manager_for_bank(bank, observation_space, action_space, key_encoder=key_encoder,
                                 **(manager_kwargs or {}))
     if manager.bank is not bank:
         raise ValueError("manager serves another bank than the one given")
+    obs_space, act_space = getattr(manager, "observation_space", None), getattr(manager, "action_space", None)
+    if obs_space is not None and act_space is not None and not (
+            same_layout(obs_space, observation_space) and same_layout(act_space, action_space)):
+        raise ValueError(f"the manager given serves observation {obs_space}, action {act_space}; this env has "
+                         f"observation {observation_space}, action {action_space}: build its manager for these spaces")
     return manager

@@ -13,7 +13,8 @@ See ``docs/scaling.md``.
 from ._require import RAY_EXTRA_HINT, ensure_connected, require_ray
 from .actor import ServiceActor
 from .remote import RemoteBank, RemoteManager
-from .service import DEFAULT_NAMESPACE, ExperienceService, ServiceError, connect, start_service
+from .service import DEFAULT_NAMESPACE, ExperienceService, ServiceError
+from .start import connect, start_service
 
 __all__ = [
     "ExperienceService",

@@ -19,6 +19,7 @@ import os
 import pickle
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,10 @@ class ServiceActor:
         self.calls = 0
         # the service's version is its bank's plus this base, raised when the bank is replaced
         # (load, restore_state), so that versions only grow and a client's replica of the old bank is stale
-        self._version_base = 0
+        #: whether Ray restarted this actor (``max_restarts``): its learner and queue are gone, its bank
+        #: came back from ``restore``; its versions start past any its earlier life handed out
+        self.restarted = _reconstructed()
+        self._version_base = time.time_ns() // 1_000 if self.restarted else 0
         self._replica: tuple[int, bytes] | None = None  # the last replica handed out, pickled, and its version
         #: replicas copied from the bank for clients (not counting the ones served from the cache)
         self.replicas_made = 0
@@ -82,7 +86,7 @@ class ServiceActor:
     def ping(self) -> dict[str, Any]:
         """Where the service runs and how big its bank is (also a cheap liveness check)."""
         return {"pid": os.getpid(), "host": socket.gethostname(), "size": len(self.bank),
-                "calls": self.calls, "attached": self.manager is not None, "restored": self.restored,
+                "calls": self.calls, "attached": self.manager is not None, "restored": self.restored, "restarted": self.restarted,
                 "version": self.version(), "replicas_made": self.replicas_made}
 
     def describe(self) -> dict[str, Any]:
@@ -220,6 +224,10 @@ class ServiceActor:
 
     def _learner(self) -> ExperienceManager:
         if self.manager is None:
+            if self.restarted:
+                raise RuntimeError("the experience service was restarted (max_restarts) and lost its learner, with "
+                                   "the episodes queued in it: call service.manager(observation_space, action_space) "
+                                   "again (its bank came back from restore=)")
             raise RuntimeError("no learner attached to this service: call "
                                "service.manager(observation_space, action_space) first")
         return self.manager
@@ -285,3 +293,13 @@ class ServiceActor:
         """Process what is queued and stop the learner's thread."""
         if self.manager is not None:
             self.manager.close()
+
+
+def _reconstructed() -> bool:
+    """Whether this actor is a restart of an earlier one (Ray's runtime context; False outside an actor)."""
+    try:
+        import ray
+
+        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+    except Exception:  # noqa: BLE001 - not in an actor (tests build ServiceActor directly), or an older Ray
+        return False

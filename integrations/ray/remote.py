@@ -48,6 +48,9 @@ class RemoteBank(ExperienceBank):
     ``ExperienceBank.load`` is not available on it (use ``service.load``).
     """
 
+    #: its manager is the service's learner (``service.manager``), never one built here
+    served_remotely = True
+
     def __init__(self, service: ExperienceService) -> None:  # no bank of its own: no super().__init__
         self.service = service
 
@@ -351,10 +354,11 @@ class RemoteManager:
             self._send_hits(self.replicas.current.take_hits())
         pending, self._pending = self._pending, []
         self.service.wait(pending, timeout=timeout)
-        self.service.call("flush", timeout)
+        self.service.flush(timeout)
 
     def close(self) -> None:
-        self.flush()
+        """Send what is queued here and wait until the learner has it, within the handle's timeout."""
+        self.flush(self.service.timeout)
 
     @property
     def pending(self) -> int:

@@ -1,10 +1,12 @@
-"""The client side of the experience service: a picklable handle, and how to start or find one."""
+"""The client side of the experience service: a picklable handle (:func:`~.start.start_service` and
+:func:`~.start.connect` make one)."""
 
 from __future__ import annotations
 
 import os
 import pickle
-import uuid
+import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,13 +14,10 @@ import numpy as np
 
 from experience_wrappers import BankConfig, KeyEncoder
 from experience_wrappers.bank import BankReplica
-from experience_wrappers.bank.config import resolve_config
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.manager import Episode
-from experience_wrappers.validators import check_int
 
 from ._require import ensure_connected, require_ray
-from .actor import ServiceActor
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -27,9 +26,17 @@ if TYPE_CHECKING:
     from .remote import RemoteBank, RemoteManager
     from .service_wrappers import ServiceExperienceWrapper
 
-__all__ = ["ExperienceService", "ServiceError", "start_service", "connect", "DEFAULT_NAMESPACE"]
+__all__ = ["ExperienceService", "ServiceError", "DEFAULT_NAMESPACE", "OWNED", "absolute_path"]
 
 DEFAULT_NAMESPACE = "complementary-rl"
+#: the Ray handles of the services this process started, by (namespace, name): a named actor that is
+#: not detached dies with the last handle of its creator (Ray's reference counting), so the handle is
+#: kept here until :meth:`ExperienceService.shutdown`, whatever the user's variables hold
+OWNED: dict[tuple[str, str], Any] = {}
+#: seconds :meth:`ExperienceService.shutdown` waits for Ray to free the service's name
+SHUTDOWN_WAIT = 10.0
+#: seconds a handle reuses the bank's config and dims it read (another handle may replace the bank)
+DESCRIBE_TTL = 1.0
 
 
 class ServiceError(RuntimeError):
@@ -71,6 +78,7 @@ class ExperienceService:
         self._actor = actor
         self._pid = os.getpid()
         self._description: dict[str, Any] | None = None
+        self._described_at = 0.0
         self._bank: RemoteBank | None = None
         self._manager: RemoteManager | None = None
 
@@ -84,6 +92,15 @@ class ExperienceService:
     @property
     def actor(self) -> Any:
         """The Ray actor handle (found by name, connecting this process to Ray if needed)."""
+        ray = require_ray()
+        if self._pid != os.getpid() and ray.is_initialized() and self._actor is not None:
+            raise ServiceError(f"the handle on the experience service {self.name!r} is used in a process forked from "
+                               "one connected to Ray, whose connection it cannot use: start subprocesses with "
+                               "'spawn' or 'forkserver' (SB3's SubprocVecEnv default), or pickle the handle over")
+        if self._actor is not None and not ray.is_initialized():
+            raise ServiceError(f"Ray was shut down in this process (ray.shutdown()): the experience service "
+                               f"{self.name!r} went with its cluster unless it was detached on another; start a new "
+                               "one (start_service) or connect(name, address=...) to the cluster that runs it")
         if self._actor is None or self._pid != os.getpid():
             ray = ensure_connected(self.address, namespace=self.namespace)
             try:
@@ -120,12 +137,18 @@ class ExperienceService:
                 raise cause from exc
             raise
         except ray.exceptions.RayActorError as exc:
+            if getattr(exc, "actor_init_failed", False):
+                raise ServiceError(f"the experience service {self.name!r} failed to start: "
+                                   f"{_raised_in(str(exc))}") from exc
             raise ServiceError(f"the experience service {self.name!r} is gone or restarting "
                                f"({type(exc).__name__}): {exc}") from exc
 
     def _describe(self) -> dict[str, Any]:
-        if self._description is None or self._description["dims"] is None:
+        # read again after DESCRIBE_TTL seconds: another handle's load() or restore_state() replaces the bank
+        if self._description is None or self._description["dims"] is None or \
+                time.monotonic() - self._described_at >= DESCRIBE_TTL:
             self._description = self.call("describe")
+            self._described_at = time.monotonic()
         return self._description
 
     # ------------------------------------------------------------ bank API
@@ -184,12 +207,20 @@ class ExperienceService:
         return self.call("remove", ids)
 
     def save(self, path: str | Path) -> Path:
-        """Save the bank to a folder on the service's machine (``ExperienceBank.load`` reads it)."""
-        return Path(self.call("save", _absolute(path)))
+        """Save the bank to a folder on the service's machine (``ExperienceBank.load`` reads it),
+        after the episodes this handle's wrappers hold are processed (:meth:`_hand_over`)."""
+        self._hand_over()
+        return Path(self.call("save", absolute_path(path)))
+
+    def _hand_over(self, timeout: float | None | str = "default") -> None:
+        """Send the episodes still queued on this handle's learner stand-in and wait until the learner
+        has processed them (a save or a shutdown would miss them otherwise)."""
+        if self._manager is not None:
+            self._manager.flush(self.timeout if timeout == "default" else timeout)  # type: ignore[arg-type]
 
     def load(self, path: str | Path) -> int:
         """Replace the service's bank with the one saved at ``path``; returns its size."""
-        n = int(self.call("load", _absolute(path)))
+        n = int(self.call("load", absolute_path(path)))
         self._description = None
         return n
 
@@ -254,16 +285,18 @@ class ExperienceService:
         return int(self.call("submit", batch))
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until the learner has processed every episode it received."""
-        self.call("flush", timeout)
+        """Wait until the learner has processed every episode it received (``timeout``: seconds, None: as long as it takes)."""
+        self.wait(self.send("flush", timeout), timeout=timeout)
 
     def save_state(self, path: str | Path) -> Path:
-        """Save the bank, the extractor and the schedules (the learner's folder format)."""
-        return Path(self.call("save_state", _absolute(path)))
+        """Save the bank, the extractor and the schedules (the learner's folder format), after the
+        episodes this handle's wrappers hold are processed."""
+        self._hand_over()
+        return Path(self.call("save_state", absolute_path(path)))
 
     def restore_state(self, path: str | Path) -> int:
         """Restore what :meth:`save_state` wrote; returns the bank's size."""
-        n = int(self.call("restore_state", _absolute(path)))
+        n = int(self.call("restore_state", absolute_path(path)))
         self._description = None
         return n
 
@@ -298,92 +331,39 @@ class ExperienceService:
         return service_vec_env(venv, self.bank, manager, **wrapper_kwargs)
 
     def shutdown(self) -> None:
-        """Stop the service (its learner's queue is processed first; unsaved contents are lost)."""
+        """Stop the service (the episodes this handle holds are sent and its learner's queue is
+        processed first; unsaved contents are lost) and return once Ray has let its name go."""
         ray = require_ray()
         try:
+            self._hand_over()
             self.call("close")
         except ServiceError:
             pass
         ray.kill(self.actor, no_restart=True)
+        OWNED.pop((self.namespace, self.name), None)
+        deadline = time.monotonic() + SHUTDOWN_WAIT
+        while time.monotonic() < deadline:  # ray.kill returns at once; the name is freed when the actor is gone
+            try:
+                ray.get_actor(self.name, namespace=self.namespace)
+            except ValueError:
+                return
+            time.sleep(0.05)
 
 
 def _reconnect(name: str, namespace: str, address: str | None, timeout: float | None) -> ExperienceService:
     return ExperienceService(name, namespace=namespace, address=address, timeout=timeout)
 
 
-def _absolute(path: str | Path) -> str:
+def absolute_path(path: str | Path) -> str:
+    """``path`` as the service's machine reads it: absolute, resolved against this process's working directory."""
     return str(Path(path).expanduser().absolute())
 
 
-def _cluster_address(ray: Any, address: str | None) -> str | None:
-    """An address other processes can join: the GCS address, or the ``ray://`` one given."""
-    if address is not None and address.startswith("ray://"):
-        return address
-    try:
-        return ray.get_runtime_context().gcs_address
-    except Exception:  # noqa: BLE001 - older Ray or client mode: keep what was given
-        return address
+def _raised_in(message: str) -> str:
+    """The last ``SomeError: message`` line of a Ray traceback (the service's own error), else the message.
 
-
-def start_service(config: BankConfig | None = None, *, name: str | None = None, address: str | None = None,
-                  namespace: str = DEFAULT_NAMESPACE, restore: str | Path | None = None,
-                  key_dim: int | None = None, value_dim: int | None = None, context_dim: int = 0, num_cpus: float = 1.0, max_restarts: int = 0,
-                  detached: bool = False, timeout: float | None = 60.0, torch_threads: int | None = 1,
-                  switch_interval: float | None = 0.0005,
-                  ray_init_kwargs: dict[str, Any] | None = None, **bank_overrides: Any) -> ExperienceService:
-    """Start an experience service (a named Ray actor holding one bank) and return its handle.
-
-    Args:
-        config: the bank's :class:`BankConfig`; keyword overrides build one
-            (``start_service(capacity=100_000)``).
-        name: the actor's name (default: a fresh unique one); :func:`connect` finds it by it.
-        address: ``None`` starts a local Ray instance when this process is not connected
-            (``ray.init()``); ``"auto"``, ``"host:6379"`` or ``"ray://host:10001"`` joins a cluster.
-        namespace: the Ray namespace the actor is registered in.
-        restore: a bank folder to start from when it exists (also what a restarted actor
-            reloads: save there to checkpoint).
-        key_dim, value_dim, context_dim: fix the bank's dims up front.
-        num_cpus: CPUs Ray reserves for the service (its learner trains there).
-        max_restarts: how often Ray restarts the service if its process dies (it comes back
-            from ``restore``); calls made while it is down raise :class:`ServiceError`.
-        detached: outlive this driver (stop it with :meth:`ExperienceService.shutdown`).
-        timeout: seconds a call waits for an answer (None: forever).
-        torch_threads, switch_interval: the service process's torch threads and GIL switch
-            interval (see :class:`ServiceActor`).
-        ray_init_kwargs: passed to ``ray.init`` when this function connects the process.
-
-    Raises:
-        ImportError: Ray is not installed (it names the ``[ray]`` extra).
+    >>> _raised_in("Traceback (most recent call last):" + chr(10) + "ValueError: key_dim must be >= 1, got 0")
+    'ValueError: key_dim must be >= 1, got 0'
     """
-    config = resolve_config(config, bank_overrides)
-    check_int("max_restarts", max_restarts, minimum=-1, hint=" (-1: forever)")
-    if not (np.isfinite(num_cpus) and num_cpus >= 0):
-        raise ValueError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
-    dims = None
-    if key_dim is not None or value_dim is not None:
-        dims = {"key_dim": key_dim, "value_dim": value_dim, "context_dim": context_dim}
-    ray = ensure_connected(address, **(ray_init_kwargs or {}))
-    name = name or f"experience-service-{uuid.uuid4().hex[:12]}"
-    options: dict[str, Any] = {"name": name, "namespace": namespace, "num_cpus": num_cpus,
-                               "max_restarts": max_restarts, "max_concurrency": 1}
-    if detached:
-        options["lifetime"] = "detached"
-    actor = ray.remote(ServiceActor).options(**options).remote(
-        config, dims, None if restore is None else _absolute(restore), torch_threads, switch_interval)
-    service = ExperienceService(name, namespace=namespace, address=_cluster_address(ray, address),
-                                timeout=timeout, actor=actor)
-    service.ping()  # a bad config or an unreadable restore folder fails here, with its own error
-    return service
-
-
-def connect(name: str, *, address: str | None = "auto", namespace: str = DEFAULT_NAMESPACE,
-            timeout: float | None = 60.0) -> ExperienceService:
-    """A handle on a running service, found by name (``address="auto"``: the local cluster).
-
-    Raises:
-        ServiceError: no service of that name runs in ``namespace``.
-    """
-    service = ExperienceService(name, namespace=namespace, address=address, timeout=timeout)
-    service.ping()
-    service.address = _cluster_address(require_ray(), address)  # what pickled copies will join
-    return service
+    found = re.findall(r"^(\w+(?:Error|Exception)\b.*)$", message, flags=re.MULTILINE)
+    return found[-1] if found else message

@@ -46,8 +46,9 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[Experien
                 w = w.env
     elif isinstance(env, SubprocVecEnv):
         raise ValueError(
-            "per-env ExperienceWrappers inside a SubprocVecEnv each hold a copy of the bank; wrap the "
-            "SubprocVecEnv with integrations.sb3.ExperienceVecEnv(venv, bank) instead")
+            "CRLCallback cannot reach wrappers inside a SubprocVecEnv's workers (per-env ExperienceWrappers there "
+            "would each hold a copy of the bank): wrap the SubprocVecEnv with integrations.sb3.ExperienceVecEnv(venv, "
+            "bank) instead, or with service.vec_env(venv) for an experience service's bank")
     if not injectors:
         raise ValueError(
             "no experience wrapper found in the training env: wrap each env with ExperienceWrapper(env, bank) "

@@ -1,0 +1,130 @@
+"""The experience service at its boundary, as a careless user meets it (a real local Ray, real
+CartPole): a named service outlives the handles dropped in this process, bad arguments are refused
+before an actor exists and free its name, a save or a shutdown takes the episodes this handle
+still holds, and a bank or a learner of the wrong kind is refused where it is given."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from experience_wrappers import ExperienceBank, ExperienceWrapper  # noqa: E402
+from integrations.ray import ServiceError, connect, start_service  # noqa: E402
+from integrations.ray.service import DESCRIBE_TTL  # noqa: E402
+from tests.ray_support import local_ray  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_local():
+    yield from local_ray("crl-boundary")
+
+
+def _episodes(env: gym.Env, n: int) -> None:
+    env.reset(seed=0)
+    for _ in range(n):
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            done = terminated or truncated
+        env.reset()
+
+
+def test_a_named_service_outlives_the_handles_dropped_in_this_process():
+    service = start_service(name="kept", num_cpus=0)
+    service = connect("kept")  # the first handle is gone
+    gc.collect()
+    time.sleep(0.5)
+    assert service.ping()["size"] == 0
+    service.shutdown()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"key_dim": 0, "value_dim": 2}, "key_dim must be a positive int"),
+    ({"value_dim": 2}, "key_dim and value_dim fix the bank's dims together"),
+    ({"torch_threads": 0}, "torch_threads must be"),
+    ({"switch_interval": -1.0}, "switch_interval must be"),
+    ({"num_cpus": 100}, "more than the Ray cluster has"),
+])
+def test_bad_arguments_are_refused_before_a_service_exists_and_its_name_stays_free(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        start_service(name="retry", **kwargs)
+    start_service(name="retry", num_cpus=0).shutdown()  # the name was never taken
+
+
+def test_a_restore_folder_that_is_not_a_bank_is_refused_and_restored_settings_are_said(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="is an empty folder"):
+        start_service(num_cpus=0, restore=tmp_path / "empty")
+    bank = ExperienceBank(capacity=100)
+    bank.add(np.eye(4, dtype=np.float32), np.ones((4, 2), np.float32))
+    bank.save(tmp_path / "bank")
+    with pytest.warns(UserWarning, match=r"restored its bank from .*capacity=100 \(asked 1000000\)"):
+        service = start_service(num_cpus=0, restore=tmp_path / "bank", capacity=1_000_000)
+    assert service.config.capacity == 100
+    service.shutdown()
+
+
+def test_a_save_and_a_shutdown_take_the_episodes_this_handle_still_holds(tmp_path):
+    service = start_service(name="held", num_cpus=0)
+    env = service.wrap(gym.make("CartPole-v1"), manager_kwargs={"segment_every": 4})
+    _episodes(env, 10)
+    manager = env.manager  # the handle's learner stand-in
+    assert manager.pending > 0  # queued here, not sent yet
+    saved = service.save(tmp_path / "bank")
+    assert len(ExperienceBank.load(saved)) > 0
+    _episodes(env, 3)
+    service.shutdown()
+    assert manager.pending == 0
+    start_service(name="held", num_cpus=0).shutdown()  # shutdown returned once the name was free
+
+
+def test_a_services_bank_needs_its_learner_and_a_learner_needs_its_spaces():
+    service = start_service(num_cpus=0)
+    with pytest.raises(ValueError, match="an experience service's.*service.wrap"):
+        ExperienceWrapper(gym.make("CartPole-v1"), service.bank)
+    other = service.manager(gym.spaces.Box(-1, 1, (6,), np.float32), gym.spaces.Discrete(3))
+    with pytest.raises(ValueError, match="the manager given serves observation Box"):
+        ExperienceWrapper(gym.make("CartPole-v1"), service.bank, manager=other)
+    service.shutdown()
+
+
+def test_another_handle_sees_a_loaded_bank(tmp_path):
+    service = start_service(name="loaded", num_cpus=0)
+    service.add(np.eye(4, dtype=np.float32), np.ones((4, 2), np.float32))
+    other = connect("loaded")
+    assert other.dims is not None and other.dims["key_dim"] == 4
+    bank = ExperienceBank()
+    bank.add(np.eye(6, dtype=np.float32), np.ones((6, 3), np.float32))
+    bank.save(tmp_path / "wide")
+    service.load(tmp_path / "wide")
+    time.sleep(DESCRIBE_TTL + 0.1)
+    assert other.dims is not None and other.dims["key_dim"] == 6
+    service.shutdown()
+
+
+def _use_in_child(service, out) -> None:
+    try:
+        service.ping()
+        out.put("answered")
+    except ServiceError as exc:
+        out.put(str(exc))
+
+
+def test_a_handle_used_in_a_forked_child_is_refused_rather_than_hang():
+    service = start_service(num_cpus=0)
+    service.ping()
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_use_in_child, args=(service, out))
+    child.start()
+    child.join(30)
+    assert not child.is_alive()
+    assert "forked from one connected to Ray" in out.get(timeout=5)
+    service.shutdown()
