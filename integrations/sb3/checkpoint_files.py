@@ -29,8 +29,7 @@ def experience_dir_of(model_zip: str | Path) -> Path:
     >>> experience_dir_of("runs/rl_model_1000_steps.zip").as_posix()
     'runs/rl_model_1000_steps_experience'
     """
-    p = Path(model_zip)
-    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_experience")
+    return _beside(model_zip, "_experience")
 
 
 def replay_file_of(model_zip: str | Path) -> Path:
@@ -39,8 +38,7 @@ def replay_file_of(model_zip: str | Path) -> Path:
     >>> replay_file_of("runs/rl_model_1000_steps.zip").as_posix()
     'runs/rl_model_1000_steps_replay.npz'
     """
-    p = Path(model_zip)
-    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_replay.npz")
+    return _beside(model_zip, "_replay.npz")
 
 
 def vec_normalize_file_of(model_zip: Path) -> Path | None:
@@ -72,8 +70,7 @@ def meta_file_of(model_zip: str | Path) -> Path:
     >>> meta_file_of("runs/rl_model_1000_steps.zip").as_posix()
     'runs/rl_model_1000_steps_meta.json'
     """
-    p = Path(model_zip)
-    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + "_meta.json")
+    return _beside(model_zip, "_meta.json")
 
 
 def algorithm_of_checkpoint(model_zip: Path) -> str | None:
@@ -94,3 +91,9 @@ def algorithm_of_checkpoint(model_zip: Path) -> str | None:
         raise RunFileError(f"cannot load the checkpoint {str(model_zip)!r}: {meta_file_of(model_zip).name} names no "
                            "algorithm")
     return name
+
+
+def _beside(model_zip: str | Path, suffix: str) -> Path:
+    """The file named as ``model_zip`` without ``.zip``, plus ``suffix``, in its folder."""
+    p = Path(model_zip)
+    return p.with_name((p.name[:-4] if p.name.endswith(".zip") else p.name) + suffix)
