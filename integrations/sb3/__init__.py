@@ -1,7 +1,7 @@
 """Stable-Baselines3 integration: the method in one object (:class:`ComplementaryRL`, both scopes:
 ``scope="task"`` and ``scope="run"``), the callbacks, VecEnv wrappers, policy pieces, evaluation,
 persistence. The rest is public in the module that defines it: :mod:`.self_imitation`,
-:mod:`.evaluation`, :mod:`.experience_features`, :mod:`.vec_env`, :mod:`.run_persistence`,
+:mod:`.evaluation`, :mod:`.experience_features`, :mod:`.vec_env`, :mod:`.run_persistence`, :mod:`.checkpoint_files`,
 :mod:`.rollin_callbacks`, :mod:`.env_families`, and the trials path's :mod:`.trials_method`,
 :mod:`.trials_features`, :mod:`.trials_imitation`, :mod:`.trials_evaluation`. Parts measured to
 tie or hurt live in :mod:`integrations.sb3.experimental`."""
