@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.utils import check_for_correct_spaces
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_wrapper
 
 from experience_wrappers.manager import SuccessReports, outcome_of
+from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers.injector import LONG_EPISODE
 
@@ -92,6 +92,19 @@ def check_deterministic(deterministic: object) -> bool:
     return check_bool("deterministic", bool(deterministic) if isinstance(deterministic, np.bool_) else deterministic)
 
 
+def check_spaces(model: BaseAlgorithm, env: VecEnv) -> None:
+    """Refuse an env whose spaces are not of the model's layout (:func:`~experience_wrappers.manager.sharing.same_layout`:
+    Box bounds may differ, as between MT10's tasks), before a step is taken.
+
+    Raises:
+        ValueError: naming both spaces.
+    """
+    for what, theirs, ours in (("Observation", model.observation_space, env.observation_space),
+                               ("Action", model.action_space, env.action_space)):
+        if not same_layout(theirs, ours):
+            raise ValueError(f"{what} spaces do not match: the model's {theirs}, the env's {ours}")
+
+
 def _masked(model: BaseAlgorithm, env: VecEnv) -> bool:
     """Whether ``model`` acts on action masks (sb3-contrib's MaskablePPO) that ``env`` gives."""
     return "action_masks" in inspect.signature(model.predict).parameters and env.has_attr("action_masks")
@@ -107,7 +120,7 @@ def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10
     """
     n_eval_episodes = check_int("n_eval_episodes", n_eval_episodes, minimum=1, numpy=True)
     deterministic = check_deterministic(deterministic)
-    check_for_correct_spaces(env, model.observation_space, model.action_space)
+    check_spaces(model, env)
     evaluate: Any
     if _masked(model, env):
         from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate
@@ -136,7 +149,7 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     """
     n_episodes, seed = check_episodes(n_episodes, seed)
     deterministic = check_deterministic(deterministic)
-    check_for_correct_spaces(env, model.observation_space, model.action_space)  # (SB3's: a clear ValueError)
+    check_spaces(model, env)
     if seed is None:
         return _run_episodes(model, env, n_episodes, deterministic)
     env.seed(seed)
