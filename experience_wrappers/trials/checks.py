@@ -21,6 +21,7 @@ from ..wrappers.env_checks import Check, check_finite_observation, inside
 from ..wrappers.spaces import base_parts
 
 __all__ = ["check_instances", "checked_observations", "check_demonstration_length", "check_demonstration",
+           "check_demonstration_actions",
            "demonstration_parts", "trials_observation_space",
            "space_mismatch",
            "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "TRIAL_INFO_KEY"]
@@ -56,13 +57,13 @@ def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, 
                         source: str) -> int:
     """Check a demonstration placed in a run as the env's steps are checked; returns its steps.
 
-    Its observations get :func:`checked_observations`; they must be one per action; a
-    ``Discrete`` action must be one of the space's; a demonstration longer than the
-    ``horizon`` warns (:func:`check_demonstration_length`).
+    Its observations get :func:`checked_observations`; they must be one per action; its actions
+    :func:`check_demonstration_actions`; a demonstration longer than the ``horizon`` warns
+    (:func:`check_demonstration_length`).
 
     Raises:
         ValueError: no actions (give None where there is none), observations as above, a count
-            of observations other than the actions', an action outside a ``Discrete`` space.
+            of observations other than the actions', actions as above.
     """
     n = len(actions) if np.ndim(actions) else 0
     if n == 0:
@@ -73,14 +74,44 @@ def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, 
     if m != n:
         raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "
                          "each action was taken from, one per action")
-    if isinstance(action_space, spaces.Discrete):
-        a = np.asarray(actions).reshape(n, -1)[:, 0]
-        bad = ~inside(action_space, a)
-        if bad.any():
-            raise ValueError(f"{source} gave action {a[bad][0].item()!r} at step {int(np.argmax(bad))}, not one of "
-                             f"the env's {action_space}")
+    check_demonstration_actions(action_space, actions, n, source)
     check_demonstration_length(n, horizon, source)
     return n
+
+
+def check_demonstration_actions(action_space: spaces.Space, actions: Any, n: int, source: str) -> None:
+    """A demonstration's ``n`` actions against the env's space, named by ``source``: a ``Discrete``
+    action one of the space's (one per step, or one per row); ``Box``, ``MultiDiscrete`` and
+    ``MultiBinary`` actions one row of the space's shape per step, numbers, finite, and values
+    the space allows (``Box`` values outside the bounds warn: SB3 clips what the policy acts).
+
+    Raises:
+        ValueError: as above, naming the first bad step.
+    """
+    a = np.asarray(actions)
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{source} gave actions of dtype {a.dtype}, not numbers, for the env's {action_space}")
+    if isinstance(action_space, spaces.Discrete):
+        a = a.reshape(n, -1)[:, 0]
+    elif isinstance(action_space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        if a.shape != (n, *action_space.shape):
+            raise ValueError(f"{source} gave actions of shape {a.shape[1:]} per step ({a.shape} in all); the env's "
+                             f"{action_space} takes {action_space.shape}")
+    else:
+        return
+    if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+        step = int(np.argmax(~np.isfinite(a).reshape(n, -1).all(axis=1)))
+        raise ValueError(f"{source} gave a NaN or infinite action at step {step}")
+    bad = ~inside(action_space, a).reshape(n, -1).all(axis=1)
+    if not bad.any():
+        return
+    step = int(np.argmax(bad))
+    if isinstance(action_space, spaces.Box):
+        warnings.warn(f"{source} gave action {a[step].tolist()} at step {step}, outside the env's {action_space}: "
+                      "SB3 clips the policy's actions to the bounds, so imitating it raises the likelihood of "
+                      "actions the env never receives", UserWarning, stacklevel=3)
+        return
+    raise ValueError(f"{source} gave action {a[step].tolist()!r} at step {step}, not one of the env's {action_space}")
 
 
 def check_demonstration_length(steps: int, horizon: int, source: str) -> None:

@@ -28,7 +28,7 @@ from ..bank import ExperienceBank, Provenance
 from ..extractor import ActionCoder, ExtractorTrainer
 from ..keys import KeyEncoder, default_run_keys
 from ..keys.base import add_batch_axis, check_key_encoder, checked_keys
-from ..manager import ExperienceManager
+from ..manager import ExperienceManager, SuccessReports
 from ..manager.config import ManagerConfig
 from ..manager.crediting import credit_trial
 from ..manager.entry_layout import EntryLayout
@@ -171,6 +171,8 @@ class TrialMemory:
             raise ValueError(f"search={search} searches around the goal locator's guess where a trial stalls: it needs "
                              "relocate_every > 0 (the guesses within a trial)")
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        #: how its wrappers read a trial's success, shared by all of them (a missing key is a failure once one reported)
+        self.success_reports = SuccessReports()
         self.key_encoder = default_run_keys(observation_space) if key_encoder is None else check_key_encoder(key_encoder)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
@@ -349,6 +351,8 @@ class TrialMemory:
                 observations as above.
         """
         n = self.check_demonstration(observations, actions, source)
+        if rewards is not None and np.shape(rewards) != (n,):
+            raise ValueError(f"{source} gave rewards of shape {np.shape(rewards)} for {n} steps: one reward per step")
         rewards = np.eye(1, n, n - 1)[0] if rewards is None else rewards  # None: a success, 1 on its last step
         return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO, success=True)
 

@@ -34,7 +34,6 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
-from ..manager import SuccessReports
 from ..validators import check_int, check_real
 from ..wrappers.env_checks import (
     check_finite_observation,
@@ -179,7 +178,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._donor = 0  # the finished run of another instance read with scope="other"
         #: the trial's steps (the observation acted on, the action, the reward): the main path's recorder
         self._recorder = EpisodeRecorder(1)
-        self._reports = SuccessReports()
+        self._reports = memory.success_reports  # (shared by the memory's wrappers: a missing key is a failure once one reported)
         self._last_obs: Any = None
         self._ended = True  # no trial in flight: step() needs a reset() first
         self._return = 0.0

@@ -164,7 +164,8 @@ class ExperienceInjector:
             if not self._warned_unpaired:
                 self._warned_unpaired = True
                 warnings.warn(
-                    f"paired=True, but env {r}'s reset info has no {INSTANCE_INFO_KEY!r}, so it does not replay "
+                    f"paired=True, but {'the env' if self.n == 1 else f'env {r}'}'s reset info has no "
+                    f"{INSTANCE_INFO_KEY!r}, so it does not replay "
                     "task instances: its guided episodes are credited against the task's recent free episodes "
                     "instead of free episodes of the same instance. To pair "
                     "them, build the envs with experience_wrappers.wrappers.paired_env_fns(...) (each env in "

@@ -6,6 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch as th
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
@@ -80,6 +81,8 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
         self.entries_key, self.mask_key, self.utility_key = ENTRY_LAYOUTS[self.scope]
         keys = [key for key in observation_space.spaces if key not in ENTRY_LAYOUTS[self.scope]]
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
+        if base_extractor_class is None:
+            _refuse_small_images(sub)
         base = (base_extractor_class or CombinedExtractor)(sub, **(base_extractor_kwargs or {}))
         width = base.features_dim if base_width is None else int(base_width)
         super().__init__(observation_space, features_dim=width + (2 if max_pool else 1) * attn_dim + 1)
@@ -111,6 +114,24 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
             parts.append(values.masked_fill(~mask.unsqueeze(-1), 0.0).max(dim=1).values)
         parts.append(mask.any(dim=1, keepdim=True).float())
         return th.cat(parts, dim=1)
+
+
+#: the smallest image side SB3's ``NatureCNN`` (what ``CombinedExtractor`` reads images with) takes
+NATURE_CNN_MIN_SIDE = 36
+
+
+def _refuse_small_images(space: gym.spaces.Dict) -> None:
+    """Refuse, naming the key and the remedy, an image SB3's ``CombinedExtractor`` would give a
+    ``NatureCNN`` too small for it (a raw torch error at the first convolution otherwise)."""
+    for key, sub in space.spaces.items():
+        if isinstance(sub, gym.spaces.Box) and is_image_space(sub, check_channels=False):
+            assert sub.shape is not None
+            side = min(sub.shape[1:] if is_image_space_channels_first(sub) else sub.shape[:2])
+            if side < NATURE_CNN_MIN_SIDE:
+                raise ValueError(f"observation key {key!r} is an image of shape {sub.shape}: SB3's NatureCNN, which "
+                                 f"reads images by default, needs sides of at least {NATURE_CNN_MIN_SIDE}; give a "
+                                 "features extractor for small images as base_extractor_class (crl_policy_kwargs("
+                                 "MyCNN), or features_kwargs={'base_extractor_class': MyCNN} in run scope)")
 
 
 def crl_policy_kwargs(base_extractor_class: type[BaseFeaturesExtractor] | None = None,

@@ -9,6 +9,7 @@ saved by either. The overloads below give type checkers each scope's class.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
@@ -55,6 +56,13 @@ class ComplementaryRL(TaskScopeRL):
         if cls is ComplementaryRL and scope != "task":
             if scope not in cls.scopes:
                 raise ValueError(f"scope must be 'task' or one of {sorted(cls.scopes)}, got {scope!r}")
+            takes = inspect.signature(cls.scopes[scope].__init__).parameters
+            unknown = sorted(set(kwargs) - set(takes))
+            if unknown:
+                why = " (run scope trains PPO: its entry reader and imitation are built for it)" \
+                    if "algorithm" in unknown else ""
+                raise TypeError(f"ComplementaryRL(scope={scope!r}) takes no {', '.join(unknown)}{why}; "
+                                f"its arguments: {', '.join(k for k in takes if k not in ('self', 'env', 'scope'))}")
             return super().__new__(cls.scopes[scope])
         return super().__new__(cls)
 

@@ -63,6 +63,8 @@ from .trials_method import build_trials_method
 __all__ = ["RunScopeRL", "VEC_NORMALIZE_FILE"]
 
 log = logging.getLogger(__name__)
+#: the first training instances whose demonstrations are asked for at construction, until one gives one to check
+CHECKED_DEMONSTRATIONS = 8
 
 #: settings a load may change; every other one is the saved run's (refused unless equal)
 _APPLIED_ON_LOAD = frozenset({"seed", "n_envs", "verbose", "tensorboard_log", "algorithm_kwargs"})
@@ -164,11 +166,13 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "verbose": verbose, "tensorboard_log": tensorboard_log}
         settings_to_json(self._settings)  # refuses, by name, a setting a save could not write
         self.memory = self._memory(mem_kwargs)
-        if demonstrations is not None:  # checked now on one instance, not at a guided run's first draw in learn()
-            source = f"demonstrations({self.instances[0]})"
-            demo = demonstration_parts(demonstrations(self.instances[0]), source)
-            if demo is not None:
-                self.memory.check_demonstration(demo[0], demo[1], source)
+        if demonstrations is not None:  # checked now on the first instance that has one, not in learn()
+            for instance in self.instances[:CHECKED_DEMONSTRATIONS]:
+                source = f"demonstrations({instance})"
+                demo = demonstration_parts(demonstrations(instance), source)
+                if demo is not None:
+                    self.memory.check_demonstration(demo[0], demo[1], source)
+                    break
         ppo_kwargs = {**dict(algorithm_kwargs or {}), "tensorboard_log": tensorboard_log}
         if policy_kwargs:
             ppo_kwargs["policy_kwargs"] = dict(policy_kwargs)
@@ -206,6 +210,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         proto = self.make_env()
         try:
             obs_space, act_space, env_cap = proto.observation_space, proto.action_space, step_cap(proto)
+            enforced = step_cap(proto, enforced_only=True)
         finally:
             proto.close()
         kwargs.setdefault("seed", self.seed)
@@ -216,7 +221,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                                  "as a share of it)")
             kwargs["horizon"] = env_cap
         memory = TrialMemory(obs_space, act_space, **kwargs)
-        if not env_cap or env_cap > memory.layout.horizon:  # the horizon given caps every trial, here and in evaluate
+        # the horizon caps every trial, here and in evaluate, unless gymnasium already does (an env's own
+        # max_steps attribute is only read: a trial of an env that does not keep it would never end)
+        if not enforced or enforced > memory.layout.horizon:
             self.make_env = functools.partial(_capped, self.make_env, memory.layout.horizon)
         return memory
 
@@ -269,11 +276,14 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             conditions = ["without_experience"]
             if self.experience:
                 conditions += ["with_experience"] + (["with_demonstration"] if self.demonstration_source else [])
+        elif not self.experience and set(conditions) - {"without_experience"}:
+            raise ValueError(f"this run has experience=False: its policy reads nothing, so only without_experience "
+                             f"can be evaluated, got conditions {list(conditions)}")
         with frozen_predict(self.model) as predict:
             return evaluate_trials(predict, self.make_env, lambda: self._evaluation_memory(search), instances,
                                    trials=self.trials, repeats=repeats, conditions=list(conditions),
                                    demonstrations=self.demonstration_source, deterministic=deterministic,
-                                   seed=self.seed)
+                                   seed=self.seed, success_reports=self.memory.success_reports)
 
     def _evaluation_memory(self, search: float | None = None) -> TrialMemory:
         """A fresh memory of the run's settings (``search`` instead of the run's where given), its extractor
@@ -359,16 +369,17 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         self.env.close()
 
 
-def step_cap(env: gym.Env) -> int | None:
+def step_cap(env: gym.Env, enforced_only: bool = False) -> int | None:
     """An env's own step cap: its spec's ``max_episode_steps``, a ``TimeLimit`` among its wrappers, or
-    an int ``max_steps`` of the env itself (this library's MiniHack rooms, NLE's); None: none."""
+    an int ``max_steps`` of the env itself (this library's MiniHack rooms, NLE's; not with
+    ``enforced_only``: only gymnasium's caps are known to end an episode); None: none."""
     cap = env.spec.max_episode_steps if env.spec is not None else None
     layer: gym.Env = env
     while not cap and isinstance(layer, gym.Wrapper):
         cap = getattr(layer, "_max_episode_steps", None) if isinstance(layer, gym.wrappers.TimeLimit) else None
         layer = layer.env
     own = getattr(env.unwrapped, "max_steps", None)
-    if not cap and isinstance(own, int) and not isinstance(own, bool) and own > 0:
+    if not cap and not enforced_only and isinstance(own, int) and not isinstance(own, bool) and own > 0:
         cap = own
     return int(cap) if cap else None
 

@@ -323,7 +323,8 @@ class SelfImitationCallback(BaseCallback):
 
     def _finish(self, e: int, info: dict[str, Any]) -> None:
         obs, actions, rewards = self._recorder.take(e)
-        success = self._reports(info)
+        # a run-scope trial's success is its wrapper's judgement (the env's report, without the novelty bonus's rewards)
+        success = bool(info["trial_success"]) if "trial_success" in info else self._reports(info)
         if success is None and self.only_with_success:  # kept only once the env has reported success
             if self._reports.reports_none and self.active:
                 self.active = False

@@ -11,6 +11,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
+from experience_wrappers.manager import SuccessReports
 from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances, space_mismatch
@@ -143,7 +144,8 @@ def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
 def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: Callable[[], TrialMemory],
                     instances: Sequence[int], *, trials: int = 4, repeats: int = 5,
                     conditions: Sequence[str] = CONDITIONS, demonstrations: DemoSource | None = None,
-                    deterministic: bool = False, seed: int = 0, keep_runs: bool = False) -> dict[str, Any]:
+                    deterministic: bool = False, seed: int = 0, keep_runs: bool = False,
+                    success_reports: SuccessReports | None = None) -> dict[str, Any]:
     """Success by trial index of a frozen policy on ``instances``, in each of ``conditions``.
 
     ``"with_experience"``: every run guided (it reads its own earlier trials);
@@ -159,6 +161,11 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     trial (0 or 1), ordered by instance then repeat: two evaluations of the same weights on the same
     instances, repeats and seed pair by instance (a paired comparison of two test-time settings; an
     instance's repeats are interchangeable, not paired one by one).
+
+    ``success_reports``: how a trial's success is read (:class:`~experience_wrappers.manager.SuccessReports`),
+    shared by every memory and env of the evaluation; pass the training memory's, so that an env that
+    reports success only on successes has its other trials counted as failures from the first one
+    (None: a fresh one for this evaluation).
 
     Raises:
         TypeError: ``memory`` is a memory, not a function that makes one; ``instances`` is not
@@ -183,9 +190,15 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
                          f"conditions is empty; choose from {CONDITIONS}")
     if "with_demonstration" in conditions and demonstrations is None:
         raise ValueError("the with_demonstration condition needs demonstrations=fn(instance) -> (observations, actions)")
+    if "with_demonstration" in conditions and demonstrations is not None:
+        required = _required(demonstrations)
+        for instance in instances:  # a missing one is said before any condition runs
+            required(instance)
+    reports = SuccessReports() if success_reports is None else success_reports
     out: dict[str, Any] = {"instances": len(instances), "trials": trials, "repeats": repeats}
     for cond in conditions:
         mem = memory()
+        mem.success_reports = reports
         th.manual_seed(seed)  # each condition's sampled actions start from the same seed
         guided = cond != "without_experience"
         demos = _required(demonstrations) if cond == "with_demonstration" and demonstrations is not None else None

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
@@ -89,7 +91,7 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     ``features_kwargs`` are the reader's). The policy is :class:`~integrations.sb3.ExperiencePolicy`
     (SB3's ``MultiInputPolicy`` that names the remedy when given an env's own observation).
     ``vec_normalize``: ``VecNormalize``'s keyword arguments, the VecEnv wrapped in it (None, the
-    default: not wrapped); ``norm_obs_keys`` defaults to the env's own observation keys and
+    default: not wrapped); ``norm_obs_keys`` defaults to the env's own float ``Box`` observation keys and
     ``run_best`` (an offset between keys, scaled as a visible goal would be: ML1's measured
     arms ran so), so that the entries, the mask and the trial index are never rescaled (the
     memory keys its entries on the raw observations below it). Evaluate such a model through its statistics
@@ -112,8 +114,9 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
                          novelty_bonus=novelty_bonus, novelty_until_success=novelty_until_success)
     venv: VecEnv = DummyVecEnv(fns)
     if vec_normalize is not None:
-        own = [key for key in venv.observation_space.spaces  # type: ignore[attr-defined]
-               if key not in (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)]
+        own = [key for key, sub in venv.observation_space.spaces.items()  # type: ignore[attr-defined]
+               if key not in (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)
+               and isinstance(sub, spaces.Box) and np.issubdtype(sub.dtype, np.floating)]  # (VecNormalize's: float Box)
         venv = VecNormalize(venv, **{"norm_obs_keys": own, **vec_normalize})
     kwargs = {**TRIALS_PPO_KWARGS, **(ppo_kwargs or {})}
     theirs = sorted({"features_extractor_class", "features_extractor_kwargs"} & set(kwargs.get("policy_kwargs", {})))

@@ -1,0 +1,180 @@
+"""Run scope on a user's own envs (a hostile user's cases): successes reported on successes only
+are read one way by every wrapper and by evaluation, self-imitation keeps what the run judged a
+success (not what the novelty bonus paid), an env's unenforced ``max_steps`` cannot make a trial
+endless, demonstrations' actions are checked in every action space, and what run scope cannot do
+is refused when it is asked."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from stable_baselines3 import A2C, PPO
+
+from experience_wrappers.manager import SuccessReports
+from experience_wrappers.trials import TrialMemory
+from experience_wrappers.trials.wrapper import trial_env
+from integrations.sb3 import ComplementaryRL, ExperiencePolicy, crl_policy_kwargs
+from integrations.sb3.trials_evaluation import evaluate_trials
+
+SMALL = {"n_envs": 2, "group_size": 2, "seed": 0, "algorithm_kwargs": {"n_steps": 32, "batch_size": 64}}
+
+
+class Line(gym.Env):
+    """A hidden target on a line, chosen by the reset seed; Box actions; success within ``tol``.
+
+    ``report``: ``"always"`` sets ``info["success"]`` at every step, ``"only"`` on successes only,
+    ``"never"`` not at all. ``shaping`` pays the distance gained, so failed trials can sum above 0.
+    ``max_steps``: an attribute only (the env does not end its episodes by it)."""
+
+    observation_space = spaces.Box(-1, 1, (1,), np.float32)
+    action_space = spaces.Box(-1, 1, (1,), np.float32)
+
+    def __init__(self, report: str = "always", shaping: bool = False, tol: float = 0.1,
+                 max_steps: int | None = None) -> None:
+        self.report, self.shaping, self.tol = report, shaping, tol
+        if max_steps is not None:
+            self.max_steps = max_steps
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.target, self.pos = float(np.random.default_rng(seed).uniform(-0.9, 0.9)), 0.0
+        return np.array([self.pos], np.float32), {}
+
+    def step(self, action):
+        before = abs(self.pos - self.target)
+        self.pos = float(np.clip(self.pos + 0.2 * float(np.asarray(action).reshape(-1)[0]), -1, 1))
+        after = abs(self.pos - self.target)
+        won = after < self.tol
+        reward = 1.0 if won else (max(0.0, before - after) if self.shaping else 0.0)
+        info = {"success": won} if self.report == "always" or (self.report == "only" and won) else {}
+        return np.array([self.pos], np.float32), reward, won, False, info
+
+
+def test_a_success_reported_on_successes_only_makes_every_wrapper_count_the_others_as_failures():
+    memory = TrialMemory(Line.observation_space, Line.action_space, horizon=5)
+    won = trial_env(gym.wrappers.TimeLimit(Line(report="only", tol=2.0), 5), memory, instances=[0], trials=1,
+                    learn=False)
+    lost = trial_env(gym.wrappers.TimeLimit(Line(report="only", shaping=True, tol=0.0), 5), memory, instances=[1],
+                     trials=1, learn=False)
+    won.reset(seed=0)
+    assert won.step(np.array([0.0], np.float32))[4]["trial_success"]
+    lost.reset(seed=0)
+    infos = [lost.step(np.array([1.0], np.float32))[4] for _ in range(5)]
+    assert infos[-1]["trial_success"] is False  # another wrapper's report decides: no key is a failure now
+    reports = SuccessReports()
+    reports({"success": True})
+    res = evaluate_trials(lambda obs, deterministic=False: (np.ones((len(obs["observation"]), 1), np.float32), None),
+                          lambda: gym.wrappers.TimeLimit(Line(report="only", shaping=True, tol=0.0), 5),
+                          lambda: TrialMemory(Line.observation_space, Line.action_space, horizon=5), [3, 4],
+                          trials=2, repeats=1, conditions=["without_experience"], success_reports=reports)
+    assert res["without_experience"]["success_by_trial"] == [0.0, 0.0]  # (the shaping sums above 0 every time)
+
+
+def test_self_imitation_keeps_the_trials_the_run_judged_successes_not_what_the_bonus_paid():
+    run = ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(report="never", tol=0.0), 8), scope="run",
+                          instances=range(4), trials=2, novelty_bonus=0.5, imitate=False, **SMALL)
+    with pytest.warns(UserWarning, match="reports no success"):
+        run.learn(256)
+    assert run.replay is not None and run.replay.counts()["own"] == 0  # every trial failed
+
+
+def test_an_env_whose_max_steps_is_only_an_attribute_still_has_its_trials_end():
+    run = ComplementaryRL(lambda: Line(tol=0.0, max_steps=10), scope="run", instances=range(4), trials=2,
+                          imitate=False, **SMALL)
+    run.learn(128)
+    ended = sum(len(run.log_callback.recent[kind]) for kind in ("guided", "free"))
+    assert ended >= 128 // 10 - 2  # trials of 10 steps ended all along the 128 steps
+    res = run.evaluate([9], repeats=1, conditions=["without_experience"])
+    assert res["without_experience"]["runs"] == 1
+
+
+def test_evaluating_experience_conditions_of_a_run_without_experience_is_refused():
+    run = ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(), 8), scope="run", instances=range(4), trials=2,
+                          experience=False, **SMALL)
+    with pytest.raises(ValueError, match="experience=False.*only without_experience"):
+        run.evaluate([9], repeats=1, conditions=["with_experience", "without_experience"])
+
+
+@pytest.mark.parametrize("actions, err, match", [
+    (np.zeros(3, np.float32), ValueError, r"actions of shape \(\) per step .* takes \(1,\)"),
+    (np.array([[0.0], [np.nan], [0.0]], np.float32), ValueError, "NaN or infinite action at step 1"),
+    (np.array([["a"], ["b"], ["c"]]), ValueError, "not numbers"),
+])
+def test_box_actions_of_a_demonstration_are_checked_naming_its_source(actions, err, match):
+    memory = TrialMemory(Line.observation_space, Line.action_space, horizon=5)
+    with pytest.raises(err, match=match):
+        memory.check_demonstration(np.zeros((3, 1), np.float32), actions, "demonstrations(7)")
+
+
+def test_box_actions_outside_the_bounds_warn_and_multidiscrete_ones_out_of_range_are_refused():
+    memory = TrialMemory(Line.observation_space, Line.action_space, horizon=5)
+    with pytest.warns(UserWarning, match=r"demonstrations\(7\) gave action \[50.0\] at step 2, outside"):
+        memory.check_demonstration(np.zeros((3, 1), np.float32), np.array([[0.0], [0.5], [50.0]]), "demonstrations(7)")
+    grid = TrialMemory(Line.observation_space, spaces.MultiDiscrete([3, 3]), horizon=5)
+    with pytest.raises(ValueError, match=r"action \[1, 3\] at step 1, not one of the env's MultiDiscrete"):
+        grid.check_demonstration(np.zeros((2, 1), np.float32), np.array([[0, 0], [1, 3]]), "demonstrations(7)")
+    with pytest.raises(ValueError, match=r"gave rewards of shape \(2,\) for 3 steps"):
+        memory.add_demonstration(1, np.zeros((3, 1), np.float32), np.zeros((3, 1), np.float32), np.ones(2),
+                                 source="demonstrations(7)")
+
+
+def test_a_held_out_instance_without_a_demonstration_is_refused_before_any_condition_runs():
+    steps = []
+
+    def predict(obs, deterministic=False):
+        steps.append(1)
+        return np.zeros((len(obs["observation"]), 1), np.float32), None
+
+    demos = {3: (np.zeros((2, 1), np.float32), np.zeros((2, 1), np.float32))}
+    with pytest.raises(ValueError, match=r"demonstrations\(4\) gave None"):
+        evaluate_trials(predict, lambda: gym.wrappers.TimeLimit(Line(), 5),
+                        lambda: TrialMemory(Line.observation_space, Line.action_space, horizon=5), [3, 4],
+                        trials=1, repeats=1, demonstrations=demos.get)
+    assert steps == []
+
+
+class Mixed(Line):
+    """A Dict observation with a Discrete part (VecNormalize takes Box keys only)."""
+
+    observation_space = spaces.Dict({"pos": spaces.Box(-1, 1, (1,), np.float32), "phase": spaces.Discrete(3)})
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        return {"pos": obs, "phase": 0}, info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return ({"pos": obs, "phase": 1}, *rest)
+
+
+def test_vec_normalize_in_run_scope_normalises_the_float_box_keys_only():
+    run = ComplementaryRL(lambda: gym.wrappers.TimeLimit(Mixed(), 8), scope="run", instances=range(4), trials=2,
+                          vec_normalize={}, imitate=False, **SMALL)
+    assert run.model.get_env().norm_obs_keys == ["pos"]
+
+
+class SmallPicture(gym.Env):
+    observation_space = spaces.Dict({"image": spaces.Box(0, 255, (24, 24, 3), np.uint8)})
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"image": np.zeros((24, 24, 3), np.uint8)}, {}
+
+    def step(self, action):
+        return {"image": np.zeros((24, 24, 3), np.uint8)}, 0.0, True, False, {}
+
+
+def test_an_image_too_small_for_sb3s_default_cnn_is_named_with_the_remedy():
+    from experience_wrappers import ExperienceBank, ExperienceWrapper
+
+    env = ExperienceWrapper(SmallPicture(), ExperienceBank(), manager_kwargs={"mode": "sync"})
+    with pytest.raises(ValueError, match=r"'image' is an image of shape .*at least 36; give a features extractor"):
+        PPO(ExperiencePolicy, env, policy_kwargs=crl_policy_kwargs(), n_steps=32)
+
+
+def test_another_algorithm_in_run_scope_is_refused_by_name():
+    with pytest.raises(TypeError, match=r"takes no algorithm \(run scope trains PPO"):
+        ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(), 8), scope="run", instances=range(4), algorithm=A2C)
