@@ -19,4 +19,4 @@ def _auto_mode_on_a_thread(request: pytest.FixtureRequest, monkeypatch: pytest.M
 
     resolve = manager_module.resolve_mode
     monkeypatch.setattr(manager_module, "resolve_mode",
-                        lambda mode, key_encoder: "async" if mode == "auto" else resolve(mode, key_encoder))
+                        lambda mode, *args: "async" if mode == "auto" else resolve(mode, *args))

@@ -414,7 +414,7 @@ def test_task_id_function_is_called_at_each_reset():
         obs, info = env.reset(seed=seed)
         assert info["experience_task_id"] == int(obs["room"])
     bad = ExperienceWrapper(DictEnv(), ExperienceBank(), task_id=lambda obs, info: "x", manager_kwargs=SYNC)
-    with pytest.raises(ValueError, match="must return an int"):
+    with pytest.raises(ValueError, match="the task_id function's value must be an int, got 'x'"):
         bad.reset(seed=0)
 
 

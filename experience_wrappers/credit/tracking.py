@@ -253,8 +253,10 @@ class PairedCredit:
                 out.append(PairedResult(item, paired_delta(guided_outcome, rec.free, free_spread=spread), mean))
             self.credited += len(rec.waiting)
             rec.waiting.clear()
-        if rec.seen >= rec.members:
+        if rec.seen >= rec.members:  # the instance is complete; guided episodes still waiting lack free ones
             del self._open[key]
+            self.dropped += len(rec.waiting)
+            self.dropped_instances += bool(rec.waiting)
         self._drop_stale()
         return out
 

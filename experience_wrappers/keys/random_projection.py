@@ -61,7 +61,7 @@ class RandomProjectionKeyEncoder(KeyEncoder):
     def _task_directions(self, task_ids: np.ndarray) -> np.ndarray:
         out = np.empty((len(task_ids), self.key_dim), dtype=np.float32)
         for i, t in enumerate(task_ids):
-            v = np.random.default_rng([self.seed, 7919, int(t)]).standard_normal(self.key_dim)
+            v = np.random.default_rng([self.seed, 7919, int(t) % 2 ** 64]).standard_normal(self.key_dim)
             out[i] = v / np.linalg.norm(v)
         return out
 

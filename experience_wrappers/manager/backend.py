@@ -127,12 +127,12 @@ class LearnerBackend(Protocol):
         """
 
 
-def resolve_mode(mode: str, key_encoder: object) -> str:
+def resolve_mode(mode: str, key_encoder: object, action_space: object = None) -> str:
     """The backend ``mode`` runs on: ``"auto"`` is ``"process"`` where a learner process can
     start, else ``"async"`` (said in the log); the other modes are themselves.
 
-    A learner process needs a key encoder that pickles (a ``CallableKeyEncoder`` around a
-    lambda does not) and whose class is not defined in the main script (the child would run
+    A learner process needs a key encoder and an action space that pickle (a ``CallableKeyEncoder``
+    around a lambda does not) and whose classes are not defined in the main script (the child would run
     the script again: :mod:`.spawn`), and a process allowed to have children (a daemonic one,
     such as a ``multiprocessing.Pool`` worker, is not). Measured (``docs/scaling.md``): with the learner in
     a process the two-line form runs at 0.62x PPO's steps/s on MiniHack-Room-5x5 and 0.63x on
@@ -147,15 +147,16 @@ def resolve_mode(mode: str, key_encoder: object) -> str:
         log.info("mode='auto': the learner runs on a thread (mode='async'): a daemonic process cannot start "
                  "a learner process")
         return "async"
+    what = f"the key encoder {type(key_encoder).__name__} or the action space {type(action_space).__name__}"
     try:
-        pickled = pickle.dumps(key_encoder)
+        pickled = pickle.dumps((key_encoder, action_space))
     except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing
-        log.info("mode='auto': the learner runs on a thread (mode='async'): the key encoder %s cannot be sent "
-                 "to a learner process (%r)", type(key_encoder).__name__, exc)
+        log.info("mode='auto': the learner runs on a thread (mode='async'): %s cannot be sent to a learner "
+                 "process (%r)", what, exc)
         return "async"
     if refers_to_main(pickled):  # the child would run the script again, which needs a main guard
-        log.info("mode='auto': the learner runs on a thread (mode='async'): the key encoder %s is defined in "
-                 "the main script, which a learner process would have to run again; define it in a module "
-                 "(or ask for mode='process' under a main guard)", type(key_encoder).__name__)
+        log.info("mode='auto': the learner runs on a thread (mode='async'): %s is defined in the main script, "
+                 "which a learner process would have to run again; define it in a module (or ask for "
+                 "mode='process' under a main guard)", what)
         return "async"
     return "process"

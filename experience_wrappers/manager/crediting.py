@@ -51,7 +51,8 @@ def attribute(mgr: ExperienceManager, ep: Episode) -> list[Credit]:
     if inst is not None and inst.free > 0 and inst.guided > 0:
         payload = credit_payload(ep) if ep.guided else None
         spread = None if ep.success is not None else mgr.baseline.spread(ep.task_id)
-        for res in mgr.paired.add(inst.key, outcome, guided=ep.guided, members=inst.members, free=inst.free,
+        # (an instance of one task: tasks on one bank may replay the same seeds, groups and indices)
+        for res in mgr.paired.add((ep.task_id, *inst.key), outcome, guided=ep.guided, members=inst.members, free=inst.free,
                                    payload=payload, free_spread=spread):
             if res.payload is not None:
                 ids, shares, success = res.payload  # what credit_payload returned

@@ -88,7 +88,7 @@ class ExtractorLearner:
             return self.trainer
         trainer = self.task_trainers.get(int(task_id))
         if trainer is None:
-            cfg = attrs.evolve(self.extractor_config, seed=self.config.seed + 7919 * (int(task_id) + 1))
+            cfg = attrs.evolve(self.extractor_config, seed=(self.config.seed + 7919 * (int(task_id) + 1)) % 2 ** 63)
             trainer = self.task_trainers[int(task_id)] = ExtractorTrainer(ExperienceExtractor(cfg))
         return trainer
 

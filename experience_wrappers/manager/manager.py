@@ -118,7 +118,7 @@ class ExperienceManager:
         self.writer = EntryWriter(bank, self.stats_lock)
         #: where distillation and extractor training run (:mod:`.backend`)
         #: where the learner runs: ``config.mode``, with ``"auto"`` resolved (:func:`.backend.resolve_mode`)
-        self.mode = resolve_mode(self.config.mode, self.key_encoder)
+        self.mode = resolve_mode(self.config.mode, self.key_encoder, action_space)
         self.backend: LearnerBackend = _BACKENDS[self.mode](
             self.key_encoder, action_space, self.config, self.extractor_config, self.writer,
             partial(attribute, self), self.stats_lock)

@@ -80,7 +80,7 @@ class LearnerProcess:
         extractor_config: the extractor's config.
 
     Raises:
-        TypeError: the key encoder cannot be pickled (``mode="process"`` needs it to).
+        TypeError: the key encoder or the action space cannot be pickled (``mode="process"`` needs them to).
     """
 
     def __init__(self, key_encoder: KeyEncoder, action_space: spaces.Space, config: ManagerConfig,
@@ -90,8 +90,9 @@ class LearnerProcess:
         try:  # pickled once: checked here, sent as these bytes, read by the child (serve)
             settings = pickle.dumps(init)
         except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing
-            raise TypeError(f"mode='process' sends the key encoder to the learner process, but "
-                            f"{type(key_encoder).__name__} cannot be pickled ({exc!r}); use mode='async'") from exc
+            raise TypeError(f"mode='process' sends the key encoder ({type(key_encoder).__name__}) and the action "
+                            f"space ({type(action_space).__name__}) to the learner process, and one of them cannot "
+                            f"be pickled ({exc!r}); use mode='async'") from exc
         ctx = mp.get_context("spawn")
         self.inbox: Any = ctx.Queue()  # to the learner
         self.outbox: Any = ctx.Queue()  # from the learner
@@ -109,8 +110,8 @@ class LearnerProcess:
                 raise
             raise RuntimeError(
                 "mode='process' starts the learner with multiprocessing's 'spawn', which re-imports the "
-                "main module where the learner's settings refer to it (here: a key encoder defined in the "
-                "script): in a script, build the env and the model under "
+                "main module where the learner's settings refer to it (here: a key encoder or an action space defined "
+                "in the script): in a script, build the env and the model under "
                 "`if __name__ == \"__main__\":` (or define the key encoder in a module of its own, or use "
                 "mode='async')") from exc
         self.inbox.put(settings)  # the queue's feeder thread writes it: never blocks this thread
@@ -152,9 +153,7 @@ class LearnerProcess:
                     kind, payload = self.outbox.get(timeout=wait)
                 except queue.Empty:
                     if not self.process.is_alive():
-                        raise LearnerProcessError(
-                            f"the learner process died (exit code {self.process.exitcode}); the bank is intact "
-                            "(it lives in this process): save it, and start a new manager to go on") from None
+                        raise self.died() from None
                     if deadline is not None and time.monotonic() >= deadline:
                         raise TimeoutError(f"the learner process did not answer within {timeout} s") from None
                     continue
@@ -167,6 +166,13 @@ class LearnerProcess:
     @property
     def alive(self) -> bool:
         return self.process.is_alive()
+
+    def died(self) -> LearnerProcessError:
+        """The error of a learner process that ended without being stopped, with what can still be done."""
+        return LearnerProcessError(
+            f"the learner process died (exit code {self.process.exitcode}); the bank is intact (it lives in this "
+            "process), but its manager cannot go on nor be replaced: save the bank (bank.save(folder)) and go on "
+            "with ExperienceBank.load(folder) and new wrappers")
 
     @property
     def pid(self) -> int | None:
@@ -294,11 +300,13 @@ def serve(inbox: Any, outbox: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     state = _Learner(pickle.loads(inbox.get()), outbox)  # the settings, pickled once by LearnerProcess
     parent = mp.parent_process()
+    orphaned = False
     while True:
         try:
             kind, payload = inbox.get(timeout=PARENT_CHECK_S)
         except queue.Empty:
             if parent is not None and not parent.is_alive():
+                orphaned = True
                 break
             continue
         try:
@@ -306,6 +314,8 @@ def serve(inbox: Any, outbox: Any) -> None:
                 break
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the actor
             report_error(outbox, kind, payload[-1] if kind in ("ingest", "flush", "save", "restore") else None, exc)
+    if orphaned:  # nobody reads the outbox any more: waiting for its pipe to drain would never end
+        outbox.cancel_join_thread()
     outbox.close()
     outbox.join_thread()
 

@@ -57,6 +57,7 @@ class ProcessBackend:
         # held from an episode's credit until it is sent, and over each poll, so that no
         # eviction's "forget" overtakes a credit of the evicted entry, whichever thread polls
         self.handover_lock = threading.RLock()
+        self.closed = False  # close() stopped the learner process: polls and flushes do nothing, requests are refused
         self.episodes_processed = 0
         self.episodes_failed = 0
         self.processed_offset = 0  # episodes_processed minus the learner process's count
@@ -115,21 +116,29 @@ class ProcessBackend:
         self._poll_now()
 
     def _poll_now(self) -> None:
+        if self.closed:  # (its learner has stopped: nothing to hand over or take)
+            return
         with self.handover_lock:
             if self.waiting:
                 self.process.send("episodes", self.waiting)
                 self.waiting = []
             self.process.drain(self.on_learner)
         self.check()
+        if not self.process.alive:  # killed (an OOM kill, say): said at the next poll, not at the end of training
+            raise self.process.died()
 
     def flush(self, timeout: float | None = None) -> None:
-        self.ask("flush", timeout=timeout)
+        if not self.closed:
+            self.ask("flush", timeout=timeout)
 
     def close(self) -> None:
+        if self.closed:
+            return
         try:
             if self.process.alive:
                 self.flush()
         finally:
+            self.closed = True
             self.process.stop()
             if self.holds_cores:
                 self.holds_cores = False
@@ -166,6 +175,9 @@ class ProcessBackend:
     # -------------------------------------------------------------- messages
     def ask(self, kind: str, *payload: Any, timeout: float | None = None) -> tuple[Any, ...]:
         """Send a request and apply messages until its answer comes (after the waiting episodes)."""
+        if self.closed and kind != "flush":
+            raise RuntimeError(f"this manager is closed: its learner process has stopped, so it cannot {kind} "
+                               "(save before close())")
         self.check()
         self._poll_now()
         token = self.process.token()

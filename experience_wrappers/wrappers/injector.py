@@ -18,10 +18,9 @@ import numpy as np
 from gymnasium import spaces
 
 from ..manager import Episode, ExperienceSource, Instance, SuccessReports
-from ..validators import integral
 from .env_checks import check_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
-from .options import ExperienceOptions, TaskIdSource
+from .options import ExperienceOptions, TaskIdSource, check_task_id
 from .recorder import EpisodeRecorder
 from .retrieval import Retriever
 
@@ -179,10 +178,7 @@ class ExperienceInjector:
 
     def _task_of(self, obs: Any, info: dict) -> int:
         if callable(self.task_source):
-            t = self.task_source(obs, info)
-            if not integral(t, numpy=True):
-                raise ValueError(f"task_id function must return an int, got {t!r}")
-            return int(t)
+            return check_task_id(self.task_source(obs, info), "the task_id function's value")
         return int(self.task_source)
 
     def retrieve(self, rows: np.ndarray, obs: Any) -> None:

@@ -14,7 +14,7 @@ from ..keys import KeyEncoder
 from ..manager import ExperienceSource, resolve_manager
 from ..validators import check_int, integral, is_bool
 
-__all__ = ["ExperienceOptions", "TaskIdSource", "REMOVED_OPTIONS"]
+__all__ = ["ExperienceOptions", "TaskIdSource", "REMOVED_OPTIONS", "check_task_id", "TASK_ID_RANGE"]
 
 TaskIdSource = int | Callable[[Any, dict], int]
 
@@ -58,9 +58,31 @@ def _retrieve_every(instance: object, attribute: attrs.Attribute, value: object)
     check_int("retrieve_every", value, minimum=0)
 
 
+#: the task ids a bank stores (int64)
+TASK_ID_RANGE = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def check_task_id(value: object, source: str = "task_id") -> int:
+    """A task id as the bank stores it: an int (a numpy int passes) within int64, named by ``source``.
+
+    >>> check_task_id(2 ** 70)
+    Traceback (most recent call last):
+    ...
+    ValueError: task_id must be an int within int64 (the bank's task column), got 1180591620717411303424
+    """
+    if not integral(value, numpy=True):
+        raise ValueError(f"{source} must be an int, got {value!r}")
+    if not TASK_ID_RANGE[0] <= int(value) <= TASK_ID_RANGE[1]:  # type: ignore[call-overload]
+        raise ValueError(f"{source} must be an int within int64 (the bank's task column), got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
 def _task_id(instance: object, attribute: attrs.Attribute, value: object) -> None:
-    if not (callable(value) or integral(value, numpy=True)):
+    if callable(value):
+        return
+    if not integral(value, numpy=True):
         raise ValueError(f"task_id must be an int or a callable (obs, info) -> int, got {value!r}")
+    check_task_id(value)
 
 
 def _optional_bool(instance: object, attribute: attrs.Attribute, value: object) -> None:

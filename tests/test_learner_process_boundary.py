@@ -1,0 +1,125 @@
+"""Tasks, paired credit and the learner process at the boundary (a hostile user's cases): tasks on
+one bank never pair their episodes, guided episodes left without free ones are counted, a learner
+process is never orphaned nor silently dead, a closed manager says what it cannot do, and task
+ids are ints of the bank's width wherever they enter."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper, ManagerConfig
+from experience_wrappers.credit import PairedCredit
+from experience_wrappers.keys import RandomProjectionKeyEncoder
+from experience_wrappers.manager import Episode, Instance
+from experience_wrappers.manager.backend import resolve_mode
+from experience_wrappers.manager.process import LearnerProcessError
+
+BOX = spaces.Box(-1, 1, (3,), np.float32)
+
+
+def _episode(task: int, guided: bool, success: bool, inst: Instance | None = None) -> Episode:
+    return Episode(observations=np.random.default_rng(task % 2 ** 32).uniform(-1, 1, (4, 3)).astype(np.float32), actions=np.zeros(4, np.int64), rewards=np.zeros(4),
+                   success=success, guided=guided, task_id=task, instance=inst)
+
+
+def test_two_tasks_replaying_the_same_seeds_never_pair_their_episodes():
+    manager = ExperienceManager(ExperienceBank(), BOX, spaces.Discrete(2), config=ManagerConfig(mode="sync"))
+    inst = Instance(group=0, index=0, members=2, guided=1, seed=0)  # the same (seed, group, index) in both tasks
+    manager.submit(_episode(0, True, True, inst))
+    manager.submit(_episode(1, False, False, inst))  # task 1's free episode: not task 0's baseline
+    manager.flush()
+    stats = manager.stats()
+    assert stats["paired_credited"] == 0 and stats["paired_pending"] == 1
+    manager.close()
+
+
+def test_guided_episodes_of_an_instance_that_completes_without_free_ones_are_counted_as_dropped():
+    paired = PairedCredit()
+    paired.add("k", 1.0, guided=True, members=2, free=1)
+    paired.add("k", 1.0, guided=True, members=2, free=1)  # complete: 2 of 2 seen, no free one came
+    assert paired.stats()["paired_dropped"] == 2 and paired.pending == 0
+
+
+def test_a_learner_process_is_not_left_behind_by_a_main_process_that_dies():
+    script = textwrap.dedent("""
+        import os, sys, gymnasium as gym
+        from experience_wrappers import ExperienceBank, ExperienceWrapper
+        env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), manager_kwargs={"mode": "process"})
+        print(env.manager.learner_pid, flush=True)
+        env.reset(seed=0)
+        for _ in range(3000):
+            if any(env.step(env.action_space.sample())[2:4]):
+                env.reset()
+        env.manager.poll()  # the learner has episodes to answer, and nobody will read its answers
+        time.sleep(3)
+        os._exit(0)
+    """).replace("import os, sys,", "import os, sys, time,")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state == "Z":  # exited (a zombie until a reaper collects it)
+            return
+        time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the learner process outlived its parent by 30 s")
+
+
+def test_a_killed_learner_is_said_at_the_next_poll_and_a_closed_manager_says_what_it_cannot_do():
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), manager_kwargs={"mode": "process"})
+    manager = env.manager
+    os.kill(manager.learner_pid, signal.SIGKILL)
+    time.sleep(0.5)
+    with pytest.raises(LearnerProcessError, match="died.*ExperienceBank.load"):
+        manager.poll()
+    manager.close()
+    other = ExperienceManager(ExperienceBank(), BOX, spaces.Discrete(2), config=ManagerConfig(mode="process"))
+    other.close()
+    other.poll()
+    other.flush()  # nothing to hand over: both are no-ops once closed
+    with pytest.raises(RuntimeError, match="this manager is closed"):
+        other.save("unused")
+
+
+def _local_action_space() -> spaces.Space:
+    class LocalDiscrete(spaces.Discrete):  # a class pickle cannot find
+        pass
+    return LocalDiscrete(2)
+
+
+def test_auto_mode_falls_back_to_a_thread_where_the_action_space_cannot_be_sent():
+    assert resolve_mode("auto", RandomProjectionKeyEncoder(BOX), _local_action_space()) == "async"
+    assert resolve_mode("auto", RandomProjectionKeyEncoder(BOX), spaces.Discrete(2)) == "process"
+
+
+def test_task_ids_of_any_int64_value_train_and_larger_ones_are_refused_where_given():
+    big, negative = 2 ** 62, -3
+    manager = ExperienceManager(ExperienceBank(), BOX, spaces.Discrete(2),
+                                key_encoder=RandomProjectionKeyEncoder(BOX, task_weight=0.5),
+                                config=ManagerConfig(mode="sync", extractor_per_task=True))
+    for task in (big, negative):
+        manager.submit(_episode(task, False, True))
+    manager.flush()
+    assert manager.stats()["episodes_processed"] == 2
+    manager.close()
+    with pytest.raises(ValueError, match="task_id must be an int within int64"):
+        ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), task_id=2 ** 70)
+    env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), task_id=lambda obs, info: 2 ** 70,
+                            manager_kwargs={"mode": "sync"})
+    with pytest.raises(ValueError, match="the task_id function's value must be an int within int64"):
+        env.reset(seed=0)
