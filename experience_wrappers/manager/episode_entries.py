@@ -118,7 +118,9 @@ class Distiller:
         ``merge_threshold``) are set for the default encoders' unit rows, and keys 1,000 times
         smaller fold every entry into one without a word."""
         self._scale_checks -= 1
-        norm = float(np.median(np.linalg.norm(keys, axis=1))) if len(keys) else 1.0
+        norms = np.linalg.norm(keys, axis=1)
+        norms = norms[norms > 0]  # (an all-zero observation keys to 0 with the default encoders: not a scale)
+        norm = float(np.median(norms)) if len(norms) else 1.0
         if not KEY_NORMS[0] <= norm <= KEY_NORMS[1]:
             self._scale_checks = 0
             warnings.warn(f"the key encoder {type(self.key_encoder).__name__} returns keys of median norm {norm:.3g}: "

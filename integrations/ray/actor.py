@@ -20,6 +20,7 @@ import pickle
 import socket
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,8 @@ def _reconstructed() -> bool:
     try:
         import ray
 
-        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        with warnings.catch_warnings():  # (Ray's property reads its own deprecated actor_id)
+            warnings.simplefilter("ignore")
+            return bool(ray.get_runtime_context().was_current_actor_reconstructed)
     except Exception:  # noqa: BLE001 - not in an actor (tests build ServiceActor directly), or an older Ray
         return False
