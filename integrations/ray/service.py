@@ -212,11 +212,11 @@ class ExperienceService:
         self._hand_over()
         return Path(self.call("save", absolute_path(path)))
 
-    def _hand_over(self, timeout: float | None | str = "default") -> None:
-        """Send the episodes still queued on this handle's learner stand-in and wait until the learner
-        has processed them (a save or a shutdown would miss them otherwise)."""
+    def _hand_over(self) -> None:
+        """Send the episodes still queued on this handle's learner stand-in and wait (within the handle's
+        timeout) until the learner has processed them (a save or a shutdown would miss them otherwise)."""
         if self._manager is not None:
-            self._manager.flush(self.timeout if timeout == "default" else timeout)  # type: ignore[arg-type]
+            self._manager.flush(self.timeout)
 
     def load(self, path: str | Path) -> int:
         """Replace the service's bank with the one saved at ``path``; returns its size."""

@@ -18,6 +18,8 @@ from experience_wrappers.trials.checks import check_instances, space_mismatch
 from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource, trial_env
 from experience_wrappers.validators import check_int
 
+from .evaluation import statistics_kept
+
 __all__ = ["run_trials", "trial_metrics", "evaluate_trials", "frozen_predict", "check_reader", "CONDITIONS"]
 
 #: the conditions of :func:`evaluate_trials`
@@ -238,13 +240,10 @@ def frozen_predict(model: Any) -> Iterator[Predict]:
     if not isinstance(venv, VecNormalize):
         yield model.predict
         return
-    training, venv.training = venv.training, False
 
     def predict(observation: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, Any]:
         return model.predict(venv.normalize_obs(observation), state=state,  # type: ignore[no-any-return]
                              episode_start=episode_start, deterministic=deterministic)
-    try:
+    with statistics_kept(venv):
         yield predict
-    finally:
-        venv.training = training
