@@ -179,6 +179,10 @@ ARMS: dict[str, dict[str, Any]] = {
                                   "env_kwargs": {"success_bonus": "infinite"}},
     # and without entry imitation (which pulls towards the nearest shown success's action, not towards its end)
     "crl-trials-best-noimitate-bonus-inf": {**METHOD, "run_best": "taken", "env_kwargs": {"success_bonus": "infinite"}},
+    # and at 1M steps, where PPO with the goal visible learns push (0.96 at trial 1, seed 0): once the policy pushes,
+    # does the end of a demonstration or of the run's own success, shown as an offset, carry the hidden goal?
+    "crl-trials-best-noimitate-bonus-inf-1m": {**METHOD, "run_best": "taken", "steps": 1_000_000,
+                                               "env_kwargs": {"success_bonus": "infinite"}},
     # its ablations: the run's best step and the entries from another goal's run (random retrieval); the
     # extractor frozen (does summing a trial up into each entry's vector earn its place?)
     "crl-trials-best-noimitate-random-bonus-inf": {**METHOD, "run_best": "taken", "scope": "other",
