@@ -43,16 +43,25 @@ def is_bool(instance: object, attribute: attrs.Attribute, value: object, *, hint
     check_bool(attribute.name, value, hint=hint)
 
 
-def check_bool(name: str, value: object, *, hint: str = "") -> bool:
+def check_bool(name: str, value: object, *, hint: str = "", numpy: bool = False) -> bool:
     """Checks a bool argument (flags such as ``learn``) outside attrs classes; returns it.
 
-    ``hint`` is appended to what it must be (``" or None"``).
+    ``hint`` is appended to what it must be (``" or None"``). With ``numpy``, a numpy bool (what SB3's
+    and numpy's own comparisons hand back) is taken too and returned as a plain bool.
 
     >>> check_bool("flush_at_end", "no")
     Traceback (most recent call last):
     ...
     TypeError: flush_at_end must be a bool, got 'no'
+    >>> check_bool("deterministic", np.array([1]) > 0, numpy=True)
+    Traceback (most recent call last):
+    ...
+    TypeError: deterministic must be a bool, got array([ True])
+    >>> check_bool("deterministic", np.int64(3) > 2, numpy=True)
+    True
     """
+    if numpy and isinstance(value, np.bool_):
+        return bool(value)
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool{hint}, got {value!r}")
     return value

@@ -46,7 +46,7 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     ...     _ = venv.reset()
     """
     if guided is not None:
-        guided = check_bool("guided", bool(guided) if isinstance(guided, np.bool_) else guided, hint=" or None")
+        guided = check_bool("guided", guided, hint=" or None", numpy=True)
     _, injectors = find_experience(env)
     rollin = unwrap_vec_wrapper(env, GuidedRollInVecEnv)
     saved = [(inj.force_guided, inj.learn) for inj in injectors]
@@ -89,7 +89,7 @@ def check_deterministic(deterministic: object) -> bool:
     ...
     TypeError: deterministic must be a bool, got 'no'
     """
-    return check_bool("deterministic", bool(deterministic) if isinstance(deterministic, np.bool_) else deterministic)
+    return check_bool("deterministic", deterministic, numpy=True)
 
 
 def check_spaces(model: BaseAlgorithm, env: VecEnv) -> None:
