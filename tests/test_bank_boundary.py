@@ -289,3 +289,121 @@ def test_a_result_object_given_as_ids_says_which_field_to_pass():
     with pytest.raises(TypeError, match=r"got a QueryResult: pass result\.ids\[result\.mask\]"):
         bank.update(bank.query(np.eye(3, dtype=F32), k=1), [1.0], 0.9)
     assert len(bank) == 3 and bank.remove(added.ids) == 3
+
+
+# ------------------------------------------------------------------ issue 35's bank probe
+def test_a_failed_index_rebuild_leaves_the_old_index_working_and_the_bank_savable(tmp_path, monkeypatch):
+    # an add whose index rebuild runs out of memory: the rollback used to rebuild again, and a second
+    # failure left the bank with no index (every query an AssertionError, every save refused)
+    from experience_wrappers.bank import writes
+
+    rng = np.random.default_rng(0)
+    bank = ExperienceBank(capacity=400, dedup_threshold=0.0, seed=0)
+    bank.add(rng.normal(size=(300, 8)).astype(F32), np.ones((300, 1), F32))
+    bank.remove(np.arange(250))  # deleted elements outnumber the live ones: the next add rebuilds
+    before, index = bank.entries(), bank.core.index
+
+    def no_memory(core):
+        raise MemoryError("no memory for the rebuild")
+
+    monkeypatch.setattr(writes, "rebuild_index", no_memory)
+    with pytest.raises(MemoryError):
+        bank.add(rng.normal(size=(20, 8)).astype(F32), np.ones((20, 1), F32))
+    assert bank.core.index is index and index.live == 50
+    for name in before:
+        np.testing.assert_array_equal(before[name], bank.entries()[name])
+    bank.check_consistency()
+    assert bank.query(before["key"][:1], k=1, mode="knn", record=False).ids[0, 0] == before["id"][0]
+    monkeypatch.undo()
+    bank.add(rng.normal(size=(20, 8)).astype(F32), np.ones((20, 1), F32))
+    assert len(bank) == 70
+    ExperienceBank.load(bank.save(tmp_path / "bank")).check_consistency()
+
+
+def test_an_add_that_fails_inside_hnswlib_is_taken_back_by_flags(monkeypatch):
+    # half the items reach hnswlib, then the add fails: the rollback marks those deleted, unmarks
+    # what the add evicted, and allocates nothing
+    from experience_wrappers.bank.index import HnswIndex
+
+    rng = np.random.default_rng(1)
+    bank = ExperienceBank(capacity=60, dedup_threshold=0.0, seed=0)
+    bank.add(rng.normal(size=(60, 8)).astype(F32), np.ones((60, 1), F32), utility=np.linspace(-1, 1, 60))
+    before, index = bank.entries(), bank.core.index
+    real_add = HnswIndex.add
+
+    def half_then_fail(self, keys, ids):
+        real_add(self, keys[: len(ids) // 2], ids[: len(ids) // 2])
+        raise MemoryError("hnswlib could not allocate")
+
+    monkeypatch.setattr(HnswIndex, "add", half_then_fail)
+    with pytest.raises(MemoryError):
+        bank.add(rng.normal(size=(10, 8)).astype(F32), np.ones((10, 1), F32))  # evicts 10, adds 10
+    monkeypatch.undo()
+    assert bank.core.index is index
+    for name in before:
+        np.testing.assert_array_equal(before[name], bank.entries()[name])
+    bank.check_consistency()
+    hit = bank.query(before["key"], k=1, mode="knn", record=False)
+    np.testing.assert_array_equal(hit.ids[:, 0], before["id"])  # the evicted entries are found again
+
+
+def test_knn_with_a_utility_floor_returns_the_nearest_entries_above_it():
+    bank = ExperienceBank(capacity=100, dedup_threshold=0.0, utility_floor=0.0, candidate_factor=4)
+    keys = np.arange(20, dtype=F32)[:, None] * np.array([[1.0, 0.0]], F32)
+    bank.add(keys, np.ones((20, 1), F32), utility=np.where(np.arange(20) < 10, -1.0, 1.0),
+             task_ids=np.arange(20) % 2)
+    result = bank.query([0.0, 0.0], k=2, mode="knn", record=False)  # the 10 nearest are under the floor
+    assert result.ids.tolist() == [[10, 11]] and result.mask.all()
+    assert bank.query([0.0, 0.0], k=2, mode="knn", task_ids=1, record=False).ids.tolist() == [[11, 13]]
+    assert bank.query([0.0, 0.0], k=12, mode="knn", record=False).mask.sum() == 10  # all there are
+
+
+def test_keys_beyond_hnswlibs_float32_distances_are_refused():
+    bank = ExperienceBank()
+    with pytest.raises(ValueError, match=r"keys must be within \+-1e\+15"):
+        bank.add([[1e20, 0.0]], [[1.0]])
+    bank.add([[1.0, 0.0]], [[1.0]])
+    with pytest.raises(ValueError, match=r"keys must be within"):
+        bank.query(np.array([3e19, 0.0], F32), k=1)
+    with pytest.raises(ValueError, match=r"keys must be within"):
+        bank.replica().query(np.array([3e19, 0.0], F32), k=1, mode="knn")
+
+
+def test_cosine_keys_without_a_direction_are_refused_at_add_and_query_and_ip_takes_zero_keys():
+    bank = ExperienceBank(space="cosine", dedup_threshold=0.0)
+    with pytest.raises(ValueError, match="norm of at least 1e-12 for space 'cosine'"):
+        bank.add([[1e-23, 1e-23]], [[1.0]])  # hnswlib's float32 normalisation loses it
+    bank.add([[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]])
+    for reader in (bank, bank.replica()):
+        with pytest.raises(ValueError, match="for space 'cosine'"):
+            reader.query(np.zeros(2, F32), k=1, mode="knn")
+    ip = ExperienceBank(space="ip", dedup_threshold=0.0)
+    ip.add([[0.0, 0.0], [1.0, 0.0]], [[1.0], [2.0]])
+    assert ip.query([0.0, 0.0], k=2, mode="knn", record=False).mask.all()
+
+
+def test_an_empty_banks_fixed_context_width_survives_save_and_load(tmp_path):
+    loaded = ExperienceBank.load(ExperienceBank(context_dim=5).save(tmp_path / "bank"))
+    with pytest.raises(ValueError, match="context must have 5 columns"):
+        loaded.add([[1.0, 2.0]], [[1.0]], context=[[1.0, 2.0, 3.0]])
+    loaded.add([[1.0, 2.0]], [[1.0]], context=np.ones((1, 5)))
+    assert loaded.dims == {"key_dim": 2, "value_dim": 1, "context_dim": 5}
+
+
+def test_an_entry_refreshed_by_an_add_is_not_evicted_by_the_same_add():
+    bank = ExperienceBank(capacity=3, dedup_threshold=0.01)
+    bank.add(np.eye(3, dtype=F32), np.zeros((3, 1), F32), utility=[-1.0, 5.0, 5.0])
+    result = bank.add(np.array([[0.999, 0, 0], [0, 0, 0]], F32), np.array([[7.0], [8.0]], F32))
+    assert result.ids[0] == 0 and result.evicted.tolist() == [1]
+    assert sorted(bank.entries()["value"].ravel().tolist()) == [0.0, 7.0, 8.0]
+
+
+def test_a_save_into_another_banks_folder_names_what_happened(tmp_path):
+    first = ExperienceBank()
+    first.add([[1.0, 0.0]], [[1.0]])
+    loaded = ExperienceBank.load(first.save(tmp_path / "a"))
+    other = ExperienceBank()
+    other.add([[0.0, 1.0]], [[1.0]])
+    other.save(tmp_path / "c")
+    with pytest.raises(BankFileError, match="which this bank was not loaded from and did not write"):
+        loaded.save(tmp_path / "c")

@@ -63,8 +63,11 @@ def test_the_single_key_path_refuses_what_the_bank_refuses():
         replica.query(np.zeros(5, F32), 2, mode="knn")
     with pytest.raises(ValueError, match="k must be"):
         replica.query(np.zeros(6, F32), 0, mode="knn")
-    # a huge finite key (its squared norm overflows float32) takes the bank's steps and is answered
-    assert replica.query(np.full(6, 1e30, F32), 2, mode="knn").mask.all()
+    # a huge finite key (its squared norm overflows hnswlib's float32 distances) takes the bank's steps,
+    # which refuse it
+    for key in (np.full(6, 1e30, F32), np.full(6, 1e17, F32)):
+        with pytest.raises(ValueError, match=r"within \+-1e\+15"):
+            replica.query(key, 2, mode="knn")
 
 
 def test_recorded_retrievals_reach_the_bank_through_take_hits():

@@ -49,9 +49,10 @@ class Model:
         a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
         return float(((a64 - b64) ** 2).sum())
 
-    def evict(self, n: int) -> list[int]:
+    def evict(self, n: int, keep: frozenset[int] = frozenset()) -> list[int]:
+        """The ``n`` lowest utilities (the oldest first among equal ones), the ids in ``keep`` last."""
         n = max(0, min(n, len(self.entries)))
-        victims = sorted(self.entries, key=lambda i: (self.entries[i]["utility"], i))[:n]
+        victims = sorted(self.entries, key=lambda i: (i in keep, self.entries[i]["utility"], i))[:n]
         for i in victims:
             del self.entries[i]
         return victims
@@ -91,7 +92,8 @@ class Model:
             if source[i] >= 0:
                 final[source[i]] = i
         kept = new_items[max(0, len(new_items) - self.capacity):]
-        evicted = self.evict(len(self.entries) + len(kept) - self.capacity)
+        # the entries this batch refreshed are evicted last
+        evicted = self.evict(len(self.entries) + len(kept) - self.capacity, frozenset(t for t in target if t >= 0))
         new_id = {}
         for j in kept:
             eid = self.next_id

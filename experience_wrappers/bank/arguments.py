@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["as_ids", "check_batch", "check_query", "check_widths", "empty_batch", "optional_column",
            "as_matrix", "as_int_vector", "as_float_vector", "check_positive_int", "check_non_negative_int",
-           "check_unit", "check_int64", "check_int64s", "check_bounded", "as_real"]
+           "check_unit", "check_int64", "check_int64s", "check_bounded", "as_real", "as_keys", "MAX_KEY",
+           "MIN_COSINE_NORM"]
 
 # -- checks of single values and arrays ---------------------------------------------------------------
 
@@ -35,8 +36,38 @@ def _describe(x: Any) -> str:
     return f"array of shape {arr.shape} and dtype {arr.dtype}"
 
 
-def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> np.ndarray:
-    """A finite 2-D float matrix (a 1-D vector is taken as one row).
+#: keys are within +-MAX_KEY: hnswlib's float32 distances (sums of squares) overflow past about 1.8e19
+MAX_KEY = 1e15
+#: a cosine key's norm is at least this: hnswlib normalises keys in float32, whose squares of
+#: entries under about 1e-19 vanish (a key of norm 1e-22 got another key's distances)
+MIN_COSINE_NORM = 1e-12
+
+
+def as_keys(x: Any, dim: int | None, space: str) -> np.ndarray:
+    """Keys as :func:`as_matrix` takes them, within ``+-MAX_KEY``, and of norm at least
+    ``MIN_COSINE_NORM`` in the ``"cosine"`` space (a direction; ``"l2"`` and ``"ip"`` take zero keys).
+
+    >>> as_keys([[2e15, 0.0]], 2, "l2")
+    Traceback (most recent call last):
+    ...
+    ValueError: keys must be within +-1e+15 (hnswlib's float32 distances overflow past about 1.8e19), got 2e+15
+    >>> as_keys([[0.0, 0.0]], 2, "cosine")
+    Traceback (most recent call last):
+    ...
+    ValueError: keys must have a norm of at least 1e-12 for space 'cosine' (a direction), got 0 in row 0
+    """
+    keys = as_matrix("keys", x, dim, bound=MAX_KEY)
+    if space == "cosine":
+        norms = np.sqrt(np.einsum("ij,ij->i", keys, keys, dtype=np.float64))
+        low = np.flatnonzero(norms < MIN_COSINE_NORM)
+        if len(low):
+            raise ValueError(f"keys must have a norm of at least {MIN_COSINE_NORM:g} for space 'cosine' (a "
+                             f"direction), got {norms[low[0]]:g} in row {low[0]}")
+    return keys
+
+
+def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32, bound: float | None = None) -> np.ndarray:
+    """A finite 2-D float matrix (a 1-D vector is taken as one row), within ``+-bound`` if given.
 
     >>> as_matrix("keys", [1.0, 2.0], 2).shape
     (1, 2)
@@ -46,7 +77,8 @@ def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> n
     ValueError: keys contains NaN or inf (array of shape (1, 2) and dtype float64)
     """
     if (type(x) is np.ndarray and x.dtype == dtype and x.ndim in (1, 2) and x.flags.c_contiguous
-            and (dim is None or x.shape[-1] == dim) and np.isfinite(x).all()):
+            and (dim is None or x.shape[-1] == dim)
+            and (np.isfinite(x).all() if bound is None else (np.abs(x) <= bound).all())):
         return x if x.ndim == 2 else x[None, :]  # the usual query: checked without a copy
     try:
         arr = np.asarray(x)
@@ -62,6 +94,9 @@ def as_matrix(name: str, x: Any, dim: int | None, dtype: type = np.float32) -> n
         raise ValueError(f"{name} must have {dim} columns, got {_describe(arr)}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf ({_describe(arr)})")
+    if bound is not None and arr.size and float(np.max(np.abs(arr))) > bound:
+        raise ValueError(f"{name} must be within +-{bound:g} (hnswlib's float32 distances overflow past about "
+                         f"1.8e19), got {float(arr.flat[np.argmax(np.abs(arr))]):g}")
     _check_range(name, arr, dtype)
     return np.ascontiguousarray(arr, dtype=dtype)
 
@@ -236,7 +271,7 @@ def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: 
                  extractor_version: Any) -> dict[str, Any]:
     """The arguments of :meth:`add`, checked, as per-item fields (``provenance`` is one value for
     the batch; ``created_step`` and ``extractor_version`` one value or one per item)."""
-    keys_arr = as_matrix("keys", keys, None if core.store is None else core.store.dims["key_dim"])
+    keys_arr = as_keys(keys, None if core.store is None else core.store.dims["key_dim"], core.config.space)
     n = len(keys_arr)
     vals = as_matrix("values", values, None if core.store is None else core.store.dims["value_dim"])
     if len(vals) != n:
@@ -263,8 +298,6 @@ def check_batch(core: BankCore, keys: Any, values: Any, task_ids: Any, utility: 
                             ("context", ctx.shape[1])):
             if width > MAX_DIM:
                 raise ValueError(f"{name} must have at most {MAX_DIM} columns, got {width}")
-    if core.config.space != "l2" and np.any(np.linalg.norm(keys_arr, axis=1) == 0):
-        raise ValueError(f"keys must be non-zero for space {core.config.space!r}")
     return {"key": keys_arr, "value": vals, "task_id": tasks, "utility": util, "context": ctx,
             "sample_logp": logp, "provenance": int(prov), "created_step": step,
             "extractor_version": extractor_version}

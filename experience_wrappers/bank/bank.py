@@ -22,7 +22,7 @@ from .arguments import (
     as_float_vector,
     as_ids,
     as_int_vector,
-    as_matrix,
+    as_keys,
     as_real,
     check_batch,
     check_bounded,
@@ -210,7 +210,7 @@ class ExperienceBank:
         k, temp = check_query(self.core, k, mode, temperature, record, rng)
         store = self.core.store
         dims = None if store is None else store.dims
-        q = as_matrix("keys", keys, None if dims is None else dims["key_dim"])
+        q = as_keys(keys, None if dims is None else dims["key_dim"], self.core.config.space)
         n = len(q)
         tasks = None if task_ids is None else as_int_vector("task_ids", task_ids, n)
         return run_query(self.core, q, k, mode, temp, tasks, record, rng, dims)

@@ -57,7 +57,9 @@ class BankConfig:
     The default key encoders return unit-norm keys, so with ``"l2"`` a distance of
     0.01 means a cosine similarity of about 0.995. ``dedup_threshold`` and
     ``merge_threshold`` in ``"ip"`` space are squared Euclidean distances between keys
-    (near duplicates are near-identical keys; :func:`.merge.dedup_targets`).
+    (near duplicates are near-identical keys; :func:`.merge.dedup_targets`), looked for among
+    the task's 16 entries of largest inner product (``search.IP_CANDIDATES``): a near-identical
+    entry outside them is not found, and the item is added beside it.
 
     Attributes:
         capacity: most entries held; beyond it the lowest-utility, then oldest, are evicted.

@@ -86,7 +86,8 @@ class BankCore:
     def state(self, save_id: str | None = None) -> BankState:
         """This core's state as a :class:`BankState` (its own objects, not copies)."""
         return BankState(config=self.config, next_id=self.next_id, tick=self.tick, rng=self.rng,
-                         store=self.store, index=self.index, save_id=save_id)
+                         store=self.store, index=self.index, save_id=save_id,
+                         fixed_widths=dict(self.fixed_widths))
 
     def adopt(self, state: BankState) -> None:
         """Take ``state``'s config, counters, sampler, entries and index (a change: the version moves)."""
@@ -95,5 +96,6 @@ class BankCore:
         self.rng = state.rng
         self.next_id, self.tick = state.next_id, state.tick
         self.store, self.index = state.store, state.index
+        self.fixed_widths = dict(state.fixed_widths)
         self.task_counts = Counter() if state.store is None else Counter(state.store.view("task_id").tolist())
         self.members = TaskMembers()

@@ -9,10 +9,13 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-__all__ = ["HnswIndex", "INDEX_SLACK"]
+__all__ = ["HnswIndex", "INDEX_SLACK", "TIE_TOLERANCE"]
 
 #: the index holds at most this many times the bank's capacity, deleted elements included
 INDEX_SLACK = 2
+#: two distances tie (:meth:`HnswIndex.search_checked`) within this relative (and absolute) margin:
+#: hnswlib's float32 distances of equal keys are equal, those of near-equal keys within rounding
+TIE_TOLERANCE = 1e-6
 
 
 class HnswIndex:
@@ -39,6 +42,7 @@ class HnswIndex:
         self._ef = ef_search
         self.live = 0  # non-deleted elements
         self.deleted = 0  # marked-deleted elements, still in the graph
+        self.journal: list[tuple[str, np.ndarray]] | None = None  # a change's adds and removals (see undo)
 
     @property
     def raw(self) -> hnswlib.Index:
@@ -88,14 +92,34 @@ class HnswIndex:
         needed = self.live + self.deleted + n
         if needed > self.max_elements:
             self._index.resize_index(min(self.bound, max(needed, 2 * self.max_elements)))
+        if self.journal is not None:
+            self.journal.append(("add", np.array(ids, dtype=np.int64)))
         self._index.add_items(keys, ids, num_threads=1)
         self.live += n
 
     def remove(self, ids: np.ndarray) -> None:
+        if self.journal is not None:
+            self.journal.append(("remove", np.array(ids, dtype=np.int64)))
         for i in np.asarray(ids).tolist():
             self._index.mark_deleted(int(i))
         self.live -= len(ids)
         self.deleted += len(ids)
+
+    def undo(self, journal: list[tuple[str, np.ndarray]], live: int) -> None:
+        """Take back a failed change's adds and removals (``journal``, newest last), back to ``live``
+        live elements: the elements it added are marked deleted (those hnswlib took before it
+        failed), those it removed unmarked. Only flags change, so nothing is allocated: a change that
+        failed for want of memory is still taken back.
+        """
+        for op, ids in reversed(journal):
+            flag = self._index.mark_deleted if op == "add" else self._index.unmark_deleted
+            for i in ids.tolist():
+                try:
+                    flag(int(i))
+                except RuntimeError:  # an add that failed before hnswlib took this one; a removal that
+                    pass  # failed before it marked this one
+        self.live = int(live)
+        self.deleted = self.element_count - self.live
 
     def search(self, queries: np.ndarray, k: int,
                filter_fn: Callable[[int], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -107,12 +131,32 @@ class HnswIndex:
             labels, dists = self._index.knn_query(queries, k=k, num_threads=1, filter=filter_fn)
         return labels.astype(np.int64), dists.astype(np.float64)
 
+    def search_checked(self, queries: np.ndarray, k: int, eligible: int,
+                       filter_fn: Callable[[int], bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`search`, and which rows hnswlib may have answered wrongly: ``(labels, dists, unsure)``.
+
+        Where many entries share one key (the start state of every task), their elements link
+        mostly to each other, and a search that enters them can stay there: an exact match
+        outside them is missed, with nothing to tell (200 equal keys: missed in 10 of 10 banks;
+        ``tests/test_bank_ties.py``). Such a search returns the equal keys up to ``k`` and beyond, so
+        this one asks hnswlib for ``k + 1`` (where ``eligible``, the entries the search may return,
+        exceed ``k``) and marks a row ``unsure`` when its ``k``-th and ``(k + 1)``-th distances tie:
+        its owner answers those rows exactly. Raises RuntimeError as :meth:`search` does.
+        """
+        extra = int(k < eligible)
+        labels, dists = self.search(queries, k + extra, filter_fn)
+        if not extra:
+            return labels, dists, np.zeros(len(labels), dtype=bool)
+        unsure = dists[:, k] <= dists[:, k - 1] * (1.0 + TIE_TOLERANCE) + TIE_TOLERANCE
+        return labels[:, :k], dists[:, :k], unsure
+
     def copy(self) -> HnswIndex:
         """An independent copy of the graph (hnswlib's own serialisation, in memory): a replica's index."""
         other = copy.copy(self)
         other._index = copy.copy(self._index)
         other._index.set_ef(self.ef_search)
         other._ef = self.ef_search
+        other.journal = None
         return other
 
     def save(self, path: Path) -> None:
@@ -129,6 +173,7 @@ class HnswIndex:
         self._index.set_ef(ef_search)
         self._ef = ef_search
         self.live, self.deleted = int(live), int(deleted)
+        self.journal = None
         if int(self._index.get_current_count()) != live + deleted:
             raise ValueError(
                 f"index holds {self._index.get_current_count()} elements, metadata says {live + deleted}"

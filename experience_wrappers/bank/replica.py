@@ -16,12 +16,13 @@ never changes, so what the bank checks per call under its lock (its size, its ta
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .arguments import MAX_KEY, MIN_COSINE_NORM
+from .index import TIE_TOLERANCE
 from .results import QueryResult
 from .state import BankState
 
@@ -36,6 +37,9 @@ _DENSE_FACTOR, _DENSE_SLACK = 8, 1 << 20
 #: the single-key path's picks are counted in the copy every this many queries (or when read)
 _FOLD_EVERY = 1024
 
+
+#: the single-key path leaves a key whose distances reach this to the bank's steps (which check it)
+_HUGE = MAX_KEY ** 2
 
 class BankReplica:
     """A read-only copy of an :class:`~experience_wrappers.bank.ExperienceBank` at one version.
@@ -85,6 +89,7 @@ class BankReplica:
             return
         self._raw, self._index = index.raw, index
         self._one_shape = (store.dims["key_dim"],)  # one key
+        self._cosine = bank.config.space == "cosine"
         self._k_max = min(self._size, index.ef_search)  # hnswlib's ef must cover k
         cols = store.cols
         self._value, self._utility = cols["value"], cols["utility"]
@@ -101,7 +106,8 @@ class BankReplica:
             index = None if core.index is None else core.index.copy()
             # draws of its own: a generator spawned from the bank's (whose own stream is unchanged)
             state = BankState(config=core.config, next_id=core.next_id, tick=core.tick,
-                              rng=core.rng.spawn(1)[0], store=store, index=index)
+                              rng=core.rng.spawn(1)[0], store=store, index=index,
+                              fixed_widths=dict(core.fixed_widths))
             version = core.version
         return cls(type(bank).from_state(state), version)
 
@@ -162,15 +168,22 @@ class BankReplica:
 
     def _one_key(self, raw: Any, key: np.ndarray, k: int, record: bool) -> QueryResult | None:
         """The ``k`` nearest entries of one key (what the bank's kNN steps give); None: let them answer."""
+        if self._cosine and not float(np.dot(key, key)) >= MIN_COSINE_NORM ** 2:
+            return None  # a direction-less key: the bank's steps refuse it
         index = self._index
-        index.use_ef(index.ef_search)  # a general query with a larger k may have raised it
+        extra = int(k < self._size)  # one more, to see a tie at the k-th distance (HnswIndex.search_checked)
+        index.use_ef(max(index.ef_search, k + extra))  # a general query with a larger k may have raised it
         try:
-            labels, dists = raw.knn_query(key, k=k, num_threads=1)
+            labels, dists = raw.knn_query(key, k=k + extra, num_threads=1)
         except RuntimeError:  # hnswlib could not fill k: the general steps search exactly
             return None
-        last = float(dists[0, -1])  # the key's check, after the search: a NaN or inf in the key makes
-        if not -math.inf < last < math.inf:  # every distance NaN or infinite (the stored keys are finite)
-            return None  # the bank's steps check the key (and raise), or answer an overflowing one
+        last = float(dists[0, -1])  # the key's check, after the search: a NaN, inf or huge value in the key
+        if not -_HUGE < last < _HUGE:  # makes the distances NaN, infinite or huge (stored keys are within MAX_KEY)
+            return None  # the bank's steps check the key (and raise)
+        if extra:
+            if last <= float(dists[0, k - 1]) * (1.0 + TIE_TOLERANCE) + TIE_TOLERANCE:
+                return None  # a tie: hnswlib may have missed a nearer entry; the general steps answer exactly
+            labels, dists = labels[:, :k], dists[:, :k]
         ids = labels.view(np.int64)
         rows = self._row_of[ids]  # type: ignore[index]  # set with _raw
         if record:

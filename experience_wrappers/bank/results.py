@@ -14,7 +14,8 @@ class AddResult:
 
     Attributes:
         ids: the entry each item now lives in: a new id, the id it was deduplicated into,
-            or -1 when the item itself could not be kept (a batch larger than capacity).
+            or -1 when the item itself could not be kept (a batch larger than capacity, whose new
+            entries may then also evict an entry an earlier item refreshed).
         added: True where the item became a new entry.
         evicted: ids evicted to make room.
     """
@@ -26,7 +27,7 @@ class AddResult:
 
 @attrs.frozen
 class QueryResult:
-    """Retrieved entries, ``(B, k)`` per field; padded slots have ``mask == False``, id -1, zeros."""
+    """Retrieved entries, ``(B, k)`` per field; padded slots have ``mask == False``, id -1, zero values and utility, distance inf."""
 
     ids: np.ndarray
     values: np.ndarray

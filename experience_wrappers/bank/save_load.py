@@ -34,6 +34,7 @@ import attrs
 import numpy as np
 
 from ..errors import BankFileError, ExperienceFileError
+from .arguments import check_non_negative_int, check_widths
 from .config import MAX_UTILITY, BankConfig
 from .entries import COLUMNS, EntryStore
 from .folder import (
@@ -224,6 +225,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
                 "version": version,
                 "config": state.config.to_dict(),
                 "dims": None if store is None else store.dims,
+                "fixed_widths": state.fixed_widths,
                 "size": 0 if store is None else store.size,
                 "next_id": state.next_id,
                 "tick": state.tick,
@@ -277,10 +279,11 @@ def _check_not_stale(path: Path, old_meta: dict | None, lineage: list[str] | Non
     if not lineage or not isinstance(current, str) or current in lineage:
         return
     raise BankFileError(
-        f"refusing to save into {str(path)!r}: it holds save {current}, written since this bank was loaded "
-        f"from or last saved to it (this bank's latest save: {lineage[-1]}), so saving would drop the entries of save "
-        f"{current}. Load that save (ExperienceBank.load), add this bank's new entries to it and save that "
-        "bank, or save into a new folder")
+        f"refusing to save into {str(path)!r}: it holds save {current}, which this bank was not loaded from "
+        f"and did not write (this bank's latest save: {lineage[-1]}; another bank saved into this folder, or "
+        f"this one since this bank was loaded), so saving would drop the entries of save {current}. Load that "
+        "save (ExperienceBank.load), add this bank's new entries to it and save that bank, or save into a new "
+        "folder")
 
 
 def _remove_old_temporary_folders(path: Path) -> None:
@@ -345,12 +348,20 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         rng.bit_generator.state = meta["rng_state"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(path, f"sampler state is invalid ({exc})") from exc
-    state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, save_id=meta.get("save_id"))
     if dims is None:
         if size:
             raise _fail(path, "metadata says entries exist but gives no dims")
+        fixed = meta.get("fixed_widths") or {}  # (saves before fixed widths were kept have none)
+        try:
+            if not isinstance(fixed, dict) or set(fixed) - {"context_dim"}:
+                raise ValueError(f"expected {{'context_dim': width}}, got {fixed!r}")
+            fixed = check_widths({name: check_non_negative_int(name, w) for name, w in fixed.items()})
+        except (TypeError, ValueError) as exc:
+            raise _fail(path, f"metadata's fixed widths are invalid ({exc})") from exc
         _check_config_checksum(path, meta)
-        return cls.from_state(state)
+        return cls.from_state(BankState(config=config, next_id=next_id, tick=tick, rng=rng,
+                                        save_id=meta.get("save_id"), fixed_widths=fixed))
+    state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, save_id=meta.get("save_id"))
     if meta.get("version") in (1, 2, 3) and isinstance(dims, dict):  # an action prior column: left out
         dims = {name: width for name, width in dims.items() if name != "prior_dim"}
     dims = check_dims(path, dims)

@@ -12,7 +12,7 @@ members (:class:`TaskMembers`) and the re-ranking of candidates (:func:`retrieva
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -190,9 +190,11 @@ def nearest(store: EntryStore, index: HnswIndex, keys: np.ndarray, m: int, tasks
     if tasks is None or only_task(task_counts, tasks):
         if m <= store.size:  # the usual case: one unfiltered search fills every row
             try:
-                return index.search(keys, m)
+                lab, dis, unsure = index.search_checked(keys, m, store.size)
             except RuntimeError:  # hnswlib could not fill m results: exact search instead
                 return brute_nearest(store, keys, m, np.arange(store.size), space)
+            return exact_where(unsure, lab, dis, lambda rows: brute_nearest(store, keys[rows], m,
+                                                                            np.arange(store.size), space))
         groups = [(np.arange(n), None, store.size)]
     else:
         groups = []
@@ -210,12 +212,25 @@ def nearest(store: EntryStore, index: HnswIndex, keys: np.ndarray, m: int, tasks
             lab, dis = brute_nearest(store, keys[rows], mm, scope, space)
         else:
             try:
-                lab, dis = index.search(keys[rows], mm, filter_fn=members.ids(store, task).__contains__)
+                lab, dis, unsure = index.search_checked(keys[rows], mm, count,
+                                                        filter_fn=members.ids(store, task).__contains__)
+                lab, dis = exact_where(unsure, lab, dis, lambda sub, r=rows, t=task, c=mm: brute_nearest(
+                    store, keys[r[sub]], c, members.slots(store, t), space))
             except RuntimeError:  # hnswlib could not fill mm results: exact search instead
                 lab, dis = brute_nearest(store, keys[rows], mm, members.slots(store, task), space)
         ids[rows, :mm] = lab
         dists[rows, :mm] = dis
     return ids, dists
+
+
+def exact_where(unsure: np.ndarray, labels: np.ndarray, dists: np.ndarray,
+                exact: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """hnswlib's ``labels`` and ``dists``, with the ``unsure`` rows (a tie at the k-th distance,
+    :meth:`~.index.HnswIndex.search_checked`) replaced by ``exact(rows)``'s answer for them."""
+    if unsure.any():
+        rows = np.flatnonzero(unsure)
+        labels[rows], dists[rows] = exact(rows)
+    return labels, dists
 
 
 def brute_nearest(store: EntryStore, keys: np.ndarray, m: int, scope: np.ndarray,
@@ -248,6 +263,31 @@ def candidate_count(mode: str, k: int, size: int, config: BankConfig) -> int:
     if mode == "knn" and config.utility_floor is None:
         m = k
     return m
+
+
+def above_floor(store: EntryStore, keys: np.ndarray, cand_ids: np.ndarray, cand_d: np.ndarray, k: int,
+                tasks: np.ndarray | None, config: BankConfig) -> tuple[np.ndarray, np.ndarray]:
+    """A ``"knn"`` query's candidates where ``utility_floor`` is set: the ``k`` nearest at or above the
+    floor. Where the nearest candidates hold fewer than ``k`` of them and the bank (the row's task)
+    holds more, that row's candidates are the exact nearest among those entries.
+    """
+    floor = config.utility_floor
+    slots = store.find(cand_ids)
+    utility = store.cols["utility"]
+    kept = ((slots >= 0) & (utility[np.maximum(slots, 0)] >= floor)).sum(axis=1)
+    short = np.flatnonzero(kept < k)
+    if not len(short):
+        return cand_ids, cand_d
+    above = utility[: store.size] >= floor
+    task_of = store.view("task_id")
+    for r in short.tolist():
+        scope = np.flatnonzero(above if tasks is None else above & (task_of == tasks[r]))
+        if len(scope) > kept[r]:
+            m = min(cand_ids.shape[1], len(scope))
+            lab, dis = brute_nearest(store, keys[r:r + 1], m, scope, config.space)
+            cand_ids[r], cand_d[r] = -1, np.inf
+            cand_ids[r, :m], cand_d[r, :m] = lab[0], dis[0]
+    return cand_ids, cand_d
 
 
 def choose(store: EntryStore, slots: np.ndarray, mode: str, k: int, temperature: float, config: BankConfig,
@@ -310,15 +350,17 @@ def knn_unfiltered(store: EntryStore, index: HnswIndex, keys: np.ndarray,
     What :func:`nearest`, :func:`choose` and :func:`gather` return for such a query, in fewer
     steps: one HNSW search whose labels are the result's ids, one id -> slot lookup, and three
     column gathers; every pick is real. None (the general steps then run) when hnswlib cannot
-    fill ``k`` results (they fall back to exact search), when an id is missing from the
+    fill ``k`` results or a row's ``k``-th distance ties (they answer exactly), when an id is missing from the
     entries (never in a consistent bank), or for an empty batch.
     """
     n = len(keys)
     if n == 0:
         return None
     try:
-        ids, dists = index.search(keys, k)
+        ids, dists, unsure = index.search_checked(keys, k, store.size)
     except RuntimeError:
+        return None
+    if unsure.any():  # a tie at the k-th distance: the general steps answer those rows exactly
         return None
     slots = store.find(ids)
     if slots.min() < 0:
@@ -367,6 +409,8 @@ def run_query(core: BankCore, q: np.ndarray, k: int, mode: str, temp: float, tas
                 return result
         if mode != "random":
             cand_ids, cand_d = core.nearest(q, candidate_count(mode, k, store.size, core.config), tasks)
+            if mode == "knn" and core.config.utility_floor is not None:
+                cand_ids, cand_d = above_floor(store, q, cand_ids, cand_d, k, tasks, core.config)
         with core.count_lock:
             generator = core.rng if rng is None else rng
             if mode == "random":

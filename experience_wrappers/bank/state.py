@@ -28,6 +28,8 @@ class BankState:
         store: the entries (None before the first add).
         index: the HNSW index over their keys (None before the first add).
         save_id: the save this state was loaded from, None if it was not.
+        fixed_widths: widths fixed before the first add (the constructor's ``context_dim``), kept
+            while the bank is empty: a saved empty bank refuses, once loaded, what it refused before.
     """
 
     config: BankConfig
@@ -37,3 +39,4 @@ class BankState:
     store: EntryStore | None = None
     index: HnswIndex | None = None
     save_id: str | None = None
+    fixed_widths: dict[str, int] = attrs.field(factory=dict)

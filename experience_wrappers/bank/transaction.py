@@ -155,14 +155,19 @@ class Transaction:
         self.index = core.index
         self.next_id = core.next_id
         self.task_counts = core.task_counts.copy()
-        self.index_touched = False
         self.journal = Journal(self.store) if self.store is not None else None
         if self.store is not None:
             self.store.journal = self.journal
+        self.index_live = 0 if self.index is None else self.index.live
+        self.index_journal: list[tuple[str, np.ndarray]] = []
+        if self.index is not None:
+            self.index.journal = self.index_journal
 
     def close(self) -> None:
         if self.store is not None:
             self.store.journal = None
+        if self.index is not None:
+            self.index.journal = None
 
     def rollback(self) -> None:
         core = self.core
@@ -175,11 +180,9 @@ class Transaction:
         assert self.journal is not None
         self.journal.undo(self.store)
         core.store = self.store
-        if self.index_touched:
-            core.index = None  # a bank without an index refuses to save until rebuilt
-            core.index = rebuild_index(core)
-        else:
-            core.index = self.index
+        assert self.index is not None  # made with the store
+        self.index.undo(self.index_journal, self.index_live)  # (a rebuilt index is dropped: the old one is kept)
+        core.index = self.index
 
 
 @contextmanager
@@ -230,7 +233,7 @@ def interrupts_deferred() -> Iterator[None]:
 
 
 def rebuild_index(core: BankCore) -> HnswIndex:
-    """A fresh HNSW index over the bank's entries (after a rollback that touched the index)."""
+    """A fresh HNSW index over the bank's entries (where deleted elements would outnumber the live ones)."""
     store, c = core.store, core.config
     assert store is not None
     index = HnswIndex(c.space, store.dims["key_dim"], c.capacity, c.M, c.ef_construction, c.ef_search,

@@ -56,9 +56,9 @@ def add_locked(core: BankCore, items: dict[str, Any], txn: Transaction) -> AddRe
     kept_items, kept_src = plan_new_items(target, source, core.config.capacity)
     excess = store.size + len(kept_items) - core.config.capacity
     store.reserve(store.size + len(kept_items))  # allocations first: they change nothing
-    evicted = evict_locked(core, excess) if excess > 0 else np.zeros(0, dtype=np.int64)
+    # (the entries this batch refreshed are evicted last: an item that refreshed one keeps its content)
+    evicted = evict_locked(core, excess, keep=target[refreshed]) if excess > 0 else np.zeros(0, dtype=np.int64)
     new_ids = append_locked(core, items, kept_items, kept_src)
-    txn.index_touched = True
     if index.needs_rebuild(len(kept_items)):  # deleted elements fill the index: rebuild from the entries
         core.index = rebuild_index(core)  # the store holds the new entries already
     else:
@@ -109,13 +109,18 @@ def eviction_order(ids: np.ndarray, utility: np.ndarray, provenance: np.ndarray)
     return np.lexsort((ids, utility, np.isin(provenance, CURATED)))
 
 
-def evict_locked(core: BankCore, n: int) -> np.ndarray:
+def evict_locked(core: BankCore, n: int, keep: np.ndarray | None = None) -> np.ndarray:
+    """Evict ``n`` entries in eviction order (the merge rule's), the ids in ``keep`` last; their ids."""
     store = core.store
     assert store is not None
     n = min(n, store.size)
     if n <= 0:
         return np.zeros(0, dtype=np.int64)
-    order = eviction_order(store.view("id"), store.view("utility"), store.view("provenance"))[:n]
+    order = eviction_order(store.view("id"), store.view("utility"), store.view("provenance"))
+    if keep is not None and len(keep):
+        kept = np.isin(store.view("id")[order], keep)
+        order = np.concatenate([order[~kept], order[kept]])
+    order = order[:n]
     victims = store.view("id")[order].copy()
     remove_locked(core, victims)
     return victims
@@ -128,8 +133,6 @@ def remove_locked(core: BankCore, ids: np.ndarray) -> None:
     core.task_counts = +core.task_counts
     core.members.clear()
     store.remove_ids(ids)
-    if core.txn is not None:
-        core.txn.index_touched = True
     index.remove(ids)
 
 

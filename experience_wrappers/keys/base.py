@@ -33,7 +33,9 @@ class KeyEncoder(abc.ABC):
     ``key_dim`` and implement :meth:`encode` on a *batch* of observations, laid out as
     a vector env returns them (an array with a leading batch axis, or a dict of such
     arrays). Keys are float32 rows; the default encoders return unit-norm rows so the
-    bank's default thresholds apply.
+    bank's default thresholds apply (except an observation they project to zero, such as
+    the centre of a bounded Box for :class:`~experience_wrappers.keys.RandomProjectionKeyEncoder`:
+    its key is zero, which the default ``"l2"`` space takes and the ``"cosine"`` space refuses).
     """
 
     key_dim: int
