@@ -253,9 +253,12 @@ def test_off_policy_algorithms_get_an_error_naming_what_is_supported():
         model.learn(8, callback=CRLCallback())
     from integrations.sb3 import ComplementaryRL
 
-    with pytest.raises(TypeError, match=r"ComplementaryRL\(algorithm=DQN\): the method needs an on-policy .*"
-                                        r"experience=False"):
+    with pytest.raises(TypeError, match=r"ComplementaryRL\(algorithm=DQN\): experience and self_imitation need an "
+                                        r"on-policy .*experience=False, self_imitation=False"):
         ComplementaryRL("CartPole-v1", algorithm="DQN", n_envs=1)  # when the run is built, not at learn()
+    # the advice followed halfway: self-imitation still reads a rollout buffer (it failed at learn())
+    with pytest.raises(TypeError, match=r"self_imitation needs an on-policy .*pass self_imitation=False"):
+        ComplementaryRL("CartPole-v1", algorithm="DQN", n_envs=1, experience=False)
     plain = ComplementaryRL("CartPole-v1", algorithm="DQN", n_envs=1, experience=False, self_imitation=False,
                             algorithm_kwargs={"learning_starts": 0, "buffer_size": 100})
     plain.learn(16)  # without experience DQN trains as it is

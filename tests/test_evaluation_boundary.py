@@ -295,3 +295,90 @@ def test_a_checkpoint_zip_is_refused_as_another_algorithm(tmp_path):
     with pytest.raises(ValueError, match="it was saved by PPO"):
         load_crl(zips[0], cartpole_vec(1), algorithm=A2C)
     assert isinstance(load_crl(zips[0], cartpole_vec(1)), PPO)
+
+
+# ------------------------------------------------------------------ issue 35's own-envs probe
+class ImagePosEnv(gym.Env):
+    """A channel-last image (SB3 wraps it in VecTransposeImage) beside a position far from 0."""
+
+    def __init__(self, dict_obs: bool = True) -> None:
+        image = spaces.Box(0, 255, (36, 36, 3), np.uint8)
+        self.dict_obs = dict_obs
+        self.observation_space = spaces.Dict({"img": image, "pos": spaces.Box(0.0, 100.0, (2,), np.float32)}) \
+            if dict_obs else image
+        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.t = 0
+
+    def _obs(self):
+        img = np.full((36, 36, 3), 10 * self.t % 255, np.uint8)
+        return {"img": img, "pos": np.array([90.0, 80.0 + self.t], np.float32)} if self.dict_obs else img
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(self.t), False, self.t >= 5, {"is_success": self.t >= 5}
+
+
+@pytest.mark.parametrize("dict_obs", [True, False])
+def test_a_channel_last_image_env_is_evaluated_as_the_model_sees_it(dict_obs):
+    # SB3 trains on VecTransposeImage(env); the evaluations compared the model's channel-first space with
+    # the env's channel-last one and refused the model they had just trained
+    bank = ExperienceBank()
+    venv = make_vec_env(lambda: ImagePosEnv(dict_obs), n_envs=1, wrapper_class=ExperienceWrapper,
+                        wrapper_kwargs={"bank": bank, "manager_kwargs": SYNC})
+    eval_env = make_vec_env(lambda: ImagePosEnv(dict_obs), n_envs=1, wrapper_class=ExperienceWrapper,
+                            wrapper_kwargs={"bank": bank, "learn": False, "manager": find_experience(venv)[0][0]})
+    model = PPO("MultiInputPolicy", venv, **{**PPO_KW, "batch_size": 32})
+    model.learn(32, callback=CallbackList([CRLCallback(), ExperienceEvalCallback(eval_env, eval_freq=16,
+                                                                                 n_eval_episodes=1)]))
+    assert evaluate_with_and_without_experience(model, eval_env, n_episodes=1)["with_experience"]["episodes"] == 1
+    assert evaluate_frozen(model, eval_env, n_eval_episodes=1)[0] == pytest.approx(15.0)
+    wrong = make_vec_env(lambda: ImagePosEnv(not dict_obs), n_envs=1, wrapper_class=ExperienceWrapper,
+                         wrapper_kwargs={"bank": ExperienceBank()})
+    with pytest.raises(ValueError, match="Observation spaces do not match"):
+        evaluate_frozen(model, wrong, n_eval_episodes=1)
+
+
+def test_frozen_predict_normalises_under_sb3s_image_transpose():
+    # a VecNormalize under SB3's VecTransposeImage: run scope's evaluation predicted on raw observations
+    from integrations.sb3.trials_evaluation import frozen_predict
+
+    venv = VecNormalize(DummyVecEnv([ImagePosEnv]), norm_obs_keys=["pos"])
+    model = PPO("MultiInputPolicy", venv, **{**PPO_KW, "batch_size": 32})
+    model.learn(64)
+    assert type(model.get_env()).__name__ == "VecTransposeImage"
+    obs, _ = ImagePosEnv().reset()
+    batch = {key: value[None] for key, value in obs.items()}
+    normalize = model.get_env().venv
+    with frozen_predict(model) as predict:
+        action, _ = predict(batch, deterministic=True)
+        assert not normalize.training
+    assert normalize.training
+    want, _ = model.predict(normalize.normalize_obs(batch), deterministic=True)
+    raw, _ = model.predict(batch, deterministic=True)
+    np.testing.assert_array_equal(action, want)
+    assert not np.array_equal(action, raw)
+
+
+@pytest.mark.parametrize("space, match", [
+    (spaces.Discrete(5, start=-2), r"Discrete\(5, start=-2\), but SB3's policies one-hot encode"),
+    (spaces.MultiDiscrete([3, 3], start=[1, 1]), r"MultiDiscrete.*one-hot encode"),
+    (spaces.Box(0.0, 1.0, ()), r"0-d Box"),
+    (spaces.Dict({"pos": spaces.Discrete(4, start=1)}), r"observation Dict's key 'pos' is Discrete\(4, start=1\)"),
+])
+def test_observations_sb3_cannot_preprocess_are_refused_at_the_wrapper(space, match):
+    class Env(gym.Env):
+        observation_space, action_space = space, spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), 0.0, True, False, {}
+
+    with pytest.raises(ValueError, match=match):
+        ExperienceWrapper(Env(), ExperienceBank())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -57,9 +59,9 @@ def test_low_dim_obs_is_kept_without_projection():
     enc = RandomProjectionKeyEncoder(space, key_dim=8)
     obs = np.array([[1.0, -2.0, 0.5]], dtype=np.float32)
     key = enc.encode(obs, ids(1))[0]
-    scaled = np.array([0.5, -1.0, 0.25])
-    np.testing.assert_allclose(key[:3], scaled / np.linalg.norm(scaled), atol=1e-6)
-    np.testing.assert_array_equal(key[3:], 0.0)
+    scaled = np.array([0.5, -1.0, 0.25, 1.0])  # the observation mapped to [-1, 1], then the constant 1
+    np.testing.assert_allclose(key[:4], scaled / np.linalg.norm(scaled), atol=1e-6)
+    np.testing.assert_array_equal(key[4:], 0.0)
     # obs that differ only in scale along a kept direction stay distinguishable per coordinate
     other = enc.encode(np.array([[1.0, -2.0, -0.5]], dtype=np.float32), ids(1))[0]
     assert np.sign(other[2]) == -np.sign(key[2])
@@ -75,7 +77,7 @@ def test_cartpole_keys_are_finite_and_distinguish_states():
         rows.append(obs)
     keys = enc.encode(np.stack(rows), ids(len(rows)))
     assert np.all(np.isfinite(keys))
-    np.testing.assert_array_equal(keys[:, 4:], 0.0)  # 4-dim obs: no projection
+    np.testing.assert_array_equal(keys[:, 5:], 0.0)  # 4-dim obs and the constant: no projection
     assert len({k.tobytes() for k in keys}) == len(rows)
 
 
@@ -232,3 +234,32 @@ def test_callable_encoder_bad_arguments():
         CallableKeyEncoder("not a function", key_dim=2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="key_dim"):
         CallableKeyEncoder(lambda o, t: o, key_dim=0)
+
+
+def test_small_box_states_that_differ_in_scale_get_keys_of_their_own():
+    # unit-normalising the observation alone kept its direction only: positions 0, 2 and 4.9 of a
+    # corridor shared one key, 5.0 (the centre) had a zero key, and (3, 3) and (4, 4) of a grid one key
+    corridor = RandomProjectionKeyEncoder(spaces.Box(0.0, 10.0, (1,)))
+    keys = corridor.encode(np.arange(11, dtype=np.float32)[:, None], np.zeros(11, np.int64))
+    assert len(np.unique(keys.round(5), axis=0)) == 11
+    np.testing.assert_allclose(np.linalg.norm(keys, axis=1), 1.0, rtol=1e-6)  # the centre's too
+    grid = RandomProjectionKeyEncoder(spaces.Box(0.0, 4.0, (2,)))
+    cells = np.array([(r, c) for r in range(5) for c in range(5)], dtype=np.float32)
+    assert len(np.unique(grid.encode(cells, np.zeros(25, np.int64)).round(5), axis=0)) == 25
+    wide = RandomProjectionKeyEncoder(spaces.Box(-1.0, 1.0, (100,)), key_dim=16)  # projected
+    x = np.random.default_rng(0).uniform(-0.5, 0.5, (1, 100)).astype(np.float32)
+    assert not np.allclose(wide.encode(x, np.zeros(1, np.int64)), wide.encode(2 * x, np.zeros(1, np.int64)))
+
+
+def test_an_encoder_pickled_before_keep_scale_keys_by_direction_as_it_did():
+    enc = RandomProjectionKeyEncoder(spaces.Box(0.0, 10.0, (1,)))
+    state = dict(enc.__dict__)
+    del state["keep_scale"], state["_bias"]  # what an encoder pickled before the option holds
+    old = RandomProjectionKeyEncoder.__new__(RandomProjectionKeyEncoder)
+    old.__setstate__(state)
+    keys = old.encode(np.array([[2.0], [4.0]], np.float32), np.zeros(2, np.int64))
+    np.testing.assert_array_equal(keys[0], keys[1])  # the direction alone
+    restored = pickle.loads(pickle.dumps(enc))
+    assert restored.keep_scale and restored.encode(np.array([[2.0]], np.float32), np.zeros(1, np.int64))[0, 1] > 0
+    with pytest.raises(TypeError, match="keep_scale must be a bool"):
+        RandomProjectionKeyEncoder(spaces.Box(0.0, 1.0, (1,)), keep_scale="yes")

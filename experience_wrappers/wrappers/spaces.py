@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_parts", "base_keys"]
+__all__ = ["EXPERIENCE_KEYS", "BASE_KEY", "experience_space", "base_parts", "base_keys", "check_readable"]
 
 BASE_KEY = "observation"
 EXPERIENCE_KEYS = ("experience", "experience_utility", "experience_mask")
@@ -62,6 +62,8 @@ def base_parts(base: spaces.Space, reserved: tuple[str, ...], wrapper: str) -> d
         clash = [key for key in base.spaces if key in reserved]
         if clash:
             raise ValueError(f"the observation already has the key(s) {clash}; the {wrapper} needs them")
+        for key, sub in base.spaces.items():
+            check_readable(sub, f"the observation Dict's key {key!r}", wrapper)
         return dict(base.spaces)
     if isinstance(base, spaces.Tuple):
         raise ValueError(
@@ -70,7 +72,28 @@ def base_parts(base: spaces.Space, reserved: tuple[str, ...], wrapper: str) -> d
     if not isinstance(base, SB3_SPACES):
         raise ValueError(f"{type(base).__name__} observations are not supported: {base} (SB3's policies read "
                          f"{', '.join(t.__name__ for t in SB3_SPACES)} or a Dict of them); encode it as one of them")
+    check_readable(base, "the observation", wrapper)
     return {BASE_KEY: base}
+
+
+def check_readable(space: spaces.Space, what: str, wrapper: str) -> None:
+    """Refuse a space of a kind SB3 reads but in a form its preprocessing breaks on (deep inside
+    torch): discrete values that do not start at 0 (one-hot encoded as ``0 .. n-1``) and a 0-d Box.
+
+    >>> check_readable(spaces.Discrete(5, start=-2), "the observation", "ExperienceWrapper")
+    Traceback (most recent call last):
+    ...
+    ValueError: the observation is Discrete(5, start=-2), but SB3's policies one-hot encode 0..n-1 whatever the start; shift it in a gymnasium.ObservationWrapper (observation - start, space Discrete(5)) inside the ExperienceWrapper
+    """
+    start = getattr(space, "start", None)
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)) and start is not None and np.any(start != 0):
+        plain = f"Discrete({space.n})" if isinstance(space, spaces.Discrete) else \
+            f"MultiDiscrete({space.nvec.tolist()})"
+        raise ValueError(f"{what} is {space}, but SB3's policies one-hot encode 0..n-1 whatever the start; shift it in "
+                         f"a gymnasium.ObservationWrapper (observation - start, space {plain}) inside the {wrapper}")
+    if isinstance(space, spaces.Box) and space.shape == ():
+        raise ValueError(f"{what} is a 0-d Box ({space}), which SB3's policies cannot flatten; give it shape (1,) "
+                         f"(gymnasium.wrappers.ReshapeObservation(env, (1,))) inside the {wrapper}")
 
 
 def base_keys(space: spaces.Dict) -> list[str]:

@@ -10,8 +10,15 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_wrapper
+from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+from stable_baselines3.common.vec_env import (
+    VecEnv,
+    VecNormalize,
+    VecTransposeImage,
+    unwrap_vec_wrapper,
+)
 
 from experience_wrappers.manager import SuccessReports, outcome_of
 from experience_wrappers.manager.sharing import same_layout
@@ -92,14 +99,29 @@ def check_deterministic(deterministic: object) -> bool:
     return check_bool("deterministic", deterministic, numpy=True)
 
 
+def as_model_sees(space: spaces.Space) -> spaces.Space:
+    """``space`` as an SB3 model sees it: a channel-last image (alone or in a Dict) channel-first,
+    as SB3 wraps such an env in ``VecTransposeImage`` (and ``predict`` transposes such observations).
+
+    >>> as_model_sees(spaces.Box(0, 255, (8, 8, 3), np.uint8)).shape
+    (3, 8, 8)
+    """
+    if isinstance(space, spaces.Dict):
+        return spaces.Dict({key: as_model_sees(sub) for key, sub in space.spaces.items()})
+    if is_image_space(space) and not is_image_space_channels_first(space):  # type: ignore[arg-type]
+        return VecTransposeImage.transpose_space(space)  # type: ignore[arg-type]
+    return space
+
+
 def check_spaces(model: BaseAlgorithm, env: VecEnv) -> None:
     """Refuse an env whose spaces are not of the model's layout (:func:`~experience_wrappers.manager.sharing.same_layout`:
-    Box bounds may differ, as between MT10's tasks), before a step is taken.
+    Box bounds may differ, as between MT10's tasks), before a step is taken. A channel-last image
+    is compared as the model sees it (:func:`as_model_sees`).
 
     Raises:
         ValueError: naming both spaces.
     """
-    for what, theirs, ours in (("Observation", model.observation_space, env.observation_space),
+    for what, theirs, ours in (("Observation", model.observation_space, as_model_sees(env.observation_space)),
                                ("Action", model.action_space, env.action_space)):
         if not same_layout(theirs, ours):
             raise ValueError(f"{what} spaces do not match: the model's {theirs}, the env's {ours}")

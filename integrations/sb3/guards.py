@@ -85,13 +85,26 @@ def on_policy(model: BaseAlgorithm | None, who: str = "this callback") -> OnPoli
     return model
 
 
-def check_on_policy_class(algorithm: type[BaseAlgorithm]) -> None:
-    """The same rule as :func:`on_policy` for an algorithm class, before a run is built with experience
-    (``ComplementaryRL(algorithm=...)``). Raises TypeError otherwise."""
-    if not issubclass(algorithm, OnPolicyAlgorithm):
-        raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): the method needs an on-policy algorithm "
-                        "that fills a rollout buffer (PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); "
-                        "pass experience=False to train it without experience")
+def check_on_policy_class(algorithm: type[BaseAlgorithm], *, experience: bool = True, self_imitation: bool = False,
+                          rollin: bool = False) -> None:
+    """The same rule as :func:`on_policy` for an algorithm class, before a run is built
+    (``ComplementaryRL(algorithm=...)``) with any part that needs a rollout buffer: experience,
+    self-imitation or the guided roll-in. Raises TypeError naming the parts to switch off.
+
+    >>> from stable_baselines3 import SAC
+    >>> check_on_policy_class(SAC, experience=False, self_imitation=True)
+    Traceback (most recent call last):
+    ...
+    TypeError: ComplementaryRL(algorithm=SAC): self_imitation needs an on-policy algorithm that fills a rollout buffer (PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); pass self_imitation=False to train it without
+    """
+    parts = [name for name, on in (("experience", experience), ("self_imitation", self_imitation),
+                                   ("rollin", rollin)) if on]
+    if parts and not issubclass(algorithm, OnPolicyAlgorithm):
+        off = {"experience": "experience=False", "self_imitation": "self_imitation=False", "rollin": "rollin=None"}
+        raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): {' and '.join(parts)} "
+                        f"need{'s' if len(parts) == 1 else ''} an on-policy algorithm that fills a rollout buffer "
+                        "(PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); pass "
+                        f"{', '.join(off[p] for p in parts)} to train it without")
 
 
 def check_action_space(space: gym.Space, who: str) -> None:

@@ -156,14 +156,15 @@ class TaskScopeRL:
         if bank is not None and not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
         algorithm = resolve_algorithm(algorithm)
-        if experience:  # refused now, not at the first learn()
-            check_on_policy_class(algorithm)
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
         self.seed = check_seed(seed)
         self.experience = experience
         self.self_imitation = options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
         self.rollin = options(rollin, ROLLIN_DEFAULTS, "rollin")
+        # refused now, not at the first learn(): each of these parts reads or fills a rollout buffer
+        check_on_policy_class(algorithm, experience=experience, self_imitation=self.self_imitation is not None,
+                              rollin=self.rollin is not None)
         self.group_size = group_size
         self._settings: dict[str, Any] = {
             "env": env if isinstance(env, str) else None, "algorithm": algorithm.__name__, "n_envs": n_envs,

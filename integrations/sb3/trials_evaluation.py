@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, unwrap_vec_wrapper
 
 from experience_wrappers.manager import SuccessReports
 from experience_wrappers.manager.entry_layout import EntryLayout
@@ -234,16 +234,18 @@ def _required(demonstrations: DemoSource) -> DemoSource:
 
 @contextlib.contextmanager
 def frozen_predict(model: Any) -> Iterator[Predict]:
-    """``model.predict`` through its VecEnv's ``VecNormalize`` statistics, frozen while the block runs
+    """``model.predict`` through the statistics of a ``VecNormalize`` in its VecEnv (at the top, or
+    under SB3's ``VecTransposeImage`` for channel-last images), frozen while the block runs
     (``training`` restored after); a model without ``VecNormalize`` predicts as it is."""
     venv = model.get_env()
-    if not isinstance(venv, VecNormalize):
+    normalize = None if venv is None else unwrap_vec_wrapper(venv, VecNormalize)
+    if normalize is None:
         yield model.predict
         return
 
     def predict(observation: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = False) -> tuple[np.ndarray, Any]:
-        return model.predict(venv.normalize_obs(observation), state=state,  # type: ignore[no-any-return]
+        return model.predict(normalize.normalize_obs(observation), state=state,  # type: ignore[union-attr,no-any-return]
                              episode_start=episode_start, deterministic=deterministic)
     with statistics_kept(venv):
         yield predict
