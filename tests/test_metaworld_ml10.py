@@ -34,7 +34,7 @@ def test_held_out_instances_are_tasks_no_training_instance_is_drawn_from() -> No
     assert train == list(range(ML10_TRAIN)) and len(held_out) == 15 and min(held_out) >= ML10_TRAIN
     assert {tasks[i].env_name for i in train} == TRAIN_TASKS
     assert {tasks[i].env_name for i in held_out} == HELD_OUT_TASKS  # 3 goals of each
-    with pytest.raises(ValueError, match=r"per_task must be in 1 \.\. 50"):
+    with pytest.raises(ValueError, match=r"per_task must be an int in \[1, 50\]"):
         ml10_instances(per_task=0)
 
 

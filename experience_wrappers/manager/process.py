@@ -62,7 +62,8 @@ log = logging.getLogger(__name__)
 
 #: torch threads in the learner process (one: it shares the machine with the actor)
 LEARNER_TORCH_THREADS = 1
-#: seconds between the idle learner process's checks that the actor's process still lives
+#: seconds between the learner process's checks that the actor's process still lives (when idle, and while it
+#: works through a backlog of queued messages)
 PARENT_CHECK_S = 2.0
 
 
@@ -301,13 +302,20 @@ def serve(inbox: Any, outbox: Any) -> None:
     state = _Learner(pickle.loads(inbox.get()), outbox)  # the settings, pickled once by LearnerProcess
     parent = mp.parent_process()
     orphaned = False
+    checked = time.monotonic()
     while True:
         try:
             kind, payload = inbox.get(timeout=PARENT_CHECK_S)
         except queue.Empty:
+            kind = None
+        # the actor is looked for when the inbox is quiet, and every PARENT_CHECK_S while a backlog is
+        # worked through (a killed actor's queued episodes would otherwise keep this process busy)
+        if kind is None or time.monotonic() - checked > PARENT_CHECK_S:
+            checked = time.monotonic()
             if parent is not None and not parent.is_alive():
                 orphaned = True
                 break
+        if kind is None:
             continue
         try:
             if not state.handle(kind, payload):

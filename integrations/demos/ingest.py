@@ -47,6 +47,9 @@ def ingest_demonstrations(manager: ExperienceManager, demonstrations: Iterable[A
         ValueError: a demonstration is ragged, or its actions / observations are outside the spaces.
     """
     check_ingest_args(segment_every, utility)
+    if not callable(getattr(manager, "ingest", None)):
+        raise TypeError(f"manager must be the ExperienceManager of the bank to fill (env.manager, or "
+                        f"integrations.sb3.find_experience(venv)[0][0]), got {type(manager).__name__}")
     demos = [validate_demonstration(d, manager.observation_space, manager.action_space, i)
              for i, d in enumerate(as_demonstrations(demonstrations, task_id))]
     written = 0

@@ -36,7 +36,9 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
 
     Raises:
         ValueError / TypeError: ``n_episodes`` or ``max_attempts`` not an int >= 1, ``seed`` not an
-            int >= 0 (named).
+            int >= 0 (named); the policy returned an action outside the env's action space
+            (before the env takes it).
+        RuntimeError: fewer than ``n_episodes`` were kept within ``max_attempts`` (the counts named).
     """
     n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True, type_error=TypeError)
     seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
@@ -56,8 +58,7 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
         rewards: list[float] = []
         while True:
             action = policy(obs)
-            if action is None or not env.action_space.contains(
-                    np.asarray(action, dtype=env.action_space.dtype) if env.action_space.dtype is not None else action):
+            if action is None or not _is_action(action, env.action_space):
                 raise ValueError(f"the policy returned {action!r} at step {len(actions)} of episode {attempts}, "
                                  f"not an action of the env's {env.action_space}")
             frames.append(obs)
@@ -71,7 +72,44 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
             continue
         demos.append(Demonstration(observations=stack_observations(frames), actions=np.stack(actions),
                                    rewards=np.asarray(rewards), success=success))
+    if len(demos) < n_episodes:
+        raise RuntimeError(f"record_demonstrations: {len(demos)} of the {n_episodes} episodes asked after {attempts} "
+                           f"attempts (max_attempts {limit}" + (", successful ones kept" if only_successful else "")
+                           + "); raise max_attempts or ask for fewer")
     return demos
+
+
+def _is_action(action: Any, space: gym.Space) -> bool:
+    """Whether ``action`` is one of ``space``'s as it is: a discrete space's action a whole number
+    (``1.7`` is not ``1``; casting to the space's dtype first would make it one)."""
+    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
+        arr = np.asarray(action)
+        if arr.dtype.kind not in "biu":
+            return False
+    return bool(space.contains(np.asarray(action, dtype=space.dtype) if space.dtype is not None else action))
+
+
+def check_savable(demos: list[Demonstration]) -> None:
+    """Refuse demonstrations the file's offsets would misplace: observations (every key) of ``T`` or
+    ``T + 1`` rows for ``T`` actions, ``T`` rewards, and one layout of observations and actions for all
+    (each error names the demonstration)."""
+    first = demos[0]
+    for i, d in enumerate(demos):
+        if not isinstance(d, Demonstration):
+            raise TypeError(f"demonstration {i} is a {type(d).__name__}, not a Demonstration "
+                            "(integrations.demos.as_demonstrations converts dicts and trajectories)")
+        n = len(d.actions)
+        if isinstance(d.observations, dict) != isinstance(first.observations, dict) or (
+                isinstance(d.observations, dict) and set(d.observations) != set(first.observations)):
+            raise ValueError(f"demonstration {i}'s observations are not laid out as demonstration 0's")
+        rows = [len(v) for v in d.observations.values()] if isinstance(d.observations, dict) else [len(d.observations)]
+        if any(r not in (n, n + 1) for r in rows):
+            raise ValueError(f"demonstration {i}: {rows} observations for {n} actions; expected {n} or {n + 1}")
+        if np.shape(d.rewards) != (n,):
+            raise ValueError(f"demonstration {i}: rewards of shape {np.shape(d.rewards)} for {n} actions")
+        if np.shape(d.actions)[1:] != np.shape(first.actions)[1:]:
+            raise ValueError(f"demonstration {i}'s actions have shape {np.shape(d.actions)[1:]} per step, "
+                             f"demonstration 0's {np.shape(first.actions)[1:]}")
 
 
 def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
@@ -82,6 +120,7 @@ def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
         path = path.with_name(path.name + ".npz")
     if not demos:
         raise ValueError("no demonstrations to save")
+    check_savable(demos)
     lengths = np.array([len(d.actions) for d in demos], dtype=np.int64)
     arrays: dict[str, np.ndarray] = {"lengths": lengths, "actions": np.concatenate([d.actions for d in demos]),
                                      "rewards": np.concatenate([d.rewards for d in demos]),
@@ -106,15 +145,27 @@ def load_demonstrations(path: str | Path) -> list[Demonstration]:
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode())
-            if meta.get("format") != FORMAT or meta.get("version", 0) > VERSION:
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version", 0) > VERSION:
                 raise DemonstrationFileError(f"{str(path)!r} is not a demonstrations file of a version this library reads: {meta}")
             data = {k: z[k] for k in z.files}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise DemonstrationFileError(f"cannot read demonstrations from {str(path)!r}: {exc}") from exc
-    offsets = np.concatenate([[0], np.cumsum(data["lengths"])])
+    try:
+        return _demonstrations_of(data)
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        raise DemonstrationFileError(f"{str(path)!r} is not a whole demonstrations file: {exc!r}") from exc
+
+
+def _demonstrations_of(data: dict[str, np.ndarray]) -> list[Demonstration]:
+    """The demonstrations of a file's arrays (KeyError / IndexError where one is missing or short)."""
+    lengths = data["lengths"]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
     obs_keys = [k for k in data if k.startswith("obs/")]
+    for name in ("actions", "rewards", *(obs_keys or ["obs"])):
+        if len(data[name]) != offsets[-1]:
+            raise ValueError(f"{name} holds {len(data[name])} rows, the lengths say {int(offsets[-1])}")
     demos = []
-    for i in range(len(data["lengths"])):
+    for i in range(len(lengths)):
         a, b = offsets[i], offsets[i + 1]
         obs = {k[4:]: data[k][a:b] for k in obs_keys} if obs_keys else data["obs"][a:b]
         s = int(data["success"][i])

@@ -12,6 +12,7 @@ from gymnasium import spaces
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.validators import success_flag
 from experience_wrappers.wrappers.env_checks import first_row_outside
+from experience_wrappers.wrappers.options import check_task_id
 
 __all__ = ["Demonstration", "as_demonstration", "validate_demonstration"]
 
@@ -73,8 +74,10 @@ def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
     acts = get("actions", None)
     acts = get("acts", None) if acts is None else acts
     if obs is None or acts is None:
+        pair = " (an (observations, actions) pair is run scope's form; here give a dict of the two)" \
+            if isinstance(item, np.ndarray | tuple | list) else ""
         raise ValueError(f"a demonstration needs observations and actions, got {type(item).__name__} "
-                         f"with {sorted(item) if isinstance(item, dict) else 'neither'}")
+                         f"with {sorted(item) if isinstance(item, dict) else 'neither'}{pair}")
     acts = np.asarray(acts)
     rews = get("rewards", None)
     rews = get("rews", None) if rews is None else rews
@@ -87,7 +90,23 @@ def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
         success = success_flag("the demonstration's success", success)
     t = get("task_id", None)
     return Demonstration(observations=obs, actions=acts, rewards=rews, success=success,
-                         task_id=int(task_id if t is None else t))
+                         task_id=check_task_id(task_id if t is None else t, "the demonstration's task_id"))
+
+
+def check_action_values(actions: np.ndarray, action_space: spaces.Space, where: str) -> None:
+    """Refuse a discrete space's actions that are not whole numbers (1.5 would be cut to 1), and
+    ``Discrete`` actions of more than one value per step, naming the demonstration (``where``)."""
+    if not isinstance(action_space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary):
+        return
+    if actions.dtype.kind not in "biuf":
+        raise ValueError(f"{where}: actions must be numbers for {action_space}, got dtype {actions.dtype}")
+    if actions.dtype.kind == "f" and not np.all(np.isfinite(actions) & (actions == np.round(actions))):
+        bad = np.flatnonzero(~(np.isfinite(actions) & (actions == np.round(actions))).reshape(len(actions), -1).all(1))
+        raise ValueError(f"{where}: action {int(bad[0])} = {actions[bad[0]].tolist()!r} is not a whole number, as "
+                         f"{action_space} needs")
+    if isinstance(action_space, spaces.Discrete) and actions.shape[1:] not in ((), (1,)):
+        raise ValueError(f"{where}: actions of shape {actions.shape} for {action_space}: one value per step "
+                         "(shape (T,) or (T, 1))")
 
 
 def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
@@ -102,12 +121,17 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
         ValueError: naming the demonstration's index and what is wrong.
     """
     where = f"demonstration {index}"
+    if np.ndim(demo.actions) == 0:
+        raise ValueError(f"{where}: actions must be an array with one row per step, got {demo.actions!r}")
     n = len(demo.actions)
     if n == 0:
         raise ValueError(f"{where} has no actions")
     n_obs = _length(demo.observations)
     if n_obs not in (n, n + 1):
         raise ValueError(f"{where}: {n_obs} observations for {n} actions (ragged); expected {n} or {n + 1}")
+    if np.ndim(demo.rewards) != 1:
+        raise ValueError(f"{where}: rewards must be 1-D (one per action), got shape {np.shape(demo.rewards)}")
+    check_action_values(np.asarray(demo.actions), action_space, where)
     if len(demo.rewards) != n:
         raise ValueError(f"{where}: {len(demo.rewards)} rewards for {n} actions (ragged)")
     if not np.all(np.isfinite(demo.rewards)):
@@ -140,6 +164,8 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
 
 def as_demonstrations(items: Iterable[Any] | Any, task_id: int = 0) -> list[Demonstration]:
     """A list of demonstrations from one or many items (see :func:`as_demonstration`)."""
+    if items is None:
+        raise TypeError("demonstrations must be a demonstration or an iterable of them, got None")
     if isinstance(items, (Demonstration, dict)) or hasattr(items, "acts"):
         items = [items]
     return [as_demonstration(it, task_id) for it in items]

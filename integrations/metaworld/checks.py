@@ -5,10 +5,13 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+import numpy as np
+
 from experience_wrappers.validators import check_int
 from integrations.metaworld.constants import INSTALL_HINT, MAX_EPISODE_STEPS, REWARD_VERSIONS
 
 __all__ = [
+    "arm_action",
     "check_max_episode_steps",
     "check_num_goals",
     "check_reward_version",
@@ -81,3 +84,21 @@ def check_task_index(task_index: int, num_tasks: int) -> int:
     """A task index in ``[0, num_tasks)`` (``TypeError`` for another type)."""
     return check_int("task_index", task_index, minimum=0, maximum=num_tasks - 1, numpy=True,  # type: ignore[return-value]
                      type_error=TypeError)
+
+
+def arm_action(action: Any) -> np.ndarray:
+    """A Sawyer arm's action as float32: four finite numbers (xyz end-effector delta, gripper). A NaN
+    would make MuJoCo reset the unstable physics silently (the hand jumps to a corner) and log to a
+    file in the working directory; a wrong size fails inside Meta-World as a bare assert.
+
+    >>> arm_action([0.1, 0, 0, 1]).dtype
+    dtype('float32')
+    >>> arm_action([float("nan"), 0, 0, 0])
+    Traceback (most recent call last):
+    ...
+    ValueError: the arm's action must be 4 finite numbers (xyz delta, gripper), got [nan, 0, 0, 0]
+    """
+    arr = np.asarray(action, dtype=np.float32) if np.asarray(action).dtype.kind in "biuf" else None
+    if arr is None or arr.shape != (4,) or not np.isfinite(arr).all():
+        raise ValueError(f"the arm's action must be 4 finite numbers (xyz delta, gripper), got {action!r}")
+    return arr

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
+from experience_wrappers.validators import check_bool, check_int
 from integrations.metaworld.constants import NUM_GOALS
 from integrations.metaworld.goals import build_benchmark
 from integrations.metaworld.ml1_trials import ML1Trials, visible_tasks
@@ -63,13 +64,12 @@ def ml10_instances(per_task: int = 10, seed: int = 0) -> tuple[list[int], list[i
     Raises:
         ValueError: ``per_task`` is not in ``1 .. 50``.
     """
-    if not 1 <= int(per_task) <= NUM_GOALS:
-        raise ValueError(f"per_task must be in 1 .. {NUM_GOALS}, got {per_task!r}")
+    per_task = check_int("per_task", per_task, minimum=1, maximum=NUM_GOALS, numpy=True)
     tasks = ml10_goal_tasks(seed=seed)
     held: dict[str, list[int]] = {}
     for i in range(ML10_TRAIN, ML10_TRAIN + ML10_HELD_OUT):
         held.setdefault(str(tasks[i].env_name), []).append(i)
-    return list(range(ML10_TRAIN)), [i for ids in held.values() for i in ids[:int(per_task)]]
+    return list(range(ML10_TRAIN)), [i for ids in held.values() for i in ids[:per_task]]
 
 
 class ML10Trials(ML1Trials):
@@ -135,10 +135,14 @@ def ml10_demonstrations(cap: int = ML10_CAP, reward_observed: bool = False) -> A
     """
     from integrations.metaworld.ml1_demos import scripted_demonstration
 
+    cap = check_int("cap", cap, minimum=1, numpy=True)
+    reward_observed = check_bool("reward_observed", reward_observed, numpy=True)
+
     @functools.lru_cache(maxsize=1024)
     def demonstrations(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        obs, actions, rewards, success = scripted_demonstration(_demo_env(int(cap), bool(reward_observed)),
-                                                                int(instance))
+        instance = check_int("instance", instance, minimum=0, maximum=ML10_TRAIN + ML10_HELD_OUT - 1, numpy=True,
+                             type_error=TypeError)  # (as ml1_demonstrations: 5.9 is no instance)
+        obs, actions, rewards, success = scripted_demonstration(_demo_env(cap, reward_observed), instance)
         return (obs, actions, rewards) if success else None
 
     return demonstrations

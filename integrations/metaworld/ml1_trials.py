@@ -37,7 +37,7 @@ import numpy as np
 from gymnasium import spaces
 
 from experience_wrappers.validators import check_int, check_real
-from integrations.metaworld.checks import check_seed, check_task_name
+from integrations.metaworld.checks import arm_action, check_seed, check_task_name
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
 
@@ -61,6 +61,7 @@ def ml1_instances(goals: int = NUM_GOALS) -> tuple[list[int], list[int]]:
     >>> len(train), len(held_out), set(train) & set(held_out)
     (50, 50, set())
     """
+    goals = check_int("goals", goals, minimum=1, maximum=NUM_GOALS, numpy=True)  # ML1 draws 50 of each
     return list(range(goals)), list(range(goals, 2 * goals))
 
 
@@ -207,7 +208,7 @@ class ML1Trials(gym.Env):
         return self._observe(obs), {"instance": self.instance, "success": False, "is_success": False}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, _, _, info = self.raw.step(np.asarray(action, np.float32))
+        obs, reward, _, _, info = self.raw.step(arm_action(action))
         self._t += 1
         success = bool(float(info.get("success", 0.0)) >= 1.0)
         r = float(reward) * self.reward_scale

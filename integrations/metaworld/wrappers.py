@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from experience_wrappers.validators import check_int
-from integrations.metaworld.checks import check_task_index
+from integrations.metaworld.checks import arm_action, check_task_index
 from integrations.metaworld.constants import MT10_TASKS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -71,7 +71,7 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"tasks must all belong to one Meta-World task, got {sorted(names)}")
         self.tasks: tuple[Task, ...] = tasks
         self.task_name: str = tasks[0].env_name
-        self.task_id: int = int(task_id)
+        self.task_id: int = check_int("task_id", task_id, minimum=0, numpy=True)
         self.terminate_on_success = bool(terminate_on_success)
         self._episode_success = False
 
@@ -130,7 +130,7 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         Returns:
             ``(obs, reward, terminated, truncated, info)``.
         """
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, reward, terminated, truncated, info = self.env.step(arm_action(action))
         step_success = bool(float(info.get("success", 0.0)) >= 1.0)
         self._episode_success = self._episode_success or step_success
         info = dict(info)

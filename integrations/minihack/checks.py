@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from experience_wrappers.validators import check_int
 
-__all__ = ["check_env_id", "check_env_kwargs", "check_observation_keys", "check_seed"]
+__all__ = ["check_env_id", "check_env_kwargs", "check_observation_keys", "check_seed", "discrete_action"]
 
 
 def check_env_id(env_id: str) -> None:
@@ -74,3 +75,25 @@ def _valid_observation_keys() -> set[str]:
     # NLE's keys that MiniHack's observation builder does not return
     unsupported = {"internal", "program_state", "misc"}
     return (set(nethack.OBSERVATION_DESC) | set(MINIHACK_SPACE_FUNCS) | {"pixel"}) - unsupported
+
+
+def discrete_action(action: Any, space: gym.Space, who: str) -> int:
+    """``action`` as the int it is, if it is one of ``space``'s: a whole number (a numpy int or a 0-d or
+    one-element int array passes), never ``1.7`` cut to 1 or ``-1`` read by NLE as its last action.
+
+    >>> discrete_action(np.array([3]), gym.spaces.Discrete(8), "the env")
+    3
+    >>> discrete_action(-1, gym.spaces.Discrete(8), "the env")
+    Traceback (most recent call last):
+    ...
+    ValueError: the env: action -1 is not one of its Discrete(8) (a whole number in 0..7)
+    """
+    assert isinstance(space, gym.spaces.Discrete)  # (the envs of this package act in Discrete spaces)
+    arr = np.asarray(action)
+    if arr.dtype.kind in "iu" and arr.size == 1:
+        value = int(arr.reshape(()))
+        if space.contains(np.int64(value)):
+            return value
+    low = int(space.start)
+    raise ValueError(f"{who}: action {action!r} is not one of its {space} (a whole number in "
+                     f"{low}..{low + int(space.n) - 1})")

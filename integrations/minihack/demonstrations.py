@@ -48,16 +48,17 @@ def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
     record_keys = keys + tuple(k for k in NAVIGATOR_KEYS if k not in keys)
     env = make_minihack_env(env_id, observation_keys=record_keys, seed=seed, **env_kwargs)
     try:
-        demos = record_demonstrations(env, MapNavigator(env, seed), n_episodes, seed=seed,
-                                      only_successful=True, max_attempts=max_attempts)
+        try:
+            demos = record_demonstrations(env, MapNavigator(env, seed), n_episodes, seed=seed,
+                                          only_successful=True, max_attempts=max_attempts)
+        except RuntimeError as exc:  # too few successes within the attempts allowed
+            raise RuntimeError(f"the scripted navigator on {env_id}: {exc} (if max_attempts was ample, it cannot "
+                               "solve this task reliably)") from None
         obs_space = env.observation_space
         assert isinstance(obs_space, spaces.Dict)  # MiniHack's observations: a Dict of the keys asked for
         kept = set(obs_space.spaces) - (set(record_keys) - set(keys))
     finally:
         env.close()
-    if len(demos) < n_episodes:
-        raise RuntimeError(f"the scripted navigator succeeded in {len(demos)} of the episodes tried on "
-                           f"{env_id}, {n_episodes} asked; it cannot solve this task reliably")
     for d in demos:
         d.observations = {k: v for k, v in d.observations.items() if k in kept}
     return demos

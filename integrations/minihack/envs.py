@@ -42,6 +42,7 @@ from integrations.minihack.checks import (
     check_env_kwargs,
     check_observation_keys,
     check_seed,
+    discrete_action,
 )
 
 __all__ = [
@@ -260,8 +261,9 @@ class LastAction(gym.Wrapper, RecordConstructorArgs):
         return self._with(obs, self.none_action), info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        value = discrete_action(action, self.env.action_space, "the MiniHack env")  # (NLE reads -1 as its last)
         obs, reward, terminated, truncated, info = self.env.step(action)
-        last = int(np.asarray(action).reshape(())) - self._start
+        last = value - self._start
         return self._with(obs, last), reward, terminated, truncated, info
 
 

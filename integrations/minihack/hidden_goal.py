@@ -23,6 +23,8 @@ from gymnasium import spaces
 
 from experience_wrappers.validators import check_int
 
+from .checks import discrete_action
+
 __all__ = ["HiddenGoalRoom", "goal_cells", "split_goals", "shortest_path_actions", "goal_demonstration", "MOVES"]
 
 #: MiniHack navigation's actions (nethack.CompassDirection order) as (dx, dy), y pointing down
@@ -140,9 +142,11 @@ class HiddenGoalRoom(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset onto instance ``seed`` (a goal cell in ``1 .. size**2 - 1``); None keeps the goal."""
+        if seed is not None:  # checked first (a numpy int passes, as gymnasium's own seeding would refuse it)
+            seed = check_int("seed", seed, minimum=1, maximum=self.size * self.size - 1, numpy=True)
         super().reset(seed=seed)
         if seed is not None:
-            goal = check_int("seed", seed, minimum=1, maximum=self.size * self.size - 1)
+            goal = seed
             if goal != self.goal:
                 self.goal = goal
                 self._nav.update(self._des(goal))
@@ -152,9 +156,7 @@ class HiddenGoalRoom(gym.Env):
         return np.zeros(2, np.float32), {"goal": self.goal}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        if not self.action_space.contains(action if isinstance(action, np.ndarray) else np.int64(action)):
-            raise ValueError(f"action {action!r} is not one of the room's {self.action_space}")
-        obs, reward, terminated, _, info = self._nav.step(int(action))
+        obs, reward, terminated, _, info = self._nav.step(discrete_action(action, self.action_space, "the room"))
         self._steps += 1
         success = bool(reward > 0)
         if success:  # NetHack's status line is cleared when the task ends: the hero stands on the goal

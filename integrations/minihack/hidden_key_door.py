@@ -24,19 +24,27 @@ from gymnasium import spaces
 
 from experience_wrappers.validators import check_int
 
+from .checks import discrete_action
 from .hidden_goal import MOVES
 
 __all__ = ["HiddenKeyDoorRoom", "split_pairs", "pair_seed", "seed_pair", "key_door_actions", "sweep_success"]
 
 
 def pair_seed(key: int, door: int, size: int) -> int:
-    """The reset seed of the instance with the key on cell ``key`` and the door on cell ``door``."""
-    return int(key) * size * size + int(door)
+    """The reset seed of the instance with the key on cell ``key`` and the door on cell ``door``
+    (distinct cells of the ``size`` x ``size`` room off the start cell 0)."""
+    size = check_int("size", size, minimum=2, numpy=True)
+    key = check_int("key", key, minimum=1, maximum=size * size - 1, numpy=True)
+    door = check_int("door", door, minimum=1, maximum=size * size - 1, numpy=True)
+    if key == door:
+        raise ValueError(f"key and door must be distinct cells, got {key} for both")
+    return key * size * size + door
 
 
 def seed_pair(seed: int, size: int) -> tuple[int, int]:
     """``(key, door)`` of a reset seed (:func:`pair_seed`'s inverse)."""
-    return divmod(int(seed), size * size)
+    size = check_int("size", size, minimum=2, numpy=True)
+    return divmod(check_int("seed", seed, minimum=0, maximum=size ** 4 - 1, numpy=True), size * size)
 
 
 def split_pairs(size: int = 7, train: int = 80, held_out: int = 20, seed: int = 0) -> tuple[list[int], list[int]]:
@@ -47,8 +55,12 @@ def split_pairs(size: int = 7, train: int = 80, held_out: int = 20, seed: int = 
     >>> len(tr), len(te), set(tr) & set(te)
     (80, 20, set())
     """
+    size = check_int("size", size, minimum=2, numpy=True)
     cells = range(1, size * size)
     pairs = [(k, d) for k in cells for d in cells if k != d]
+    train = check_int("train", train, minimum=1, maximum=len(pairs), numpy=True)
+    held_out = check_int("held_out", held_out, minimum=0, maximum=len(pairs) - train, numpy=True)
+    seed = check_int("seed", seed, minimum=0, numpy=True)
     order = np.random.default_rng(seed).permutation(len(pairs))[: train + held_out]
     chosen = [pair_seed(*pairs[int(i)], size) for i in order.tolist()]
     return sorted(chosen[held_out:]), sorted(chosen[:held_out])
@@ -72,6 +84,7 @@ def key_door_actions(seed: int, size: int = 7) -> list[int]:
     [1, 1, 6]
     """
     key, door = seed_pair(seed, size)
+    pair_seed(key, door, size)  # distinct cells off the start, or named
     k, d = (key % size, key // size), (door % size, door // size)
     return _path((0, 0), k) + _path(k, d)
 
@@ -84,6 +97,8 @@ def sweep_success(size: int, cap: int, pairs: list[tuple[int, int]] | None = Non
     A memoryless policy maps (position, has key) to a move; a zigzag visits new cells at each
     step, so it is among the best such policies for a hidden pair.
     """
+    size = check_int("size", size, minimum=2, numpy=True)
+    cap = check_int("cap", cap, minimum=1, numpy=True)
     cells = range(1, size * size)
     pairs = pairs or [(k, d) for k in cells for d in cells if k != d]
 
@@ -156,9 +171,11 @@ class HiddenKeyDoorRoom(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset onto instance ``seed`` (:func:`pair_seed`); None keeps the instance."""
+        if seed is not None:  # checked first (a numpy int passes, as gymnasium's own seeding would refuse it)
+            seed = check_int("seed", seed, minimum=0, maximum=self.size ** 4 - 1, numpy=True)
         super().reset(seed=seed)
         if seed is not None:
-            key, door = seed_pair(check_int("seed", seed, minimum=0, maximum=self.size ** 4 - 1), self.size)
+            key, door = seed_pair(seed, self.size)
             if not (0 < key < self.size ** 2 and 0 < door < self.size ** 2 and key != door):
                 raise ValueError(f"seed {seed} is not a (key, door) pair of distinct cells off the start")
             if (key, door) != (self.key, self.door):
@@ -171,7 +188,7 @@ class HiddenKeyDoorRoom(gym.Env):
         return np.zeros(3, np.float32), {"key": self.key, "door": self.door}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, _, _, _, _ = self._nav.step(int(action))
+        obs, _, _, _, _ = self._nav.step(discrete_action(action, self.action_space, "the room"))
         self._steps += 1
         x, y = (np.array(obs["blstats"][:2], np.int64) - self._origin).tolist()
         cell = y * self.size + x

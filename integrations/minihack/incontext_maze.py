@@ -39,7 +39,8 @@ MAZE_KEYS = ("glyphs_crop", "blstats")
 
 def split_mazes(train: int = 200, held_out: int = 20) -> tuple[list[int], list[int]]:
     """Training mazes (seeds ``0 .. train - 1``) and held-out mazes (seeds from 100,000 on)."""
-    return list(range(check_int("train", train, minimum=1))), list(range(100_000, 100_000 + held_out))
+    return (list(range(check_int("train", train, minimum=1, maximum=100_000, numpy=True))),
+            list(range(100_000, 100_000 + check_int("held_out", held_out, minimum=0, numpy=True))))
 
 
 @lru_cache(maxsize=4096)
