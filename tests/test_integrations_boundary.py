@@ -91,6 +91,11 @@ def test_recording_says_when_it_falls_short_and_refuses_fractional_actions():
         record_demonstrations(gym.make("CartPole-v1"), lambda obs: 0, 3, max_attempts=1)
     with pytest.raises(ValueError, match=r"the policy returned 1.0 at step 0 .* not an action"):
         record_demonstrations(gym.make("CartPole-v1"), lambda obs: 1.0, 1)  # (cast to 1 and taken before)
+    env, manager = cartpole_manager()
+    with pytest.raises(ValueError, match="needs the env without its ExperienceWrapper"):
+        record_demonstrations(gym.wrappers.TimeLimit(env, 50), lambda obs: 0, 1)  # its bank filled before
+    assert len(manager.bank) == 0
+    env.close()
 
 
 # ------------------------------------------------------------------ MiniHack
@@ -154,3 +159,21 @@ def test_metaworld_helpers_refuse_fractional_and_out_of_range_ids():
         ml10_instances(per_task=1.5)
     with pytest.raises(TypeError, match="instance must be an int"):
         ml10_demonstrations()(5.9)  # gave instance 5's demonstration
+
+
+def test_metaworld_envs_say_a_step_before_reset_and_refuse_bad_seeds_and_step_counts():
+    from integrations.metaworld import make_mt1_env
+    from integrations.metaworld.ml1_demos import scripted_demonstration
+    from integrations.metaworld.ml1_trials import ML1Trials
+
+    for env in (make_mt1_env("reach-v3", seed=0, num_goals=2), ML1Trials()):
+        with pytest.raises(RuntimeError, match=r"step\(\) before reset\(\)"):  # a bare assert in Meta-World
+            env.step(np.zeros(4, np.float32))
+        env.close()
+    env = make_mt1_env("reach-v3", seed=0, num_goals=2)
+    for bad in (-1, 1.5):
+        with pytest.raises(ValueError, match="seed must be an int >= 0"):
+            env.reset(seed=bad)
+    env.close()
+    with pytest.raises(ValueError, match="max_steps must be a positive int, got 0"):
+        scripted_demonstration(ML1Trials(), 0, max_steps=0)

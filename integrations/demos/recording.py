@@ -15,6 +15,7 @@ from experience_wrappers.errors import DemonstrationFileError
 from experience_wrappers.keys.base import stack_observations
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.validators import check_int
+from experience_wrappers.wrappers import ExperienceWrapper
 
 from .trajectories import Demonstration
 
@@ -42,6 +43,13 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
     """
     n_episodes = check_int("n_episodes", n_episodes, minimum=1, numpy=True, type_error=TypeError)
     seed = check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError)
+    layer: Any = env
+    while layer is not None:  # the rollouts would enter its bank, and the demonstrations carry its keys
+        if isinstance(layer, ExperienceWrapper):
+            raise ValueError("record_demonstrations needs the env without its ExperienceWrapper (its rollouts would "
+                             "enter the wrapper's bank and the demonstrations carry the experience keys): record on "
+                             "the plain env, e.g. wrapper.env")
+        layer = getattr(layer, "env", None)
     max_attempts = check_int("max_attempts", max_attempts, minimum=1, numpy=True, optional=True,
                              type_error=TypeError)
     demos: list[Demonstration] = []

@@ -45,7 +45,8 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
     goal = None if env.goal_visible else env.goal()
     observations, actions, rewards = [], [], []
     success = False
-    for _ in range(env.cap if max_steps is None else int(max_steps)):
+    steps = env.cap if max_steps is None else check_int("max_steps", max_steps, minimum=1, numpy=True)
+    for _ in range(steps):
         # Meta-World's 39 (without observed rewards); a copy: some scripted policies (door-close's) change it
         seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
         if goal is not None:

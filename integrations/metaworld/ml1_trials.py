@@ -182,6 +182,7 @@ class ML1Trials(gym.Env):
         self.action_space = spaces.Box(act.low, act.high, act.shape, np.float32)
         self.instance = 0
         self._t = 0
+        self._ready = False  # reset() has run (Meta-World's own check of a step before it is a bare assert)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -204,10 +205,13 @@ class ML1Trials(gym.Env):
         for _ in range(self.start_moves):
             obs, *_ = self.raw.step(self._moves.uniform(-1.0, 1.0, 4).astype(np.float32))
         self._t = 0
+        self._ready = True
         self._rewards[:] = 0.0
         return self._observe(obs), {"instance": self.instance, "success": False, "is_success": False}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if not self._ready:
+            raise RuntimeError("step() before reset(): reset the env first")
         obs, reward, _, _, info = self.raw.step(arm_action(action))
         self._t += 1
         success = bool(float(info.get("success", 0.0)) >= 1.0)

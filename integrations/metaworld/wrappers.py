@@ -74,6 +74,7 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.task_id: int = check_int("task_id", task_id, minimum=0, numpy=True)
         self.terminate_on_success = bool(terminate_on_success)
         self._episode_success = False
+        self._ready = False  # reset() has run
 
         raw = cast("SawyerXYZEnv", self.env.unwrapped)
         try:
@@ -108,14 +109,16 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             Meta-World already does in ``step()``.
         """
         raw = cast("SawyerXYZEnv", self.env.unwrapped)
-        if seed is not None:
-            raw.seed(int(seed))
-            self.observation_space.seed(int(seed))
+        if seed is not None:  # (Meta-World's own seeding refuses a negative seed as gymnasium's error)
+            seed = check_int("seed", seed, minimum=0, numpy=True)
+            raw.seed(seed)
+            self.observation_space.seed(seed)
         index = int(raw.np_random.choice(len(self.tasks)))
         raw.set_task(self.tasks[index])
         obs, info = self.env.reset(seed=None, options=options)
         obs = np.clip(obs, self._obs_low, self._obs_high).astype(self.observation_space.dtype)
         self._episode_success = False
+        self._ready = True
         info = dict(info)
         info.update(self._flags(False))
         info["goal_index"] = index
@@ -130,6 +133,8 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         Returns:
             ``(obs, reward, terminated, truncated, info)``.
         """
+        if not self._ready:  # (Meta-World's own check is a bare assert)
+            raise RuntimeError("step() before reset(): reset the env first")
         obs, reward, terminated, truncated, info = self.env.step(arm_action(action))
         step_success = bool(float(info.get("success", 0.0)) >= 1.0)
         self._episode_success = self._episode_success or step_success
