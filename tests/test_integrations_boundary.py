@@ -177,3 +177,18 @@ def test_metaworld_envs_say_a_step_before_reset_and_refuse_bad_seeds_and_step_co
     env.close()
     with pytest.raises(ValueError, match="max_steps must be a positive int, got 0"):
         scripted_demonstration(ML1Trials(), 0, max_steps=0)
+
+
+def test_the_incontext_maze_names_bad_settings_at_construction():
+    from integrations.minihack.incontext_maze import InContextMaze
+
+    with pytest.raises(ValueError, match="holding 'blstats'"):
+        InContextMaze(observation_keys=("glyphs_crop",))  # a bare KeyError at the first reset
+    with pytest.raises(ValueError, match="holding 'blstats'"):
+        InContextMaze(observation_keys="blstats")  # split into letters
+    with pytest.raises(ValueError, match="cap_factor"):
+        InContextMaze(cap_factor=float("nan"))
+    with pytest.raises(ValueError, match="cap_factor"):
+        InContextMaze(cap_factor=-1)  # a cap of 1 step
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        InContextMaze(seed=-1)

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from experience_wrappers.keys import CallableKeyEncoder
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_int, check_real
 
 from .envs import make_minihack_env
 from .pathing import door_mask, passable_mask, step_distances
@@ -123,9 +123,13 @@ class InContextMaze(gym.Wrapper):
 
     def __init__(self, random_steps: int = 3, cap_factor: float = 1.5,
                  observation_keys: Sequence[str] = MAZE_KEYS, seed: int = 0) -> None:
+        if isinstance(observation_keys, str) or "blstats" not in observation_keys:
+            raise ValueError(f"observation_keys must be a sequence of keys holding 'blstats' (where the hero "
+                             f"stands sets the cap), got {observation_keys!r}")
+        self.random_steps = check_int("random_steps", random_steps, minimum=0, numpy=True)
+        self.cap_factor = check_real("cap_factor", cap_factor, minimum=1.0)  # a cap below the shortest path fails
+        seed = check_int("seed", seed, minimum=0, numpy=True)
         super().__init__(make_minihack_env(MAZE_ID, observation_keys=tuple(observation_keys)))
-        self.random_steps = check_int("random_steps", random_steps, minimum=0)
-        self.cap_factor = float(cap_factor)
         self.keys = tuple(observation_keys)
         self._rng = np.random.default_rng(seed)
         self.cap = 0
