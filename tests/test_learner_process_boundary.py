@@ -123,3 +123,62 @@ def test_task_ids_of_any_int64_value_train_and_larger_ones_are_refused_where_giv
                             manager_kwargs={"mode": "sync"})
     with pytest.raises(ValueError, match="the task_id function's value must be an int within int64"):
         env.reset(seed=0)
+
+
+# ------------------------------------------------------------------ issue 35's manager probe
+def _probe_episode(seed: int, success: object = None) -> Episode:
+    rng = np.random.default_rng(seed)
+    return Episode(observations=rng.uniform(-1, 1, (16, 3)).astype(np.float32), actions=rng.integers(0, 2, 16),
+                   rewards=rng.normal(size=16), guided=False, success=success)  # type: ignore[arg-type]
+
+
+def test_async_submits_from_several_threads_start_one_worker_and_lose_nothing():
+    # each first submit started a worker of its own: episodes were lost and training ran on 4 threads at once
+    import threading
+
+    manager = ExperienceManager(ExperienceBank(), BOX, spaces.Discrete(2),
+                                config=ManagerConfig(mode="async", segment_every=4, batch_size=8))
+    barrier = threading.Barrier(4)
+
+    def submit(t: int) -> None:
+        barrier.wait()
+        for i in range(t, 32, 4):
+            manager.submit(_probe_episode(i, success=bool(i % 2)))
+
+    threads = [threading.Thread(target=submit, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(t.name == "crl-manager" for t in threading.enumerate()) == 1
+    manager.flush(timeout=60)
+    assert manager.episodes_processed == 32 == manager.episodes_submitted
+    manager.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "process"])
+def test_a_closed_manager_refuses_ingest_and_merge_before_touching_the_bank(mode):
+    bank = ExperienceBank()
+    manager = ExperienceManager(bank, BOX, spaces.Discrete(2), config=ManagerConfig(mode=mode, segment_every=4))
+    manager.submit(_probe_episode(0))
+    manager.flush()
+    manager.close()
+    size = len(bank)
+    with pytest.raises(RuntimeError, match="this manager is closed"):
+        manager.request_merge()  # process mode merged the bank, then failed inside multiprocessing
+    with pytest.raises(RuntimeError, match="this manager is closed"):
+        manager.ingest(_probe_episode(1))
+    assert len(bank) == size
+
+
+@pytest.mark.parametrize("mode", ["sync", "process"])
+def test_a_refused_submit_is_not_counted_nor_left_pending(mode):
+    manager = ExperienceManager(ExperienceBank(), BOX, spaces.Discrete(2),
+                                config=ManagerConfig(mode=mode, segment_every=4, handover_every=1))
+    manager.submit(_probe_episode(0, success=False))
+    manager.flush()
+    with pytest.raises((TypeError, ValueError)):
+        manager.submit(_probe_episode(1, success="no"))
+    manager.flush()
+    assert manager.episodes_submitted == 1 and manager.pending == 0
+    manager.close()

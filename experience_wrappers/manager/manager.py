@@ -276,21 +276,31 @@ class ExperienceManager:
         if not np.all(np.isfinite(rewards)):
             bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
             raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite")
-        with self.stats_lock:
-            self.episodes_submitted += 1
         self.backend.episode(episode)
+        with self.stats_lock:  # (counted once taken: an episode the backend refused is not submitted)
+            self.episodes_submitted += 1
 
     def request_merge(self) -> None:
-        """Merge near-duplicate entries (now in sync and process modes, on the worker in async mode)."""
+        """Merge near-duplicate entries (now in sync and process modes, on the worker in async mode).
+
+        Raises:
+            RuntimeError: the manager is closed (its worker or learner process has stopped).
+        """
         self.backend.check()
+        self._check_open("merge")
         self.backend.merge()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every submitted episode and request is processed."""
         self.backend.flush(timeout)
 
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"this manager is closed: it cannot {what} (its worker has stopped); build a new "
+                               "manager on a bank loaded from a save (ExperienceBank.load) to go on")
+
     def close(self) -> None:
-        """Process what is queued, then stop the worker; later submissions raise RuntimeError."""
+        """Process what is queued, then stop the worker; later submissions, ingests and merges raise RuntimeError."""
         self._closed = True
         self.backend.close()
 
@@ -339,6 +349,7 @@ class ExperienceManager:
         """
         check_ingest_args(segment_every, utility)
         self.backend.check()
+        self._check_open("ingest")
         return self.backend.ingest(episode, provenance, segment_every, utility)
 
     def write_entries(self, episode: Episode, provenance: Provenance = Provenance.EXTRACTED) -> np.ndarray:

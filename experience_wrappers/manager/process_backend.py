@@ -87,11 +87,12 @@ class ProcessBackend:
 
     def episode(self, ep: Episode) -> None:
         """Credit here; the episode and its credits wait for the next hand-over."""
-        with self.lock:
-            self.handed += 1
         t0 = time.perf_counter()
         with self.handover_lock:
-            self.waiting.append((ep, self.credit(ep)))
+            credits = self.credit(ep)  # (raises for a malformed episode: then it was never handed over)
+            with self.lock:
+                self.handed += 1
+            self.waiting.append((ep, credits))
             if len(self.waiting) >= self.config.handover_every:
                 self._poll_now()
         with self.lock:

@@ -39,6 +39,7 @@ class WriterThread:
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._start_lock = threading.Lock()  # callers on several threads start one thread, not one each
 
     @property
     def pending(self) -> int:
@@ -46,10 +47,11 @@ class WriterThread:
         return self._queue.unfinished_tasks
 
     def put(self, job: Callable[[], None]) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
-        self._queue.put(job)
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            self._queue.put(job)
 
     @property
     def started(self) -> bool:
@@ -96,10 +98,15 @@ class WriterThread:
 
     def close(self) -> None:
         """Run what is queued, then stop the thread."""
-        if self._thread is not None and self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        self._thread = None
+        with self._start_lock:
+            thread = self._thread
+            if thread is not None and thread.is_alive():
+                self._queue.put(None)
+        if thread is not None and thread.is_alive():
+            thread.join()
+        with self._start_lock:
+            if self._thread is thread:
+                self._thread = None
 
     def _run(self) -> None:
         while True:
