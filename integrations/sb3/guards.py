@@ -100,7 +100,7 @@ def check_on_policy_class(algorithm: type[BaseAlgorithm], *, experience: bool = 
     parts = [name for name, on in (("experience", experience), ("self_imitation", self_imitation),
                                    ("rollin", rollin)) if on]
     if parts and not issubclass(algorithm, OnPolicyAlgorithm):
-        off = {"experience": "experience=False", "self_imitation": "self_imitation=False", "rollin": "rollin=None"}
+        off = {"experience": "experience=False", "self_imitation": "self_imitation=False", "rollin": "rollin=False"}
         raise TypeError(f"ComplementaryRL(algorithm={algorithm.__name__}): {' and '.join(parts)} "
                         f"need{'s' if len(parts) == 1 else ''} an on-policy algorithm that fills a rollout buffer "
                         "(PPO, A2C, or another stable_baselines3 OnPolicyAlgorithm); pass "
