@@ -605,6 +605,21 @@ def test_restore_rejects_another_extractor_config(rng, tmp_path):
         other.restore(tmp_path / "run")
 
 
+def test_restore_rejects_a_state_saved_for_another_observation_layout(rng, tmp_path):
+    # both encoders make 32-wide keys, so the key width let it through: the entries were keyed by a Box(4)
+    mgr = _trained_manager(rng)
+    mgr.save(tmp_path / "run")
+    other = ExperienceManager(ExperienceBank(dedup_threshold=0.0), spaces.Box(-1.0, 1.0, (5,), np.float32), ACT,
+                              config=ManagerConfig(mode="sync", segment_every=4, extractor={"seed": 3}))
+    with pytest.raises(ManagerFileError, match=r"saved for observations laid out as \{'Box': \[\[4\], 'float32'\]\}"):
+        other.restore(tmp_path / "run")
+    assert len(other.bank) == 0
+    wider = ExperienceManager(ExperienceBank(dedup_threshold=0.0), spaces.Box(-5.0, 5.0, (4,), np.float32), ACT,
+                              config=ManagerConfig(mode="sync", segment_every=4, extractor={"seed": 3}))
+    wider.restore(tmp_path / "run")  # Box bounds may differ (MT10's tasks), as a shared bank allows
+    assert len(wider.bank) == len(mgr.bank)
+
+
 def test_restore_from_a_missing_folder_raises(tmp_path):
     with pytest.raises(ManagerFileError):
         make_manager().restore(tmp_path / "nowhere")

@@ -28,13 +28,15 @@ from typing import Any
 import numpy as np
 
 from ..validators import integral
+from .arguments import check_non_negative_int, check_widths
 from .config import MAX_DIM, BankConfig
 from .entries import DIM_NAMES
 from .folder import _fail
 from .index import INDEX_SLACK, HnswIndex
 from .provenance import Provenance
 
-__all__ = ["MAX_COUNTER", "SPOT_CHECKS", "check_counters", "check_dims", "check_columns", "check_index"]
+__all__ = ["MAX_COUNTER", "SPOT_CHECKS", "check_counters", "check_dims", "check_columns", "check_index",
+           "check_fixed_widths"]
 
 #: ids and query ticks stay below this (far from int64's end, so counters never overflow)
 MAX_COUNTER = 2**62
@@ -136,3 +138,15 @@ def check_index(path: Path, index: HnswIndex, index_name: str, cols: dict[str, n
         raise _fail(path, f"the key of entry {int(ids[r])} (row {r} of the entries file) is not the vector the "
                           f"index {index_name} holds for that id: the key column and the index disagree "
                           "(permuted, or from different saves)")
+
+
+def check_fixed_widths(path: Path, meta: dict[str, Any]) -> dict[str, int]:
+    """An empty bank's widths fixed before its first add (``{"context_dim": w}``; saves from before
+    they were kept have none), checked as the constructor checks them."""
+    fixed = meta.get("fixed_widths") or {}
+    try:
+        if not isinstance(fixed, dict) or set(fixed) - {"context_dim"}:
+            raise ValueError(f"expected {{'context_dim': width}}, got {fixed!r}")
+        return check_widths({name: check_non_negative_int(name, w) for name, w in fixed.items()})
+    except (TypeError, ValueError) as exc:
+        raise _fail(path, f"metadata's fixed widths are invalid ({exc})") from exc

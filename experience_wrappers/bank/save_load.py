@@ -34,7 +34,6 @@ import attrs
 import numpy as np
 
 from ..errors import BankFileError, ExperienceFileError
-from .arguments import check_non_negative_int, check_widths
 from .config import MAX_UTILITY, BankConfig
 from .entries import COLUMNS, EntryStore
 from .folder import (
@@ -53,7 +52,14 @@ from .folder import (
     warn_and_log,
 )
 from .index import HnswIndex
-from .loadcheck import check_columns, check_counters, check_dims, check_index, check_index_counts
+from .loadcheck import (
+    check_columns,
+    check_counters,
+    check_dims,
+    check_fixed_widths,
+    check_index,
+    check_index_counts,
+)
 from .state import BankState
 from .swap import exchange_paths
 
@@ -251,8 +257,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
             os.replace(tmp_meta, path / META)  # the commit
         except BaseException:
             if not _committed(path, gen):  # else the save is complete: keep it
-                # only what this save wrote (the previous save stays as it was); a failure here
-                # warns, so the error that stopped the save is the one raised
+                # only what this save wrote (the previous save stays); a failure here warns, so the error that stopped the save is the one raised
                 remove_or_warn(path, written, "that a failed save wrote")
             raise
         fsync_dir(path)
@@ -348,20 +353,13 @@ def load_bank(cls: type[ExperienceBank], path: Path) -> ExperienceBank:
         rng.bit_generator.state = meta["rng_state"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _fail(path, f"sampler state is invalid ({exc})") from exc
+    state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, save_id=meta.get("save_id"),
+                      fixed_widths=check_fixed_widths(path, meta) if dims is None else {})
     if dims is None:
         if size:
             raise _fail(path, "metadata says entries exist but gives no dims")
-        fixed = meta.get("fixed_widths") or {}  # (saves before fixed widths were kept have none)
-        try:
-            if not isinstance(fixed, dict) or set(fixed) - {"context_dim"}:
-                raise ValueError(f"expected {{'context_dim': width}}, got {fixed!r}")
-            fixed = check_widths({name: check_non_negative_int(name, w) for name, w in fixed.items()})
-        except (TypeError, ValueError) as exc:
-            raise _fail(path, f"metadata's fixed widths are invalid ({exc})") from exc
         _check_config_checksum(path, meta)
-        return cls.from_state(BankState(config=config, next_id=next_id, tick=tick, rng=rng,
-                                        save_id=meta.get("save_id"), fixed_widths=fixed))
-    state = BankState(config=config, next_id=next_id, tick=tick, rng=rng, save_id=meta.get("save_id"))
+        return cls.from_state(state)
     if meta.get("version") in (1, 2, 3) and isinstance(dims, dict):  # an action prior column: left out
         dims = {name: width for name, width in dims.items() if name != "prior_dim"}
     dims = check_dims(path, dims)

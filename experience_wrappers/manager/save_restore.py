@@ -20,6 +20,7 @@ from ..bank.save_load import replaced_folder, sha256_file
 from ..credit import FreeBaseline
 from ..errors import ManagerFileError
 from ..schedule import Schedule
+from .layout import layout_of
 
 if TYPE_CHECKING:
     from .manager import ExperienceManager
@@ -54,6 +55,7 @@ def write_state(mgr: ExperienceManager, tmp: Path) -> None:
         "format": mgr.STATE_FORMAT, "version": mgr.STATE_VERSION,
         "config": mgr.config.to_dict(), "extractor_config": mgr.extractor_config.to_dict(),
         "key_dim": mgr.key_encoder.key_dim, "key_encoder": type(mgr.key_encoder).__name__,
+        "observation_layout": layout_of(mgr.observation_space),  # (its keys are keys of this layout)
         **mgr.schedule.state_dict(),  # guided_ratio, progress, rollouts
         "episodes_submitted": mgr.episodes_submitted, "episodes_processed": fig.episodes_processed,
         "entries_added": mgr.writer.entries_added, "ssl_updates": fig.ssl_updates,
@@ -97,6 +99,11 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
     if state.get("extractor_config") != mgr.extractor_config.to_dict():
         raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
                             f"this manager's {mgr.extractor_config.to_dict()}")
+    saved_layout = state.get("observation_layout")  # (saves before it was written have none)
+    if saved_layout is not None and saved_layout != layout_of(mgr.observation_space):
+        raise ManagerFileError(f"the manager state at {str(path)!r} was saved for observations laid out as "
+                               f"{saved_layout}, this manager's are {layout_of(mgr.observation_space)}: its entries "
+                               "are keyed by another observation")
     mgr.check_bank_dims(bank)
     # the learner's part (in process mode the learner process parses it, last, before anything changes)
     apply_learner = mgr.backend.prepare_restore(blobs, state, path)
