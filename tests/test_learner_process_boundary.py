@@ -136,6 +136,7 @@ def test_async_submits_from_several_threads_start_one_worker_and_lose_nothing():
     # each first submit started a worker of its own: episodes were lost and training ran on 4 threads at once
     import threading
 
+    earlier = set(threading.enumerate())  # (other tests' managers may still have workers)
     manager = ExperienceManager(ExperienceBank(), BOX, spaces.Discrete(2),
                                 config=ManagerConfig(mode="async", segment_every=4, batch_size=8))
     barrier = threading.Barrier(4)
@@ -150,7 +151,7 @@ def test_async_submits_from_several_threads_start_one_worker_and_lose_nothing():
         t.start()
     for t in threads:
         t.join()
-    assert sum(t.name == "crl-manager" for t in threading.enumerate()) == 1
+    assert sum(t.name == "crl-manager" and t not in earlier for t in threading.enumerate()) == 1
     manager.flush(timeout=60)
     assert manager.episodes_processed == 32 == manager.episodes_submitted
     manager.close()
