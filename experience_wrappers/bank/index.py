@@ -5,17 +5,24 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import hnswlib
 import numpy as np
 
-__all__ = ["HnswIndex", "INDEX_SLACK", "TIE_TOLERANCE"]
+__all__ = ["HnswIndex", "INDEX_SLACK", "TIE_TOLERANCE", "tied"]
 
 #: the index holds at most this many times the bank's capacity, deleted elements included
 INDEX_SLACK = 2
 #: two distances tie (:meth:`HnswIndex.search_checked`) within this relative (and absolute) margin:
 #: hnswlib's float32 distances of equal keys are equal, those of near-equal keys within rounding
 TIE_TOLERANCE = 1e-6
+
+
+def tied(kth: Any, next_: Any) -> Any:
+    """Whether the ``k``-th distance and the one after it tie (floats, or arrays of them elementwise):
+    hnswlib may have missed a nearer entry (:meth:`HnswIndex.search_checked`)."""
+    return next_ <= kth * (1.0 + TIE_TOLERANCE) + TIE_TOLERANCE
 
 
 class HnswIndex:
@@ -147,8 +154,7 @@ class HnswIndex:
         labels, dists = self.search(queries, k + extra, filter_fn)
         if not extra:
             return labels, dists, np.zeros(len(labels), dtype=bool)
-        unsure = dists[:, k] <= dists[:, k - 1] * (1.0 + TIE_TOLERANCE) + TIE_TOLERANCE
-        return labels[:, :k], dists[:, :k], unsure
+        return labels[:, :k], dists[:, :k], tied(dists[:, k - 1], dists[:, k])
 
     def copy(self) -> HnswIndex:
         """An independent copy of the graph (hnswlib's own serialisation, in memory): a replica's index."""

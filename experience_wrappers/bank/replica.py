@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .arguments import MAX_KEY, MIN_COSINE_NORM
-from .index import TIE_TOLERANCE
+from .index import tied
 from .results import QueryResult
 from .state import BankState
 
@@ -181,7 +181,7 @@ class BankReplica:
         if not -_HUGE < last < _HUGE:  # makes the distances NaN, infinite or huge (stored keys are within MAX_KEY)
             return None  # the bank's steps check the key (and raise)
         if extra:
-            if last <= float(dists[0, k - 1]) * (1.0 + TIE_TOLERANCE) + TIE_TOLERANCE:
+            if tied(float(dists[0, k - 1]), last):
                 return None  # a tie: hnswlib may have missed a nearer entry; the general steps answer exactly
             labels, dists = labels[:, :k], dists[:, :k]
         ids = labels.view(np.int64)

@@ -270,8 +270,7 @@ class ExperienceManager:
                 thread, so nothing non-finite reaches the baseline or the bank).
         """
         self.backend.check()
-        if self._closed:
-            raise RuntimeError("this manager is closed")
+        self._check_open("submit")
         rewards = np.asarray(episode.rewards, dtype=np.float64)
         if not np.all(np.isfinite(rewards)):
             bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
@@ -364,8 +363,7 @@ class ExperienceManager:
         if self.mode != "sync":
             raise RuntimeError(f"write_entries needs a manager in mode='sync' (this one is {self.mode!r}): "
                                "use ingest(), which returns how many entries it wrote")
-        if self._closed:
-            raise RuntimeError("this manager is closed")
+        self._check_open("write entries")
         assert isinstance(self.backend, InlineBackend)
         return self.backend.distil(episode, provenance)
 
