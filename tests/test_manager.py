@@ -464,7 +464,46 @@ def test_sync_mode_errors_raise_at_submit(rng):
     gate.set()
     mgr = make_manager(segment_every=4, key_encoder=_gated_encoder(gate, bad_value=0.5))
     with pytest.raises(ValueError, match="poisoned"):
-        mgr.submit(make_episode(rng, 8, obs=np.full((8, 4), 0.5, np.float32)))
+        mgr.submit(make_episode(rng, 8, obs=np.full((8, 4), 0.5, np.float32), success=True))
+    # distillation refused it before its credit: the free baseline and the outcomes did not move
+    assert mgr.free_baseline() is None and np.isnan(mgr.stats()["free_outcome"])
+    assert mgr.episodes_submitted == 0 and len(mgr.bank) == 0
+
+
+_T = 5
+_BAD_EPISODES = {
+    "observations of another width": (dict(observations=np.zeros((_T, 5), np.float32)), "have shape"),
+    "fewer observations than steps": (dict(observations=np.zeros((_T - 2, 4), np.float32)), "have shape"),
+    "fewer actions than rewards": (dict(actions=np.zeros(_T - 1, np.int64)), "4 actions for 5 rewards"),
+    "an action outside the space": (dict(actions=np.array([0, 1, 7, 0, 0])), "must lie in"),
+    "a NaN action": (dict(actions=np.array([0, 1, np.nan, 0, 0])), "integer values"),
+    "a NaN observation": (dict(observations=np.full((_T, 4), np.nan, np.float32)), "NaN or inf at step 0"),
+    "string observations": (dict(observations=np.array([["a"] * 4] * _T)), "not numbers"),
+    "2-D rewards": (dict(rewards=np.zeros((_T, 1))), "1-D array"),
+}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("case", sorted(_BAD_EPISODES))
+def test_an_episode_the_manager_cannot_distil_is_refused_at_submit_and_moves_nothing(mode, case):
+    """Refused in the caller's thread, in every mode, before its credit reaches the baseline (async:
+    not later from the worker as "the worker failed")."""
+    change, match = _BAD_EPISODES[case]
+    good = dict(observations=np.zeros((_T, 4), np.float32), actions=np.zeros(_T, np.int64), rewards=np.zeros(_T),
+                success=True, guided=False)
+    mgr = make_manager(mode=mode)
+    try:
+        with pytest.raises(ValueError, match=match):
+            mgr.submit(Episode(**{**good, **change}))
+        with pytest.raises(ValueError, match=match):
+            mgr.ingest(Episode(**{**good, **change}))
+        mgr.flush(timeout=30)
+        assert mgr.free_baseline() is None and mgr.episodes_submitted == 0 and len(mgr.bank) == 0
+        mgr.submit(Episode(**good))  # the manager goes on
+        mgr.flush(timeout=30)
+        assert mgr.free_baseline() == 1.0 and mgr.episodes_processed == 1
+    finally:
+        mgr.close()
 
 
 def test_closed_manager_refuses_episodes(rng):
@@ -668,6 +707,25 @@ def test_spaces_that_differ_only_in_bounds_share_the_manager():
         manager_for_bank(bank, spaces.Box(-1, 1, (OBS.shape[0] + 1,), OBS.dtype), ACT)
     with pytest.raises(ValueError, match="another layout"):
         manager_for_bank(bank, spaces.Box(-1, 1, OBS.shape, np.float64), ACT)
+
+
+def test_one_layout_rule_for_sharing_and_for_saves():
+    """Sharing a manager (same_layout) and a save's recorded layout (layout_of) state one rule: a Box
+    subclass is not a Box, a MultiDiscrete's dtype counts, Dict key order does not."""
+    from experience_wrappers.manager.layout import layout_of, same_layout
+
+    class MyBox(spaces.Box):
+        pass
+
+    pairs = [(spaces.Box(0, 1, (3,)), MyBox(0, 1, (3,)), False),
+             (spaces.MultiDiscrete([2, 3]), spaces.MultiDiscrete([2, 3], dtype=np.int32), False),
+             (spaces.Dict({"a": spaces.Discrete(2), "b": spaces.Box(0, 1, (2,))}),
+              spaces.Dict({"b": spaces.Box(-5, 5, (2,)), "a": spaces.Discrete(2)}), True),
+             (spaces.Tuple([spaces.Discrete(2)]), spaces.Tuple([spaces.Discrete(2, start=1)]), False)]
+    for a, b, same in pairs:
+        assert same_layout(a, b) is same
+        assert (layout_of(a) == layout_of(b)) is same
+        assert json.loads(json.dumps(layout_of(a))) == layout_of(a)
 
 
 def test_manager_config_validates():

@@ -25,7 +25,7 @@ from ..keys import KeyEncoder
 from .backend import CreditRule, LearnerFigures, Restore
 from .config import ManagerConfig
 from .episode import Episode
-from .episode_entries import Distiller, EntryWriter
+from .episode_entries import Distiller, EntryWriter, Proposal
 from .learner import ExtractorLearner
 
 __all__ = ["InlineBackend", "read_generator"]
@@ -76,9 +76,11 @@ class InlineBackend:
 
     def episode(self, ep: Episode) -> None:
         t0 = time.perf_counter()
+        # proposed first (it reads no credit): an episode distillation refuses changes nothing
+        proposal = self._distiller.propose(ep, self.learner.trainer_for(ep.task_id))
         for ids, entries, rewards in self.credit(ep):
             self.learner.add_credit(ids, entries, rewards)
-        self.distil(ep)
+        self.write(ep, proposal)
         self.learner.train_if_ready()
         with self.lock:
             self.episodes_processed += 1
@@ -128,7 +130,12 @@ class InlineBackend:
     def distil(self, ep: Episode, provenance: Provenance = Provenance.EXTRACTED, every: int | None = None,
                utility: float | None = None) -> np.ndarray:
         """Distil ``ep`` into the bank (its entries written now); returns their ids."""
-        p = self._distiller.propose(ep, self.learner.trainer_for(ep.task_id), provenance, every)
+        return self.write(ep, self._distiller.propose(ep, self.learner.trainer_for(ep.task_id), provenance, every),
+                          utility)
+
+    def write(self, ep: Episode, p: Proposal | None, utility: float | None = None) -> np.ndarray:
+        """Write ``ep``'s proposed entries ``p`` into the bank and keep its segments for the extractor's
+        self-supervised step; returns the new entries' ids."""
         if p is None:
             return np.zeros(0, np.int64)
         ids = np.zeros(0, np.int64)

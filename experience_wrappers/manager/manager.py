@@ -32,6 +32,7 @@ from .backend import LearnerBackend, resolve_mode
 from .config import ManagerConfig
 from .crediting import attribute
 from .episode import Episode
+from .episode_checks import check_episode
 from .episode_entries import Distiller, EntryWriter
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
@@ -266,15 +267,13 @@ class ExperienceManager:
         The learner backend credits, distils and trains on it where ``config.mode`` says.
 
         Raises:
-            ValueError: the episode has a NaN or inf reward (checked here, in the caller's
-                thread, so nothing non-finite reaches the baseline or the bank).
+            ValueError: the episode cannot be distilled (:func:`~.episode_checks.check_episode`: a NaN
+                reward, step counts that differ, actions or observations outside the spaces), checked
+                here, in the caller's thread, before its credit reaches the baseline or the bank.
         """
         self.backend.check()
         self._check_open("submit")
-        rewards = np.asarray(episode.rewards, dtype=np.float64)
-        if not np.all(np.isfinite(rewards)):
-            bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
-            raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite")
+        check_episode(episode, self.observation_space, self.action_coder)
         self.backend.episode(episode)
         with self.stats_lock:  # (counted once taken: an episode the backend refused is not submitted)
             self.episodes_submitted += 1
@@ -349,6 +348,7 @@ class ExperienceManager:
         check_ingest_args(segment_every, utility)
         self.backend.check()
         self._check_open("ingest")
+        check_episode(episode, self.observation_space, self.action_coder)
         return self.backend.ingest(episode, provenance, segment_every, utility)
 
     def write_entries(self, episode: Episode, provenance: Provenance = Provenance.EXTRACTED) -> np.ndarray:
@@ -364,6 +364,7 @@ class ExperienceManager:
             raise RuntimeError(f"write_entries needs a manager in mode='sync' (this one is {self.mode!r}): "
                                "use ingest(), which returns how many entries it wrote")
         self._check_open("write entries")
+        check_episode(episode, self.observation_space, self.action_coder)
         assert isinstance(self.backend, InlineBackend)
         return self.backend.distil(episode, provenance)
 
