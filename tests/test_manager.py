@@ -514,6 +514,14 @@ def test_closed_manager_refuses_episodes(rng):
     with pytest.raises(RuntimeError, match="closed"):
         mgr.submit(make_episode(rng))
     mgr.close()  # closing twice is harmless
+    # the bank is let go: the next manager on it serves it (not the closed one, whose worker has stopped)
+    assert mgr.bank.manager is None
+    fresh = manager_for_bank(mgr.bank, OBS, ACT, mode="sync")
+    assert fresh is not mgr and mgr.bank.manager is fresh
+    fresh.submit(make_episode(rng))
+    assert fresh.episodes_processed == 1
+    mgr.close()  # a closed manager's close leaves the bank's new manager in place
+    assert mgr.bank.manager is fresh
 
 
 # ------------------------------------------------------------- save / restore

@@ -435,6 +435,12 @@ class ExperienceBank:
             raise ValueError("this bank already has a manager; use manager_for_bank(bank, ...) to share it")
         self._manager = manager
 
+    def detach_manager(self, manager: Any) -> None:
+        """Forget ``manager`` as this bank's manager (it calls this when closed), so that a manager built
+        on the bank later serves it; another manager than the bank's is left alone."""
+        if self._manager is manager:
+            self._manager = None
+
     @property
     def save_id(self) -> str | None:
         """The id of the save this bank was loaded from (None if it was not loaded)."""

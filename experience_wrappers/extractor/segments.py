@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+from ..whole_numbers import whole
+
 __all__ = [
     "ActionCoder",
     "segment_dim",
@@ -44,7 +46,7 @@ def _integer_valued(name: str, arr: np.ndarray) -> np.ndarray:
     if arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.integer):
         return arr.astype(np.int64)
     if np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+        if not np.all(whole(arr)):
             raise ValueError(f"{name} must hold integer values, got {arr!r}")
         return arr.astype(np.int64)
     raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")

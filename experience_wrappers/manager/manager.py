@@ -298,9 +298,15 @@ class ExperienceManager:
                                "manager on a bank loaded from a save (ExperienceBank.load) to go on")
 
     def close(self) -> None:
-        """Process what is queued, then stop the worker; later submissions, ingests and merges raise RuntimeError."""
+        """Process what is queued, then stop the worker; later submissions, ingests and merges raise RuntimeError.
+
+        The bank is let go: a manager (or a wrapper) built on it after this serves it afresh.
+        """
         self._closed = True
-        self.backend.close()
+        try:
+            self.backend.close()
+        finally:
+            self.bank.detach_manager(self)
 
     @property
     def pending(self) -> int:

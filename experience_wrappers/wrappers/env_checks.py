@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from ..whole_numbers import whole
+
 __all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD",
            "observation_checker", "first_row_outside", "inside", "check_not_in_vector_worker", "vector_worker"]
 
@@ -214,8 +216,7 @@ def inside(space: spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.M
     if isinstance(space, spaces.MultiBinary):
         return (x == 0) | (x == 1)
     start, n = (space.start, space.n) if isinstance(space, spaces.Discrete) else (space.start, space.nvec)
-    whole = (x == np.round(x)) if x.dtype.kind == "f" else True
-    return whole & (x >= start) & (x < start + n)
+    return (whole(x) if x.dtype.kind == "f" else True) & (x >= start) & (x < start + n)
 
 
 def first_row_outside(batch: Any, space: spaces.Space, n: int) -> int | None:
@@ -313,7 +314,7 @@ def _checker(space: spaces.Space, path: str, warned: set[str]) -> Check:
 
         def check_discrete(batch: Any, where: str) -> None:
             x = np.asarray(batch)
-            if x.size and (x.min() < lo or x.max() > hi or (x.dtype.kind == "f" and np.any(x != np.round(x)))):
+            if x.size and (x.min() < lo or x.max() > hi or (x.dtype.kind == "f" and not np.all(whole(x)))):
                 bad = x.reshape(-1)[np.argmin(inside(space, x.reshape(-1)))]
                 raise _fail(where, path, f"value {bad.item()!r} is not in {space} ({lo} to {hi}); its key would be wrong")
         return check_discrete

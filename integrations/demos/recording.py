@@ -15,6 +15,7 @@ from experience_wrappers.errors import DemonstrationFileError
 from experience_wrappers.keys.base import stack_observations
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.validators import check_int
+from experience_wrappers.whole_numbers import is_step_action
 from experience_wrappers.wrappers import ExperienceWrapper
 
 from .trajectories import Demonstration
@@ -66,7 +67,7 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
         rewards: list[float] = []
         while True:
             action = policy(obs)
-            if action is None or not _is_action(action, env.action_space):
+            if action is None or not is_step_action(action, env.action_space):
                 raise ValueError(f"the policy returned {action!r} at step {len(actions)} of episode {attempts}, "
                                  f"not an action of the env's {env.action_space}")
             frames.append(obs)
@@ -85,16 +86,6 @@ def record_demonstrations(env: gym.Env, policy: Callable[[Any], Any], n_episodes
                            f"attempts (max_attempts {limit}" + (", successful ones kept" if only_successful else "")
                            + "); raise max_attempts or ask for fewer")
     return demos
-
-
-def _is_action(action: Any, space: gym.Space) -> bool:
-    """Whether ``action`` is one of ``space``'s as it is: a discrete space's action a whole number
-    (``1.7`` is not ``1``; casting to the space's dtype first would make it one)."""
-    if isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete | gym.spaces.MultiBinary):
-        arr = np.asarray(action)
-        if arr.dtype.kind not in "biu":
-            return False
-    return bool(space.contains(np.asarray(action, dtype=space.dtype) if space.dtype is not None else action))
 
 
 def check_savable(demos: list[Demonstration]) -> None:

@@ -11,6 +11,7 @@ from gymnasium import spaces
 
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.validators import success_flag
+from experience_wrappers.whole_numbers import whole
 from experience_wrappers.wrappers.env_checks import first_row_outside
 from experience_wrappers.wrappers.options import check_task_id
 
@@ -100,8 +101,9 @@ def check_action_values(actions: np.ndarray, action_space: spaces.Space, where: 
         return
     if actions.dtype.kind not in "biuf":
         raise ValueError(f"{where}: actions must be numbers for {action_space}, got dtype {actions.dtype}")
-    if actions.dtype.kind == "f" and not np.all(np.isfinite(actions) & (actions == np.round(actions))):
-        bad = np.flatnonzero(~(np.isfinite(actions) & (actions == np.round(actions))).reshape(len(actions), -1).all(1))
+    ok = whole(actions).reshape(len(actions), -1).all(axis=1)
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
         raise ValueError(f"{where}: action {int(bad[0])} = {actions[bad[0]].tolist()!r} is not a whole number, as "
                          f"{action_space} needs")
     if isinstance(action_space, spaces.Discrete) and actions.shape[1:] not in ((), (1,)):

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from experience_wrappers.validators import check_int
+from experience_wrappers.whole_numbers import is_step_action
 
 __all__ = ["check_env_id", "check_env_kwargs", "check_observation_keys", "check_seed", "discrete_action"]
 
@@ -90,10 +91,8 @@ def discrete_action(action: Any, space: gym.Space, who: str) -> int:
     """
     assert isinstance(space, gym.spaces.Discrete)  # (the envs of this package act in Discrete spaces)
     arr = np.asarray(action)
-    if arr.dtype.kind in "iu" and arr.size == 1:
-        value = int(arr.reshape(()))
-        if space.contains(np.int64(value)):
-            return value
+    if arr.size == 1 and is_step_action(arr.reshape(()), space):
+        return int(arr.reshape(()))
     low = int(space.start)
     raise ValueError(f"{who}: action {action!r} is not one of its {space} (a whole number in "
                      f"{low}..{low + int(space.n) - 1})")

@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from experience_wrappers.keys import normalise_rows
+from experience_wrappers.whole_numbers import whole
 
 __all__ = [
     "GRID_KEYS",
@@ -79,7 +80,7 @@ def _ints(batch: Mapping[str, Any], key: str, shape: tuple[int, ...]) -> np.ndar
     if x.shape[1:] != shape:
         raise ValueError(f"{key!r} must have shape (n, *{shape}), got {x.shape}")
     if x.dtype.kind == "f":
-        if not np.all(np.isfinite(x)) or np.any(x != np.round(x)):
+        if not np.all(whole(x)):
             raise ValueError(f"{key!r} must hold integer ids, got non-integer values")
     elif x.dtype.kind not in "iub":
         raise ValueError(f"{key!r} must be an integer array, got dtype {x.dtype}")
