@@ -192,3 +192,29 @@ def test_the_incontext_maze_names_bad_settings_at_construction():
         InContextMaze(cap_factor=-1)  # a cap of 1 step
     with pytest.raises(ValueError, match="seed must be an int >= 0"):
         InContextMaze(seed=-1)
+
+
+def test_minihack_refuses_a_crop_it_would_assert_on_and_encodes_an_empty_batch():
+    from integrations.minihack import MiniHackKeyEncoder, make_minihack_env
+
+    for bad, err in ((0, ValueError), (4, ValueError), (2.0, ValueError)):
+        with pytest.raises(err, match="obs_crop_h"):
+            make_minihack_env("MiniHack-Room-5x5-v0", obs_crop_h=bad)
+    env = make_minihack_env("MiniHack-Room-5x5-v0", obs_crop_h=5)
+    assert env.observation_space["glyphs_crop"].shape == (5, 9)
+    enc = MiniHackKeyEncoder(env.observation_space)
+    obs, _ = env.reset(seed=0)
+    assert enc.encode({k: v[None][:0] for k, v in obs.items()}, np.zeros(0, np.int64)).shape == (0, enc.key_dim)
+    env.close()
+
+
+def test_metaworld_names_tasks_that_are_not_tasks_and_a_prefix_that_is_no_str():
+    from integrations.metaworld import make_mt10_env
+    from integrations.metaworld.callbacks import PerTaskSuccessCallback
+
+    for bad in ("reach-v3", ["a"]):
+        with pytest.raises(TypeError, match="Meta-World Task"):
+            make_mt10_env(0, tasks=bad)
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match="prefix must be a str"):
+            PerTaskSuccessCallback(prefix=bad)

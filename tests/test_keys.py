@@ -263,3 +263,20 @@ def test_an_encoder_pickled_before_keep_scale_keys_by_direction_as_it_did():
     assert restored.keep_scale and restored.encode(np.array([[2.0]], np.float32), np.zeros(1, np.int64))[0, 1] > 0
     with pytest.raises(TypeError, match="keep_scale must be a bool"):
         RandomProjectionKeyEncoder(spaces.Box(0.0, 1.0, (1,)), keep_scale="yes")
+
+
+@pytest.mark.parametrize("space,batch", [
+    (spaces.Box(-1, 1, (4,)), np.zeros((0, 4))),
+    (spaces.MultiDiscrete([2, 3]), np.zeros((0, 2), np.int64)),
+    (spaces.Dict({"a": spaces.Box(0, 1, (2,)), "b": spaces.Discrete(3)}), {"a": np.zeros((0, 2)), "b": np.zeros(0, int)}),
+])
+def test_an_empty_batch_has_no_keys(space, batch):
+    """(n, key_dim) for n = 0 too, not a reshape error."""
+    enc = RandomProjectionKeyEncoder(space)
+    assert enc.encode(batch, np.zeros(0, np.int64)).shape == (0, enc.key_dim)
+
+
+def test_a_batch_of_another_shape_is_named():
+    enc = RandomProjectionKeyEncoder(spaces.Box(-1, 1, (4,)))
+    with pytest.raises(ValueError, match=r"must have shape \(n, \*\(4,\)\), got \(2, 5\)"):
+        enc.encode(np.zeros((2, 5)), np.zeros(2, np.int64))

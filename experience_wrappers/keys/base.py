@@ -134,7 +134,10 @@ def batch_flatten(space: spaces.Space, batch: Any) -> np.ndarray:
     [[0.0, 0.0, 1.0, 1.0, -0.5]]
     """
     if isinstance(space, spaces.Box):
-        x: np.ndarray = np.asarray(batch, dtype=np.float64).reshape(len(batch), -1)
+        x: np.ndarray = np.asarray(batch, dtype=np.float64)
+        if x.shape[1:] != space.shape:
+            raise ValueError(f"a batch of observations of {space} must have shape (n, *{space.shape}), got {x.shape}")
+        x = x.reshape(len(x), space.shape and int(np.prod(space.shape)) or 1)
         low = np.broadcast_to(space.low, space.shape).reshape(-1).astype(np.float64)
         high = np.broadcast_to(space.high, space.shape).reshape(-1).astype(np.float64)
         # bounds of 1e6 and wider (e.g. float32 max) say nothing about scale: squash those too
@@ -151,8 +154,8 @@ def batch_flatten(space: spaces.Space, batch: Any) -> np.ndarray:
         out[np.arange(len(idx)), idx] = 1.0
         return out
     if isinstance(space, spaces.MultiDiscrete):
-        x = np.asarray(batch, dtype=np.int64).reshape(len(batch), -1)
         nvec = space.nvec.reshape(-1)
+        x = np.asarray(batch, dtype=np.int64).reshape(len(batch), len(nvec))
         start = np.broadcast_to(space.start, space.nvec.shape).reshape(-1)
         offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
         out = np.zeros((len(x), int(nvec.sum())), dtype=np.float32)

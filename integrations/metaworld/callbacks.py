@@ -61,6 +61,8 @@ class PerTaskSuccessCallback(BaseCallback):
         super().__init__(verbose=verbose)
         self.window: int = check_int("window", window, minimum=1, numpy=True)  # type: ignore[assignment]
         self.task_names: tuple[str, ...] = tuple(MT10_TASKS if task_names is None else task_names)
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str (a logger key prefix, e.g. 'metaworld'), got {prefix!r}")
         self.prefix = prefix.rstrip("/")
         self.log_counts = bool(log_counts)
         self._outcomes: dict[str, deque[float]] = {}

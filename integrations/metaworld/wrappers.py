@@ -63,9 +63,16 @@ class MetaWorldTaskWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self, tasks=tasks, task_id=task_id, terminate_on_success=terminate_on_success
         )
         gym.Wrapper.__init__(self, env)
+        if isinstance(tasks, str | bytes):
+            raise TypeError(f"tasks must be a sequence of Meta-World Tasks (e.g. from mt1_tasks or mt10_tasks), got "
+                            f"{type(tasks).__name__} {tasks!r:.60}")
         tasks = tuple(tasks)
         if not tasks:
             raise ValueError("tasks must hold at least one Meta-World Task")
+        for i, t in enumerate(tasks):
+            if not (isinstance(getattr(t, "env_name", None), str) and isinstance(getattr(t, "data", None), bytes)):
+                raise TypeError(f"tasks[{i}] is a {type(t).__name__} ({t!r:.60}), not a Meta-World Task (env_name, "
+                                "data): take them from mt1_tasks / mt10_tasks, or a benchmark's train_tasks")
         names = {t.env_name for t in tasks}
         if len(names) != 1:
             raise ValueError(f"tasks must all belong to one Meta-World task, got {sorted(names)}")

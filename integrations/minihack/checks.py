@@ -64,9 +64,20 @@ def check_seed(seed: Any) -> int | None:
 
 
 def check_env_kwargs(kwargs: Mapping[str, Any]) -> None:
-    """The env constructor's keyword arguments this library relies on (``max_episode_steps``)."""
+    """The env constructor's keyword arguments this library relies on (``max_episode_steps``), and the
+    crop's size, which MiniHack asserts odd (a bare ``AssertionError``) and NLE fails on below 1.
+
+    >>> check_env_kwargs({"obs_crop_h": 4})
+    Traceback (most recent call last):
+    ...
+    ValueError: obs_crop_h must be an odd int >= 1 (the cropped view is centred on the agent), got 4
+    """
     if "max_episode_steps" in kwargs:
         check_int("max_episode_steps", kwargs["max_episode_steps"], minimum=1, numpy=True)
+    for name in ("obs_crop_h", "obs_crop_w"):
+        if name in kwargs and check_int(name, kwargs[name], minimum=1, numpy=True) % 2 != 1:
+            raise ValueError(f"{name} must be an odd int >= 1 (the cropped view is centred on the agent), "
+                             f"got {kwargs[name]!r}")
 
 
 def _valid_observation_keys() -> set[str]:

@@ -200,7 +200,7 @@ class MiniHackKeyEncoder(KeyEncoder):
         found = [cache.get(row) for row in rows]
         missing = [i for i, key in enumerate(found) if key is None]
         if not missing:
-            return np.stack(found)  # type: ignore[arg-type]
+            return np.stack(found) if found else np.zeros((0, self.key_dim), np.float32)  # type: ignore[arg-type]
         if len(missing) == len(rows):
             new = self._encode(obs_batch, task_ids)
         else:
