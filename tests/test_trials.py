@@ -502,6 +502,13 @@ def test_evaluate_trials_conditions_and_errors() -> None:
         assert runs.shape == (4, 2) and set(np.unique(runs)) <= {0, 1}
         assert kept[cond]["success_by_trial"] == runs.mean(axis=0).round(3).tolist()
         assert kept[cond]["success_by_trial"] == res[cond]["success_by_trial"]  # same seed, same runs
+    # each instance's demonstration is asked once (a scripted one may cost a rollout), however many runs show it
+    asked: list[int] = []
+    counted = evaluate_trials(player.predict, HiddenGoalRoom, memory, [33, 71], trials=2, repeats=2,
+                              demonstrations=lambda i: asked.append(i) or demo(i),
+                              conditions=["with_demonstration"])
+    assert sorted(asked) == [33, 71]
+    assert counted["with_demonstration"] == res["with_demonstration"]
     with pytest.raises(ValueError, match="unknown conditions"):
         evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], conditions=("sometimes",))
     with pytest.raises(ValueError, match="needs demonstrations"):

@@ -152,8 +152,8 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
 
     ``"with_experience"``: every run guided (it reads its own earlier trials);
     ``"without_experience"``: every run free (shown nothing); ``"with_demonstration"``: guided,
-    and one demonstration of the instance (``demonstrations(instance)``) placed in the run's
-    scope before its first trial. Nothing is learned: the envs are built with ``learn=False``
+    and one demonstration of the instance (``demonstrations(instance)``, asked once per instance:
+    every run of it is shown that one) placed in the run's scope before its first trial. Nothing is learned: the envs are built with ``learn=False``
     and ``memory()`` (called once per condition) should not train its extractor. Each
     instance gets ``repeats`` runs of ``trials`` trials, one env per instance. Each condition
     seeds torch's global generator with ``seed`` first (an SB3 policy samples its actions from it).
@@ -192,9 +192,10 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
                          f"conditions is empty; choose from {CONDITIONS}")
     if "with_demonstration" in conditions and demonstrations is None:
         raise ValueError("the with_demonstration condition needs demonstrations=fn(instance) -> (observations, actions)")
+    required = None
     if "with_demonstration" in conditions and demonstrations is not None:
         required = _required(demonstrations)
-        for instance in instances:  # a missing one is said before any condition runs
+        for instance in instances:  # a missing one is said before any condition runs (and each is kept)
             required(instance)
     reports = SuccessReports() if success_reports is None else success_reports
     out: dict[str, Any] = {"instances": len(instances), "trials": trials, "repeats": repeats}
@@ -203,7 +204,7 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
         mem.success_reports = reports
         th.manual_seed(seed)  # each condition's sampled actions start from the same seed
         guided = cond != "without_experience"
-        demos = _required(demonstrations) if cond == "with_demonstration" and demonstrations is not None else None
+        demos = required if cond == "with_demonstration" else None
 
         def env_fn(instance: int, mem: TrialMemory = mem, guided: bool = guided,
                    demos: DemoSource | None = demos) -> Callable[[], gym.Env]:
@@ -221,13 +222,20 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
 
 
 def _required(demonstrations: DemoSource) -> DemoSource:
-    """``demonstrations`` for the with_demonstration condition: an instance without one is an error."""
+    """``demonstrations`` for the with_demonstration condition, asked once per instance (a scripted
+    demonstration may cost a rollout; every run of the instance is shown that one): an instance
+    without one is an error."""
+    kept: dict[int, tuple[Any, Any]] = {}
+
     def demos(instance: int) -> tuple[Any, Any]:
+        if instance in kept:
+            return kept[instance]
         demo = demonstrations(instance)
         if demo is None:
             raise ValueError(f"evaluate_trials: demonstrations({instance}) gave None, and the with_demonstration "
                              "condition reports runs shown a demonstration; give one for every instance evaluated, "
                              "or leave the condition out")
+        kept[instance] = demo
         return demo
     return demos
 
