@@ -648,8 +648,31 @@ def test_restore_rejects_another_extractor_config(rng, tmp_path):
     mgr = _trained_manager(rng)
     mgr.save(tmp_path / "run")
     other = make_manager(segment_every=4, extractor={"exp_dim": 8})
-    with pytest.raises(ManagerFileError, match="extractor config"):
+    with pytest.raises(ManagerFileError, match=r"another shape: exp_dim 16 \(this manager's 8\)"):
         other.restore(tmp_path / "run")
+
+
+@pytest.mark.parametrize("mode", ["sync", "process"])
+def test_restore_takes_the_saved_network_under_this_managers_knobs(rng, tmp_path, mode):
+    """The extractor's seed only draws initial weights, which a restore replaces, and its learning rate and
+    loss weights are training knobs: a manager built with others restores a save, trains under its own."""
+    mgr = _trained_manager(rng)
+    mgr.save(tmp_path / "run")
+    other = make_manager(mode=mode, segment_every=4, extractor={"lr": 1e-4, "ssl_coef": 0.1})  # seed 0, not 3
+    try:
+        other.restore(tmp_path / "run")
+        if mode == "sync":
+            saved, restored = mgr.trainer, other.trainer
+            for a, b in zip(saved.extractor.parameters(), restored.extractor.parameters(), strict=True):
+                assert torch.equal(a, b)
+            assert restored.updates == saved.updates and restored.updates > 0
+            assert [g["lr"] for g in restored.optimizer.param_groups] == [1e-4]
+            assert restored.config.ssl_coef == 0.1 and restored.config.lr == 1e-4
+        other.submit(make_episode(rng, 8))
+        other.flush(timeout=60)
+        assert other.extractor_version == mgr.extractor_version
+    finally:
+        other.close()
 
 
 def test_restore_rejects_a_state_saved_for_another_observation_layout(rng, tmp_path):

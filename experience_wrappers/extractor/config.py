@@ -7,7 +7,12 @@ import attrs
 from ..validators import finite, is_bool, is_int, non_negative, positive
 from .segments import context_size, segment_dim
 
-__all__ = ["ExtractorConfig"]
+__all__ = ["ExtractorConfig", "SHAPE_FIELDS"]
+
+#: the settings that shape the extractor's network (a saved extractor loads only into their values);
+#: the others are training knobs (and ``seed``, the initial weights' seed), which a restoring
+#: manager takes from its own config
+SHAPE_FIELDS = ("state_dim", "action_dim", "exp_dim", "hidden", "max_len", "discrete_actions")
 
 
 @attrs.frozen(kw_only=True)
@@ -74,6 +79,18 @@ class ExtractorConfig:
                 f"init_log_std must be >= min_log_std ({self.min_log_std!r}), "
                 f"got {self.init_log_std!r}"
             )
+
+    def shape_differences(self, saved: dict) -> dict[str, tuple[object, object]]:
+        """The :data:`SHAPE_FIELDS` in which ``saved`` (a config's ``to_dict()``) differs from this
+        config, as ``{field: (saved value, this value)}``.
+
+        >>> ExtractorConfig(state_dim=4, action_dim=3).shape_differences(
+        ...     {"state_dim": 4, "action_dim": 3, "exp_dim": 8, "hidden": 64, "max_len": 16,
+        ...      "discrete_actions": True, "seed": 5, "lr": 0.1})
+        {'exp_dim': (8, 16)}
+        """
+        mine = self.to_dict()
+        return {k: (saved.get(k), mine[k]) for k in SHAPE_FIELDS if saved.get(k) != mine[k]}
 
     @property
     def segment_dim(self) -> int:

@@ -229,9 +229,9 @@ class ExtractorLearner:
         Raises:
             ManagerFileError: a listed file is missing or damaged, or the state is invalid.
         """
-        trainer = _trainer_from(blobs, "extractor.pt", path)
+        trainer = self._retuned(_trainer_from(blobs, "extractor.pt", path), path)
         try:
-            task_trainers = {int(t): _trainer_from(blobs, str(name), path)
+            task_trainers = {int(t): self._retuned(_trainer_from(blobs, str(name), path), path)
                              for t, name in state.get("task_extractors", {}).items()}
         except (TypeError, ValueError) as exc:
             raise ManagerFileError(f"manager state at {str(path)!r} lists bad task extractors: {exc}") from exc
@@ -258,6 +258,19 @@ class ExtractorLearner:
         return {"trainer": trainer, "task_trainers": task_trainers, "samples": samples,
                 "ssl_contexts": ssl_contexts, "ssl_tasks": [int(t) for t in ssl_tasks],
                 "extractor_version": version, "ssl_updates": ssl_updates, "trained": trained}
+
+    def _retuned(self, saved: ExtractorTrainer, path: Path) -> ExtractorTrainer:
+        """``saved``'s weights, optimizer state and count under this learner's knobs (learning rate,
+        loss weights, clipping: ``extractor_config``, with the saved network's seed kept)."""
+        config = attrs.evolve(self.extractor_config, seed=saved.config.seed)
+        if config.shape_differences(saved.config.to_dict()):
+            raise ManagerFileError(f"manager state at {str(path)!r}: an extractor file's network is "
+                                   f"{saved.config}, not this manager's shape {self.extractor_config}")
+        trainer = ExtractorTrainer(ExperienceExtractor(config))
+        trainer.load_state_dict(saved.state_dict())
+        for group in trainer.optimizer.param_groups:  # (the saved optimizer state carries the saved rate)
+            group["lr"] = config.lr
+        return trainer
 
     def adopt(self, parsed: dict[str, Any]) -> None:
         """Take the state :meth:`read_state` parsed."""

@@ -96,9 +96,14 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
     else:
         raise ManagerFileError(f"cannot load manager state from {str(path)!r}: the folder kept changing while it "
                             "was read (saves in progress?)")
-    if state.get("extractor_config") != mgr.extractor_config.to_dict():
-        raise ManagerFileError(f"saved extractor config {state.get('extractor_config')} does not match "
-                            f"this manager's {mgr.extractor_config.to_dict()}")
+    saved_config = state.get("extractor_config")
+    if not isinstance(saved_config, dict):
+        raise ManagerFileError(f"manager state at {str(path)!r} has no extractor config")
+    differ = mgr.extractor_config.shape_differences(saved_config)
+    if differ:  # (training knobs and the seed may differ: this manager's own are taken)
+        said = ", ".join(f"{k} {saved!r} (this manager's {mine!r})" for k, (saved, mine) in differ.items())
+        raise ManagerFileError(f"the extractor saved at {str(path)!r} has another shape: {said}; build the "
+                               "manager with the saved settings (e.g. extractor={'exp_dim': ...}) to restore it")
     saved_layout = state.get("observation_layout")  # (saves before it was written have none)
     if saved_layout is not None and saved_layout != layout_of(mgr.observation_space):
         raise ManagerFileError(f"the manager state at {str(path)!r} was saved for observations laid out as "
