@@ -152,14 +152,23 @@ def _schedule(progress: float) -> float:
 
 @pytest.mark.parametrize("experience", [True, False])
 def test_item6_a_setting_that_cannot_be_saved_is_refused_by_name_and_nothing_is_written(tmp_path, experience) -> None:
-    # refused at construction, before any training (as run scope does), not at the save after it
+    # said at construction, before any training (as run scope does), refused at the save: the run trains
+    # (a user who never saves may take a closure schedule, as SB3's get_linear_fn makes)
+    with pytest.warns(UserWarning, match=r"algorithm_kwargs\['learning_rate'\].*cannot be saved.*save\(\) will"):
+        run = _run(experience, algorithm_kwargs={**SMALL, "learning_rate": lambda p: 3e-4 * p})
+    run.learn(32)
     with pytest.raises(TypeError, match=r"algorithm_kwargs\['learning_rate'\].*cannot be saved"):
-        _run(experience, algorithm_kwargs={**SMALL, "learning_rate": lambda p: 3e-4 * p})
+        run.save(tmp_path / "r")
+    run.close()
+
     class LocalTanh(th.nn.Tanh):  # defined inside a function: no importable name
         pass
 
+    with pytest.warns(UserWarning, match=r"policy_kwargs\['activation_fn'\] = .*LocalTanh.* cannot be saved"):
+        run = _run(experience, policy_kwargs={"net_arch": [8], "activation_fn": LocalTanh})
     with pytest.raises(TypeError, match=r"policy_kwargs\['activation_fn'\] = .*LocalTanh.* cannot be saved"):
-        _run(experience, policy_kwargs={"net_arch": [8], "activation_fn": LocalTanh})
+        run.save(tmp_path / "r")
+    run.close()
     assert not (tmp_path / "r").exists()
 
 
@@ -411,3 +420,20 @@ def test_learn_takes_the_callbacks_sb3_takes_and_refuses_others_by_name() -> Non
     with pytest.raises(TypeError, match="must hold SB3 callbacks"):
         run.learn(32, callback=[print])
     run.close()
+
+
+def test_a_key_encoder_object_trains_with_a_warning_and_its_save_is_refused_by_name(tmp_path) -> None:
+    """Encoders are callables: named as an object (not "a lambda ... a learning-rate schedule?")."""
+    from experience_wrappers.keys import RandomProjectionKeyEncoder
+
+    enc = RandomProjectionKeyEncoder(gym.make("CartPole-v1").observation_space, key_dim=8)
+    with pytest.warns(UserWarning, match=r"wrapper_kwargs\['key_encoder'\] = .*\(RandomProjectionKeyEncoder\) cannot be "
+                                         r"saved in method.json: an object"):
+        run = _run(wrapper_kwargs={"key_encoder": enc})
+    try:
+        run.learn(64)
+        assert run.manager is not None and run.manager.key_encoder is enc and run.manager.bank.dims["key_dim"] == 8
+        with pytest.raises(TypeError, match="key_encoder"):
+            run.save(tmp_path / "r")
+    finally:
+        run.close()

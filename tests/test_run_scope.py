@@ -89,9 +89,15 @@ def test_a_demonstration_source_is_checked_when_the_run_is_built(kind, err, matc
         make(demonstrations=_bad_demo(kind))
 
 
-def test_a_setting_a_save_could_not_write_is_refused_when_the_run_is_built() -> None:
-    with pytest.raises(TypeError, match="learning_rate"):
-        make(algorithm_kwargs={"learning_rate": lambda p: 3e-4 * p})
+def test_a_setting_a_save_could_not_write_is_said_when_the_run_is_built_and_refused_at_save(tmp_path) -> None:
+    with pytest.warns(UserWarning, match="learning_rate"):
+        run = make(algorithm_kwargs={"learning_rate": lambda p: 3e-4 * p})
+    try:
+        with pytest.raises(TypeError, match="learning_rate"):
+            run.save(tmp_path / "r")
+        assert not (tmp_path / "r").exists()
+    finally:
+        run.close()
 
 
 def test_the_horizon_is_the_envs_cap_and_without_one_a_named_error() -> None:

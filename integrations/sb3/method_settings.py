@@ -14,13 +14,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json",
+__all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -202,6 +203,11 @@ def to_json(value: Any, name: str) -> Any:
     plain = _plain_object(value, name)
     if plain is not None:
         return plain
+    if callable(value) and not (isinstance(value, type) or inspect.isroutine(value)):  # an object that calls
+        raise TypeError(f"{name} = {value!r} ({type(value).__name__}) cannot be saved in method.json: an object is "
+                        "saved as its importable class and constructor arguments, where its attributes are exactly "
+                        "those arguments (SB3's LinearSchedule), and this one's are not (a key encoder's projection, "
+                        "a functools.partial)")
     if callable(value):
         raise TypeError(f"{name} = {value!r} cannot be saved in method.json: a callable is saved by its importable "
                         "name, and a lambda or a function or class defined inside another has none (a learning-rate "
@@ -235,6 +241,17 @@ def from_json(value: Any, name: str) -> Any:
 def settings_to_json(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Every setting as plain JSON (:func:`to_json`, each named by its key)."""
     return {key: to_json(value, key) for key, value in settings.items()}
+
+
+def warn_unsavable(settings: Mapping[str, Any], stacklevel: int = 3) -> None:
+    """Warn, at construction, of a setting that a save could not write (naming it, as the refusal at
+    ``save()`` will): the run trains as asked (an SB3 ``get_linear_fn`` schedule, a key encoder
+    object), and the warning comes before the training, not after it."""
+    try:
+        settings_to_json(settings)
+    except TypeError as exc:
+        warnings.warn(f"{exc}. The run trains; its save() will refuse this setting (the model alone saves with "
+                      "run.model.save)", UserWarning, stacklevel=stacklevel)
 
 
 def settings_from_json(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,13 @@ from experience_wrappers.validators import check_int, check_real, check_timestep
 
 from .guards import check_action_space
 from .method import ComplementaryRL
-from .method_settings import check_seed, load_arguments, settings_to_json, user_callbacks
+from .method_settings import (
+    check_seed,
+    load_arguments,
+    settings_to_json,
+    user_callbacks,
+    warn_unsavable,
+)
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -164,7 +170,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "features_kwargs": dict(features_kwargs or {}),
             "vec_normalize": None if vec_normalize is None else dict(vec_normalize),
             "verbose": verbose, "tensorboard_log": tensorboard_log}
-        settings_to_json(self._settings)  # refuses, by name, a setting a save could not write
+        warn_unsavable(self._settings)  # a setting a save could not write: said now, refused at save()
         self.memory = self._memory(mem_kwargs)
         if demonstrations is not None:  # checked now on the first instance that has one, not in learn()
             for instance in self.instances[:CHECKED_DEMONSTRATIONS]:

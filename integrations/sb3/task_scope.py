@@ -61,6 +61,7 @@ from .method_settings import (
     saved_algorithm,
     settings_to_json,
     user_callbacks,
+    warn_unsavable,
 )
 from .rollin_callbacks import RollInCallback, RollInView
 from .rollin_env import GuidedRollInVecEnv
@@ -178,7 +179,7 @@ class TaskScopeRL:
                                                   ("callback_kwargs", callback_kwargs),
                                                   ("ingest_kwargs", ingest_kwargs),
                                                   ("algorithm_kwargs", algorithm_kwargs))}}
-        settings_to_json(self._settings)  # refuses, by name, a setting a save could not write (now, not after learn)
+        warn_unsavable(self._settings)  # a setting a save could not write: said now (before learn), refused at save()
         fam = family_of(env)
         self.family: Family = fam
         self._check(fam, demonstrations)
