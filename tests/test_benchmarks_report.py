@@ -75,6 +75,21 @@ def test_a_report_elsewhere_writes_only_there_and_holds_only_the_users_tables(tm
     assert "steps to return 237.5" in text and "steps to return 475" not in text  # a return threshold
     assert sorted(p.name for p in out.parent.rglob("*") if p.is_file()) == ["my-env_Toy-v0.png", "report.md"]
     assert "README" not in capsys.readouterr().out
+    # without --out, a report of the user's results goes beside them, never over the project's pages
+    from benchmarks.reporting.report import DOCS
+
+    pages = {p: p.read_text() for p in DOCS.glob("*.md")}
+    text = main(["--results", str(root), "--overhead"])
+    assert (root / "report.md").read_text() == text
+    assert {p: p.read_text() for p in DOCS.glob("*.md")} == pages
+
+
+def test_a_damaged_result_file_is_named(tmp_path, capsys):
+    path = tmp_path / "results" / "easy" / "Toy-v0" / "ppo" / "seed0.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"env_id": ')
+    with pytest.raises(ValueError, match=r"seed0.json is not a result file"):
+        main(["--results", str(tmp_path / "results"), "--out", str(tmp_path / "r.md"), "--overhead"])
 
 
 @pytest.mark.parametrize(("args", "says"), [

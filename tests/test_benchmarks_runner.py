@@ -43,6 +43,35 @@ def test_a_run_whose_file_appeared_meanwhile_is_skipped(tmp_path):
     assert path.read_text() == "{}"
 
 
+def test_a_run_that_replaces_a_result_is_not_skipped_for_the_file_it_replaces(tmp_path):
+    """--force keeps the old file until the new one replaces it (a rerun stopped on the way leaves it)."""
+    path = tmp_path / "seed0.json"
+    path.write_text("{}")
+    job = {"path": str(path), "env_id": "NoSuchEnv-v9", "arm": "ppo", "seed": 0, "hyper": {"n_envs": 1},
+           "steps": 8, "eval_episodes": 0, "eval_every": 0, "replace": True}
+    assert _one(job)[1] == "failed"  # it ran (and failed: the env does not exist)
+    assert path.read_text() == "{}"  # the old result stays
+
+
+def test_what_would_go_wrong_is_said_before_detaching_and_a_damaged_result_is_named(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--env", "CartPole-v1", "--background", "--arms", "nope", "--results", str(tmp_path)])
+    assert stop.value.code == 2 and "unknown arms" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # no log folder, nothing detached
+    damaged = result_path(tmp_path, "smoke", "CartPole-v1", "ppo", 0)
+    damaged.parent.mkdir(parents=True)
+    damaged.write_text('{"arm": ')
+    with pytest.raises(SystemExit):
+        main(["--suite", "smoke", "--arms", "ppo", "--results", str(tmp_path)])
+    assert "seed0.json is not a result file" in capsys.readouterr().err
+
+
+def test_an_arm_or_seed_named_twice_runs_once(tmp_path, capsys):
+    with pytest.raises(SystemExit):  # (refused after the de-duplication: the arms it names once)
+        main(["--suite", "smoke", "--arms", "nope", "nope", "--results", str(tmp_path)])
+    assert "unknown arms ['nope']" in capsys.readouterr().err
+
+
 def test_a_failing_run_reports_its_traceback(tmp_path):
     job = {"path": str(tmp_path / "x.json"), "env_id": "NoSuchEnv-v9", "arm": "ppo", "seed": 0,
            "hyper": {"n_envs": 1}, "steps": 8, "eval_episodes": 0, "eval_every": 0}

@@ -1,4 +1,5 @@
-"""A benchmark's result file: written in one place, one way (indented JSON, its folder made).
+"""A benchmark's result file: written in one place, one way (indented JSON, its folder made), and
+read in one place (:func:`read_result`: a damaged or foreign file named, not a raw traceback).
 
 Written atomically, at the end of a run: a run stopped on the way (SIGTERM, Ctrl-C, kill -9,
 a full disk) leaves no result file, or the previous one as it was, never a truncated one
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_result"]
+__all__ = ["write_result", "read_result"]
 
 
 def write_result(path: Path, result: Any, *, announce: bool = True,
@@ -41,3 +42,16 @@ def write_result(path: Path, result: Any, *, announce: bool = True,
     if announce:
         print(f"wrote {path}")
     return path
+
+
+def read_result(path: Path, needs: tuple[str, ...] = ("arm", "seed")) -> dict[str, Any]:
+    """One result file as a dict; ValueError naming it where it is not one (damaged, another JSON, or
+    without the fields ``needs``)."""
+    try:
+        res = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a result file ({exc}): remove it, or rerun with --force") from None
+    if not isinstance(res, dict) or not set(needs) <= set(res):
+        raise ValueError(f"{path} is not a result file (it lacks {', '.join(needs)}): remove it, or rerun "
+                         "with --force")
+    return res

@@ -50,7 +50,7 @@ from . import zoo
 from .algos import ALGOS, algorithm_class, check_algo_arm
 from .cli_checks import bad_seeds, check_output_folder
 from .config import HYPERPARAMS, load_hyperparams, read_hyperparams_file, yaml_problem
-from .result_file import write_result
+from .result_file import read_result, write_result
 from .workers import Stopped, worker_pool
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -182,7 +182,7 @@ def summary_lines(paths: list[Path]) -> list[str]:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in paths:
         if path.exists():
-            r = json.loads(path.read_text())
+            r = read_result(path, needs=("env_id", "arm", "seed"))
             groups.setdefault((r["env_id"], r["arm"]), []).append(r)
     lines = [f"{'env':28} {'arm':22} {'seeds':>8} {'final':>16} {'steps/s':>8}"]
     for (env_id, arm), runs in sorted(groups.items()):
@@ -210,7 +210,7 @@ def _one(job: dict[str, Any]) -> tuple[str, str, str | None]:
     warnings.filterwarnings("ignore")
     from .run import train_run
 
-    if Path(job["path"]).exists():
+    if Path(job["path"]).exists() and not job.get("replace"):
         return job["path"], "skipped", None
     try:
         outputs = {k: job[k] for k in ("model_dir", "tensorboard_log", "algo") if job.get(k)}
@@ -264,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true",
                    help="rerun and replace results made with other settings (default: stop and say what differs)")
     args = p.parse_args(argv)
+    for name in ("env", "envs", "arms", "seeds"):  # named twice, run once (not two runs racing for one file)
+        if getattr(args, name):
+            setattr(args, name, list(dict.fromkeys(getattr(args, name))))
     for name in ("steps", "eval_episodes", "eval_every"):
         value = getattr(args, name)
         if value is not None and (value <= 0 if name == "steps" else value < 0):
@@ -288,16 +291,6 @@ def main(argv: list[str] | None = None) -> int:
             check_output_folder(args.tensorboard, "--tensorboard")
     except ValueError as exc:
         p.error(str(exc))
-    if args.background:
-        log = results / suite.name / "runner.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "benchmarks.harness.runner", *[a for a in (argv or sys.argv[1:]) if a != "--background"]]
-        if args.results is None:
-            cmd += ["--results", str(results)]
-        with open(log, "a") as f:
-            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-        print(f"running in the background (pid {proc.pid}); log: {log}")
-        return 0
     arms = tuple(args.arms or suite.arms)
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
@@ -325,6 +318,16 @@ def main(argv: list[str] | None = None) -> int:
             check_env_id(env_id)
         except ValueError as exc:
             p.error(str(exc))
+    if args.background:  # after every check: a mistake is said here, not in the log
+        log = results / suite.name / "runner.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "benchmarks.harness.runner", *[a for a in (argv or sys.argv[1:]) if a != "--background"]]
+        if args.results is None:
+            cmd += ["--results", str(results)]
+        with open(log, "a") as f:
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        print(f"running in the background (pid {proc.pid}); log: {log}")
+        return 0
     command = " ".join(["python -m benchmarks.harness.runner", *(argv or sys.argv[1:])])
     print(f"results: {results}", flush=True)
     jobs = []
@@ -367,13 +370,18 @@ def main(argv: list[str] | None = None) -> int:
                     job["tensorboard_log"] = str(args.tensorboard / suite.name / env_id.replace("/", "_") / arm
                                                  / f"seed{seed}")
                 if path.exists():
-                    diff = settings_diff(json.loads(path.read_text()).get("settings"), job_settings(job))
+                    try:
+                        diff = settings_diff(read_result(path, needs=()).get("settings"), job_settings(job))
+                    except ValueError as exc:  # damaged, or not a result file: --force replaces it
+                        if not args.force:
+                            p.error(str(exc))
+                        diff = ["not a result file"]
                     if not diff:
                         continue  # done with these settings (or before settings were recorded)
                     if not args.force:
                         stale.append(f"{path}: {'; '.join(diff)}")
                         continue
-                    path.unlink()
+                    job["replace"] = True  # (the old file stays until the new one replaces it, atomically)
                 jobs.append(job)
     if stale:
         print("stop: these results were made with other settings:\n  " + "\n  ".join(stale[:10])

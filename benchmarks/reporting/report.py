@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None, *, into_repository: bool = True) -> str:
     p.add_argument("--suites", nargs="*")
     p.add_argument("--out", type=Path, default=None,
                    help="the page to write; figures go to figures/ beside it (default: docs/benchmarks.md with "
-                        "python -m benchmarks.reporting.report, <results>/report.md with crl-report)")
+                        "python -m benchmarks.reporting.report on benchmarks/results, else <results>/report.md)")
     p.add_argument("--analysis", type=Path, default=None,
                    help="hand-written analysis placed before the tables (default: benchmarks/reporting/analysis.md "
                         "when writing docs/benchmarks.md, else none)")
@@ -446,8 +446,9 @@ def main(argv: list[str] | None = None, *, into_repository: bool = True) -> str:
         args.results = RESULTS if into_repository else default_results()
     if not args.results.is_dir():
         p.error(f"no result folder {args.results} (write one with python -m benchmarks.harness.runner)")
-    if args.out is None:
-        args.out = default_out if into_repository else args.results / "report.md"
+    if args.out is None:  # (the project's pages are written from the project's results only)
+        own = into_repository and args.results.resolve() == RESULTS.resolve()
+        args.out = default_out if own else args.results / "report.md"
     project = args.out.resolve() == default_out.resolve()
     analysis = args.analysis or (ANALYSIS if project else None)
     missing = [f"{flag} {path}" for flag, paths in (("--analysis", [args.analysis] if args.analysis else []),

@@ -6,12 +6,13 @@ both read, so neither imports the other for it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+from benchmarks.harness.result_file import read_result
 
 __all__ = ["RESULTS", "load_results", "curve_of", "auc"]
 
@@ -25,7 +26,7 @@ def load_results(root: Path, suites: list[str] | None = None) -> dict[str, dict[
         suite = path.parts[-4]
         if suites and suite not in suites:
             continue
-        res = json.loads(path.read_text())
+        res = read_result(path, needs=("env_id", "arm", "seed"))
         out[suite][res["env_id"]][res["arm"]].append(res)
     for envs in out.values():
         for arms in envs.values():

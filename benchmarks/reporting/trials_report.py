@@ -9,7 +9,6 @@ seeds with its 95 % bootstrap CI (each seed: 20 held-out instances x ``repeats``
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.result_file import read_result
 from benchmarks.reporting.paired_runs import paired_table
 from benchmarks.reporting.stats import bootstrap_ci, difference_ci
 
@@ -315,19 +315,6 @@ MAZES_COMPARISONS: list[tuple[str, str, str, str]] = [
 ]
 
 CONDITIONS = ("with_experience", "without_experience", "with_demonstration")
-
-
-def read_result(path: Path, needs: tuple[str, ...] = ("arm", "seed")) -> dict[str, Any]:
-    """One trials result file; ValueError naming it where it is not one (damaged, another JSON, or
-    without the fields ``needs``)."""
-    try:
-        res = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not a trials result file ({exc}): remove it, or rerun with --force") from None
-    if not isinstance(res, dict) or not set(needs) <= set(res):
-        raise ValueError(f"{path} is not a trials result file (it lacks {', '.join(needs)}): remove it, or rerun "
-                         "with --force")
-    return res
 
 
 def load(family: str, root: Path = RESULTS, folder: Path | None = None) -> dict[str, list[dict[str, Any]]]:

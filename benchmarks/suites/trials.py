@@ -72,9 +72,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from benchmarks.harness.cli_checks import bad_seeds, check_output_folder
-from benchmarks.harness.result_file import write_result
+from benchmarks.harness.result_file import read_result, write_result
 from benchmarks.harness.workers import Stopped, worker_pool
-from benchmarks.reporting.trials_report import SUITES, read_result
+from benchmarks.reporting.trials_report import SUITES
 from benchmarks.suites.trials_ml1 import (
     ml1_pick_place_moves_family,
     ml1_push_moves_family,
@@ -698,8 +698,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(ARMS[arm].get("steps", args.steps))
 
     todo = []
-    for arm in args.arms:
-        for seed in args.seeds:
+    for arm in dict.fromkeys(args.arms):  # (named twice, run once)
+        for seed in dict.fromkeys(args.seeds):
             path = out / arm / f"seed{seed}.json"
             if path.exists():
                 try:
