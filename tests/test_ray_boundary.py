@@ -128,3 +128,23 @@ def test_a_handle_used_in_a_forked_child_is_refused_rather_than_hang():
     assert not child.is_alive()
     assert "forked from one connected to Ray" in out.get(timeout=5)
     service.shutdown()
+
+
+@ray.remote(num_cpus=0)
+def _collect_without_close(service, n_episodes: int) -> int:
+    env = service.wrap(gym.make("CartPole-v1"), manager_kwargs={"segment_every": 4})
+    _episodes(env, n_episodes)
+    return env.manager.episodes_submitted  # the task ends here, without env.close()
+
+
+def test_episodes_queued_in_a_task_that_ends_without_close_still_reach_the_learner():
+    service = start_service(name="unclosed", num_cpus=0)
+    try:
+        assert ray.get(_collect_without_close.remote(service, 5)) == 5
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and service.call("learner_stats")["episodes_processed"] < 5:
+            time.sleep(0.2)
+        # (lost before: the task's last episodes waited for a call from it that never came)
+        assert service.call("learner_stats")["episodes_processed"] == 5
+    finally:
+        service.shutdown()

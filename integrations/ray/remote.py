@@ -10,6 +10,8 @@ key encoder, sends finished episodes without waiting, keeps the callback's sched
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -27,6 +29,8 @@ from experience_wrappers.validators import check_int
 
 from ._require import require_ray
 from .replica_holder import ReplicaHolder
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -206,6 +210,8 @@ class RemoteManager:
         self.submit_delay = float(submit_delay)
         self._outbox: list[Episode] = []
         self._outbox_since = 0.0
+        #: guards the outbox and the refs sent, which the late-send timer shares (:meth:`_send_late`)
+        self._lock = threading.Lock()
         self.follow_schedule = bool(follow_schedule)
         self._schedule_read = -np.inf
         # advanced by CRLCallback; each advance forwards the guided ratio and progress (setters below)
@@ -288,10 +294,16 @@ class RemoteManager:
         return self.episodes_sent
 
     def submit(self, episode: Episode) -> None:
-        """Queue a finished episode for the service's learner (sent in batches; never waits for it)."""
-        if not self._outbox:
-            self._outbox_since = time.monotonic()
-        self._outbox.append(episode)
+        """Queue a finished episode for the service's learner (sent in batches; never waits for it).
+
+        What is queued is sent at the latest about ``2 * submit_delay`` after the first of it, from a
+        timer, also where no call follows (a Ray task that ends without ``close()``).
+        """
+        with self._lock:
+            if not self._outbox:
+                self._outbox_since = time.monotonic()
+                self._arm_late_send()
+            self._outbox.append(episode)
         self.episodes_sent += 1
         if len(self._outbox) >= self.submit_batch:
             self._send_outbox()
@@ -308,9 +320,29 @@ class RemoteManager:
             self.refresh_replica()  # nothing has polled for replica_ttl seconds
 
     def _send_outbox(self) -> None:
-        if self._outbox:
+        with self._lock:  # (taken and sent under one lock: batches reach the service in the order queued)
+            if not self._outbox:
+                return
             batch, self._outbox = self._outbox, []
-            self._track(self.service.send("submit", batch))
+            ref = self.service.send("submit", batch)
+        self._track(ref)
+
+    def _arm_late_send(self) -> None:
+        if self.submit_delay > 0:
+            timer = threading.Timer(2 * self.submit_delay, self._send_late)
+            timer.daemon = True
+            timer.start()
+
+    def _send_late(self) -> None:
+        """The timer's send of what is still queued: its ref is checked at the next call from here."""
+        with self._lock:
+            if not self._outbox:
+                return
+            batch, self._outbox = self._outbox, []
+            try:
+                self._pending.append(self.service.send("submit", batch))
+            except Exception:  # noqa: BLE001 - Ray is shut down: nothing is left to send to
+                log.debug("late send of %d episodes failed", len(batch), exc_info=True)
 
     def poll(self) -> None:
         """Send the queued episodes now, then (``local_reads``) refresh the replica if the
@@ -352,7 +384,8 @@ class RemoteManager:
         self._send_outbox()
         if self.replicas is not None:
             self._send_hits(self.replicas.current.take_hits())
-        pending, self._pending = self._pending, []
+        with self._lock:
+            pending, self._pending = self._pending, []
         self.service.wait(pending, timeout=timeout)
         self.service.flush(timeout)
 
@@ -366,17 +399,21 @@ class RemoteManager:
         return len(self._outbox) + len(self._pending)
 
     def _track(self, ref: Any) -> None:
-        self._pending.append(ref)
-        if len(self._pending) < self.max_pending:
-            return
+        with self._lock:
+            self._pending.append(ref)
+            if len(self._pending) < self.max_pending:
+                return
+            pending, self._pending = self._pending, []
         ray = require_ray()
-        ready, waiting = ray.wait(self._pending, num_returns=len(self._pending), timeout=0)
-        self.service.wait(ready)  # raises the first error the service reported
-        self._pending = waiting
-        if len(waiting) >= self.max_pending:  # the service is behind: wait for the oldest half
-            half = waiting[: len(waiting) // 2]
-            self.service.wait(half)
-            self._pending = waiting[len(half):]
+        ready, waiting = ray.wait(pending, num_returns=len(pending), timeout=0)
+        try:
+            self.service.wait(ready)  # raises the first error the service reported
+            if len(waiting) >= self.max_pending:  # the service is behind: wait for the oldest half
+                half, waiting = waiting[: len(waiting) // 2], waiting[len(waiting) // 2:]
+                self.service.wait(half)
+        finally:
+            with self._lock:  # (with what the timer sent meanwhile)
+                self._pending = waiting + self._pending
 
     # --------------------------------------------------------------- reads
     def stats(self) -> dict[str, float]:

@@ -364,6 +364,8 @@ def _raised_in(message: str) -> str:
 
     >>> _raised_in("Traceback (most recent call last):" + chr(10) + "ValueError: key_dim must be >= 1, got 0")
     'ValueError: key_dim must be >= 1, got 0'
+    >>> _raised_in("ray::ServiceActor.__init__()" + chr(10) + "experience_wrappers.errors.BankFileError: damaged")
+    'experience_wrappers.errors.BankFileError: damaged'
     """
-    found = re.findall(r"^(\w+(?:Error|Exception)\b.*)$", message, flags=re.MULTILINE)
+    found = re.findall(r"^((?:\w+\.)*\w+(?:Error|Exception)\b.*)$", message, flags=re.MULTILINE)
     return found[-1] if found else message
