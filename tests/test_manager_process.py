@@ -34,9 +34,18 @@ ACT = spaces.Discrete(3)
 SMALL = dict(segment_every=4, batch_size=8, ssl_batch_size=8)
 
 
-def make_manager(mode: str, bank: ExperienceBank | None = None, **config) -> ExperienceManager:
+def make_manager(mode: str, bank: ExperienceBank | None = None, key_encoder=None, **config) -> ExperienceManager:
     bank = bank if bank is not None else ExperienceBank(seed=0, dedup_threshold=0.0)
-    return ExperienceManager(bank, OBS, ACT, config=ManagerConfig(mode=mode, **{**SMALL, **config}))
+    return ExperienceManager(bank, OBS, ACT, key_encoder=key_encoder,
+                             config=ManagerConfig(mode=mode, **{**SMALL, **config}))
+
+
+def poisoned_keys(obs, tasks):
+    """Keys of observations, raising for an all-0.5 one (a failure only the learner process meets)."""
+    obs = np.asarray(obs, dtype=np.float32)
+    if np.any(np.all(obs == 0.5, axis=1)):
+        raise ValueError("poisoned observation")
+    return obs
 
 
 @pytest.fixture
@@ -195,10 +204,10 @@ def test_poll_and_stats_hand_the_waiting_episodes_over(managers, call):
 
 
 def test_a_bad_episode_costs_only_itself_in_its_batch(managers):
-    mgr = managers("process", handover_every=4)
+    mgr = managers("process", handover_every=4, key_encoder=CallableKeyEncoder(poisoned_keys, key_dim=4))
     good = episodes(8, 3)
-    bad = Episode(observations=np.zeros((5, 7), np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),
-                  success=None, guided=False)  # 7 features where the key encoder reads 4
+    bad = Episode(observations=np.full((5, 4), 0.5, np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),
+                  success=None, guided=False)  # its keys fail in the learner process (its shape passed at submit)
     for ep in (good[0], bad, good[1], good[2]):
         mgr.submit(ep)
     with pytest.raises(RuntimeError, match="learner process"):
