@@ -181,8 +181,15 @@ def test_save_over_existing_bank_replaces_its_files_and_nothing_else(bank, tmp_p
     assert not any(f.exists() for f in before)  # the previous save's files are gone
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank"]  # no temporary leftovers
     assert len(list(path.iterdir())) == 5  # .lock, meta.json, two data files, notes.txt
-    other.save(path)  # and back again
+    # and back again: other did not write the save there now (bank's), so replacing it is asked for by name
+    with pytest.raises(BankFileError, match="refusing to save into .* it holds save"):
+        other.save(path)
+    assert len(ExperienceBank.load(path)) == len(bank)
+    other.save(path, overwrite=True)
     assert len(ExperienceBank.load(path)) == 2
+    other.add(np.ones((1, 2), F32) * 5, np.ones((1, 1), F32))
+    other.save(path)  # its own save: no overwrite needed
+    assert len(ExperienceBank.load(path)) == 3
 
 
 def test_save_refuses_a_file_path_and_leaves_it_alone(bank, tmp_path):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..credit.rules import credit_utilities
+from ..validators import check_bool
 from .arguments import (
     as_float_vector,
     as_ids,
@@ -349,7 +350,7 @@ class ExperienceBank:
         return bank_stats(self.core)
 
     # ----------------------------------------------------------------- storage
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Save to a folder: a new one, an empty one, or one this method wrote before.
 
         The save is crash-safe and writes only its own files: the data goes into new files,
@@ -361,10 +362,11 @@ class ExperienceBank:
         inconsistent bank (:class:`~experience_wrappers.errors.BankStateError`): the
         folder is then left as it was.
 
-        A stale save is refused too (``BankFileError`` naming both save ids): a loaded bank
-        does not overwrite a folder whose save it has neither been loaded from nor written
-        (another process saved there since this bank was loaded from it), which would drop that
-        save's entries. A bank that was never loaded may replace any bank folder.
+        A stale save is refused too (``BankFileError`` naming both save ids): a bank that was
+        loaded or has saved does not overwrite a folder whose save it has neither been loaded from
+        nor written (another bank saved there since), which would drop that save's entries;
+        ``overwrite=True`` replaces it. A bank that was never loaded nor saved may replace any
+        bank folder.
 
         Returns:
             The folder's path.
@@ -373,7 +375,11 @@ class ExperienceBank:
 
         with self.core.lock.read(), self.core.count_lock:
             check_consistency(self.core)  # (under the lock held: the public method would take it again)
-            return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=self._lineage)
+            lineage = [] if check_bool("overwrite", overwrite) else self._lineage  # (empty: refuses nothing)
+            saved = save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=lineage)
+            if lineage is not self._lineage:
+                self._lineage += lineage  # the save it wrote
+            return saved
 
     def check_consistency(self) -> None:
         """Raise :class:`~experience_wrappers.errors.BankStateError` if entries and index disagree.

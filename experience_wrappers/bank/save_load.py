@@ -211,9 +211,9 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
     """Write a bank's ``state`` to the folder ``path`` in format ``fmt``, ``version`` (the caller
     holds the bank's read lock; see the module doc).
 
-    ``lineage``: the save ids a loaded bank's content descends from (the save it was loaded
-    from, then those it wrote). When it is not empty, a folder holding a save outside it is
-    refused (a stale save), and the new save's id is appended to it once committed.
+    ``lineage``: the save ids a bank's content descends from (the save it was loaded from, then
+    those it wrote). When it is not empty, a folder holding a save outside it is refused (a stale
+    save); the new save's id is appended to it once committed.
     """
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
@@ -261,7 +261,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
                 remove_or_warn(path, written, "that a failed save wrote")
             raise
         fsync_dir(path)
-        if lineage:  # a loaded bank's lineage grows with its saves (a bank never loaded has none)
+        if lineage is not None:  # the bank's lineage grows with its saves (a bank's first save starts it)
             lineage.append(gen)
         # committed: the previous save's files, and whatever an interrupted save left (all of them
         # ours); a failure to remove them warns, as the new save is in place
