@@ -52,6 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.cli_checks import check_output_file
+from benchmarks.harness.result_file import write_result
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "scaling.md"
@@ -451,8 +454,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                    help="measure only where the learner runs; keep the other figures of --out")
     p.add_argument("--address", default=None, help="an existing Ray cluster (default: a local one)")
     p.add_argument("--out", type=Path, default=RESULTS / "scaleout.json")
-    p.add_argument("--no-doc", action="store_true", help="do not rewrite the table in docs/scaling.md")
+    p.add_argument("--no-doc", action="store_true",
+                   help="do not rewrite the table in docs/scaling.md (never rewritten for an --out elsewhere)")
     args = p.parse_args(argv)
+    for name in ("seconds", "rollout_steps", "n_envs", "bank_size", "clients", "latency_rounds"):
+        if not getattr(args, name) > 0:
+            p.error(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
+    if min(args.workers) < 1 or args.learner_steps < 0:
+        p.error(f"--workers must be >= 1 and --learner-steps >= 0, got {args.workers} and {args.learner_steps}")
+    try:
+        check_output_file(args.out, "--out")
+    except ValueError as exc:
+        p.error(str(exc))
+    if args.only_learner and not args.out.is_file():
+        p.error(f"--only-learner keeps the other figures of --out, and there is no {args.out}")
+    if args.out.resolve() != (RESULTS / "scaleout.json").resolve():
+        args.no_doc = True  # (the project's page shows the project's figures only)
 
     from experience_wrappers import ExperienceBank
     from integrations.ray import ensure_connected, start_service
@@ -502,8 +519,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def _write(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """Write the result file, print the table and (unless ``--no-doc``) put it in the docs page."""
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
+    write_result(args.out, report)
     table = fmt_table(report)
     print(table)
     if not args.no_doc:

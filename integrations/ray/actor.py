@@ -173,10 +173,10 @@ class ServiceActor:
         self.calls += 1
         return self.bank.remove(ids)
 
-    def save(self, path: str) -> str:
+    def save(self, path: str, overwrite: bool = False) -> str:
         """Save the bank to a folder (``ExperienceBank.load`` reads it anywhere)."""
         self.calls += 1
-        return str(self.bank.save(path))
+        return str(self.bank.save(path, overwrite=overwrite))
 
     def load(self, path: str) -> int:
         """Replace the bank with the one saved at ``path``; returns its size.

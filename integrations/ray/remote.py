@@ -105,8 +105,8 @@ class RemoteBank(ExperienceBank):
     def remove(self, ids: Any) -> int:
         return self.service.remove(ids)
 
-    def save(self, path: str | Path) -> Path:
-        return self.service.save(path)
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        return self.service.save(path, overwrite=overwrite)
 
     @property
     def version(self) -> int:

@@ -206,11 +206,12 @@ class ExperienceService:
     def remove(self, ids: Any) -> int:
         return self.call("remove", ids)
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Save the bank to a folder on the service's machine (``ExperienceBank.load`` reads it),
-        after the episodes this handle's wrappers hold are processed (:meth:`_hand_over`)."""
+        after the episodes this handle's wrappers hold are processed (:meth:`_hand_over`);
+        ``overwrite`` as :meth:`ExperienceBank.save <experience_wrappers.ExperienceBank.save>`."""
         self._hand_over()
-        return Path(self.call("save", absolute_path(path)))
+        return Path(self.call("save", absolute_path(path), overwrite))
 
     def _hand_over(self) -> None:
         """Send the episodes still queued on this handle's learner stand-in and wait (within the handle's
