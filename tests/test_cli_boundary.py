@@ -148,6 +148,13 @@ def test_a_trials_arm_that_names_its_budget_keeps_it(tmp_path, capsys):
     ("overhead", ["--envs", "Nope-v0"], "no hyperparameters for 'Nope-v0'"),
     ("step_profile", ["--out", "a_folder"], "--out a_folder: a folder, not a file"),
     ("step_profile", ["--env", "Nope-v0"], "--env Nope-v0: Environment `Nope` doesn't exist"),
+    ("overhead", ["--envs", "CartPole-v1", "--seed", "-1"], "--seed: -1 is not in [0, 2**32 - 1]"),
+    ("overhead", ["--envs"], "--envs and --arms name at least one each"),
+    ("overhead", ["--envs", "CartPole-v1", "--torch-threads", "-3"], "--torch-threads must be >= 0"),
+    ("scaleout", ["--workers", "0"], "--workers must be >= 1"),
+    ("scaleout", ["--seconds", "-1"], "--seconds must be > 0"),
+    ("scaleout", ["--out", "a_folder"], "--out a_folder: a folder, not a file"),
+    ("scaleout", ["--only-learner", "--out", "none.json"], "--only-learner keeps the other figures of --out"),
     ("query_latency", ["--k", "0"], "--k 0: too small"),
     ("query_latency", ["--out", "a_folder"], "--out a_folder: a folder, not a file"),
 ])

@@ -65,7 +65,7 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 
-from benchmarks.harness.cli_checks import check_output_file
+from benchmarks.harness.cli_checks import bad_seeds, check_output_file
 from benchmarks.harness.config import load_hyperparams
 from benchmarks.harness.result_file import write_result
 from benchmarks.harness.run import PPO_KEYS, versions
@@ -174,6 +174,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = p.parse_args(argv)
     if args.steps <= 0 or args.rounds <= 0 or (args.n_envs is not None and args.n_envs <= 0):
         p.error("--steps, --rounds and --n-envs must be positive")
+    if not args.envs or not args.arms:
+        p.error("--envs and --arms name at least one each (without them, nothing is measured)")
+    if args.torch_threads < 0:
+        p.error(f"--torch-threads must be >= 0 (0: torch's own setting), got {args.torch_threads}")
+    seeds_problem = bad_seeds([args.seed, args.seed + args.rounds - 1])  # (round r runs seed + r)
+    if seeds_problem:
+        p.error(seeds_problem.replace("--seeds", "--seed"))
     try:
         check_output_file(args.out, "--out")
         for env_id in args.envs:
