@@ -172,3 +172,14 @@ def test_the_perf_commands_refuse_bad_arguments_before_measuring(tmp_path, monke
     err = capsys.readouterr().err
     assert stop.value.code == 2 and says in err.strip().splitlines()[-1], err
     assert time.perf_counter() - start < 5  # before any run (a run takes tens of seconds)
+
+
+def test_equivalence_names_a_folder_without_seeds_and_a_folder_given_as_out(tmp_path, capsys):
+    from benchmarks.harness.equivalence import main
+
+    (tmp_path / "empty").mkdir()
+    for args, says in ((["--compare-runs", str(tmp_path / "empty"), str(tmp_path / "empty")], "holds 0 seed*.json"),
+                       (["--out", str(tmp_path), "--scope", "run"], "a folder, not a file")):
+        with pytest.raises(SystemExit) as stop:
+            main(args)
+        assert stop.value.code == 2 and says in capsys.readouterr().err

@@ -46,7 +46,9 @@ import torch
 
 from benchmarks.suites.arms import ARMS
 
+from .cli_checks import check_output_file
 from .config import load_hyperparams
+from .result_file import read_result, write_result
 from .run import train_run
 
 __all__ = ["CASES", "TRIALS_CASES", "fingerprint_run", "fingerprint_trials", "compare_runs", "main"]
@@ -171,8 +173,13 @@ def compare_runs(before: str, after: str) -> dict[str, Any]:
     from benchmarks.reporting.results_reading import auc
     from benchmarks.reporting.stats import difference_ci
 
-    runs = [{int(f.stem[4:]): json.loads(f.read_text()) for f in sorted(Path(d).glob("seed*.json"))}
+    runs = [{int(f.stem[4:]): read_result(f, needs=()) for f in sorted(Path(d).glob("seed*.json"))}
             for d in (before, after)]
+    for folder, side in zip((before, after), runs, strict=True):
+        if len(side) < 2:  # (a difference's CI needs two seeds a side)
+            raise ValueError(f"{folder} holds {len(side)} seed*.json file{'s' if len(side) != 1 else ''}: give an arm's "
+                             "folder of one result per seed (e.g. benchmarks/results/keyroom-20/<env>/<arm>), "
+                             "two seeds at least")
     trials = any("heldout" in r and "with_experience" in (r["heldout"] or {}) for side in runs for r in side.values())
     figures = ({"final": _trials_metric("cumulative"), "after_first_success": _trials_metric("after_first_success")}
                if trials else {"final": lambda r: float(r["final_outcome"]), "auc": auc})
@@ -196,16 +203,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scope", choices=("all", "task", "run"), default="all",
                    help="the task-scope cases (CASES), the run-scope ones (TRIALS_CASES), or all")
     args = p.parse_args(argv)
+    if args.out:
+        try:
+            check_output_file(Path(args.out), "--out")
+        except ValueError as exc:
+            p.error(str(exc))
     if args.compare_runs:
-        res = compare_runs(*args.compare_runs)
+        try:
+            res = compare_runs(*args.compare_runs)
+        except ValueError as exc:
+            p.error(str(exc))
         for name in res["metrics"]:
             r = res[name]
             print(f"{name:6s} before {r['before_mean']:.3f} ({', '.join(f'{x:.2f}' for x in r['before'])})  after "
                   f"{r['after_mean']:.3f} ({', '.join(f'{x:.2f}' for x in r['after'])})  after - before "
                   f"{r['difference']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]")
         if args.out:
-            with open(args.out, "w") as f:
-                json.dump(res, f, indent=1)
+            write_result(Path(args.out), res, announce=False)
         return 0 if res["within"] else 1
     if args.compare:
         try:
@@ -231,8 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(fingerprint_trials(env, steps))
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_result(Path(args.out), rows, announce=False)
     return 0
 
 
