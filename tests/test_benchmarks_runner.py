@@ -66,6 +66,12 @@ def test_what_would_go_wrong_is_said_before_detaching_and_a_damaged_result_is_na
     assert "seed0.json is not a result file" in capsys.readouterr().err
 
 
+def test_an_interval_evaluation_of_no_episodes_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--suite", "smoke", "--eval-every", "500", "--eval-episodes", "0", "--results", str(tmp_path)])
+    assert "--eval-every 500 evaluates 0 episodes" in capsys.readouterr().err
+
+
 def test_an_arm_or_seed_named_twice_runs_once(tmp_path, capsys):
     with pytest.raises(SystemExit):  # (refused after the de-duplication: the arms it names once)
         main(["--suite", "smoke", "--arms", "nope", "nope", "--results", str(tmp_path)])

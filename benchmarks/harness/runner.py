@@ -273,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be {'positive' if name == 'steps' else '>= 0'}, got {value}")
     if args.jobs <= 0:
         p.error(f"--jobs must be positive, got {args.jobs}")
+    if args.eval_every and args.eval_episodes == 0:
+        p.error(f"--eval-every {args.eval_every} evaluates 0 episodes (--eval-episodes 0): give episodes, or "
+                "--eval-every 0 for no evaluation during training")
     seeds_problem = bad_seeds(args.seeds)
     if seeds_problem:
         p.error(seeds_problem)
@@ -350,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
             p.error(str(exc))
         for line in zoo.skipped(hyper):
             print(f"{env_id}: skipping {line}", flush=True)
+        rollout = int(hyper.get("n_steps", 0)) * int(hyper.get("n_envs", 1))
+        if args.steps is not None and 0 < args.steps < rollout:
+            print(f"{env_id}: --steps {args.steps} is less than one rollout ({hyper.get('n_envs', 1)} envs x n_steps "
+                  f"{hyper.get('n_steps')} = {rollout} steps), which SB3 collects whole: each run trains {rollout}",
+                  flush=True)
         hyper = zoo.applied(hyper) | ({"tuned_from": hyper["tuned_from"]} if "tuned_from" in hyper else {})
         if args.env:
             print(f"{env_id}: hyperparameters from {source}: {hyper}", flush=True)
