@@ -65,6 +65,14 @@ def test_a_restore_folder_that_is_not_a_bank_is_refused_and_restored_settings_ar
     bank = ExperienceBank(capacity=100)
     bank.add(np.eye(4, dtype=np.float32), np.ones((4, 2), np.float32))
     bank.save(tmp_path / "bank")
+    # a manager's folder: named before the actor starts (Ray's "actor died" text hid the BankFileError)
+    from experience_wrappers import ExperienceManager
+
+    manager = ExperienceManager(ExperienceBank(), gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+    manager.save(tmp_path / "manager")
+    manager.close()
+    with pytest.raises(ValueError, match=r"holds a 'complementary-rl.manager' save, not a bank folder.*restore_state"):
+        start_service(num_cpus=0, restore=tmp_path / "manager")
     with pytest.warns(UserWarning, match=r"restored its bank from .*capacity=100 \(asked 1000000\)"):
         service = start_service(num_cpus=0, restore=tmp_path / "bank", capacity=1_000_000)
     assert service.config.capacity == 100

@@ -8,6 +8,8 @@ killed so that its name is free again.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import uuid
 import warnings
@@ -16,13 +18,15 @@ from typing import Any
 
 import attrs
 
-from experience_wrappers import BankConfig
+from experience_wrappers import BankConfig, ExperienceBank
 from experience_wrappers.bank.config import resolve_config
 from experience_wrappers.validators import check_int, check_real
 
 from ._require import ensure_connected, require_ray
 from .actor import ServiceActor
 from .service import DEFAULT_NAMESPACE, OWNED, ExperienceService, ServiceError, absolute_path
+
+log = logging.getLogger(__name__)
 
 __all__ = ["start_service", "connect", "START_TIMEOUT"]
 
@@ -61,6 +65,23 @@ def _check_arguments(key_dim: int | None, value_dim: int | None, context_dim: in
             raise ValueError(f"restore={str(restore)!r} is {'a file' if not folder.is_dir() else 'an empty folder'}: "
                              "give a bank folder (ExperienceBank.save, service.save) or a path that does not exist "
                              "yet (the service saves there to checkpoint)")
+        if folder.is_dir():  # (seen from here: the service's machine reads the same path, on one machine)
+            _check_bank_folder(folder, restore)
+
+
+def _check_bank_folder(folder: Path, restore: str | Path) -> None:
+    """Refuse a folder that holds no bank save (a run's or a manager's folder, say), naming what it holds."""
+    try:
+        found = json.loads((folder / "meta.json").read_text()).get("format")
+    except (OSError, ValueError, AttributeError):
+        found = None
+    if found != ExperienceBank.FORMAT:
+        what = f"a {found!r} save" if isinstance(found, str) else "no bank save (no readable meta.json)"
+        hint = (" (a manager's state: service.restore_state(path) after the start)" if found and "manager" in found
+                else " (a run's folder holds its bank under experience/bank)" if (folder / "experience").is_dir()
+                else "")
+        raise ValueError(f"restore={str(restore)!r} holds {what}, not a bank folder{hint}: give a folder written "
+                         "by ExperienceBank.save or service.save")
 
 
 def start_service(config: BankConfig | None = None, *, name: str | None = None, address: str | None = None,
@@ -133,6 +154,9 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
     OWNED[(namespace, name)] = actor
     if status["restored"] and (config is not None or bank_overrides or dims is not None):
         _say_restored_differences(service, requested, dims, restore)
+    if restore is not None and not status["restored"]:  # (a mistyped path would start empty without a word)
+        log.info("restore=%r does not exist on the service's machine: the service starts with an empty bank "
+                 "(it checkpoints there when saved)", str(restore))
     return service
 
 
