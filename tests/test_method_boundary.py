@@ -437,3 +437,17 @@ def test_a_key_encoder_object_trains_with_a_warning_and_its_save_is_refused_by_n
             run.save(tmp_path / "r")
     finally:
         run.close()
+
+
+def test_a_class_of_main_is_saved_with_a_warning_that_it_loads_only_there(monkeypatch) -> None:
+    import __main__
+    from integrations.sb3.method_settings import to_json
+
+    class Net(th.nn.Module):
+        pass
+
+    Net.__module__, Net.__qualname__ = "__main__", "Net"
+    monkeypatch.setattr(__main__, "Net", Net, raising=False)
+    with pytest.warns(UserWarning, match=r"saved as __main__:Net: a run loads it only where __main__ defines Net"):
+        assert to_json({"features_extractor_class": Net}, "policy_kwargs") == {
+            "features_extractor_class": {"__object__": "__main__:Net"}}

@@ -199,6 +199,10 @@ def to_json(value: Any, name: str) -> Any:
         return [to_json(item, f"{name}[{i}]") for i, item in enumerate(value)]
     ref = _reference(value)
     if ref is not None:
+        if ref.startswith("__main__:"):
+            warnings.warn(f"{name} is saved as {ref}: a run loads it only where __main__ defines "
+                          f"{ref.split(':', 1)[1]} again (the script that saved it); define it in a module to load "
+                          "the run anywhere", UserWarning, stacklevel=2)
         return {OBJECT_KEY: ref}
     plain = _plain_object(value, name)
     if plain is not None:
