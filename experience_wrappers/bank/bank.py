@@ -351,25 +351,14 @@ class ExperienceBank:
 
     # ----------------------------------------------------------------- storage
     def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
-        """Save to a folder: a new one, an empty one, or one this method wrote before.
+        """Save to a folder (a new one, an empty one, or a bank's) and return its path: crash-safe, writing
+        only its own files, one save of a folder at a time (:mod:`.save_load`).
 
-        The save is crash-safe and writes only its own files: the data goes into new files,
-        then ``meta.json`` is replaced in one atomic step, then the files of the previous
-        save are removed. A crash leaves the previous save loadable; files a crashed save
-        left behind are removed by the next save. Saves of one folder are serialised by a
-        lock file (``.lock``), from threads and processes alike. A folder holding anything
-        else is refused (:class:`~experience_wrappers.errors.BankFileError`), and so is an
-        inconsistent bank (:class:`~experience_wrappers.errors.BankStateError`): the
-        folder is then left as it was.
-
-        A stale save is refused too (``BankFileError`` naming both save ids): a bank that was
-        loaded or has saved does not overwrite a folder whose save it has neither been loaded from
-        nor written (another bank saved there since), which would drop that save's entries;
-        ``overwrite=True`` replaces it. A bank that was never loaded nor saved may replace any
-        bank folder.
-
-        Returns:
-            The folder's path.
+        Refused, the folder left as it was: a folder holding anything else
+        (:class:`~experience_wrappers.errors.BankFileError`), an inconsistent bank
+        (:class:`~experience_wrappers.errors.BankStateError`), and a stale save (``BankFileError``
+        naming both save ids): a bank that was loaded or has saved does not replace a save it was
+        neither loaded from nor wrote (another bank saved there since) unless ``overwrite=True``.
         """
         from .save_load import save_bank
 

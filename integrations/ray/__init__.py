@@ -12,7 +12,8 @@ See ``docs/scaling.md``.
 
 from ._require import RAY_EXTRA_HINT, ensure_connected, require_ray
 from .actor import ServiceActor
-from .remote import RemoteBank, RemoteManager
+from .remote import RemoteManager
+from .remote_bank import RemoteBank
 from .service import DEFAULT_NAMESPACE, ExperienceService, ServiceError
 from .start import connect, start_service
 

@@ -1,8 +1,6 @@
-"""Local stand-ins that send their work to the experience service: a bank and a learner.
+"""The local stand-in of the experience service's learner (its bank's: :mod:`.remote_bank`).
 
-:class:`RemoteBank` is an :class:`~experience_wrappers.ExperienceBank` (so every wrapper
-accepts it) whose methods are calls to the service. :class:`RemoteManager` stands in
-for the service's :class:`~experience_wrappers.ExperienceManager` in a wrapper and in
+:class:`RemoteManager` stands in for the service's :class:`~experience_wrappers.ExperienceManager` in a wrapper and in
 :class:`~integrations.sb3.CRLCallback`: it encodes keys locally with the learner's frozen
 key encoder, sends finished episodes without waiting, keeps the callback's schedules and
 (``local_reads``) holds a read replica of the service's bank that the retrievals query here.
@@ -19,9 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from experience_wrappers import BankConfig, ExperienceBank, SuccessReplay
-from experience_wrappers.bank import BankReplica
-from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
+from experience_wrappers import SuccessReplay
 from experience_wrappers.keys.base import checked_keys
 from experience_wrappers.manager import Episode
 from experience_wrappers.schedule import Schedule
@@ -40,93 +36,7 @@ if TYPE_CHECKING:
 
     from .service import ExperienceService
 
-__all__ = ["RemoteBank", "RemoteManager"]
-
-
-class RemoteBank(ExperienceBank):
-    """The service's bank, seen as an :class:`~experience_wrappers.ExperienceBank`.
-
-    Pass it wherever a bank is expected, with the service's learner as ``manager``
-    (``ExperienceWrapper(env, service.bank, manager=service.manager(...))``, or simply
-    ``service.wrap(env)``). Nothing is stored locally; every method is one call.
-    ``ExperienceBank.load`` is not available on it (use ``service.load``).
-    """
-
-    #: its manager is the service's learner (``service.manager``), never one built here
-    served_remotely = True
-
-    def __init__(self, service: ExperienceService) -> None:  # no bank of its own: no super().__init__
-        self.service = service
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (_bank_of, (self.service,))
-
-    def __repr__(self) -> str:
-        return f"RemoteBank(service={self.service.name!r})"
-
-    @property
-    def config(self) -> BankConfig:  # type: ignore[override]  # read-only here: the service's bank holds the config
-        return self.service.config
-
-    @property
-    def dims(self) -> dict[str, int] | None:
-        return self.service.dims
-
-    def __len__(self) -> int:
-        return len(self.service)
-
-    def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self.service
-
-    def add(self, keys: Any, values: Any, **kwargs: Any) -> AddResult:  # type: ignore[override]
-        return self.service.add(keys, values, **kwargs)
-
-    def query(self, keys: Any, k: int = 4, **kwargs: Any) -> QueryResult:  # type: ignore[override]
-        return self.service.query(keys, k, **kwargs)
-
-    def update(self, ids: Any, deltas: Any, decay: float) -> np.ndarray:
-        return self.service.update(ids, deltas, decay)
-
-    def get(self, ids: Any) -> dict[str, np.ndarray]:
-        return self.service.get(ids)
-
-    def entries(self) -> dict[str, np.ndarray]:
-        return self.service.entries()
-
-    def stats(self) -> dict[str, float]:
-        return self.service.stats()
-
-    def merge(self, threshold: float | None = None) -> MergeResult:
-        return self.service.merge(threshold)
-
-    def evict(self, n: int) -> np.ndarray:
-        return self.service.evict(n)
-
-    def remove(self, ids: Any) -> int:
-        return self.service.remove(ids)
-
-    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
-        return self.service.save(path, overwrite=overwrite)
-
-    @property
-    def version(self) -> int:
-        return self.service.version
-
-    def replica(self) -> BankReplica:
-        """A read replica of the service's bank, in this process."""
-        return self.service.replica()
-
-    def record_retrievals(self, ids: Any) -> int:
-        return self.service.record_retrievals(ids)
-
-    @classmethod
-    def load(cls, path: str | Path) -> ExperienceBank:
-        raise TypeError("RemoteBank.load is not available: load a folder into the service with "
-                        "service.load(path), or into this process with ExperienceBank.load(path)")
-
-
-def _bank_of(service: ExperienceService) -> RemoteBank:
-    return service.bank
+__all__ = ["RemoteManager"]
 
 
 class RemoteManager:

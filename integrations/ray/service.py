@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     import gymnasium as gym
     from gymnasium import spaces
 
-    from .remote import RemoteBank, RemoteManager
+    from .remote import RemoteManager
+    from .remote_bank import RemoteBank
     from .service_wrappers import ServiceExperienceWrapper
 
 __all__ = ["ExperienceService", "ServiceError", "DEFAULT_NAMESPACE", "OWNED", "absolute_path"]
@@ -305,7 +306,7 @@ class ExperienceService:
     @property
     def bank(self) -> RemoteBank:
         """An :class:`~experience_wrappers.ExperienceBank` whose calls go to the service."""
-        from .remote import RemoteBank
+        from .remote_bank import RemoteBank
 
         if self._bank is None:
             self._bank = RemoteBank(self)

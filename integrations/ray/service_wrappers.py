@@ -6,7 +6,8 @@ from typing import Any
 
 from experience_wrappers import ExperienceWrapper
 
-from .remote import RemoteBank, RemoteManager
+from .remote import RemoteManager
+from .remote_bank import RemoteBank
 
 __all__ = ["ServiceExperienceWrapper", "service_vec_env"]
 
