@@ -269,9 +269,9 @@ def test_a_killed_learner_process_leaves_the_bank_usable(managers, tmp_path):
 
 
 def test_an_error_in_the_learner_process_surfaces_at_the_next_call(managers):
-    mgr = managers("process")
-    bad = Episode(observations=np.zeros((5, 7), np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),
-                  success=None, guided=False)  # 7 features where the key encoder reads 4
+    mgr = managers("process", key_encoder=CallableKeyEncoder(poisoned_keys, key_dim=4))
+    bad = Episode(observations=np.full((5, 4), 0.5, np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),
+                  success=None, guided=False)  # its keys fail in the learner process
     mgr.submit(bad)
     with pytest.raises(RuntimeError, match="learner process"):
         mgr.flush(timeout=30)
