@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -48,6 +49,50 @@ def test_guided_episodes_of_an_instance_that_completes_without_free_ones_are_cou
     paired.add("k", 1.0, guided=True, members=2, free=1)
     paired.add("k", 1.0, guided=True, members=2, free=1)  # complete: 2 of 2 seen, no free one came
     assert paired.stats()["paired_dropped"] == 2 and paired.pending == 0
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":  # exited (a zombie until a reaper collects it)
+            return True
+        time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    return False
+
+
+def test_a_learner_process_is_not_left_behind_by_a_main_process_that_dies_while_it_sends(tmp_path):
+    """The actor killed while its queue's thread writes a message larger than the pipe: the learner, which
+    read the message's start, waited for the rest forever (it held the pipe's write end itself)."""
+    script = textwrap.dedent("""
+        import os, time, numpy as np
+        from gymnasium import spaces
+        from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
+        from experience_wrappers.keys import CallableKeyEncoder
+        from experience_wrappers.manager import Episode
+        from tests.process_support import slow_keys
+        mgr = ExperienceManager(ExperienceBank(), spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2),
+                                key_encoder=CallableKeyEncoder(slow_keys, key_dim=4),
+                                config=ManagerConfig(mode="process", segment_every=100_000))
+        mgr.flush()
+        print(mgr.learner_pid, flush=True)
+        for n in (1_000, 200_000):  # the first keeps the learner busy 3 s; the second is about 3 MB
+            mgr.submit(Episode(observations=np.zeros((n, 4), np.float32), actions=np.zeros(n, np.int64),
+                               rewards=np.zeros(n), success=None, guided=False))
+            mgr.poll()
+        time.sleep(1.0)  # the pipe full, the second message half written, when the process ends
+        os._exit(0)
+    """)
+    log = tmp_path / "out.txt"
+    with open(log, "w") as f:  # (a file: the learner's inherited stdout must not hold the test up)
+        subprocess.run([sys.executable, "-c", script], stdout=f, stderr=subprocess.STDOUT, timeout=120,
+                       cwd=Path(__file__).resolve().parents[1], env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    pid = int(log.read_text().split()[0])
+    assert _gone_within(pid, 30), "the learner process outlived its parent by 30 s"
 
 
 def test_a_learner_process_is_not_left_behind_by_a_main_process_that_dies():

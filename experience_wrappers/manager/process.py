@@ -299,6 +299,7 @@ def serve(inbox: Any, outbox: Any) -> None:
     Ctrl-C is ignored here: a terminal sends it to the actor too, whose exit stops this process
     (one traceback, the actor's, instead of two)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_one_end(inbox, outbox)
     state = _Learner(pickle.loads(inbox.get()), outbox)  # the settings, pickled once by LearnerProcess
     parent = mp.parent_process()
     orphaned = False
@@ -308,6 +309,9 @@ def serve(inbox: Any, outbox: Any) -> None:
             kind, payload = inbox.get(timeout=PARENT_CHECK_S)
         except queue.Empty:
             kind = None
+        except (EOFError, OSError):  # the actor died writing a message: its end of the inbox is closed
+            orphaned = True
+            break
         # the actor is looked for when the inbox is quiet, and every PARENT_CHECK_S while a backlog is
         # worked through (a killed actor's queued episodes would otherwise keep this process busy)
         if kind is None or time.monotonic() - checked > PARENT_CHECK_S:
@@ -326,6 +330,19 @@ def serve(inbox: Any, outbox: Any) -> None:
         outbox.cancel_join_thread()
     outbox.close()
     outbox.join_thread()
+
+
+def keep_one_end(inbox: Any, outbox: Any) -> None:
+    """Close the ends of its queues' pipes that the learner process never uses (spawn gave it both).
+
+    The inbox's write end held here kept a read from ever ending: an actor killed while it wrote
+    a large message left the learner waiting for the rest, forever (an orphan). Closed, the read
+    ends with EOF once the actor is gone; the outbox's read end closed, a write with nobody left
+    to read it fails instead of waiting.
+    """
+    for end in (getattr(inbox, "_writer", None), getattr(outbox, "_reader", None)):  # (multiprocessing's Queue)
+        if end is not None:
+            end.close()
 
 
 def report_error(outbox: Any, kind: str, token: int | None, exc: BaseException) -> None:
