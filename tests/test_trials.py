@@ -512,7 +512,20 @@ def test_evaluate_trials_conditions_and_errors() -> None:
     with pytest.raises(ValueError, match="unknown conditions"):
         evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], conditions=("sometimes",))
     with pytest.raises(ValueError, match="needs demonstrations"):
-        evaluate_trials(player.predict, HiddenGoalRoom, memory, [33])
+        evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], conditions=["with_demonstration"])
+    # without demonstrations the default conditions are the two that need none; a condition named twice runs once;
+    # torch's global generator is left as the caller had it
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    both = evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], trials=2, repeats=1,
+                           conditions=["without_experience", "without_experience", "with_experience"])
+    assert torch.equal(torch.rand(3), expected)
+    assert set(both) - {"instances", "trials", "repeats"} == {"without_experience", "with_experience"}
+    assert "with_demonstration" not in evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], trials=1,
+                                                       repeats=1)
+    with pytest.raises(TypeError, match="deterministic"):
+        evaluate_trials(player.predict, HiddenGoalRoom, memory, [33], deterministic="no")
 
 
 def test_a_trained_memorys_extractor_saves_and_loads_into_a_memory_built_alike(tmp_path) -> None:

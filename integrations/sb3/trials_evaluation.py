@@ -16,7 +16,7 @@ from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances, space_mismatch
 from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource, trial_env
-from experience_wrappers.validators import check_int
+from experience_wrappers.validators import check_bool, check_int
 
 from .evaluation import statistics_kept
 
@@ -145,10 +145,12 @@ def trial_metrics(successes: np.ndarray) -> dict[str, Any]:
 
 def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: Callable[[], TrialMemory],
                     instances: Sequence[int], *, trials: int = 4, repeats: int = 5,
-                    conditions: Sequence[str] = CONDITIONS, demonstrations: DemoSource | None = None,
+                    conditions: Sequence[str] | None = None, demonstrations: DemoSource | None = None,
                     deterministic: bool = False, seed: int = 0, keep_runs: bool = False,
                     success_reports: SuccessReports | None = None) -> dict[str, Any]:
-    """Success by trial index of a frozen policy on ``instances``, in each of ``conditions``.
+    """Success by trial index of a frozen policy on ``instances``, in each of ``conditions`` (default: all
+    three, ``"with_demonstration"`` where ``demonstrations`` are given). Torch's global generator is left
+    as it was.
 
     ``"with_experience"``: every run guided (it reads its own earlier trials);
     ``"without_experience"``: every run free (shown nothing); ``"with_demonstration"``: guided,
@@ -183,9 +185,13 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     instances = check_instances(instances)
     trials = check_int("trials", trials, minimum=1)
     repeats = check_int("repeats", repeats, minimum=1)
+    deterministic = check_bool("deterministic", deterministic)
+    if conditions is None:  # every condition the arguments allow
+        conditions = [c for c in CONDITIONS if c != "with_demonstration" or demonstrations is not None]
     if isinstance(conditions, str):
         raise TypeError(f"conditions must be a sequence of condition names, got the str {conditions!r}; "
                         f"e.g. [{conditions!r}]")
+    conditions = list(dict.fromkeys(conditions))  # (a condition named twice is run once)
     unknown = sorted(set(conditions) - set(CONDITIONS))
     if unknown or not conditions:
         raise ValueError(f"unknown conditions {unknown}; choose from {CONDITIONS}" if unknown else
@@ -198,6 +204,15 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
         for instance in instances:  # a missing one is said before any condition runs (and each is kept)
             required(instance)
     reports = SuccessReports() if success_reports is None else success_reports
+    with th.random.fork_rng(devices=[]):  # the caller's generator is as it was after (training goes on from it)
+        return _evaluate(predict, make_env, memory, instances, trials, repeats, deterministic, seed, conditions,
+                         required, reports, keep_runs)
+
+
+def _evaluate(predict: Predict, make_env: Callable[[], gym.Env], memory: Callable[[], TrialMemory],
+              instances: list[int], trials: int, repeats: int, deterministic: bool, seed: int,
+              conditions: list[str], required: DemoSource | None, reports: SuccessReports,
+              keep_runs: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"instances": len(instances), "trials": trials, "repeats": repeats}
     for cond in conditions:
         mem = memory()
