@@ -115,7 +115,7 @@ def test_box_actions_outside_the_bounds_warn_and_multidiscrete_ones_out_of_range
     grid = TrialMemory(Line.observation_space, spaces.MultiDiscrete([3, 3]), horizon=5)
     with pytest.raises(ValueError, match=r"action \[1, 3\] at step 1, not one of the env's MultiDiscrete"):
         grid.check_demonstration(np.zeros((2, 1), np.float32), np.array([[0, 0], [1, 3]]), "demonstrations(7)")
-    with pytest.raises(ValueError, match=r"gave rewards of shape \(2,\) for 3 steps"):
+    with pytest.raises(ValueError, match=r"gave rewards \[1.0, 1.0\] \(shape \(2,\), dtype float64\) for 3 steps"):
         memory.add_demonstration(1, np.zeros((3, 1), np.float32), np.zeros((3, 1), np.float32), np.ones(2),
                                  source="demonstrations(7)")
 
@@ -178,3 +178,103 @@ def test_an_image_too_small_for_sb3s_default_cnn_is_named_with_the_remedy():
 def test_another_algorithm_in_run_scope_is_refused_by_name():
     with pytest.raises(TypeError, match=r"takes no algorithm \(run scope trains PPO"):
         ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(), 8), scope="run", instances=range(4), algorithm=A2C)
+
+
+class Grid(gym.Env):
+    """A hidden goal on a 5x5 grid chosen by the reset seed (0..24 only); Discrete(4) moves; no step cap of its own."""
+
+    observation_space = spaces.Box(0, 4, (2,), np.float32)
+    action_space = spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None and not 0 <= seed < 25:
+            raise ValueError(f"seed must be in 0..24, got {seed}")
+        self.goal, self.pos = divmod(0 if seed is None else seed, 5), np.zeros(2)
+        return self.pos.astype(np.float32), {}
+
+    def step(self, action):
+        self.pos = np.clip(self.pos + [(0, 1), (1, 0), (0, -1), (-1, 0)][int(action)], 0, 4)
+        won = bool(tuple(self.pos.astype(int)) == self.goal)
+        return self.pos.astype(np.float32), float(won), won, False, {"success": won}
+
+
+def _grid_run(**kw):
+    return ComplementaryRL(lambda: gym.wrappers.TimeLimit(Grid(), 12), scope="run", instances=range(2, 10),
+                           **{**SMALL, "trials": 2, **kw})
+
+
+def test_groups_that_guide_no_one_or_learn_nothing_are_said_when_built():
+    with pytest.raises(ValueError, match="no member is guided"):
+        _grid_run(free_members=2)
+    with pytest.warns(UserWarning, match="the extractor is\\s+never trained"):
+        _grid_run(free_members=0).close()
+    with pytest.warns(UserWarning, match="trials=1 without demonstrations"):
+        _grid_run(trials=1).close()
+
+
+def test_an_instance_the_env_cannot_reset_to_is_named_when_built():
+    with pytest.raises(ValueError, match=r"cannot reset to instances\[0\] = 150"):
+        ComplementaryRL(lambda: gym.wrappers.TimeLimit(Grid(), 12), scope="run", instances=[150, 3], **SMALL)
+
+
+def test_a_closed_run_says_so_and_a_run_saved_without_demonstrations_loads_without_them(tmp_path):
+    run = _grid_run()
+    run.learn(64)
+    run.save(tmp_path / "r")
+    run.close()
+    run.close()  # twice: nothing
+    for call in (lambda: run.learn(64), lambda: run.evaluate([20]), lambda: run.save(tmp_path / "s")):
+        with pytest.raises(RuntimeError, match="this run is closed"):
+            call()
+    demo = lambda i: (np.zeros((2, 2), np.float32), np.array([0, 1]))  # noqa: E731
+    with pytest.raises(ValueError, match="saved without demonstrations"):
+        ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(), 12), demonstrations=demo)
+
+
+@pytest.mark.parametrize("demo, match", [
+    (lambda i: (np.zeros((2, 2), np.float32), np.zeros((2, 2), np.int64)), r"actions of shape \(2, 2\)"),
+    (lambda i: (np.zeros((2, 2), np.float32), np.array([0, 1]), np.array([0.0, np.nan])), "one finite number per step"),
+    (lambda i: (np.zeros((2, 2), np.float32), np.array([0, 1]), np.array(["a", "b"])), "one finite number per step"),
+])
+def test_a_demonstrations_actions_and_rewards_are_checked_when_the_run_is_built(demo, match):
+    with pytest.raises(ValueError, match=match):
+        _grid_run(demonstrations=demo)
+
+
+def test_flags_are_bools_and_a_trial_is_cut_at_the_memorys_horizon():
+    for name in ("trial_index", "write_failures", "dense_rewards", "train_extractor"):
+        with pytest.raises(TypeError, match=name):
+            TrialMemory(Grid.observation_space, Grid.action_space, horizon=5, **{name: "no"})
+    memory = TrialMemory(Grid.observation_space, Grid.action_space, horizon=5)
+    for kw, match in (({"learn": "False"}, "learn"), ({"guided": "no"}, "guided"),
+                      ({"demonstrations": 5}, "demonstrations must be a function")):
+        with pytest.raises(TypeError, match=match):
+            trial_env(Grid(), memory, instances=[3], trials=2, **kw)
+    env = trial_env(Grid(), memory, instances=[24], trials=2, learn=False)  # the env has no cap of its own
+    env.reset(seed=0)
+    ends = [env.step(2)[2:4] for _ in range(5)]  # moving left never reaches (4, 4)
+    assert ends[-1] == (False, True) and not any(any(e) for e in ends[:-1])
+
+
+def test_self_imitation_takes_box_actions_of_any_shape():
+    class Square(gym.Env):
+        observation_space = spaces.Box(-1, 1, (2,), np.float32)
+        action_space = spaces.Box(-1, 1, (2, 2), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.target = np.random.default_rng(seed).uniform(-1, 1)
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action):
+            won = bool(abs(float(np.asarray(action).mean()) - self.target) < 0.5)
+            return np.zeros(2, np.float32), float(won), won, False, {"success": won}
+
+    run = ComplementaryRL(lambda: gym.wrappers.TimeLimit(Square(), 4), scope="run", instances=range(8), trials=2,
+                          imitate=False, **SMALL)
+    try:
+        run.learn(256)
+        assert run.sil_callback is not None and run.sil_callback.replay.indices().size > 0
+    finally:
+        run.close()

@@ -92,7 +92,10 @@ def check_demonstration_actions(action_space: spaces.Space, actions: Any, n: int
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{source} gave actions of dtype {a.dtype}, not numbers, for the env's {action_space}")
     if isinstance(action_space, spaces.Discrete):
-        a = a.reshape(n, -1)[:, 0]
+        if a.shape not in ((n,), (n, 1)):
+            raise ValueError(f"{source} gave actions of shape {a.shape} for the env's {action_space}: one action per "
+                             f"step, shape ({n},) or ({n}, 1)")
+        a = a.reshape(n)
     elif isinstance(action_space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
         if a.shape != (n, *action_space.shape):
             raise ValueError(f"{source} gave actions of shape {a.shape[1:]} per step ({a.shape} in all); the env's "

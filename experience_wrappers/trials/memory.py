@@ -145,12 +145,12 @@ class TrialMemory:
         self.k = check_int("k", k, minimum=1, maximum=256)
         self.per_trial = check_int("per_trial", per_trial, minimum=1, maximum=self.k)
         self.scope = scope
-        self.write_failures = bool(write_failures)
-        self.train_extractor = bool(train_extractor)
-        self.trial_index = bool(trial_index)
+        self.write_failures = check_bool("write_failures", write_failures)
+        self.train_extractor = check_bool("train_extractor", train_extractor)
+        self.trial_index = check_bool("trial_index", trial_index)
         #: "" (not shown), "taken", "reached" or "located" (see the argument)
         self.run_best: str = run_best_mode(run_best, dense_rewards)
-        self.dense_rewards = bool(dense_rewards)
+        self.dense_rewards = check_bool("dense_rewards", dense_rewards)
         self.show_entries = check_bool("show_entries", show_entries)
         if not self.show_entries and not self.run_best:
             raise ValueError("show_entries=False shows the policy nothing without run_best; for the no-retrieval "
@@ -330,12 +330,20 @@ class TrialMemory:
             return np.zeros(0, np.int64)
         return self.write(scope, observations, actions, rewards, success=success, end_observation=end_observation)
 
-    def check_demonstration(self, observations: Any, actions: Any, source: str = "a demonstration") -> int:
+    def check_demonstration(self, observations: Any, actions: Any, source: str = "a demonstration",
+                            rewards: Any | None = None) -> int:
         """The checks :meth:`add_demonstration` makes, placing nothing; returns the steps.
 
-        See :func:`~experience_wrappers.trials.checks.check_demonstration`."""
-        return check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
-                                   source)
+        See :func:`~experience_wrappers.trials.checks.check_demonstration`; ``rewards`` (None: a
+        success, 1 on its last step) must be one finite number per step."""
+        n = check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
+                                source)
+        if rewards is not None:
+            r = np.asarray(rewards)
+            if r.shape != (n,) or r.dtype.kind not in "biuf" or not np.all(np.isfinite(r)):
+                raise ValueError(f"{source} gave rewards {r.tolist()!r:.80} (shape {r.shape}, dtype {r.dtype}) for "
+                                 f"{n} steps: one finite number per step")
+        return n
 
     def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
                           source: str = "a demonstration") -> np.ndarray:
@@ -350,9 +358,7 @@ class TrialMemory:
             ValueError: an empty demonstration (no steps: give None where there is none), or
                 observations as above.
         """
-        n = self.check_demonstration(observations, actions, source)
-        if rewards is not None and np.shape(rewards) != (n,):
-            raise ValueError(f"{source} gave rewards of shape {np.shape(rewards)} for {n} steps: one reward per step")
+        n = self.check_demonstration(observations, actions, source, rewards)
         rewards = np.eye(1, n, n - 1)[0] if rewards is None else rewards  # None: a success, 1 on its last step
         return self.write(scope, observations, actions, rewards, provenance=Provenance.DEMO, success=True)
 

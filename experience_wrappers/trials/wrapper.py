@@ -34,7 +34,7 @@ from gymnasium.utils import RecordConstructorArgs
 
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
-from ..validators import check_int, check_real
+from ..validators import check_bool, check_int, check_real
 from ..wrappers.env_checks import (
     check_finite_observation,
     check_rewards,
@@ -142,7 +142,11 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self.free_members = check_int("free_members", free_members, minimum=0, maximum=self.group_size)
         self.group = check_int("group", group, minimum=0)
         #: the seed the run's draws come from (instances, demonstrations, donors, RunBest's search), with its group and member
-        self.base_seed = int(seed)
+        self.base_seed = check_int("seed", seed, minimum=0, numpy=True)
+        guided = None if guided is None else check_bool("guided", guided, hint=" or None (by the member's role)")
+        if demonstrations is not None and not callable(demonstrations):
+            raise TypeError(f"demonstrations must be a function instance -> (observations, actions[, rewards]) or "
+                            f"None, got {type(demonstrations).__name__} {demonstrations!r:.60}")
         RecordConstructorArgs.__init__(self, _disable_deepcopy=True, memory=memory, scope="run",
                                        instances=self.instances, trials=self.trials, group=self.group,
                                        member=self.member, group_size=self.group_size,
@@ -158,7 +162,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         #: guided or free by default: ``guided`` as given, else by this member's role in its group
         self._default_guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
         self.guided = self._guided_next = self._default_guided
-        self.learn, self.demonstrations = bool(learn), demonstrations
+        self.learn, self.demonstrations = check_bool("learn", learn), demonstrations
         if not 0.0 <= float(demo_ratio) <= 1.0:
             raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
         self.demo_ratio = float(demo_ratio)
@@ -296,6 +300,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._recorder.append(add_batch_axis(self._last_obs), np.asarray([action]), [r])
         self._return += r
         self._last_obs = obs
+        if not (terminated or truncated) and step + 1 >= self.memory.layout.horizon:
+            truncated = True  # a trial is cut at the memory's horizon (an env without a cap would never end it)
         info = {**info, **self._info()}
         if terminated or truncated:
             won = self._success(info)

@@ -26,6 +26,7 @@ import functools
 import inspect
 import json
 import logging
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         self.trials = check_int("trials", trials, minimum=1)
+        _check_groups(experience, check_int("group_size", group_size, minimum=1),
+                      check_int("free_members", free_members, minimum=0), self.trials, demonstrations)
         self.seed = check_seed(seed)
         self.experience = experience
         self.env_id = env
@@ -177,7 +180,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                 source = f"demonstrations({instance})"
                 demo = demonstration_parts(demonstrations(instance), source)
                 if demo is not None:
-                    self.memory.check_demonstration(demo[0], demo[1], source)
+                    self.memory.check_demonstration(demo[0], demo[1], source, demo[2])
                     break
         ppo_kwargs = {**dict(algorithm_kwargs or {}), "tensorboard_log": tensorboard_log}
         if policy_kwargs:
@@ -210,6 +213,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         self.bank, self.crl_callback, self.rollin_env = self.memory.bank, None, None
         self.manager = self.memory.manager if self.experience else None
         self._lineage: list[str] = []
+        self._closed = False
 
     def _memory(self, kwargs: dict[str, Any]) -> TrialMemory:
         """The run's memory, on the spaces of one env made and closed here."""
@@ -217,6 +221,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         try:
             obs_space, act_space, env_cap = proto.observation_space, proto.action_space, step_cap(proto)
             enforced = step_cap(proto, enforced_only=True)
+            try:  # an instance the env cannot reset to: said now, not at learn()'s first reset
+                proto.reset(seed=self.instances[0])
+            except Exception as exc:  # noqa: BLE001 - whatever the env raises, named with the instance
+                raise ValueError(f"the env cannot reset to instances[0] = {self.instances[0]} (reset(seed="
+                                 f"{self.instances[0]}) raised {type(exc).__name__}: {exc})") from exc
         finally:
             proto.close()
         kwargs.setdefault("seed", self.seed)
@@ -239,6 +248,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours;
         ``progress_bar=True`` and the other ``learn`` arguments as in SB3). The run goes on from its
         steps so far (a loaded run's too: ``reset_num_timesteps=False`` unless you pass it)."""
+        self._check_open("learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
         learn_kwargs.setdefault("reset_num_timesteps", False)
@@ -270,6 +280,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                 the marks by: ``search=0`` evaluates without it); the instances' and conditions' errors
                 (:func:`~integrations.sb3.trials_evaluation.evaluate_trials`).
         """
+        self._check_open("evaluate")
         instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         seen = sorted(set(instances) & set(self.instances))
         if seen:
@@ -314,6 +325,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         (self-imitation's), ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and
         ``method.json``; whole and atomic, stale saves, another run's save (without ``overwrite``) and
         foreign folders refused, as :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`."""
+        self._check_open("save")
         settings = settings_to_json(self._settings)
 
         def files(save_id: str) -> dict[str, bytes]:
@@ -349,6 +361,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                       for name in accepted - _APPLIED_ON_LOAD})
         settings.pop("algorithm", None)
         had_demos = settings.pop("demonstrations")
+        if not had_demos and demonstrations is not None:
+            raise ValueError("this run was saved without demonstrations: a loaded run is the saved one (its "
+                             "demo_ratio was inert); build a new run with demonstrations= to train with them")
         env = env if env is not None else settings.get("env")
         settings.pop("env", None)
         if env is None:
@@ -371,8 +386,32 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         return run
 
     def close(self) -> None:
-        """Close the envs."""
-        self.env.close()
+        """Close the envs; learn, evaluate and save then raise (closing again does nothing)."""
+        if not self._closed:
+            self._closed = True
+            self.env.close()
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"this run is closed: it cannot {what} (its envs are closed); load its save "
+                               "(ComplementaryRL.load) to go on")
+
+
+def _check_groups(experience: bool, group_size: int, free_members: int, trials: int, demonstrations: Any) -> None:
+    """Refuse groups with no guided member (nothing would be shown), and warn where the method learns nothing
+    from its own runs: no free member (no paired credit: the extractor is never trained), one trial and no
+    demonstrations (a run has no earlier trial to read)."""
+    if not experience:
+        return
+    if free_members >= group_size:
+        raise ValueError(f"free_members={free_members} of groups of {group_size}: no member is guided, so no run "
+                         "reads experience; keep free_members < group_size (or experience=False for the baseline)")
+    if free_members == 0:
+        warnings.warn("free_members=0: a guided trial has no free trial to be judged against, so the extractor is "
+                      "never trained (its entries are written and read as they are)", UserWarning, stacklevel=3)
+    if trials == 1 and demonstrations is None:
+        warnings.warn("trials=1 without demonstrations: a run has no earlier trial to read, so experience never "
+                      "reaches the policy; use trials >= 2 or give demonstrations", UserWarning, stacklevel=3)
 
 
 def step_cap(env: gym.Env, enforced_only: bool = False) -> int | None:

@@ -137,6 +137,8 @@ def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef
         act_t = th.as_tensor(actions, device=model.device)
         if isinstance(model.action_space, spaces.Discrete):
             act_t = act_t.long().flatten()
+        elif isinstance(model.action_space, spaces.Box):  # (batch, action_dim): a Box of shape (2, 2) as SB3 keeps it
+            act_t = act_t.reshape(len(act_t), -1)
         values, log_prob, _ = policy.evaluate_actions(obs_t, act_t)
         values = values.flatten()
         if weight == "sil":
