@@ -278,3 +278,13 @@ def test_self_imitation_takes_box_actions_of_any_shape():
         assert run.sil_callback is not None and run.sil_callback.replay.indices().size > 0
     finally:
         run.close()
+
+
+@pytest.mark.parametrize("key", ["seed", "policy_kwargs", "tensorboard_log", "verbose"])
+def test_algorithm_kwargs_naming_the_runs_own_arguments_are_refused_by_name(key):
+    """Not SB3's "got multiple values", nor one silently replaced (tensorboard_log, policy_kwargs)."""
+    with pytest.raises(ValueError, match=f"algorithm_kwargs names {key}, which ComplementaryRL sets"):
+        _grid_run(algorithm_kwargs={"n_steps": 32, key: {} if key == "policy_kwargs" else 1})
+    if key != "verbose":  # (the task scope takes verbose in algorithm_kwargs: it has no verbose of its own)
+        with pytest.raises(ValueError, match=f"algorithm_kwargs names {key}"):
+            ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs={key: {} if key == "policy_kwargs" else 1})

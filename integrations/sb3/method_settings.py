@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_seed", "check_algorithm_kwargs", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -86,6 +86,29 @@ def options(value: bool | Mapping[str, Any] | None, defaults: Mapping[str, Any],
     if isinstance(value, Mapping):
         return {**defaults, **value}
     raise TypeError(f"{name} must be True, False or a mapping of its arguments, got {value!r}")
+
+
+#: the algorithm's arguments that ComplementaryRL sets from its own (passed in ``algorithm_kwargs`` they
+#: clashed: SB3's "got multiple values", or one silently replaced)
+OWN_ARGUMENTS = ("policy", "env", "seed", "policy_kwargs", "tensorboard_log")
+
+
+def check_algorithm_kwargs(algorithm_kwargs: Mapping[str, Any] | None, own: tuple[str, ...] = OWN_ARGUMENTS) -> None:
+    """Refuse ``algorithm_kwargs`` naming an argument the run sets from its own (``seed=``, ``policy_kwargs=``...).
+
+    >>> check_algorithm_kwargs({"seed": 3})
+    Traceback (most recent call last):
+    ...
+    ValueError: algorithm_kwargs names seed, which ComplementaryRL sets from its own argument: pass seed=... to ComplementaryRL
+    """
+    if algorithm_kwargs is None:
+        return
+    if not isinstance(algorithm_kwargs, Mapping):
+        raise TypeError(f"algorithm_kwargs must be a mapping of the algorithm's arguments, got {algorithm_kwargs!r}")
+    clash = [k for k in own if k in algorithm_kwargs]
+    if clash:
+        raise ValueError(f"algorithm_kwargs names {', '.join(clash)}, which ComplementaryRL sets from its own "
+                         f"argument: pass {', '.join(f'{k}=...' for k in clash)} to ComplementaryRL")
 
 
 def check_seed(seed: Any) -> int:

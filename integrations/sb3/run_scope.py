@@ -47,6 +47,8 @@ from experience_wrappers.validators import check_int, check_real, check_timestep
 from .guards import check_action_space
 from .method import ComplementaryRL
 from .method_settings import (
+    OWN_ARGUMENTS,
+    check_algorithm_kwargs,
     check_seed,
     load_arguments,
     settings_to_json,
@@ -147,6 +149,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if not isinstance(imitate, bool | Mapping):
             raise TypeError(f"imitate must be a bool or EntryImitationCallback's arguments, got {imitate!r}")
         demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
+        check_algorithm_kwargs(algorithm_kwargs, (*OWN_ARGUMENTS, "verbose"))
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         self.trials = check_int("trials", trials, minimum=1)
         _check_groups(experience, check_int("group_size", group_size, minimum=1),
