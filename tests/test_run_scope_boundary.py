@@ -288,3 +288,12 @@ def test_algorithm_kwargs_naming_the_runs_own_arguments_are_refused_by_name(key)
     if key != "verbose":  # (the task scope takes verbose in algorithm_kwargs: it has no verbose of its own)
         with pytest.raises(ValueError, match=f"algorithm_kwargs names {key}"):
             ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs={key: {} if key == "policy_kwargs" else 1})
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"verbose": "loud"}, ValueError, "verbose must be an int"), ({"tensorboard_log": 5}, TypeError, "tensorboard_log must be"),
+    ({"features_kwargs": {"hidden": 0}}, ValueError, "hidden"),
+])
+def test_the_runs_own_settings_are_named_when_built(kw, err, match):
+    with pytest.raises(err, match=match):
+        _grid_run(**kw)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import os
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_algorithm_kwargs", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_seed", "check_algorithm_kwargs", "check_tensorboard_log", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -109,6 +110,12 @@ def check_algorithm_kwargs(algorithm_kwargs: Mapping[str, Any] | None, own: tupl
     if clash:
         raise ValueError(f"algorithm_kwargs names {', '.join(clash)}, which ComplementaryRL sets from its own "
                          f"argument: pass {', '.join(f'{k}=...' for k in clash)} to ComplementaryRL")
+
+
+def check_tensorboard_log(tensorboard_log: Any) -> None:
+    """A tensorboard folder is a path or None (SB3 found an int only at ``learn``, inside ``os.path``)."""
+    if tensorboard_log is not None and not isinstance(tensorboard_log, str | os.PathLike):
+        raise TypeError(f"tensorboard_log must be a folder's path or None, got {tensorboard_log!r}")
 
 
 def check_seed(seed: Any) -> int:

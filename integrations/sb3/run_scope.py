@@ -50,6 +50,7 @@ from .method_settings import (
     OWN_ARGUMENTS,
     check_algorithm_kwargs,
     check_seed,
+    check_tensorboard_log,
     load_arguments,
     settings_to_json,
     user_callbacks,
@@ -150,6 +151,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             raise TypeError(f"imitate must be a bool or EntryImitationCallback's arguments, got {imitate!r}")
         demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
         check_algorithm_kwargs(algorithm_kwargs, (*OWN_ARGUMENTS, "verbose"))
+        check_tensorboard_log(tensorboard_log)
+        check_int("verbose", verbose, minimum=0, maximum=2)
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         self.trials = check_int("trials", trials, minimum=1)
         _check_groups(experience, check_int("group_size", group_size, minimum=1),

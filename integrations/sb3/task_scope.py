@@ -56,6 +56,7 @@ from .method_settings import (
     check_algorithm_kwargs,
     check_demonstrations,
     check_seed,
+    check_tensorboard_log,
     load_arguments,
     options,
     resolve_algorithm,
@@ -162,6 +163,7 @@ class TaskScopeRL:
         self.env_id = env
         self.seed = check_seed(seed)
         check_algorithm_kwargs(algorithm_kwargs)
+        check_tensorboard_log(tensorboard_log)
         self.experience = experience
         self.self_imitation = options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
         self.rollin = options(rollin, ROLLIN_DEFAULTS, "rollin")

@@ -8,6 +8,7 @@ import gymnasium as gym
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 from experience_wrappers.trials.checks import ENTRIES_KEY
+from experience_wrappers.validators import check_int
 
 from .experience_features import ExperienceFeaturesExtractor
 
@@ -37,6 +38,7 @@ class TrialsFeaturesExtractor(ExperienceFeaturesExtractor):
         if not isinstance(observation_space, gym.spaces.Dict) or ENTRIES_KEY not in observation_space.spaces:
             raise ValueError("TrialsFeaturesExtractor needs the Dict observation of run scope's "
                              f"ExperienceWrapper(..., scope=\"run\"), got {observation_space}")
+        hidden = check_int("hidden", hidden, minimum=1, numpy=True)
         super().__init__(observation_space, base_extractor_class, base_extractor_kwargs, attn_dim=hidden,
                          base_width=hidden, max_pool=True)
         self._register_load_state_dict_pre_hook(_read_old_names)
