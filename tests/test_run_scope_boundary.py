@@ -297,3 +297,40 @@ def test_algorithm_kwargs_naming_the_runs_own_arguments_are_refused_by_name(key)
 def test_the_runs_own_settings_are_named_when_built(kw, err, match):
     with pytest.raises(err, match=match):
         _grid_run(**kw)
+
+
+def _has_novelty(run) -> bool:
+    from experience_wrappers.trials.novelty import NoveltyBonus
+
+    layer = run.env.envs[0]
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, NoveltyBonus):
+            return True
+        layer = layer.env
+    return False
+
+
+def test_the_novelty_bonus_is_paid_by_default_only_where_observations_repeat():
+    """A float observation is new at every step: the bonus would pay every step of a failed trial."""
+    line = ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(), 8), scope="run", instances=range(4), **SMALL)
+    grid = _grid_run()
+    grid_int = ComplementaryRL(lambda: gym.wrappers.TimeLimit(_IntGrid(Grid()), 12), scope="run",
+                               instances=range(2, 10), **{**SMALL, "trials": 2})
+    try:
+        assert not _has_novelty(line) and not _has_novelty(grid)  # (Grid's positions are float32)
+        assert _has_novelty(grid_int)
+    finally:
+        for run in (line, grid, grid_int):
+            run.close()
+    with pytest.warns(UserWarning, match="a float observation is new at every step"):
+        ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(), 8), scope="run", instances=range(4),
+                        novelty_bonus=0.05, **SMALL).close()
+
+
+class _IntGrid(gym.ObservationWrapper):
+    def __init__(self, env):
+        super().__init__(env)
+        self.observation_space = spaces.Box(0, 4, (2,), np.int64)
+
+    def observation(self, obs):
+        return obs.astype(np.int64)
