@@ -11,7 +11,6 @@ Training only: wrap the training envs, never the evaluation ones.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -20,10 +19,7 @@ import numpy as np
 from ..validators import check_real
 from .checks import ENTRIES_KEY, MASK_KEY, RUN_BEST_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
 
-__all__ = ["NoveltyBonus", "DEFAULT_BONUS", "novelty_for"]
-
-#: the bonus run scope pays by default where observations repeat exactly (measured on the hidden-goal room)
-DEFAULT_BONUS = 0.02
+__all__ = ["NoveltyBonus"]
 
 _SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, RUN_BEST_KEY)  # what run scope's wrapper adds: not part of where the agent is
 
@@ -84,34 +80,6 @@ class NoveltyBonus(gym.Wrapper):
                 reward = float(reward) + self.bonus
         self._found = self._found or bool(info.get("trial_success", False))
         return obs, reward, terminated, truncated, info
-
-
-def novelty_for(space: gym.Space, bonus: float | None) -> float:
-    """The novelty bonus for observations of ``space``: ``bonus`` as given, or (None) :data:`DEFAULT_BONUS` where
-    they repeat exactly and 0 where a float Box is part of them. A float observation is new at every step (a
-    sensor's noise is enough), so a bonus there pays every step until the goal is found: more, over a long
-    failed trial, than a success earns. Given for such a space, it warns.
-
-    >>> novelty_for(gym.spaces.Discrete(25), None), novelty_for(gym.spaces.Box(-1, 1, (2,)), None)
-    (0.02, 0.0)
-    """
-    floats = _has_floats(space)
-    if bonus is None:
-        return 0.0 if floats else DEFAULT_BONUS
-    if bonus > 0 and floats:
-        warnings.warn(f"novelty_bonus={bonus} on observations of {space}, which hold floats: a float observation is "
-                      "new at every step, so the bonus pays every step until the goal is found (a long failed trial "
-                      "earns more than a success); leave novelty_bonus=None (0 here) unless the observations repeat",
-                      UserWarning, stacklevel=3)
-    return float(bonus)
-
-
-def _has_floats(space: gym.Space) -> bool:
-    if isinstance(space, gym.spaces.Dict):
-        return any(_has_floats(s) for k, s in space.spaces.items() if k not in _SHOWN)
-    if isinstance(space, gym.spaces.Tuple):
-        return any(_has_floats(s) for s in space.spaces)
-    return isinstance(space, gym.spaces.Box) and np.dtype(space.dtype).kind == "f"
 
 
 def _obs_key(obs: Any) -> bytes:

@@ -41,7 +41,6 @@ from stable_baselines3.common.vec_env import VecEnv
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import check_instances, demonstration_parts
-from experience_wrappers.trials.novelty import novelty_for
 from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int, check_real, check_timesteps
 
@@ -99,8 +98,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         seed: an int in ``[0, 2**31)``, or None for one drawn at random (``run.seed``).
         experience: False: the baseline: the same network and PPO with nothing shown, no
             self-imitation, no entry imitation, no novelty bonus.
-        novelty_bonus: None: 0.02 where the observations repeat exactly, 0 where they hold floats
-            (:func:`~experience_wrappers.trials.novelty.novelty_for`: a float observation is new at every step).
         self_imitation, imitate, novelty_bonus, novelty_until_success, demo_ratio: as
             :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives
             what each was measured to earn); its defaults. ``imitate`` may be the imitation
@@ -133,7 +130,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
     def __init__(self, env: str | Callable[[], gym.Env], *, scope: str = "run", instances: Sequence[int],
                  trials: int = 4, demonstrations: DemoSource | None = None, n_envs: int = 8, group_size: int = 4,
                  free_members: int = 1, seed: int | None = 0, experience: bool = True, self_imitation: bool = True,
-                 imitate: bool | Mapping[str, Any] = True, novelty_bonus: float | None = None,
+                 imitate: bool | Mapping[str, Any] = True, novelty_bonus: float = 0.02,
                  novelty_until_success: bool = True,
                  demo_ratio: float = 0.25, memory_kwargs: Mapping[str, Any] | None = None,
                  algorithm_kwargs: Mapping[str, Any] | None = None, policy_kwargs: Mapping[str, Any] | None = None,
@@ -175,7 +172,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "n_envs": n_envs, "group_size": group_size, "free_members": free_members, "seed": self.seed,
             "experience": experience, "self_imitation": self_imitation,
             "imitate": dict(imitate) if isinstance(imitate, Mapping) else imitate,
-            "novelty_bonus": None if novelty_bonus is None else check_real("novelty_bonus", novelty_bonus, minimum=0),
+            "novelty_bonus": check_real("novelty_bonus", novelty_bonus, minimum=0),
             "novelty_until_success": novelty_until_success,
             "demo_ratio": float(demo_ratio), "memory_kwargs": dict(memory_kwargs or {}),
             "algorithm_kwargs": dict(algorithm_kwargs or {}), "policy_kwargs": dict(policy_kwargs or {}),
@@ -184,7 +181,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "verbose": verbose, "tensorboard_log": tensorboard_log}
         warn_unsavable(self._settings)  # a setting a save could not write: said now, refused at save()
         self.memory = self._memory(mem_kwargs)
-        novelty_bonus = novelty_for(self.memory.observation_space, novelty_bonus)
         if demonstrations is not None:  # checked now on the first instance that has one, not in learn()
             for instance in self.instances[:CHECKED_DEMONSTRATIONS]:
                 source = f"demonstrations({instance})"
