@@ -181,14 +181,19 @@ def test_save_over_existing_bank_replaces_its_files_and_nothing_else(bank, tmp_p
     assert not any(f.exists() for f in before)  # the previous save's files are gone
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank"]  # no temporary leftovers
     assert len(list(path.iterdir())) == 5  # .lock, meta.json, two data files, notes.txt
-    # and back again: other did not write the save there now (bank's), so replacing it is asked for by name
-    with pytest.raises(BankFileError, match="refusing to save into .* it holds save"):
-        other.save(path)
-    assert len(ExperienceBank.load(path)) == len(bank)
-    other.save(path, overwrite=True)
+    other.save(path)  # and back again (a bank never loaded: the last save wins)
     assert len(ExperienceBank.load(path)) == 2
+    # a loaded bank does not replace a save it neither loaded nor wrote, unless asked by name
+    loaded = ExperienceBank.load(path)
     other.add(np.ones((1, 2), F32) * 5, np.ones((1, 1), F32))
-    other.save(path)  # its own save: no overwrite needed
+    other.save(path)
+    with pytest.raises(BankFileError, match="refusing to save into .* it holds save"):
+        loaded.save(path)
+    assert len(ExperienceBank.load(path)) == 3
+    loaded.save(path, overwrite=True)
+    assert len(ExperienceBank.load(path)) == 2
+    loaded.add(np.ones((1, 2), F32) * 7, np.ones((1, 1), F32))
+    loaded.save(path)  # its own save now: no overwrite needed
     assert len(ExperienceBank.load(path)) == 3
 
 

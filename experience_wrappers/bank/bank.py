@@ -357,18 +357,17 @@ class ExperienceBank:
         Refused, the folder left as it was: a folder holding anything else
         (:class:`~experience_wrappers.errors.BankFileError`), an inconsistent bank
         (:class:`~experience_wrappers.errors.BankStateError`), and a stale save (``BankFileError``
-        naming both save ids): a bank that was loaded or has saved does not replace a save it was
-        neither loaded from nor wrote (another bank saved there since) unless ``overwrite=True``.
+        naming both save ids): a loaded bank does not replace a save it was neither loaded from nor
+        wrote (another process saved there since it was loaded) unless ``overwrite=True``. A bank that
+        was never loaded replaces any bank folder (the last save wins: crash-safe saves of one folder
+        from several processes rely on it).
         """
         from .save_load import save_bank
 
         with self.core.lock.read(), self.core.count_lock:
             check_consistency(self.core)  # (under the lock held: the public method would take it again)
-            lineage = [] if check_bool("overwrite", overwrite) else self._lineage  # (empty: refuses nothing)
-            saved = save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=lineage)
-            if lineage is not self._lineage:
-                self._lineage += lineage  # the save it wrote
-            return saved
+            return save_bank(self.state(), Path(path), self.FORMAT, self.VERSION, lineage=self._lineage,
+                             overwrite=check_bool("overwrite", overwrite))
 
     def check_consistency(self) -> None:
         """Raise :class:`~experience_wrappers.errors.BankStateError` if entries and index disagree.

@@ -207,13 +207,14 @@ def _dir_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: list[str] | None = None) -> Path:
+def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: list[str] | None = None,
+              overwrite: bool = False) -> Path:
     """Write a bank's ``state`` to the folder ``path`` in format ``fmt``, ``version`` (the caller
     holds the bank's read lock; see the module doc).
 
-    ``lineage``: the save ids a bank's content descends from (the save it was loaded from, then
-    those it wrote). When it is not empty, a folder holding a save outside it is refused (a stale
-    save); the new save's id is appended to it once committed.
+    ``lineage``: the save ids a loaded bank's content descends from (the save it was loaded
+    from, then those it wrote). When it is not empty, a folder holding a save outside it is
+    refused (a stale save) unless ``overwrite``, and the new save's id is appended to it once committed.
     """
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
@@ -221,7 +222,8 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
     check_save_target(path, fmt)  # before the lock file: a refused folder gets nothing
     with folder_lock(path):
         old_meta = check_save_target(path, fmt)
-        _check_not_stale(path, old_meta, lineage)
+        if not overwrite:
+            _check_not_stale(path, old_meta, lineage)
         gen = uuid.uuid4().hex[:16]
         written: list[Path] = []
         try:
@@ -261,7 +263,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
                 remove_or_warn(path, written, "that a failed save wrote")
             raise
         fsync_dir(path)
-        if lineage is not None:  # the bank's lineage grows with its saves (a bank's first save starts it)
+        if lineage:  # a loaded bank's lineage grows with its saves (a bank never loaded has none)
             lineage.append(gen)
         # committed: the previous save's files, and whatever an interrupted save left (all of them
         # ours); a failure to remove them warns, as the new save is in place
@@ -287,8 +289,8 @@ def _check_not_stale(path: Path, old_meta: dict | None, lineage: list[str] | Non
         f"refusing to save into {str(path)!r}: it holds save {current}, which this bank was not loaded from "
         f"and did not write (this bank's latest save: {lineage[-1]}; another bank saved into this folder, or "
         f"this one since this bank was loaded), so saving would drop the entries of save {current}. Load that "
-        "save (ExperienceBank.load), add this bank's new entries to it and save that bank, or save into a new "
-        "folder")
+        "save (ExperienceBank.load), add this bank's new entries to it and save that bank, save into a new "
+        "folder, or replace it with save(path, overwrite=True)")
 
 
 def _remove_old_temporary_folders(path: Path) -> None:
