@@ -228,3 +228,33 @@ def test_a_refused_submit_is_not_counted_nor_left_pending(mode):
     manager.flush()
     assert manager.episodes_submitted == 1 and manager.pending == 0
     manager.close()
+
+
+def test_a_reader_whose_writer_died_mid_message_gets_an_error_not_a_wait():
+    """The actor's side of keep_one_end: a learner killed while writing a large message (the OOM killer) made
+    the actor's outbox.get wait for the rest forever, instead of raising that the learner died."""
+    import multiprocessing as mp
+    import threading
+
+    from experience_wrappers.manager.process import keep_one_end
+    from tests.process_support import write_then_die
+
+    ctx = mp.get_context("spawn")
+    outbox, inbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=write_then_die, args=(outbox,))
+    child.start()
+    keep_one_end(outbox, inbox)  # as LearnerProcess does after start()
+    child.join(60)  # killed with its message half in the pipe (nobody read it)
+    assert child.exitcode == -signal.SIGKILL
+    got: list[BaseException | bytes] = []
+
+    def read() -> None:
+        try:
+            got.append(outbox.get(timeout=20))
+        except BaseException as exc:  # noqa: BLE001
+            got.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(30)
+    assert got and isinstance(got[0], EOFError | OSError), str(got[:1])[:200]

@@ -115,6 +115,7 @@ class LearnerProcess:
                 "in the script): in a script, build the env and the model under "
                 "`if __name__ == \"__main__\":` (or define the key encoder in a module of its own, or use "
                 "mode='async')") from exc
+        keep_one_end(self.outbox, self.inbox)  # (the child has its copies: start() has passed them)
         self.inbox.put(settings)  # the queue's feeder thread writes it: never blocks this thread
         # a manager dropped without close() still stops its process
         self._finalizer = weakref.finalize(self, _shutdown, self.process, self.inbox, self.outbox, 5.0)
@@ -136,6 +137,8 @@ class LearnerProcess:
                     kind, payload = self.outbox.get_nowait()
                 except queue.Empty:
                     return
+                except (EOFError, OSError):  # the learner died writing a message
+                    raise self.died() from None
                 handle(kind, payload)
 
     def wait_for(self, token: int, handle: Callable[[str, tuple[Any, ...]], None],
@@ -152,6 +155,8 @@ class LearnerProcess:
                 wait = 0.5 if deadline is None else min(0.5, max(deadline - time.monotonic(), 0.0))
                 try:
                     kind, payload = self.outbox.get(timeout=wait)
+                except (EOFError, OSError):  # the learner died writing a message
+                    raise self.died() from None
                 except queue.Empty:
                     if not self.process.is_alive():
                         raise self.died() from None
@@ -332,15 +337,17 @@ def serve(inbox: Any, outbox: Any) -> None:
     outbox.join_thread()
 
 
-def keep_one_end(inbox: Any, outbox: Any) -> None:
-    """Close the ends of its queues' pipes that the learner process never uses (spawn gave it both).
+def keep_one_end(reads: Any, writes: Any) -> None:
+    """Close the ends of two queues' pipes that a process never uses: the write end of the queue it
+    ``reads`` and the read end of the queue it ``writes`` (spawn gives the learner both ends, and the
+    actor keeps both).
 
-    The inbox's write end held here kept a read from ever ending: an actor killed while it wrote
-    a large message left the learner waiting for the rest, forever (an orphan). Closed, the read
-    ends with EOF once the actor is gone; the outbox's read end closed, a write with nobody left
-    to read it fails instead of waiting.
+    A write end held by the reader itself kept its read from ever ending: a process killed while it
+    wrote a message larger than the pipe left the other waiting for the rest, forever (the learner
+    an orphan, or the actor hung instead of raising :class:`LearnerProcessError`). Closed, the read
+    ends with EOF once the writer is gone.
     """
-    for end in (getattr(inbox, "_writer", None), getattr(outbox, "_reader", None)):  # (multiprocessing's Queue)
+    for end in (getattr(reads, "_writer", None), getattr(writes, "_reader", None)):  # (multiprocessing's Queue)
         if end is not None:
             end.close()
 
