@@ -759,6 +759,26 @@ def test_one_layout_rule_for_sharing_and_for_saves():
         assert json.loads(json.dumps(layout_of(a))) == layout_of(a)
 
 
+def test_a_save_whose_layout_was_recorded_the_older_way_restores(tmp_path, rng):
+    """Saves made before the layout named a space by its class and a MultiDiscrete's dtype still restore;
+    another layout is refused as before."""
+    from experience_wrappers.manager.layout import layout_of, saved_layout_matches
+
+    class MyBox(spaces.Box):
+        pass
+
+    md = spaces.Dict({"cells": spaces.MultiDiscrete([3, 4]), "pos": MyBox(0, 1, (2,))})
+    older = {"Dict": {"cells": {"MultiDiscrete": [[3, 4], [0, 0]]}, "pos": {"Box": [[2], "float32"]}}}
+    assert saved_layout_matches(older, md) and saved_layout_matches(json.loads(json.dumps(layout_of(md))), md)
+    assert not saved_layout_matches({"Dict": {"cells": {"MultiDiscrete": [[3, 5], [0, 0]]}}}, md)
+    mgr = ExperienceManager(ExperienceBank(), md, ACT, config=ManagerConfig(mode="sync"))
+    mgr.save(tmp_path / "m")
+    meta = tmp_path / "m" / "manager.json"
+    state = json.loads(meta.read_text())
+    assert state["observation_layout"] == layout_of(md)
+    mgr.close()
+
+
 def test_manager_config_validates():
     with pytest.raises(ValueError):
         ManagerConfig(mode="later")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["same_layout", "layout_of"]
+__all__ = ["same_layout", "layout_of", "saved_layout_matches"]
 
 
 def same_layout(a: spaces.Space, b: spaces.Space) -> bool:
@@ -27,6 +27,13 @@ def same_layout(a: spaces.Space, b: spaces.Space) -> bool:
     return bool(layout_of(a) == layout_of(b))
 
 
+def saved_layout_matches(saved: Any, space: spaces.Space) -> bool:
+    """Whether a save's recorded layout is ``space``'s: today's :func:`layout_of`, or the one saves wrote
+    before it named a space by its class and a MultiDiscrete's dtype (a Box subclass was a ``Box`` then,
+    and a MultiDiscrete's layout had no dtype)."""
+    return bool(saved == layout_of(space) or saved == _layout(space, older=True))
+
+
 def layout_of(space: spaces.Space) -> Any:
     """A space's layout as JSON (what :func:`same_layout` compares, and what a saved manager records of its
     observation space): its kind (the class's name, so a subclass of ``Box`` is not a ``Box``), keys,
@@ -35,17 +42,27 @@ def layout_of(space: spaces.Space) -> Any:
     >>> layout_of(spaces.Dict({"a": spaces.Box(0, 1, (2,)), "b": spaces.Discrete(3)}))
     {'Dict': {'a': {'Box': [[2], 'float32']}, 'b': {'Discrete': [3, 0]}}}
     """
-    kind = type(space).__name__
+    return _layout(space, older=False)
+
+
+def _layout(space: spaces.Space, older: bool) -> Any:
+    base = next((k for k in _KINDS if isinstance(space, k)), None)
+    kind = base.__name__ if older and base is not None else type(space).__name__
     if isinstance(space, spaces.Dict):
-        return {kind: {key: layout_of(sub) for key, sub in space.spaces.items()}}
+        return {kind: {key: _layout(sub, older) for key, sub in space.spaces.items()}}
     if isinstance(space, spaces.Tuple):
-        return {kind: [layout_of(sub) for sub in space.spaces]}
+        return {kind: [_layout(sub, older) for sub in space.spaces]}
     if isinstance(space, spaces.Box):
         return {kind: [list(space.shape), str(space.dtype)]}
     if isinstance(space, spaces.Discrete):
         return {kind: [int(space.n), int(space.start)]}
     if isinstance(space, spaces.MultiDiscrete):
-        return {kind: [space.nvec.tolist(), np.asarray(space.start).tolist(), str(space.dtype)]}
+        sizes = [space.nvec.tolist(), np.asarray(space.start).tolist()]
+        return {kind: sizes if older else [*sizes, str(space.dtype)]}
     if isinstance(space, spaces.MultiBinary):
         return {kind: list(np.atleast_1d(space.n).tolist())}
     return {kind: repr(space)}
+
+
+#: the kinds a layout names (older saves named a subclass by the kind it derives from)
+_KINDS = (spaces.Dict, spaces.Tuple, spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)

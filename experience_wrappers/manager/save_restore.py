@@ -20,7 +20,7 @@ from ..bank.save_load import replaced_folder, sha256_file
 from ..credit import FreeBaseline
 from ..errors import ManagerFileError
 from ..schedule import Schedule
-from .layout import layout_of
+from .layout import layout_of, saved_layout_matches
 
 if TYPE_CHECKING:
     from .manager import ExperienceManager
@@ -105,7 +105,7 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
         raise ManagerFileError(f"the extractor saved at {str(path)!r} has another shape: {said}; build the "
                                "manager with the saved settings (e.g. extractor={'exp_dim': ...}) to restore it")
     saved_layout = state.get("observation_layout")  # (saves before it was written have none)
-    if saved_layout is not None and saved_layout != layout_of(mgr.observation_space):
+    if saved_layout is not None and not saved_layout_matches(saved_layout, mgr.observation_space):
         raise ManagerFileError(f"the manager state at {str(path)!r} was saved for observations laid out as "
                                f"{saved_layout}, this manager's are {layout_of(mgr.observation_space)}: its entries "
                                "are keyed by another observation")
