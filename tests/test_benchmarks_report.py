@@ -105,3 +105,16 @@ def test_the_report_refuses_what_it_would_have_ignored(tmp_path, monkeypatch, ca
         main(["--results", "results", "--out", "report.md", *args])
     assert stop.value.code == 2 and says in capsys.readouterr().err
     assert not (tmp_path / "report.md").exists()
+
+
+def test_the_projects_readme_is_refreshed_only_from_the_projects_results(tmp_path, capsys):
+    from benchmarks.reporting.report import README
+
+    path = tmp_path / "results" / "easy" / "Toy-v0" / "ppo" / "seed0.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(result("ppo", 0, 0.5)))
+    before = README.read_text()
+    with pytest.raises(SystemExit) as stop:
+        main(["--results", str(tmp_path / "results"), "--readme"])
+    assert stop.value.code == 2 and "--readme refreshes the project's README" in capsys.readouterr().err
+    assert README.read_text() == before

@@ -161,3 +161,11 @@ def test_demonstrations_on_an_env_without_a_script_are_refused():
     arm = attrs.evolve(ARMS["crl-sil-obs"], demonstrations=3)
     with pytest.raises(ValueError, match="no scripted demonstrator"):
         train_run("CartPole-v1", arm, 0, {"n_envs": 1, "n_steps": 64, "batch_size": 64}, total_steps=64)
+
+
+def test_the_summary_names_an_unreadable_result_instead_of_failing(tmp_path):
+    from benchmarks.harness.runner import summary_lines
+
+    damaged = tmp_path / "seed0.json"
+    damaged.write_text('{"arm": ')
+    assert summary_lines([damaged])[-1] == f"unreadable (not a result file): {damaged}"

@@ -180,9 +180,14 @@ def settings_diff(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
 def summary_lines(paths: list[Path]) -> list[str]:
     """The table printed at the end of a run: per env and arm, seeds, final success (or return), steps/s."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    unreadable = []
     for path in paths:
         if path.exists():
-            r = read_result(path, needs=("env_id", "arm", "seed"))
+            try:
+                r = read_result(path, needs=("env_id", "arm", "seed"))
+            except ValueError:  # (a damaged file a failed --force rerun left): named under the table
+                unreadable.append(path)
+                continue
             groups.setdefault((r["env_id"], r["arm"]), []).append(r)
     lines = [f"{'env':28} {'arm':22} {'seeds':>8} {'final':>16} {'steps/s':>8}"]
     for (env_id, arm), runs in sorted(groups.items()):
@@ -196,6 +201,7 @@ def summary_lines(paths: list[Path]) -> list[str]:
             final = f"{np.mean(finals):.2f} ± {np.std(finals):.2f} {unit}"
         seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
         lines.append(f"{env_id:28} {arm:22} {seeds:>8} {final:>16} {np.mean([r['steps_per_s'] for r in runs]):>8.0f}")
+    lines += [f"unreadable (not a result file): {path}" for path in unreadable]
     return lines
 
 

@@ -446,9 +446,12 @@ def main(argv: list[str] | None = None, *, into_repository: bool = True) -> str:
         args.results = RESULTS if into_repository else default_results()
     if not args.results.is_dir():
         p.error(f"no result folder {args.results} (write one with python -m benchmarks.harness.runner)")
+    own = into_repository and args.results.resolve() == RESULTS.resolve()
     if args.out is None:  # (the project's pages are written from the project's results only)
-        own = into_repository and args.results.resolve() == RESULTS.resolve()
         args.out = default_out if own else args.results / "report.md"
+    if args.readme is not None and not own and args.readme.resolve() == README.resolve():
+        p.error(f"--readme refreshes the project's README from the project's results (benchmarks/results), not "
+                f"from {args.results}: give --readme PATH of a README of your own")
     project = args.out.resolve() == default_out.resolve()
     analysis = args.analysis or (ANALYSIS if project else None)
     missing = [f"{flag} {path}" for flag, paths in (("--analysis", [args.analysis] if args.analysis else []),

@@ -122,6 +122,7 @@ class RemoteManager:
         self._outbox_since = 0.0
         #: guards the outbox and the refs sent, which the late-send timer shares (:meth:`_send_late`)
         self._lock = threading.Lock()
+        self._late_error: Exception | None = None  # the timer's failed send, raised at the next call
         self.follow_schedule = bool(follow_schedule)
         self._schedule_read = -np.inf
         # advanced by CRLCallback; each advance forwards the guided ratio and progress (setters below)
@@ -209,6 +210,7 @@ class RemoteManager:
         What is queued is sent at the latest about ``2 * submit_delay`` after the first of it, from a
         timer, also where no call follows (a Ray task that ends without ``close()``).
         """
+        self._raise_late_error()
         with self._lock:
             if not self._outbox:
                 self._outbox_since = time.monotonic()
@@ -237,6 +239,11 @@ class RemoteManager:
             ref = self.service.send("submit", batch)
         self._track(ref)
 
+    def _raise_late_error(self) -> None:
+        error, self._late_error = self._late_error, None
+        if error is not None:
+            raise error
+
     def _arm_late_send(self) -> None:
         if self.submit_delay > 0:
             timer = threading.Timer(2 * self.submit_delay, self._send_late)
@@ -244,15 +251,17 @@ class RemoteManager:
             timer.start()
 
     def _send_late(self) -> None:
-        """The timer's send of what is still queued: its ref is checked at the next call from here."""
+        """The timer's send of what is still queued: its ref is checked at the next call from here, and a
+        failure to send is raised there (logged now: a task that ends has no next call)."""
         with self._lock:
             if not self._outbox:
                 return
             batch, self._outbox = self._outbox, []
             try:
                 self._pending.append(self.service.send("submit", batch))
-            except Exception:  # noqa: BLE001 - Ray is shut down: nothing is left to send to
-                log.debug("late send of %d episodes failed", len(batch), exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - kept for the next call, which raises it
+                self._late_error = exc
+                log.warning("sending %d queued episodes to the experience service failed: %r", len(batch), exc)
 
     def poll(self) -> None:
         """Send the queued episodes now, then (``local_reads``) refresh the replica if the
@@ -291,6 +300,7 @@ class RemoteManager:
     def flush(self, timeout: float | None = None) -> None:
         """Send the queued episodes (and the retrievals counted on the replica), then wait until
         everything sent from here is processed."""
+        self._raise_late_error()
         self._send_outbox()
         if self.replicas is not None:
             self._send_hits(self.replicas.current.take_hits())
@@ -319,8 +329,9 @@ class RemoteManager:
         try:
             self.service.wait(ready)  # raises the first error the service reported
             if len(waiting) >= self.max_pending:  # the service is behind: wait for the oldest half
-                half, waiting = waiting[: len(waiting) // 2], waiting[len(waiting) // 2:]
-                self.service.wait(half)
+                half = len(waiting) // 2
+                self.service.wait(waiting[:half])
+                waiting = waiting[half:]  # (only once answered: refs of a wait that raised stay tracked)
         finally:
             with self._lock:  # (with what the timer sent meanwhile)
                 self._pending = waiting + self._pending

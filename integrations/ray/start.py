@@ -46,7 +46,8 @@ def _cluster_address(ray: Any, address: str | None) -> str | None:
 
 
 def _check_arguments(key_dim: int | None, value_dim: int | None, context_dim: int, torch_threads: int | None,
-                     switch_interval: float | None, restore: str | Path | None, timeout: float | None) -> None:
+                     switch_interval: float | None, restore: str | Path | None, timeout: float | None,
+                     local: bool = True) -> None:
     """What the service's constructor would refuse, refused here with its own error."""
     if (key_dim is None) != (value_dim is None):
         raise ValueError(f"key_dim and value_dim fix the bank's dims together: give both or neither, got key_dim="
@@ -65,7 +66,7 @@ def _check_arguments(key_dim: int | None, value_dim: int | None, context_dim: in
             raise ValueError(f"restore={str(restore)!r} is {'a file' if not folder.is_dir() else 'an empty folder'}: "
                              "give a bank folder (ExperienceBank.save, service.save) or a path that does not exist "
                              "yet (the service saves there to checkpoint)")
-        if folder.is_dir():  # (seen from here: the service's machine reads the same path, on one machine)
+        if local and folder.is_dir():  # (seen from here: only a local Ray's service reads the same path)
             _check_bank_folder(folder, restore)
 
 
@@ -128,7 +129,8 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
     check_int("max_restarts", max_restarts, minimum=-1, hint=" (-1: forever)")
     if not (math.isfinite(num_cpus) and num_cpus >= 0):
         raise ValueError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
-    _check_arguments(key_dim, value_dim, context_dim, torch_threads, switch_interval, restore, timeout)
+    _check_arguments(key_dim, value_dim, context_dim, torch_threads, switch_interval, restore, timeout,
+                     local=address is None)
     dims = None
     if key_dim is not None:
         dims = {"key_dim": int(key_dim), "value_dim": int(value_dim), "context_dim": int(context_dim)}  # type: ignore[arg-type]
@@ -155,8 +157,8 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
     if status["restored"] and (config is not None or bank_overrides or dims is not None):
         _say_restored_differences(service, requested, dims, restore)
     if restore is not None and not status["restored"]:  # (a mistyped path would start empty without a word)
-        log.info("restore=%r does not exist on the service's machine: the service starts with an empty bank "
-                 "(it checkpoints there when saved)", str(restore))
+        log.warning("restore=%r does not exist on the service's machine: the service starts with an empty bank "
+                    "(it checkpoints there when saved)", str(restore))
     return service
 
 
