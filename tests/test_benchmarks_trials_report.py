@@ -164,7 +164,7 @@ def test_the_report_reads_a_trials_out_folder_and_names_a_damaged_file(tmp_path:
     (folder / "ppo" / "seed1.json").write_text("{damaged")
     with pytest.raises(SystemExit):
         main(["--family", "darkroom", "--folder", str(folder)])
-    assert "seed1.json is not a trials result file" in capsys.readouterr().err
+    assert "seed1.json is not a result file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--family", "bogus"])
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
@@ -176,4 +176,4 @@ def test_the_trials_command_stops_at_a_damaged_result_file_naming_it(tmp_path: P
     (tmp_path / "ppo").mkdir()
     (tmp_path / "ppo" / "seed0.json").write_text("[1, 2]")
     assert main(["--family", "darkroom", "--arms", "ppo", "--out", str(tmp_path)]) == 2
-    assert "seed0.json is not a trials result file" in capsys.readouterr().err
+    assert "seed0.json is not a result file" in capsys.readouterr().err
