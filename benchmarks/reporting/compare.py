@@ -29,7 +29,7 @@ COMPARE_TO = {"keyroom-20": "crl-sil-obs", "keyroom-5": "crl-sil-obs-rollin", "k
 
 def _cell(d: float, lo: float, hi: float) -> str:
     if not np.isfinite(d):
-        return "n/a"
+        return "n/a (a CI needs 2 seeds a side)"
     apart = "above 0" if lo > 0 else "below 0" if hi < 0 else "overlaps 0"
     return f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}] ({apart})"
 
