@@ -153,7 +153,6 @@ class Transaction:
         self.core = core
         self.store = core.store
         self.index = core.index
-        self.next_id = core.next_id
         self.task_counts = core.task_counts.copy()
         self.journal = Journal(self.store) if self.store is not None else None
         if self.store is not None:
@@ -172,7 +171,9 @@ class Transaction:
     def rollback(self) -> None:
         core = self.core
         core.members.clear()
-        core.next_id = self.next_id
+        # next_id is not rewound: the ids the failed change handed out stay in the index as deleted elements,
+        # and hnswlib takes a label it holds as that element again (no new element), so a later change reusing
+        # them made the index's counters drift from its elements (a bank that then refused to save)
         core.task_counts = self.task_counts
         if self.store is None:  # the change created the store: drop it again
             core.store, core.index = None, None
