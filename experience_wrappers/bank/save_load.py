@@ -209,12 +209,10 @@ def _dir_lock(folder: Path) -> Iterator[None]:
 
 def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: list[str] | None = None,
               overwrite: bool = False) -> Path:
-    """Write a bank's ``state`` to the folder ``path`` in format ``fmt``, ``version`` (the caller
-    holds the bank's read lock; see the module doc).
-
-    ``lineage``: the save ids a loaded bank's content descends from (the save it was loaded
-    from, then those it wrote). When it is not empty, a folder holding a save outside it is
-    refused (a stale save) unless ``overwrite``, and the new save's id is appended to it once committed.
+    """Write a bank's ``state`` to the folder ``path`` in format ``fmt``, ``version`` (the caller holds the
+    bank's read lock; see the module doc). ``lineage``: the save ids a loaded bank's content descends from
+    (the save it was loaded from, then those it wrote); when it is not empty, a folder holding a save
+    outside it is refused (a stale save) unless ``overwrite``; the new save's id is appended once committed.
     """
     if path.exists() and not path.is_dir():
         raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
@@ -222,8 +220,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
     check_save_target(path, fmt)  # before the lock file: a refused folder gets nothing
     with folder_lock(path):
         old_meta = check_save_target(path, fmt)
-        if not overwrite:
-            _check_not_stale(path, old_meta, lineage)
+        _check_not_stale(path, old_meta, None if overwrite else lineage)
         gen = uuid.uuid4().hex[:16]
         written: list[Path] = []
         try:

@@ -54,7 +54,7 @@ def demonstration_parts(demo: Any, source: str) -> tuple[Any, Any, Any] | None:
 
 
 def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, observations: Any, actions: Any,
-                        source: str) -> int:
+                        source: str, rewards: Any | None = None) -> int:
     """Check a demonstration placed in a run as the env's steps are checked; returns its steps.
 
     Its observations get :func:`checked_observations`; they must be one per action; its actions
@@ -75,6 +75,11 @@ def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, 
         raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "
                          "each action was taken from, one per action")
     check_demonstration_actions(action_space, actions, n, source)
+    if rewards is not None:  # (None: a success, 1 on its last step)
+        r = np.asarray(rewards)
+        if r.shape != (n,) or r.dtype.kind not in "biuf" or not np.all(np.isfinite(r)):
+            raise ValueError(f"{source} gave rewards {r.tolist()!r:.80} (shape {r.shape}, dtype {r.dtype}) for {n} "
+                             "steps: one finite number per step")
     check_demonstration_length(n, horizon, source)
     return n
 

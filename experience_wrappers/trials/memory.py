@@ -336,14 +336,8 @@ class TrialMemory:
 
         See :func:`~experience_wrappers.trials.checks.check_demonstration`; ``rewards`` (None: a
         success, 1 on its last step) must be one finite number per step."""
-        n = check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
-                                source)
-        if rewards is not None:
-            r = np.asarray(rewards)
-            if r.shape != (n,) or r.dtype.kind not in "biuf" or not np.all(np.isfinite(r)):
-                raise ValueError(f"{source} gave rewards {r.tolist()!r:.80} (shape {r.shape}, dtype {r.dtype}) for "
-                                 f"{n} steps: one finite number per step")
-        return n
+        return check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
+                                   source, rewards)
 
     def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
                           source: str = "a demonstration") -> np.ndarray:

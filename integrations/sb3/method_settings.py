@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_algorithm_kwargs", "check_tensorboard_log", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_seed", "check_algorithm_kwargs", "check_tensorboard_log", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -110,6 +110,13 @@ def check_algorithm_kwargs(algorithm_kwargs: Mapping[str, Any] | None, own: tupl
     if clash:
         raise ValueError(f"algorithm_kwargs names {', '.join(clash)}, which ComplementaryRL sets from its own "
                          f"argument: pass {', '.join(f'{k}=...' for k in clash)} to ComplementaryRL")
+
+
+def check_run_arguments(algorithm_kwargs: Mapping[str, Any] | None, tensorboard_log: Any,
+                        own: tuple[str, ...] = OWN_ARGUMENTS) -> None:
+    """:func:`check_algorithm_kwargs` and :func:`check_tensorboard_log`, as both scopes check them."""
+    check_algorithm_kwargs(algorithm_kwargs, own)
+    check_tensorboard_log(tensorboard_log)
 
 
 def check_tensorboard_log(tensorboard_log: Any) -> None:

@@ -48,9 +48,8 @@ from .guards import check_action_space
 from .method import ComplementaryRL
 from .method_settings import (
     OWN_ARGUMENTS,
-    check_algorithm_kwargs,
+    check_run_arguments,
     check_seed,
-    check_tensorboard_log,
     load_arguments,
     settings_to_json,
     user_callbacks,
@@ -150,8 +149,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if not isinstance(imitate, bool | Mapping):
             raise TypeError(f"imitate must be a bool or EntryImitationCallback's arguments, got {imitate!r}")
         demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
-        check_algorithm_kwargs(algorithm_kwargs, (*OWN_ARGUMENTS, "verbose"))
-        check_tensorboard_log(tensorboard_log)
+        check_run_arguments(algorithm_kwargs, tensorboard_log, (*OWN_ARGUMENTS, "verbose"))
         check_int("verbose", verbose, minimum=0, maximum=2)
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         self.trials = check_int("trials", trials, minimum=1)

@@ -53,10 +53,9 @@ from .evaluation import check_episodes, evaluate_with_and_without_experience, ru
 from .guards import check_action_space, check_on_policy_class
 from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, rollin_env
 from .method_settings import (
-    check_algorithm_kwargs,
     check_demonstrations,
+    check_run_arguments,
     check_seed,
-    check_tensorboard_log,
     load_arguments,
     options,
     resolve_algorithm,
@@ -162,8 +161,7 @@ class TaskScopeRL:
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
         self.seed = check_seed(seed)
-        check_algorithm_kwargs(algorithm_kwargs)
-        check_tensorboard_log(tensorboard_log)
+        check_run_arguments(algorithm_kwargs, tensorboard_log)
         self.experience = experience
         self.self_imitation = options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
         self.rollin = options(rollin, ROLLIN_DEFAULTS, "rollin")
