@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.harness.cli_checks import check_output_file
-from benchmarks.harness.result_file import write_result
+from benchmarks.harness.result_file import read_result, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rollout": [],
     }
     if args.only_learner:
-        report = {**json.loads(args.out.read_text()), "learner_placement": learner_placement(args.learner_steps)}
+        report = {**read_result(args.out, needs=()), "learner_placement": learner_placement(args.learner_steps)}
         report["learner_placement"]["command"] = report_command(argv)
         return _write(report, args)
     for env_id in args.envs:
@@ -510,7 +510,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.learner_steps:
         report["learner_placement"] = learner_placement(args.learner_steps)
     elif args.out.exists():  # not measured this time: keep the last measurement (it carries its date)
-        kept = json.loads(args.out.read_text()).get("learner_placement")
+        kept = read_result(args.out, needs=()).get("learner_placement")
         if kept:
             report["learner_placement"] = kept
 

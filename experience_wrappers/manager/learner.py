@@ -266,11 +266,10 @@ class ExtractorLearner:
         if config.shape_differences(saved.config.to_dict()):
             raise ManagerFileError(f"manager state at {str(path)!r}: an extractor file's network is "
                                    f"{saved.config}, not this manager's shape {self.extractor_config}")
-        trainer = ExtractorTrainer(ExperienceExtractor(config))
-        trainer.load_state_dict(saved.state_dict())
-        for group in trainer.optimizer.param_groups:  # (the saved optimizer state carries the saved rate)
+        saved.extractor.config = config  # (the knobs are read where they are used, never kept at construction)
+        for group in saved.optimizer.param_groups:  # (the saved optimizer state carries the saved rate)
             group["lr"] = config.lr
-        return trainer
+        return saved
 
     def adopt(self, parsed: dict[str, Any]) -> None:
         """Take the state :meth:`read_state` parsed."""

@@ -232,12 +232,18 @@ class RemoteManager:
             self.refresh_replica()  # nothing has polled for replica_ttl seconds
 
     def _send_outbox(self) -> None:
-        with self._lock:  # (taken and sent under one lock: batches reach the service in the order queued)
-            if not self._outbox:
-                return
-            batch, self._outbox = self._outbox, []
-            ref = self.service.send("submit", batch)
-        self._track(ref)
+        with self._lock:
+            ref = self._send_queued()
+        if ref is not None:
+            self._track(ref)
+
+    def _send_queued(self) -> Any:
+        """Send what is queued (the caller holds the lock: taken and sent under it, batches reach the service
+        in the order queued); the call's ref, or None where nothing was queued."""
+        if not self._outbox:
+            return None
+        batch, self._outbox = self._outbox, []
+        return self.service.send("submit", batch)
 
     def _raise_late_error(self) -> None:
         error, self._late_error = self._late_error, None
@@ -254,14 +260,14 @@ class RemoteManager:
         """The timer's send of what is still queued: its ref is checked at the next call from here, and a
         failure to send is raised there (logged now: a task that ends has no next call)."""
         with self._lock:
-            if not self._outbox:
-                return
-            batch, self._outbox = self._outbox, []
             try:
-                self._pending.append(self.service.send("submit", batch))
+                ref = self._send_queued()
             except Exception as exc:  # noqa: BLE001 - kept for the next call, which raises it
                 self._late_error = exc
-                log.warning("sending %d queued episodes to the experience service failed: %r", len(batch), exc)
+                log.warning("sending the queued episodes to the experience service failed: %r", exc)
+                return
+            if ref is not None:
+                self._pending.append(ref)
 
     def poll(self) -> None:
         """Send the queued episodes now, then (``local_reads``) refresh the replica if the

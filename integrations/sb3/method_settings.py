@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_algorithm_kwargs", "check_tensorboard_log", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -94,33 +94,23 @@ def options(value: bool | Mapping[str, Any] | None, defaults: Mapping[str, Any],
 OWN_ARGUMENTS = ("policy", "env", "seed", "policy_kwargs", "tensorboard_log")
 
 
-def check_algorithm_kwargs(algorithm_kwargs: Mapping[str, Any] | None, own: tuple[str, ...] = OWN_ARGUMENTS) -> None:
-    """Refuse ``algorithm_kwargs`` naming an argument the run sets from its own (``seed=``, ``policy_kwargs=``...).
+def check_run_arguments(algorithm_kwargs: Mapping[str, Any] | None, tensorboard_log: Any,
+                        own: tuple[str, ...] = OWN_ARGUMENTS) -> None:
+    """Refuse ``algorithm_kwargs`` naming an argument the run sets from its own (``own``: ``seed=``,
+    ``policy_kwargs=``...), and a ``tensorboard_log`` that is no path (SB3 found an int only at ``learn``).
 
-    >>> check_algorithm_kwargs({"seed": 3})
+    >>> check_run_arguments({"seed": 3}, None)
     Traceback (most recent call last):
     ...
     ValueError: algorithm_kwargs names seed, which ComplementaryRL sets from its own argument: pass seed=... to ComplementaryRL
     """
-    if algorithm_kwargs is None:
-        return
-    if not isinstance(algorithm_kwargs, Mapping):
-        raise TypeError(f"algorithm_kwargs must be a mapping of the algorithm's arguments, got {algorithm_kwargs!r}")
-    clash = [k for k in own if k in algorithm_kwargs]
-    if clash:
-        raise ValueError(f"algorithm_kwargs names {', '.join(clash)}, which ComplementaryRL sets from its own "
-                         f"argument: pass {', '.join(f'{k}=...' for k in clash)} to ComplementaryRL")
-
-
-def check_run_arguments(algorithm_kwargs: Mapping[str, Any] | None, tensorboard_log: Any,
-                        own: tuple[str, ...] = OWN_ARGUMENTS) -> None:
-    """:func:`check_algorithm_kwargs` and :func:`check_tensorboard_log`, as both scopes check them."""
-    check_algorithm_kwargs(algorithm_kwargs, own)
-    check_tensorboard_log(tensorboard_log)
-
-
-def check_tensorboard_log(tensorboard_log: Any) -> None:
-    """A tensorboard folder is a path or None (SB3 found an int only at ``learn``, inside ``os.path``)."""
+    if algorithm_kwargs is not None:
+        if not isinstance(algorithm_kwargs, Mapping):
+            raise TypeError(f"algorithm_kwargs must be a mapping of the algorithm's arguments, got {algorithm_kwargs!r}")
+        clash = [k for k in own if k in algorithm_kwargs]
+        if clash:
+            raise ValueError(f"algorithm_kwargs names {', '.join(clash)}, which ComplementaryRL sets from its own "
+                             f"argument: pass {', '.join(f'{k}=...' for k in clash)} to ComplementaryRL")
     if tensorboard_log is not None and not isinstance(tensorboard_log, str | os.PathLike):
         raise TypeError(f"tensorboard_log must be a folder's path or None, got {tensorboard_log!r}")
 
