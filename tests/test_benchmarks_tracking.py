@@ -48,7 +48,8 @@ def test_success_thresholds_are_reached_with_fewer_episodes_than_the_window():
 
 def test_trace_step_counts_the_path_of_an_episode_end_and_of_a_trial_end() -> None:
     """Both traces end their episode or trial inside the traced step and count only this
-    repository's files; the run scope's trial end trains the extractor in that step."""
+    repository's files, not what the env under the wrapper runs (the hidden-goal room is one of
+    them); the run scope's trial end trains the extractor in that step."""
     from benchmarks.perf.trace_step import trace_episode_end, trace_trial_end
 
     task, run = trace_episode_end(), trace_trial_end()
@@ -59,6 +60,7 @@ def test_trace_step_counts_the_path_of_an_episode_end_and_of_a_trial_end() -> No
     assert run["extractor_updated"]
     assert "experience_wrappers/trials/memory.py" in run["calls_per_file"]
     assert "experience_wrappers/manager/manager.py" in task["calls_per_file"]
+    assert "integrations/minihack/hidden_goal.py" not in run["calls_per_file"]
 
 
 def test_step_profile_attributes_the_two_line_forms_time_to_the_librarys_parts(tmp_path) -> None:

@@ -58,7 +58,7 @@ def trace_episode_end(seed: int = 0) -> dict[str, Any]:
     for _ in range(steps - 1):
         env.step(0)
 
-    return _trace(lambda: env.step(0))
+    return _trace(lambda: env.step(0), env)
 
 
 def trace_trial_end(seed: int = 0) -> dict[str, Any]:
@@ -88,17 +88,27 @@ def trace_trial_end(seed: int = 0) -> dict[str, Any]:
     for _ in range(cap - 1):
         guided.step(0)
     before = memory.stats["extractor_updates"]
-    result = _trace(lambda: guided.step(0))
+    result = _trace(lambda: guided.step(0), guided)
     result["extractor_updated"] = memory.stats["extractor_updates"] > before
     return result
 
 
-def _trace(step: Any) -> dict[str, Any]:
-    """Profile ``step()`` (which must end an episode or trial) and count what it enters."""
+def _trace(step: Any, wrapper: Any) -> dict[str, Any]:
+    """Profile ``step()`` (which must end an episode or trial) and count what it enters.
+
+    The env under ``wrapper`` is not the library's path: what its own ``step`` calls is not
+    counted (CartPole's lies outside the packages anyway; the hidden-goal room's is in them).
+    """
     calls: list[tuple[str, str, str | None]] = []  # (file, function, caller's file)
     stack: list[str | None] = []
+    env_step = type(wrapper.unwrapped).step.__code__
+    in_env = 0  # depth inside the env's own step
 
     def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal in_env
+        if in_env or (event == "call" and frame.f_code is env_step):
+            in_env += 1 if event == "call" else -1 if event == "return" else 0
+            return
         if event == "call":
             f = _ours(frame.f_code.co_filename)
             if f is not None:

@@ -79,9 +79,10 @@ class EntryStore:
         """Ids in the id map (``size`` when consistent)."""
         return len(self._slot)
 
-    def slot_or(self, entry_id: int, default: int) -> int:
-        """The slot of ``entry_id``, or ``default`` where it is not in the id map."""
-        return self._slot.get(entry_id, default)
+    def slots_or(self, entry_ids: list[int], default: int) -> list[int]:
+        """The slot of each of ``entry_ids``, or ``default`` where one is not in the id map."""
+        get = self._slot.get
+        return [get(i, default) for i in entry_ids]
 
     def set_slot(self, entry_id: int, slot: int | None) -> None:
         """Put ``entry_id`` at ``slot`` in the id map (None: take it out); a rollback's step."""

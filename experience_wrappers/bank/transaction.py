@@ -131,9 +131,9 @@ class Journal:
 
     def touch_ids(self, store: EntryStore, ids: Any) -> None:
         """Remember where ``ids`` live now (or that they are absent)."""
-        for i in np.atleast_1d(np.asarray(ids, dtype=np.int64)).tolist():
-            if i not in self.slot_of:
-                self.slot_of[i] = store.slot_or(i, _ABSENT)
+        new = [i for i in np.atleast_1d(np.asarray(ids, dtype=np.int64)).tolist() if i not in self.slot_of]
+        if new:
+            self.slot_of.update(zip(new, store.slots_or(new, _ABSENT), strict=True))
 
     def undo(self, store: EntryStore) -> None:
         """Put every remembered row, the size and the id map back."""

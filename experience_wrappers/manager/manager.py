@@ -31,8 +31,7 @@ from ..validators import check_int, check_real
 from .backend import LearnerBackend, resolve_mode
 from .config import ManagerConfig
 from .crediting import attribute
-from .episode import Episode
-from .episode_checks import check_episode
+from .episode import Episode, check_episode
 from .episode_entries import Distiller, EntryWriter
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
@@ -267,7 +266,7 @@ class ExperienceManager:
         The learner backend credits, distils and trains on it where ``config.mode`` says.
 
         Raises:
-            ValueError: the episode cannot be distilled (:func:`~.episode_checks.check_episode`: a NaN
+            ValueError: the episode cannot be distilled (:func:`~.episode.check_episode`: a NaN
                 reward, step counts that differ, actions or observations outside the spaces), checked
                 here, in the caller's thread, before its credit reaches the baseline or the bank.
         """
