@@ -250,7 +250,7 @@ def test_a_key_encoder_of_the_users_is_checked_where_it_is_given_and_its_scale_s
     space, actions = spaces.Box(-1, 1, (4,), np.float32), spaces.Discrete(2)
     with pytest.raises(TypeError, match="_NoWidth.key_dim is not set"):
         ExperienceManager(ExperienceBank(), space, actions, key_encoder=_NoWidth())
-    with pytest.raises(TypeError, match="got the class _Tiny: pass _Tiny"):
+    with pytest.raises(TypeError, match=r"key_encoder=_Tiny \(a class\) is built as _Tiny\(observation_space\), which failed"):
         ExperienceManager(ExperienceBank(), space, actions, key_encoder=_Tiny)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got a function"):
         ExperienceManager(ExperienceBank(), space, actions, key_encoder=lambda o, t: o)  # type: ignore[arg-type]

@@ -66,19 +66,33 @@ def stack_observations(frames: Sequence[Any]) -> Any:
     return np.stack([np.asarray(f) for f in frames])
 
 
-def check_key_encoder(encoder: object) -> KeyEncoder:
-    """``encoder`` if it can serve as a key encoder: an object (not a class) with a callable
+def check_key_encoder(encoder: object, observation_space: spaces.Space | None = None) -> KeyEncoder:
+    """``encoder`` if it can serve as a key encoder: an object with a callable
     ``encode(obs_batch, task_ids)`` and an integer ``key_dim`` >= 1 (a numpy integer is stored
     back as a Python int); else a TypeError / ValueError naming what is missing.
+
+    A class (``FlatKeyEncoder``, ``MiniHackKeyEncoder``) is built from ``observation_space``
+    (``cls(observation_space)``) and its instance checked: a run given the class saves it by name,
+    where an instance holds state that a run's ``method.json`` cannot (a projection).
 
     >>> check_key_encoder(lambda obs: obs)
     Traceback (most recent call last):
     ...
     TypeError: key_encoder must be a KeyEncoder (an object with encode(obs_batch, task_ids) and an int key_dim), got a function
+    >>> from experience_wrappers.keys import FlatKeyEncoder
+    >>> check_key_encoder(FlatKeyEncoder, spaces.Box(0, 1, (3,))).key_dim
+    3
     """
     if isinstance(encoder, type):
-        raise TypeError(f"key_encoder must be a KeyEncoder instance, got the class {encoder.__name__}: "
-                        f"pass {encoder.__name__}(...)")
+        if observation_space is None:
+            raise TypeError(f"key_encoder must be a KeyEncoder instance here, got the class {encoder.__name__}: "
+                            f"pass {encoder.__name__}(...)")
+        cls = encoder
+        try:
+            encoder = cls(observation_space)
+        except Exception as exc:
+            raise TypeError(f"key_encoder={cls.__name__} (a class) is built as {cls.__name__}(observation_space), "
+                            f"which failed ({type(exc).__name__}: {exc}); pass an instance instead") from exc
     if not callable(getattr(encoder, "encode", None)):
         raise TypeError("key_encoder must be a KeyEncoder (an object with encode(obs_batch, task_ids) and an int "
                         f"key_dim), got a {type(encoder).__name__}")

@@ -80,7 +80,8 @@ class ExperienceManager:
         bank: the bank to write into.
         observation_space: the base env's observation space (before the wrapper).
         action_space: the env's action space.
-        key_encoder: frozen key encoder (default: a seeded random projection).
+        key_encoder: frozen key encoder (default: a seeded random projection), or its class, built
+            as ``cls(observation_space)``.
         config: a :class:`ManagerConfig`.
     """
 
@@ -88,17 +89,20 @@ class ExperienceManager:
     STATE_VERSION = 1
 
     def __init__(self, bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
-                 *, key_encoder: KeyEncoder | None = None, config: ManagerConfig | None = None) -> None:
+                 *, key_encoder: KeyEncoder | type[KeyEncoder] | None = None, config: ManagerConfig | None = None) -> None:
         if not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
         if bank.manager is not None:
             raise ValueError("this bank already has a manager; use manager_for_bank(bank, ...) to share it")
+        if config is not None and not isinstance(config, ManagerConfig):
+            raise TypeError(f"config must be a ManagerConfig, got {type(config).__name__} (ManagerConfig(**settings) "
+                            "builds one from a dict)")
         self.config = config or ManagerConfig()
         self.bank = bank
         self.observation_space = observation_space
         self.action_space = action_space
         self.key_encoder = RandomProjectionKeyEncoder(observation_space) if key_encoder is None else \
-            check_key_encoder(key_encoder)
+            check_key_encoder(key_encoder, observation_space)
         self.action_coder = ActionCoder(action_space)
         self.extractor_config = ExtractorConfig(  # the defaults are ExtractorConfig's
             state_dim=self.key_encoder.key_dim, action_dim=self.action_coder.dim,

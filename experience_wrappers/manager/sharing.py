@@ -22,7 +22,7 @@ __all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of"]
 
 
 def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
-                     key_encoder: KeyEncoder | None = None, **config: Any) -> ExperienceManager:
+                     key_encoder: KeyEncoder | type[KeyEncoder] | None = None, **config: Any) -> ExperienceManager:
     """The manager that serves ``bank``, created on first use, so every wrapper on one bank shares it.
 
     Later wrappers must have spaces of the same layout (:func:`same_layout`: Box bounds may
@@ -43,8 +43,9 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
             f"(observation {mgr.observation_space}, action {mgr.action_space}); got observation "
             f"{observation_space}, action {action_space}. Use one bank per env family."
         )
-    if key_encoder is not None and key_encoder is not mgr.key_encoder:
-        raise ValueError("this bank's manager already has a different key_encoder; pass the same object")
+    if key_encoder is not None and key_encoder is not mgr.key_encoder and key_encoder is not type(mgr.key_encoder):
+        raise ValueError("this bank's manager already has a different key_encoder; pass the same object (or the "
+                         "class it was built from)")
     if config and not _agrees(mgr.config, config):
         raise ValueError(f"this bank's manager already has another config ({mgr.config}); got {config}")
     return mgr
@@ -59,7 +60,7 @@ def _agrees(config: ManagerConfig, asked: dict[str, Any]) -> bool:
 
 
 def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
-                    manager: ExperienceSource | None = None, key_encoder: KeyEncoder | None = None,
+                    manager: ExperienceSource | None = None, key_encoder: KeyEncoder | type[KeyEncoder] | None = None,
                     manager_kwargs: dict[str, Any] | None = None) -> ExperienceSource:
     """The manager a wrapper should use: the one given (an :class:`ExperienceManager` or a service's
     ``RemoteManager``, which must serve ``bank``), else the bank's own."""

@@ -112,7 +112,8 @@ class ExperienceOptions:
     Args:
         k: entries shown per step.
         retrieve_every: retrieve again every this many steps (0: only at reset).
-        key_encoder: frozen key encoder of the (unwrapped) observations, for a new manager.
+        key_encoder: frozen key encoder of the (unwrapped) observations, for a new manager (or its
+            class, built as ``cls(observation_space)``).
         task_id: fixed task id, or ``fn(obs, info) -> int`` evaluated at each reset.
         query_mode: ``"utility"`` (default), ``"knn"`` or ``"random"`` (ablation): the
             observation channel's query.
@@ -160,7 +161,7 @@ class ExperienceOptions:
 
     k: int = attrs.field(default=4, validator=_k)
     retrieve_every: int = attrs.field(default=8, validator=_retrieve_every)
-    key_encoder: KeyEncoder | None = None
+    key_encoder: KeyEncoder | type[KeyEncoder] | None = None
     task_id: TaskIdSource = attrs.field(default=0, validator=_task_id)
     query_mode: str = attrs.field(default="utility", validator=_query_mode)
     filter_by_task: bool = attrs.field(default=True, validator=is_bool)

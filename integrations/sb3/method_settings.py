@@ -238,7 +238,8 @@ def to_json(value: Any, name: str) -> Any:
         raise TypeError(f"{name} = {value!r} ({type(value).__name__}) cannot be saved in method.json: an object is "
                         "saved as its importable class and constructor arguments, where its attributes are exactly "
                         "those arguments (SB3's LinearSchedule), and this one's are not (a key encoder's projection, "
-                        "a functools.partial)")
+                        "a functools.partial); a key encoder given as its class (key_encoder=FlatKeyEncoder, built "
+                        "from the observation space) saves by name")
     if callable(value):
         raise TypeError(f"{name} = {value!r} cannot be saved in method.json: a callable is saved by its importable "
                         "name, and a lambda or a function or class defined inside another has none (a learning-rate "
