@@ -71,10 +71,9 @@ class TrialMemory:
             (``k // per_trial`` trials are read, newest first; reading steps along each trial's
             whole path too, measured to hurt, is
             :class:`~experience_wrappers.experimental.PathTrialMemory`).
-        key_encoder: the frozen key encoder, or its class (built as ``cls(observation_space)``; a
-            run given the class saves); None: the flattened observation (Box bounds mapped to
-            [-1, 1]; two visits of one state at distance 0), projected where it is wider than 256
-            (:func:`~experience_wrappers.keys.default_run_keys`).
+        key_encoder: the frozen key encoder, or its class (built as ``cls(observation_space)``); None: the
+            flattened observation (Box bounds mapped to [-1, 1]; two visits of one state at distance 0),
+            projected where it is wider than 256 (:func:`~experience_wrappers.keys.default_run_keys`).
         exp_dim: width of the extractor's vector (0: no extractor; entries hold decodable content only).
         scope: ``"instance"`` (default), ``"other"`` or ``"none"`` (see :data:`SCOPES`).
         write_failures: write failed trials too. Off by default, as measured (hidden-goal room,
@@ -174,8 +173,7 @@ class TrialMemory:
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         #: how its wrappers read a trial's success, shared by all of them (a missing key is a failure once one reported)
         self.success_reports = SuccessReports()
-        self.key_encoder = (default_run_keys(observation_space) if key_encoder is None
-                            else check_key_encoder(key_encoder, observation_space))
+        self.key_encoder = default_run_keys(observation_space) if key_encoder is None else check_key_encoder(key_encoder, observation_space)
         self.key_dim = int(self.key_encoder.key_dim)
         self.action_coder = ActionCoder(action_space)
         #: where a run will succeed, learned from its failed trials (``run_best="located"``; else None)
