@@ -227,3 +227,31 @@ def test_rollin_on_given_demonstrations_needs_their_seeds():
     with pytest.raises(ValueError, match="needs their reset seeds"):
         ComplementaryRL("MiniHack-KeyRoom-S5-v0", demonstrations=demos, rollin=True, n_envs=1,
                         algorithm_kwargs=SMALL)
+
+
+def test_an_evaluation_of_a_paired_run_takes_its_own_seeds_not_the_trainings_instances(tmp_path) -> None:
+    """With ``group_size`` the envs replay one instance per episode index; an evaluation's episodes
+    must start where its seed says (the same figures twice, and from the save) and leave the
+    training's instance counters where they were (the env is reset once afterwards)."""
+    from experience_wrappers.wrappers import ReplayInstances
+
+    run = ComplementaryRL(lambda: gym.make("CartPole-v1"), n_envs=4, group_size=2, seed=0, algorithm_kwargs=SMALL,
+                          self_imitation={"only_with_success": False})
+    try:
+        run.learn(128)
+        replays = [e.env for e in run.env.unwrapped.envs]
+        while not all(isinstance(r, ReplayInstances) for r in replays):
+            replays = [r if isinstance(r, ReplayInstances) else r.env for r in replays]
+        before = [r.episodes for r in replays]
+        first = json.dumps(run.evaluate(8, seed=1), sort_keys=True)
+        assert [r.episodes for r in replays] == [b + 1 for b in before]  # the reset after it, no more
+        assert json.dumps(run.evaluate(8, seed=1), sort_keys=True) == first
+        assert all(r.replaying for r in replays)
+        run.save(tmp_path / "run")
+    finally:
+        run.close()
+    back = ComplementaryRL.load(tmp_path / "run", env=lambda: gym.make("CartPole-v1"))
+    try:
+        assert json.dumps(back.evaluate(8, seed=1), sort_keys=True) == first
+    finally:
+        back.close()

@@ -82,6 +82,11 @@ class ReplayInstances(gym.Wrapper, RecordConstructorArgs):
         instances: the reset seeds runs are drawn from (None: a new instance per episode).
         repeats: episodes per run with ``instances`` (a run scope's trials).
 
+    Attributes:
+        replaying: False passes resets through as they come (a seed given is used, and no episode is
+            counted): an evaluation's episodes are then its own, not the training's next instances
+            (``integrations.sb3.no_learning`` switches it off for its block where ``instances`` is None).
+
     >>> from integrations.minihack import make_minihack_env
     >>> a = ReplayInstances(make_minihack_env("MiniHack-Room-5x5-v0"), group=0, member=0, size=2, seed=3)
     >>> b = ReplayInstances(make_minihack_env("MiniHack-Room-5x5-v0"), group=0, member=1, size=2, seed=3)
@@ -104,9 +109,12 @@ class ReplayInstances(gym.Wrapper, RecordConstructorArgs):
         self.episodes = 0  # the index of the next episode
         self._runs = np.random.default_rng([self.base_seed, self.group])  # the group's draw of one instance per run
         self.instance = -1
+        self.replaying = True
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
+        if not self.replaying:
+            return self.env.reset(seed=seed, options=options)
         index = self.episodes
         spec: dict[str, Any] = {"group": self.group, "member": self.member, "size": self.size, "index": index,
                                 "seed": self.base_seed}

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
@@ -24,6 +25,7 @@ from experience_wrappers.manager import SuccessReports, outcome_of
 from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers.injector import LONG_EPISODE
+from experience_wrappers.wrappers.instances import ReplayInstances
 
 from .discovery import find_experience
 from .rollin_env import GuidedRollInVecEnv
@@ -38,6 +40,9 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     :class:`~integrations.sb3.GuidedRollInVecEnv` in ``env`` is switched off (the policy acts
     from the first step, and no episode reaches the roll-in curriculum), and a ``VecNormalize``
     stops updating its statistics (``training=False``); both are restored after the block.
+    Envs that replay one task instance per episode for paired credit
+    (:class:`~experience_wrappers.wrappers.ReplayInstances`, ``group_size``) stop replaying in the
+    block: an evaluation's resets take the seeds it gives and do not move the training's instances.
 
     Use it around anything that runs the policy for evaluation (SB3's ``evaluate_policy``,
     a video recorder, a hand-written loop). An evaluation env built with the default
@@ -64,14 +69,30 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
             inj.force_guided = guided
     if rollin_on:
         rollin.enabled = False  # type: ignore[union-attr]
+    replays = [r for r in _instance_replays(env) if r.replaying]
+    for r in replays:
+        r.replaying = False
     try:
         with statistics_kept(env):
             yield env
     finally:
+        for r in replays:
+            r.replaying = True
         for inj, (force, learn) in zip(injectors, saved, strict=True):
             inj.force_guided, inj.learn = force, learn
         if rollin_on:
             rollin.enabled = True  # type: ignore[union-attr]
+
+
+def _instance_replays(env: VecEnv) -> list[ReplayInstances]:
+    """The task-scope instance replays (``instances`` None) below the envs of an in-process VecEnv."""
+    out = []
+    for e in getattr(env.unwrapped, "envs", []):
+        while isinstance(e, gym.Wrapper):
+            if isinstance(e, ReplayInstances) and e.instances is None:
+                out.append(e)
+            e = e.env
+    return out
 
 
 @contextlib.contextmanager
