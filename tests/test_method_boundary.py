@@ -142,7 +142,13 @@ def test_item5_an_empty_bank_given_is_the_one_the_run_fills(tmp_path) -> None:
     assert len(bank) > 0
     with pytest.raises(TypeError, match="bank must be an ExperienceBank"):
         _run(bank={"capacity": 50})
+    # a second run on it would stop this one's manager at its close(): refused, this run untouched
+    with pytest.raises(ValueError, match="already served by a manager"):
+        _run(bank=bank)
+    run.learn(64, reset_num_timesteps=False)
     run.close()
+    again = _run(bank=bank)  # a closed run lets its bank go
+    again.close()
 
 
 # ------------------------------------------------------------------ item 6

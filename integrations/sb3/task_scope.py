@@ -157,6 +157,10 @@ class TaskScopeRL:
             raise ValueError("a bank was given with experience=False: the run would never use it")
         if bank is not None and not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+        if bank is not None and bank.manager is not None:  # (a closed manager lets its bank go)
+            raise ValueError("this bank is already served by a manager (another run's, or one built on it): a run "
+                             "builds the manager of its bank and stops it at close(), which would stop the other's; "
+                             "give each run a bank of its own (ExperienceBank(), or ExperienceBank.load(folder))")
         algorithm = resolve_algorithm(algorithm)
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
