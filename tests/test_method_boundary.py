@@ -457,3 +457,47 @@ def test_a_class_of_main_is_saved_with_a_warning_that_it_loads_only_there(monkey
     with pytest.warns(UserWarning, match=r"saved as __main__:Net: a run loads it only where __main__ defines Net"):
         assert to_json({"features_extractor_class": Net}, "policy_kwargs") == {
             "features_extractor_class": {"__object__": "__main__:Net"}}
+
+
+class TwoKeys(gym.Env):
+    """A Dict observation: a position and a flag, two actions, ten steps."""
+
+    observation_space = gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,), np.float32),
+                                         "flag": gym.spaces.Discrete(2)})
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.observation_space.sample(), float(action), False, self.t >= 10, {"is_success": self.t >= 10}
+
+
+@pytest.mark.parametrize("experience", [True, False])
+def test_dict_observations_recorded_step_by_step_are_a_demonstration(experience: bool) -> None:
+    """A list of per-step dicts (what recording a Dict env's steps gives) is stacked into one dict of
+    arrays; before, it passed the checks and failed later (in the manager's ingest, or in the first
+    learn() as a replay of other keys)."""
+    space = TwoKeys.observation_space
+    space.seed(0)
+    demo = {"observations": [space.sample() for _ in range(6)], "actions": [1] * 5, "success": True}
+    run = ComplementaryRL(TwoKeys, experience=experience, n_envs=1, seed=0, algorithm_kwargs=SMALL,
+                          policy_kwargs=TINY, demonstrations=[demo])
+    try:
+        assert run.replay is not None and run.replay.counts()["demo"] == 5
+        run.learn(32)
+    finally:
+        run.close()
+    ragged = {**demo, "observations": [*demo["observations"][:5], {"pos": np.zeros(2, np.float32)}]}
+    with pytest.raises(ValueError, match=r"demonstrations\[0\].*other keys at step 5"):
+        ComplementaryRL(TwoKeys, experience=experience, n_envs=1, demonstrations=[ragged])
+
+
+def test_a_demonstration_that_says_it_failed_is_refused_by_index() -> None:
+    good = {"observations": np.zeros((4, 4), np.float32), "actions": [0, 1, 0], "success": True}
+    failed = {"observations": np.zeros((4, 4), np.float32), "actions": [0, 1, 0], "infos": [{}, {}, {"is_success": False}]}
+    with pytest.raises(ValueError, match=r"demonstrations\[1\] says it failed"):
+        _run(demonstrations=[good, failed])

@@ -48,6 +48,21 @@ def _length(obs: Any) -> int:
     return len(obs)
 
 
+def _stacked(obs: Any) -> Any:
+    """Observations recorded step by step from a Dict env (a list of dicts) as one dict of arrays."""
+    if not isinstance(obs, list | tuple) or not obs or not all(isinstance(o, dict) for o in obs):
+        return obs
+    keys = list(obs[0])
+    for t, o in enumerate(obs):
+        if sorted(o) != sorted(keys):
+            raise ValueError(f"its observations are dicts of other keys at step {t} ({sorted(o)}) than at "
+                             f"step 0 ({sorted(keys)})")
+    try:
+        return {k: np.stack([np.asarray(o[k]) for o in obs]) for k in keys}
+    except ValueError as exc:  # a key whose shape changes between steps
+        raise ValueError(f"its observations' keys do not stack over the steps: {exc}") from None
+
+
 def _trim(obs: Any, n: int) -> Any:
     if isinstance(obs, dict):
         return {k: np.asarray(v)[:n] for k, v in obs.items()}
@@ -57,7 +72,8 @@ def _trim(obs: Any, n: int) -> Any:
 def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
     """Convert a demonstration from a :class:`Demonstration`, a dict or an ``imitation``-style trajectory.
 
-    Dicts need ``observations`` (or ``obs``) and ``actions`` (or ``acts``), and may give
+    Dicts need ``observations`` (or ``obs``; from a Dict env, a dict of arrays or a list of
+    per-step dicts) and ``actions`` (or ``acts``), and may give
     ``rewards`` (``rews``), ``infos``, ``success`` and ``task_id``. Objects with ``obs``,
     ``acts`` and optionally ``rews`` / ``infos`` attributes (``imitation``'s
     ``Trajectory`` and ``TrajectoryWithRew``) work as they are.
@@ -79,6 +95,7 @@ def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
             if isinstance(item, np.ndarray | tuple | list) else ""
         raise ValueError(f"a demonstration needs observations and actions, got {type(item).__name__} "
                          f"with {sorted(item) if isinstance(item, dict) else 'neither'}{pair}")
+    obs = _stacked(obs)  # a list of per-step dicts, as recorded from a Dict env's steps
     acts = np.asarray(acts)
     rews = get("rewards", None)
     rews = get("rews", None) if rews is None else rews

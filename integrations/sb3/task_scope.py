@@ -326,9 +326,12 @@ class TaskScopeRL:
               **learn_kwargs: Any) -> Self:
         """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours).
 
-        The run goes on from its steps so far (a loaded run's too): its step count, its schedules
-        and its logs continue (SB3's ``reset_num_timesteps=False``; pass ``reset_num_timesteps=True``
-        to start them again). Under roll-in your callbacks see every step as SB3 gives it (the
+        The run goes on from its steps so far (a loaded run's too): its step count and its logs
+        continue (SB3's ``reset_num_timesteps=False``; pass ``reset_num_timesteps=True`` to start them
+        again). Its schedules do not: SB3 measures progress within each ``learn`` call (from the
+        steps so far to their sum with ``total_timesteps``), and a learning-rate schedule, the guided
+        ratio's and self-imitation's follow it, so four calls of 128 steps do not anneal as one of
+        512; train in one call where a schedule matters. Under roll-in your callbacks see every step as SB3 gives it (the
         policy's actions, the ends of rolled-in episodes); wrap one in :class:`RollInView` to see the
         executed actions or to count only episodes from true starts."""
         total_timesteps = check_timesteps(total_timesteps)
