@@ -164,7 +164,7 @@ def test_clear_errors_at_the_boundary(tmp_path) -> None:
         ComplementaryRL("CartPole-v1", rollin=True)
     with pytest.raises(TypeError, match="env must be a gymnasium env id or a factory"):
         ComplementaryRL(3)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="n_envs must be an int >= 1"):
+    with pytest.raises(ValueError, match="n_envs must be a positive int"):
         ComplementaryRL("CartPole-v1", n_envs=0)
     with pytest.raises(ValueError, match="group_size .* needs experience=True"):
         ComplementaryRL("CartPole-v1", experience=False, group_size=2)

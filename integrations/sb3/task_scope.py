@@ -43,7 +43,7 @@ from experience_wrappers import ExperienceBank, ExperienceManager
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
-from experience_wrappers.validators import check_timesteps
+from experience_wrappers.validators import check_bool, check_int, check_timesteps
 
 from .callback import CRLCallback
 from .default_policy import default_policy
@@ -149,18 +149,15 @@ class TaskScopeRL:
                              "env, scope='run', ...) builds the run scope)")
         if not (isinstance(env, str) or callable(env)):
             raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
-        if not isinstance(experience, bool):
-            raise TypeError(f"experience must be a bool, got {experience!r}")
-        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
-            raise ValueError(f"n_envs must be an int >= 1, got {n_envs!r}")
+        check_bool("experience", experience)
+        check_int("n_envs", n_envs, minimum=1)
         if bank is not None and not experience:
             raise ValueError("a bank was given with experience=False: the run would never use it")
         if bank is not None and not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
         if bank is not None and bank.manager is not None:  # (a closed manager lets its bank go)
-            raise ValueError("this bank is already served by a manager (another run's, or one built on it): a run "
-                             "builds the manager of its bank and stops it at close(), which would stop the other's; "
-                             "give each run a bank of its own (ExperienceBank(), or ExperienceBank.load(folder))")
+            raise ValueError("this bank is already served by a manager (another run's?): a run stops its bank's "
+                             "manager at close(); give each run a bank of its own (ExperienceBank() or .load(folder))")
         algorithm = resolve_algorithm(algorithm)
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
@@ -179,12 +176,10 @@ class TaskScopeRL:
             "rollin": self.rollin, "group_size": group_size,
             "demonstrations": demonstrations if isinstance(demonstrations, int) else len(demonstrations),
             "demonstrations_scripted": isinstance(demonstrations, int), "policy": policy,
-            **{name: dict(v or {}) for name, v in (("bank_kwargs", bank_kwargs), ("wrapper_kwargs", wrapper_kwargs),
-                                                  ("policy_kwargs", policy_kwargs),
-                                                  ("manager_kwargs", manager_kwargs),
-                                                  ("callback_kwargs", callback_kwargs),
-                                                  ("ingest_kwargs", ingest_kwargs),
-                                                  ("algorithm_kwargs", algorithm_kwargs))}}
+            **{name: dict(v or {}) for name, v in (
+                ("bank_kwargs", bank_kwargs), ("wrapper_kwargs", wrapper_kwargs), ("policy_kwargs", policy_kwargs),
+                ("manager_kwargs", manager_kwargs), ("callback_kwargs", callback_kwargs),
+                ("ingest_kwargs", ingest_kwargs), ("algorithm_kwargs", algorithm_kwargs))}}
         warn_unsavable(self._settings)  # a setting a save could not write: said now (before learn), refused at save()
         fam = family_of(env)
         self.family: Family = fam
@@ -326,12 +321,10 @@ class TaskScopeRL:
               **learn_kwargs: Any) -> Self:
         """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours).
 
-        The run goes on from its steps so far (a loaded run's too): its step count and its logs
-        continue (SB3's ``reset_num_timesteps=False``; pass ``reset_num_timesteps=True`` to start them
-        again). Its schedules do not: SB3 measures progress within each ``learn`` call (from the
-        steps so far to their sum with ``total_timesteps``), and a learning-rate schedule, the guided
-        ratio's and self-imitation's follow it, so four calls of 128 steps do not anneal as one of
-        512; train in one call where a schedule matters. Under roll-in your callbacks see every step as SB3 gives it (the
+        The run goes on from its steps so far (a loaded run's too): its step count and logs continue
+        (SB3's ``reset_num_timesteps=False``). Its schedules (learning rate, guided ratio, self-imitation)
+        follow SB3's progress, measured within each call: four calls of 128 steps do not anneal as one
+        of 512. Under roll-in your callbacks see every step as SB3 gives it (the
         policy's actions, the ends of rolled-in episodes); wrap one in :class:`RollInView` to see the
         executed actions or to count only episodes from true starts."""
         total_timesteps = check_timesteps(total_timesteps)
