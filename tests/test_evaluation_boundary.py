@@ -368,6 +368,8 @@ def test_frozen_predict_normalises_under_sb3s_image_transpose():
     (spaces.Discrete(5, start=-2), r"Discrete\(5, start=-2\), but SB3's policies one-hot encode"),
     (spaces.MultiDiscrete([3, 3], start=[1, 1]), r"MultiDiscrete.*one-hot encode"),
     (spaces.Box(0.0, 1.0, ()), r"0-d Box"),
+    (spaces.Box(0.0, 1.0, (0,)), r"a Box of no values"),
+    (spaces.Dict({"a": spaces.Box(0.0, 1.0, (2, 0)), "b": spaces.Discrete(2)}), r"key 'a' is a Box of no values"),
     (spaces.Dict({"pos": spaces.Discrete(4, start=1)}), r"observation Dict's key 'pos' is Discrete\(4, start=1\)"),
 ])
 def test_observations_sb3_cannot_preprocess_are_refused_at_the_wrapper(space, match):

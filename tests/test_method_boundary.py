@@ -17,7 +17,7 @@ from stable_baselines3.common.utils import LinearSchedule
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.errors import RunFileError
-from integrations.sb3 import ComplementaryRL
+from integrations.sb3 import ComplementaryRL, save_crl
 from integrations.sb3.method import METHOD_FILE
 
 SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 1}
@@ -501,3 +501,16 @@ def test_a_demonstration_that_says_it_failed_is_refused_by_index() -> None:
     failed = {"observations": np.zeros((4, 4), np.float32), "actions": [0, 1, 0], "infos": [{}, {}, {"is_success": False}]}
     with pytest.raises(ValueError, match=r"demonstrations\[1\] says it failed"):
         _run(demonstrations=[good, failed])
+
+
+def test_load_of_a_folder_of_model_zips_points_to_load_crl(tmp_path) -> None:
+    run = _run()
+    try:
+        save_crl(tmp_path / "crl", run.model)
+    finally:
+        run.close()
+    with pytest.raises(FileNotFoundError, match="holds model zips: .* loads with load_crl"):
+        ComplementaryRL.load(tmp_path / "crl")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"written by ComplementaryRL.save$"):
+        ComplementaryRL.load(tmp_path / "empty")

@@ -78,7 +78,8 @@ def base_parts(base: spaces.Space, reserved: tuple[str, ...], wrapper: str) -> d
 
 def check_readable(space: spaces.Space, what: str, wrapper: str) -> None:
     """Refuse a space of a kind SB3 reads but in a form its preprocessing breaks on (deep inside
-    torch): discrete values that do not start at 0 (one-hot encoded as ``0 .. n-1``) and a 0-d Box.
+    torch): discrete values that do not start at 0 (one-hot encoded as ``0 .. n-1``), a 0-d Box and a
+    Box of no values (a 0 in its shape).
 
     >>> check_readable(spaces.Discrete(5, start=-2), "the observation", "ExperienceWrapper")
     Traceback (most recent call last):
@@ -94,6 +95,9 @@ def check_readable(space: spaces.Space, what: str, wrapper: str) -> None:
     if isinstance(space, spaces.Box) and space.shape == ():
         raise ValueError(f"{what} is a 0-d Box ({space}), which SB3's policies cannot flatten; give it shape (1,) "
                          f"(gymnasium.wrappers.ReshapeObservation(env, (1,))) inside the {wrapper}")
+    if isinstance(space, spaces.Box) and space.shape and not int(np.prod(space.shape)):
+        raise ValueError(f"{what} is a Box of no values ({space}): there is nothing to key or to read; drop it "
+                         f"(a Dict key) or give the env an observation")
 
 
 def base_keys(space: spaces.Dict) -> list[str]:

@@ -145,7 +145,10 @@ def read_method_file(folder: Path) -> dict[str, Any]:
     """
     path = folder / METHOD_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by ComplementaryRL.save")
+        zips = folder.is_dir() and any(folder.glob("*.zip"))  # save_crl's model.zip, a checkpoint's
+        raise FileNotFoundError(f"{path} not found: ComplementaryRL.load reads a folder written by ComplementaryRL.save"
+                                + ("; this one holds model zips: a save_crl folder or a CRLCheckpointCallback's "
+                                   "checkpoint loads with load_crl" if zips else ""))
     try:
         saved = json.loads(path.read_text())
     except (OSError, ValueError, RecursionError) as exc:
