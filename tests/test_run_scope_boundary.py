@@ -297,3 +297,37 @@ def test_algorithm_kwargs_naming_the_runs_own_arguments_are_refused_by_name(key)
 def test_the_runs_own_settings_are_named_when_built(kw, err, match):
     with pytest.raises(err, match=match):
         _grid_run(**kw)
+
+
+def test_a_horizon_past_the_envs_own_cap_is_refused() -> None:
+    """Trials end at the env's TimeLimit; a longer horizon would time each step as a share of steps
+    no trial has (the probe's memory_kwargs={'horizon': 100} on a cap of 8 was taken)."""
+    from integrations.minihack.hidden_goal import HiddenGoalRoom
+
+    def capped() -> gym.Env:
+        return gym.wrappers.TimeLimit(HiddenGoalRoom(5, 25), 8)
+
+    with pytest.raises(ValueError, match=r"horizon'\] = 100 is past the env's own step cap 8"):
+        ComplementaryRL(capped, scope="run", instances=[1, 2], memory_kwargs={"horizon": 100}, **SMALL)
+    run = ComplementaryRL(capped, scope="run", instances=[1, 2], memory_kwargs={"horizon": 6}, **SMALL)
+    assert run.memory.layout.horizon == 6
+    run.close()
+
+
+def test_a_demonstrations_function_that_fails_on_a_later_instance_is_named_with_it() -> None:
+    """The first instance's demonstration is checked when the run is built; one that fails on another
+    instance does so in learn(), and the error names the instance (it escaped raw, mid-rollout)."""
+    from integrations.minihack.hidden_goal import HiddenGoalRoom, goal_demonstration
+
+    def demos(instance: int):
+        if instance != 1:
+            raise KeyError(f"no recording of {instance}")
+        return goal_demonstration(instance)
+
+    run = ComplementaryRL(lambda: HiddenGoalRoom(5, 8), scope="run", instances=[1, 2], demonstrations=demos,
+                          demo_ratio=1.0, **SMALL)
+    try:
+        with pytest.raises(ValueError, match=r"demonstrations\(2\) raised KeyError: 'no recording of 2'"):
+            run.learn(512)
+    finally:
+        run.close()

@@ -22,7 +22,7 @@ from ..wrappers.spaces import base_parts
 
 __all__ = ["check_instances", "checked_observations", "check_demonstration_length", "check_demonstration",
            "check_demonstration_actions",
-           "demonstration_parts", "trials_observation_space",
+           "demonstration_of", "demonstration_parts", "trials_observation_space",
            "space_mismatch",
            "ENTRIES_KEY", "MASK_KEY", "TRIAL_INDEX_KEY", "RUN_BEST_KEY", "TRIAL_INFO_KEY"]
 
@@ -37,6 +37,19 @@ RUN_BEST_KEY = "run_best"
 _SETTING_KEYS = (TRIAL_INDEX_KEY, RUN_BEST_KEY)
 #: the ``info`` key of a trial: ``instance``, ``index``, ``run``, ``guided``, ``demonstrated``
 TRIAL_INFO_KEY = "trial"
+
+def demonstration_of(demonstrations: Any, instance: int) -> Any:
+    """``demonstrations(instance)``: what it raises is said with the instance (a function that fails on
+    a later instance does so inside ``learn()``, mid-rollout).
+
+    Raises:
+        ValueError: ``demonstrations(instance)`` raised (chained).
+    """
+    try:
+        return demonstrations(instance)
+    except Exception as exc:
+        raise ValueError(f"demonstrations({instance}) raised {type(exc).__name__}: {exc}") from exc
+
 
 def demonstration_parts(demo: Any, source: str) -> tuple[Any, Any, Any] | None:
     """What a run's ``demonstrations(instance)`` returned, as ``(observations, actions, rewards or None)``;

@@ -52,6 +52,7 @@ from .checks import (
     TRIAL_INDEX_KEY,
     TRIAL_INFO_KEY,
     check_instances,
+    demonstration_of,
     demonstration_parts,
     trials_observation_space,
 )
@@ -227,7 +228,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._donor = self.memory.donor(self.instance, self._donor_rng) if self.guided else 0
         if self.guided and self.demonstrations is not None and self._demo_rng.random() < self.demo_ratio:
             source = f"demonstrations({self.instance})"
-            demo = demonstration_parts(self.demonstrations(self.instance), source)
+            demo = demonstration_parts(demonstration_of(self.demonstrations, self.instance), source)
             if demo is not None:
                 self.memory.add_demonstration(self.run_scope, *demo, source=source)
                 self._demonstrated = True

@@ -40,7 +40,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.trials import TrialMemory
-from experience_wrappers.trials.checks import check_instances, demonstration_parts
+from experience_wrappers.trials.checks import check_instances, demonstration_of, demonstration_parts
 from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int, check_real, check_timesteps
 
@@ -182,7 +182,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if demonstrations is not None:  # checked now on the first instance that has one, not in learn()
             for instance in self.instances[:CHECKED_DEMONSTRATIONS]:
                 source = f"demonstrations({instance})"
-                demo = demonstration_parts(demonstrations(instance), source)
+                demo = demonstration_parts(demonstration_of(demonstrations, instance), source)
                 if demo is not None:
                     self.memory.check_demonstration(demo[0], demo[1], source, demo[2])
                     break
@@ -240,6 +240,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                                  "as a share of it)")
             kwargs["horizon"] = env_cap
         memory = TrialMemory(obs_space, act_space, **kwargs)
+        if enforced and memory.layout.horizon > enforced:  # (the entries would time a trial by steps it never has)
+            raise ValueError(f"memory_kwargs['horizon'] = {memory.layout.horizon} is past the env's own step cap "
+                             f"{enforced}, where its trials end: give horizon <= {enforced}, or leave it out")
         # the horizon caps every trial, here and in evaluate, unless gymnasium already does (an env's own
         # max_steps attribute is only read: a trial of an env that does not keep it would never end)
         if not enforced or enforced > memory.layout.horizon:

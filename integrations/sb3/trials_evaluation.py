@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize, 
 from experience_wrappers.manager import SuccessReports
 from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials import TrialMemory
-from experience_wrappers.trials.checks import check_instances, space_mismatch
+from experience_wrappers.trials.checks import check_instances, demonstration_of, space_mismatch
 from experience_wrappers.trials.wrapper import TRIAL_INFO_KEY, DemoSource, trial_env
 from experience_wrappers.validators import check_bool, check_int
 
@@ -245,7 +245,7 @@ def _required(demonstrations: DemoSource) -> DemoSource:
     def demos(instance: int) -> tuple[Any, Any]:
         if instance in kept:
             return kept[instance]
-        demo = demonstrations(instance)
+        demo = demonstration_of(demonstrations, instance)
         if demo is None:
             raise ValueError(f"evaluate_trials: demonstrations({instance}) gave None, and the with_demonstration "
                              "condition reports runs shown a demonstration; give one for every instance evaluated, "
