@@ -255,3 +255,16 @@ def test_an_evaluation_of_a_paired_run_takes_its_own_seeds_not_the_trainings_ins
         assert json.dumps(back.evaluate(8, seed=1), sort_keys=True) == first
     finally:
         back.close()
+
+
+def test_a_closed_task_scope_run_refuses_to_learn_evaluate_or_save_as_the_run_scope_does(tmp_path) -> None:
+    """After close() the manager's worker and the envs are gone: learn said to build a manager on a
+    loaded bank, and evaluate still ran on the closed envs."""
+    run = ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs=SMALL, self_imitation=False)
+    run.close()
+    run.close()  # again: nothing
+    for call, what in ((lambda: run.learn(64), "learn"), (lambda: run.evaluate(2), "evaluate"),
+                       (lambda: run.save(tmp_path / "r"), "save")):
+        with pytest.raises(RuntimeError, match=f"this run is closed: it cannot {what}"):
+            call()
+    assert not (tmp_path / "r").exists()

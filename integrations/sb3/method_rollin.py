@@ -14,7 +14,7 @@ from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum,
 from .env_families import Family
 from .rollin_env import GuidedRollInVecEnv
 
-__all__ = ["DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "rollin_env"]
+__all__ = ["DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "check_rollin", "rollin_env"]
 
 #: demonstrations recorded by a run with seed ``s`` start from reset seed ``s + DEMO_SEED_OFFSET``
 #: (apart from the training envs' own draws)
@@ -26,6 +26,24 @@ DEMO_SEED_OFFSET = 20_000
 #: ``h`` succeed >= 50 %
 ROLLIN_DEFAULTS: dict[str, Any] = {"on_demonstrated": True, "rollin_ratio": 1.0, "guide": {"max_distance": 0.5},
                                    "curriculum": {"threshold": 0.5, "window": 8, "shrink_step": 1}}
+
+
+def check_rollin(rollin: Mapping[str, Any], demonstrations: int, experience: bool, group_size: int | None) -> None:
+    """Refuse a roll-in setting that cannot run: a guide of no known type, no demonstrations to start
+    from, the bank's guide without a bank, a replay guide off the demonstrated instances, paired credit."""
+    kind = rollin.get("guide_type", "bank")
+    if kind not in ("bank", "replay"):
+        raise ValueError(f"rollin guide_type must be 'bank' or 'replay', got {kind!r}")
+    if not demonstrations:
+        raise ValueError("guided roll-in starts from demonstrations: give demonstrations")
+    if kind == "bank" and not experience:
+        raise ValueError("roll-in with the bank's guide needs experience=True (or guide_type='replay')")
+    if kind == "replay" and not rollin.get("on_demonstrated", False):
+        raise ValueError("a replay guide replays demonstrations on their instances: it needs "
+                         "rollin on_demonstrated=True")
+    if group_size is not None:
+        raise ValueError("group_size (paired credit) and roll-in do not mix: roll-in resets envs onto "
+                         "instances of its own")
 
 
 def rollin_env(env: VecEnv, rollin: Mapping[str, Any], demonstrations: Sequence[Any], *,

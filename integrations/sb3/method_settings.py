@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_open", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -200,6 +200,13 @@ def check_demonstrations(demonstrations: Any) -> int | list[Any]:
                              "into the bank; give the successful ones")
         out.append(demo)
     return out
+
+
+def check_open(closed: bool, what: str) -> None:
+    """Refuse ``what`` (``"learn"``, ``"evaluate"``, ``"save"``) on a run that was closed, in either scope."""
+    if closed:
+        raise RuntimeError(f"this run is closed: it cannot {what} (its envs are closed); load its save "
+                           "(ComplementaryRL.load) to go on")
 
 
 def to_json(value: Any, name: str) -> Any:

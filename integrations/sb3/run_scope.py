@@ -48,6 +48,7 @@ from .guards import check_action_space
 from .method import ComplementaryRL
 from .method_settings import (
     OWN_ARGUMENTS,
+    check_open,
     check_run_arguments,
     check_seed,
     load_arguments,
@@ -255,7 +256,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours;
         ``progress_bar=True`` and the other ``learn`` arguments as in SB3). The run goes on from its
         steps so far (a loaded run's too: ``reset_num_timesteps=False`` unless you pass it)."""
-        self._check_open("learn")
+        check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
         learn_kwargs.setdefault("reset_num_timesteps", False)
@@ -287,7 +288,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                 the marks by: ``search=0`` evaluates without it); the instances' and conditions' errors
                 (:func:`~integrations.sb3.trials_evaluation.evaluate_trials`).
         """
-        self._check_open("evaluate")
+        check_open(self._closed, "evaluate")
         instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         seen = sorted(set(instances) & set(self.instances))
         if seen:
@@ -332,7 +333,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         (self-imitation's), ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and
         ``method.json``; whole and atomic, stale saves, another run's save (without ``overwrite``) and
         foreign folders refused, as :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`."""
-        self._check_open("save")
+        check_open(self._closed, "save")
         settings = settings_to_json(self._settings)
 
         def files(save_id: str) -> dict[str, bytes]:
@@ -397,11 +398,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if not self._closed:
             self._closed = True
             self.env.close()
-
-    def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise RuntimeError(f"this run is closed: it cannot {what} (its envs are closed); load its save "
-                               "(ComplementaryRL.load) to go on")
 
 
 def _check_groups(experience: bool, group_size: int, free_members: int, trials: int, demonstrations: Any) -> None:

@@ -51,9 +51,10 @@ from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .evaluation import check_episodes, evaluate_with_and_without_experience, run_episodes
 from .guards import check_action_space, check_on_policy_class
-from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, rollin_env
+from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, check_rollin, rollin_env
 from .method_settings import (
     check_demonstrations,
+    check_open,
     check_run_arguments,
     check_seed,
     load_arguments,
@@ -164,6 +165,7 @@ class TaskScopeRL:
         self.seed = check_seed(seed)
         check_run_arguments(algorithm_kwargs, tensorboard_log)
         self.experience = experience
+        self._closed = False
         self.self_imitation = options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
         self.rollin = options(rollin, ROLLIN_DEFAULTS, "rollin")
         # refused now, not at the first learn(): each of these parts reads or fills a rollout buffer
@@ -231,19 +233,7 @@ class TaskScopeRL:
             raise ValueError("demonstrations were given, but with experience=False and self_imitation off "
                              "nothing would use them")
         if self.rollin is not None:
-            kind = self.rollin.get("guide_type", "bank")
-            if kind not in ("bank", "replay"):
-                raise ValueError(f"rollin guide_type must be 'bank' or 'replay', got {kind!r}")
-            if not n:
-                raise ValueError("guided roll-in starts from demonstrations: give demonstrations")
-            if kind == "bank" and not self.experience:
-                raise ValueError("roll-in with the bank's guide needs experience=True (or guide_type='replay')")
-            if kind == "replay" and not self.rollin.get("on_demonstrated", False):
-                raise ValueError("a replay guide replays demonstrations on their instances: it needs "
-                                 "rollin on_demonstrated=True")
-            if self.group_size is not None:
-                raise ValueError("group_size (paired credit) and roll-in do not mix: roll-in resets envs onto "
-                                 "instances of its own")
+            check_rollin(self.rollin, n, self.experience, self.group_size)
         if self.group_size is not None and not self.experience:
             raise ValueError("group_size pairs guided and free episodes for credit: it needs experience=True")
 
@@ -327,6 +317,7 @@ class TaskScopeRL:
         of 512. Under roll-in your callbacks see every step as SB3 gives it (the
         policy's actions, the ends of rolled-in episodes); wrap one in :class:`RollInView` to see the
         executed actions or to count only episodes from true starts."""
+        check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
         learn_kwargs.setdefault("reset_num_timesteps", False)
@@ -346,6 +337,7 @@ class TaskScopeRL:
             ValueError: ``n_episodes`` is not an int >= 1, or ``seed`` a negative int.
             TypeError: ``seed`` is not an int.
         """
+        check_open(self._closed, "evaluate")
         n_episodes, seed = check_episodes(n_episodes, seed)  # (before the roll-in env is switched off)
         if self.rollin_env is not None:
             self.rollin_env.enabled = False
@@ -371,6 +363,7 @@ class TaskScopeRL:
         nor saved is refused a folder holding another run's save unless ``overwrite=True``. A setting that
         ``method.json`` cannot hold so that it loads (a lambda schedule in ``algorithm_kwargs``)
         is refused by name (``TypeError``) before anything is written."""
+        check_open(self._closed, "save")
         settings = settings_to_json(self._settings)  # refuses, by name, what cannot be saved
 
         def files(save_id: str) -> dict[str, bytes]:
@@ -443,7 +436,11 @@ class TaskScopeRL:
         return run
 
     def close(self) -> None:
-        """Stop the manager's worker and close the envs."""
+        """Stop the manager's worker and close the envs; learn, evaluate and save then raise (closing again
+        does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         if self.experience:
             for m in find_experience(self.env)[0]:
                 m.close()
