@@ -331,3 +331,15 @@ def test_a_demonstrations_function_that_fails_on_a_later_instance_is_named_with_
             run.learn(512)
     finally:
         run.close()
+
+
+def test_an_instance_given_twice_to_an_evaluation_is_refused() -> None:
+    """Each was reported as an instance of its own (evaluate([100, 100, 100]) said 3 instances)."""
+    from integrations.minihack.hidden_goal import HiddenGoalRoom
+
+    run = ComplementaryRL(lambda: HiddenGoalRoom(5, 8), scope="run", instances=[1, 2], **SMALL)
+    try:
+        with pytest.raises(ValueError, match=r"instances holds \[40\] more than once"):
+            run.evaluate([40, 41, 40], repeats=1)
+    finally:
+        run.close()

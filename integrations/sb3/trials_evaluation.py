@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -174,7 +175,7 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     Raises:
         TypeError: ``memory`` is a memory, not a function that makes one; ``instances`` is not
             a sequence of ints; ``conditions`` is a str.
-        ValueError: an unknown or no condition; ``"with_demonstration"`` without
+        ValueError: an instance given twice; an unknown or no condition; ``"with_demonstration"`` without
             ``demonstrations``, or with a ``demonstrations(instance)`` that gives None or an
             empty demonstration (runs shown nothing are not reported as demonstrated); a policy
             trained on other observations than the envs show (see :func:`run_trials`).
@@ -185,6 +186,10 @@ def evaluate_trials(predict: Predict, make_env: Callable[[], gym.Env], memory: C
     instances = check_instances(instances)
     trials = check_int("trials", trials, minimum=1)
     repeats = check_int("repeats", repeats, minimum=1)
+    twice = sorted(i for i, n in Counter(instances).items() if n > 1)
+    if twice:  # (reported as instances of their own, they would inflate the count and weigh those twice)
+        raise ValueError(f"instances holds {twice} more than once: each instance is evaluated in {repeats} runs "
+                         "(repeats=); pass each once")
     deterministic = check_bool("deterministic", deterministic)
     if conditions is None:  # every condition the arguments allow
         conditions = [c for c in CONDITIONS if c != "with_demonstration" or demonstrations is not None]
