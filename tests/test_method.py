@@ -268,3 +268,23 @@ def test_a_closed_task_scope_run_refuses_to_learn_evaluate_or_save_as_the_run_sc
         with pytest.raises(RuntimeError, match=f"this run is closed: it cannot {what}"):
             call()
     assert not (tmp_path / "r").exists()
+
+
+def test_a_loaded_roll_in_run_refuses_other_demonstrations_than_it_rolled_in_from(tmp_path) -> None:
+    """The docs said "pass the same ones" and nothing checked: demonstrations of other actions loaded."""
+    from experience_wrappers.rollin import instance_seeds
+    from integrations.minihack import make_minihack_env, scripted_demonstrations
+
+    demos = scripted_demonstrations("MiniHack-Room-5x5-v0", n_episodes=2, seed=5)
+    seeds = instance_seeds(make_minihack_env("MiniHack-Room-5x5-v0"), demos, 5)
+    kw = {"n_envs": 1, "seed": 0, "algorithm_kwargs": SMALL}
+    run = ComplementaryRL("MiniHack-Room-5x5-v0", demonstrations=demos, rollin={"instance_seeds": seeds}, **kw)
+    try:
+        run.save(tmp_path / "r")
+    finally:
+        run.close()
+    other = [dict(observations=d.observations, actions=(np.asarray(d.actions) + 1) % 8, rewards=d.rewards,
+                  success=d.success) for d in demos]
+    with pytest.raises(ValueError, match="not the ones this run rolled in from"):
+        ComplementaryRL.load(tmp_path / "r", demonstrations=other)
+    ComplementaryRL.load(tmp_path / "r", demonstrations=demos).close()

@@ -56,7 +56,9 @@ from .method_settings import (
     check_demonstrations,
     check_open,
     check_run_arguments,
+    check_same_demonstrations,
     check_seed,
+    demonstrations_digest,
     load_arguments,
     options,
     resolve_algorithm,
@@ -178,6 +180,7 @@ class TaskScopeRL:
             "rollin": self.rollin, "group_size": group_size,
             "demonstrations": demonstrations if isinstance(demonstrations, int) else len(demonstrations),
             "demonstrations_scripted": isinstance(demonstrations, int), "policy": policy,
+            "demonstrations_digest": demonstrations_digest(demonstrations) if rollin else None,
             **{name: dict(v or {}) for name, v in (
                 ("bank_kwargs", bank_kwargs), ("wrapper_kwargs", wrapper_kwargs), ("policy_kwargs", policy_kwargs),
                 ("manager_kwargs", manager_kwargs), ("callback_kwargs", callback_kwargs),
@@ -314,9 +317,8 @@ class TaskScopeRL:
         The run goes on from its steps so far (a loaded run's too): its step count and logs continue
         (SB3's ``reset_num_timesteps=False``). Its schedules (learning rate, guided ratio, self-imitation)
         follow SB3's progress, measured within each call: four calls of 128 steps do not anneal as one
-        of 512. Under roll-in your callbacks see every step as SB3 gives it (the
-        policy's actions, the ends of rolled-in episodes); wrap one in :class:`RollInView` to see the
-        executed actions or to count only episodes from true starts."""
+        of 512. Under roll-in your callbacks see every step as SB3 gives it (the policy's actions, the
+        ends of rolled-in episodes); wrap one in :class:`RollInView` for the executed actions and true starts."""
         check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
@@ -405,6 +407,7 @@ class TaskScopeRL:
             raise ValueError("this run was built from an env factory: pass env=the same factory")
         algorithm = saved_algorithm(settings.pop("algorithm"), algorithm)
         demos, scripted = settings.pop("demonstrations"), settings.pop("demonstrations_scripted")
+        digest = settings.pop("demonstrations_digest", None)  # (a save of an earlier version has none)
         if settings["rollin"] is None:
             if "demonstrations" in overrides:
                 raise ValueError("ComplementaryRL.load cannot apply demonstrations: a loaded run uses them for "
@@ -416,6 +419,7 @@ class TaskScopeRL:
                              "ones (they are not added to the bank or the replay again)")
         run = cls(env, algorithm=algorithm, **{"demonstrations": demos, **settings}, add_demonstrations=False)
         try:
+            check_same_demonstrations(digest, run._settings["demonstrations_digest"])
             train_env = run.rollin_env or run.env
             if run.experience:
                 run.model = load_crl(folder, train_env, algorithm, lineage=run._lineage, **load_kwargs)
@@ -436,8 +440,7 @@ class TaskScopeRL:
         return run
 
     def close(self) -> None:
-        """Stop the manager's worker and close the envs; learn, evaluate and save then raise (closing again
-        does nothing)."""
+        """Stop the manager's worker and close the envs; learn, evaluate and save then raise."""
         if self._closed:
             return
         self._closed = True
