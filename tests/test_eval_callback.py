@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
@@ -107,3 +108,52 @@ def test_checkpoint_callback_arguments_are_checked_when_it_is_built(kwargs, exc,
     with pytest.raises(ValueError, match="is a file"):
         CRLCheckpointCallback(save_freq=10, save_path=str(tmp_path / "file"))
     assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_a_normalised_eval_env_gets_the_training_statistics_and_a_loaded_run_the_keys_they_cover(tmp_path):
+    """ExperienceEvalCallback left the eval env's VecNormalize at its initial statistics (SB3's
+    EvalCallback syncs them); load_crl onto a VecNormalize built as for training copied the
+    statistics but not the keys they cover, and the first reset raised KeyError: 'experience'."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from integrations.sb3 import load_crl, save_crl
+    from integrations.sb3.vec_env import norm_obs_keys
+
+    bank = ExperienceBank(seed=0)
+
+    def make():
+        return make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=ExperienceWrapper,
+                            wrapper_kwargs={"bank": bank, "manager_kwargs": {"mode": "sync"}})
+
+    t, e = make(), make()
+    train = VecNormalize(t, norm_obs_keys=norm_obs_keys(t))
+    evaluation = VecNormalize(e, norm_obs_keys=norm_obs_keys(e), training=False, norm_reward=False)
+    cb = ExperienceEvalCallback(evaluation, eval_freq=128, n_eval_episodes=2)
+    model = PPO("MultiInputPolicy", train, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.learn(256, callback=[CRLCallback(self_imitation=False), cb])
+    np.testing.assert_array_equal(evaluation.obs_rms["observation"].mean, train.obs_rms["observation"].mean)
+    assert evaluation.obs_rms is not train.obs_rms  # (a copy: evaluation never moves the training statistics)
+    save_crl(tmp_path / "run", model)
+    bank.manager.close()
+    bank2 = ExperienceBank(seed=0)
+    fresh = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0, wrapper_class=ExperienceWrapper,
+                                      wrapper_kwargs={"bank": bank2, "manager_kwargs": {"mode": "sync"}}))
+    loaded = load_crl(tmp_path / "run", fresh)  # built as for training: it names the experience keys
+    obs = fresh.reset()
+    loaded.predict(obs)
+    assert sorted(fresh.norm_obs_keys) == sorted(train.norm_obs_keys)
+    fresh.close()
+
+
+def test_an_unnormalised_eval_env_beside_a_normalised_training_env_is_said():
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from integrations.sb3.vec_env import norm_obs_keys
+
+    bank = ExperienceBank(seed=0)
+    t = wrapped_vec(bank=bank)
+    model = PPO("MultiInputPolicy", VecNormalize(t, norm_obs_keys=norm_obs_keys(t)), **PPO_KW)
+    cb = ExperienceEvalCallback(eval_vec(bank), eval_freq=10_000)
+    with pytest.warns(UserWarning, match="eval_env does not"):
+        model.learn(64, callback=[CRLCallback(self_imitation=False), cb])
+    bank.manager.close()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import time
+import warnings
 from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_normalize
 
 from experience_wrappers.validators import check_int
 
@@ -26,6 +28,9 @@ class ExperienceEvalCallback(BaseCallback):
     another env trains the bank; ``learn=False`` never does), so evaluation episodes are never
     credited or distilled and retrieval counters are left alone; a VecEnv without experience
     wrappers is evaluated once, as ``"without_experience"`` (a vanilla PPO baseline).
+
+    A ``VecNormalize`` in ``eval_env`` gets the training env's statistics before each evaluation
+    (and the keys they cover), as SB3's ``EvalCallback`` syncs them.
 
     Each evaluation is appended to :attr:`history` (its wall-clock added to :attr:`seconds`) and logged as
     ``eval/{with,without}_experience/{success,return,length}`` (success only when the env
@@ -67,11 +72,16 @@ class ExperienceEvalCallback(BaseCallback):
             raise ValueError("eval_env must be a separate env, not the training env"
                              + ("" if self.eval_env is train else " nor a wrapper of it (each evaluation would reset "
                                 "the training episodes): build a second VecEnv on the same bank"))
+        if train is not None and unwrap_vec_normalize(train) is not None and unwrap_vec_normalize(self.eval_env) is None:
+            warnings.warn("the training env normalises observations (VecNormalize) and eval_env does not: the policy "
+                          "is evaluated on observations it never saw; wrap eval_env in VecNormalize(..., "
+                          "training=False, norm_reward=False) too", UserWarning, stacklevel=2)
         self._next = self.model.num_timesteps + self.eval_freq
 
     def evaluate(self) -> dict[str, Any]:
         """Evaluate now, record the result in :attr:`history` and the logger, and return it."""
         t0 = time.perf_counter()
+        sync_normalization(self.model.get_env(), self.eval_env)
         if self.with_experience:
             res = evaluate_with_and_without_experience(self.model, self.eval_env, self.n_eval_episodes,
                                                        self.deterministic)
@@ -98,6 +108,18 @@ class ExperienceEvalCallback(BaseCallback):
             while self._next <= self.num_timesteps:
                 self._next += self.eval_freq
         return True
+
+
+def sync_normalization(train: VecEnv | None, eval_env: VecEnv) -> None:
+    """Copy the training env's ``VecNormalize`` statistics into ``eval_env``'s, with the keys they cover
+    (the experience keys are not among them: SB3's ``sync_envs_normalization`` copies the statistics only)."""
+    source = unwrap_vec_normalize(train) if train is not None else None
+    target = unwrap_vec_normalize(eval_env)
+    if source is None or target is None or source is target:
+        return
+    target.obs_rms, target.ret_rms = copy.deepcopy(source.obs_rms), copy.deepcopy(source.ret_rms)
+    if isinstance(source.obs_rms, dict) and source.norm_obs_keys is not None:
+        target.norm_obs_keys = list(source.norm_obs_keys)
 
 
 def _layers(venv: VecEnv) -> list[VecEnv]:

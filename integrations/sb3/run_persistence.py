@@ -311,6 +311,9 @@ def _restore_statistics(env: VecEnv, saved: VecNormalize | None, path: Path) -> 
     vec = unwrap_vec_normalize(env)
     if saved is not None and vec is not None:
         vec.obs_rms, vec.ret_rms = saved.obs_rms, saved.ret_rms
+        # the keys they cover: not the experience keys, which a VecNormalize built as for training names
+        if isinstance(saved.obs_rms, dict) and saved.norm_obs_keys is not None:  # until learn() takes them out
+            vec.norm_obs_keys = list(saved.norm_obs_keys)
     elif saved is not None:
         warnings.warn(f"the run in {str(path)!r} was trained under VecNormalize (its statistics are saved), but the "
                       "env has none: observations reach the policy unnormalised. Build the env as for training, "
