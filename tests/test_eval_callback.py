@@ -157,3 +157,12 @@ def test_an_unnormalised_eval_env_beside_a_normalised_training_env_is_said():
     with pytest.warns(UserWarning, match="eval_env does not"):
         model.learn(64, callback=[CRLCallback(self_imitation=False), cb])
     bank.manager.close()
+
+
+def test_an_evaluation_with_experience_on_an_empty_bank_is_said():
+    """An eval env built on a new bank by mistake gave with and without figures alike, unremarked."""
+    model = PPO("MultiInputPolicy", wrapped_vec(n_envs=1), **PPO_KW)
+    fresh = ExperienceBank(seed=0)
+    with pytest.warns(UserWarning, match="the env's bank is empty"):
+        evaluate_with_and_without_experience(model, eval_vec(fresh, n_envs=1), n_episodes=1)
+    fresh.manager.close()

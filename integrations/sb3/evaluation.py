@@ -84,6 +84,14 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
             rollin.enabled = True  # type: ignore[union-attr]
 
 
+def _empty_bank(manager: Any) -> bool:
+    """Whether ``manager``'s bank is known to hold no entry (a bank that cannot say counts as not empty)."""
+    try:
+        return len(manager.bank) == 0
+    except (AttributeError, TypeError):
+        return False
+
+
 def _instance_replays(env: VecEnv) -> list[ReplayInstances]:
     """The task-scope instance replays (``instances`` None) below the envs of an in-process VecEnv."""
     out = []
@@ -273,6 +281,10 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     env = env or model.get_env()
     if env is None:
         raise ValueError("no env: pass one or give the model an env")
+    if all(_empty_bank(m) for m in find_experience(env)[0]):
+        warnings.warn("the env's bank is empty: with_experience shows nothing and measures what without_experience "
+                      "does (an eval env built on a new ExperienceBank instead of the training one?)", UserWarning,
+                      stacklevel=2)
     out: dict[str, Any] = {}
     try:
         for name, guided in (("with_experience", True), ("without_experience", False)):
