@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize, unwrap_vec_wrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
@@ -24,7 +25,8 @@ __all__ = ["ExperienceVecEnv", "norm_obs_keys", "check_one_layout"]
 
 def _check_not_wrapped(venv: VecEnv) -> None:
     """Refuse a VecEnv whose envs are experience-wrapped already (either scope: a run scope's trials
-    are not task scope's episodes, and two wrappers would record and credit every episode twice)."""
+    are not task scope's episodes, and two wrappers would record and credit every episode twice); warn
+    of one that normalises what the experience records (a ``VecNormalize``: it goes on top)."""
     try:
         wrapped = venv.env_is_wrapped(ExperienceWrapper)
     except (AttributeError, NotImplementedError, TypeError):
@@ -32,6 +34,11 @@ def _check_not_wrapped(venv: VecEnv) -> None:
     if any(wrapped):
         raise ValueError("ExperienceVecEnv: the VecEnv's envs are wrapped in ExperienceWrapper already (in either "
                          "scope); use the per-env wrappers or ExperienceVecEnv over plain envs, not both")
+    if unwrap_vec_wrapper(venv, VecNormalize) is not None:  # the episodes' outcomes and keys are normalised
+        warnings.warn("ExperienceVecEnv over a VecNormalize: the experience records normalised rewards (the outcome "
+                      "of an env that reports no success) and keys drifting normalised observations; put the "
+                      "VecNormalize on top, VecNormalize(ExperienceVecEnv(venv, bank), norm_obs_keys=norm_obs_keys(...))",
+                      UserWarning, stacklevel=3)
 
 
 def check_one_layout(venv: VecEnv) -> None:
