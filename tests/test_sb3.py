@@ -474,3 +474,12 @@ def test_the_guided_ratio_holds_from_the_first_episode(ratio):
     rec = RecordGuided()
     PPO("MultiInputPolicy", venv, **PPO_KW).learn(256, callback=CallbackList([CRLCallback(guided_ratio=ratio), rec]))
     assert len(rec.flags) == 256 and set(rec.flags) == {bool(ratio)}
+
+
+def test_a_training_env_whose_wrappers_never_learn_is_said():
+    """A training env built with learn=False trained 1,024 steps with its bank empty and nothing said."""
+    venv = wrapped_vec(n_envs=2, learn=False)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    with pytest.warns(UserWarning, match="built with learn=False"):
+        model.learn(64, callback=CRLCallback(self_imitation=False))
+    venv.close()
