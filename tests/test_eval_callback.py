@@ -166,3 +166,25 @@ def test_an_evaluation_with_experience_on_an_empty_bank_is_said():
     with pytest.warns(UserWarning, match="the env's bank is empty"):
         evaluate_with_and_without_experience(model, eval_vec(fresh, n_envs=1), n_episodes=1)
     fresh.manager.close()
+
+
+def test_an_evaluation_on_the_training_env_from_inside_learn_is_said():
+    """SB3 puts its own last observation back after the callback: the next action came from a state the
+    env had left, unremarked."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class EvalInside(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.n_calls == 8:
+                evaluate_with_and_without_experience(self.model, n_episodes=1)
+            return True
+
+    model = PPO("MultiInputPolicy", wrapped_vec(n_envs=1), **PPO_KW)
+    with pytest.warns(UserWarning, match="inside learn"):
+        model.learn(64, callback=[CRLCallback(self_imitation=False), EvalInside()])
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:  # between learn() calls: as documented
+        warnings.simplefilter("always")
+        evaluate_with_and_without_experience(model, n_episodes=1)
+    assert not any("inside learn" in str(w.message) for w in caught)

@@ -281,7 +281,13 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     env = env or model.get_env()
     if env is None:
         raise ValueError("no env: pass one or give the model an env")
-    if all(_empty_bank(m) for m in find_experience(env)[0]):
+    managers, injectors = find_experience(env)
+    if env is model.get_env() and any(inj.in_learn for inj in injectors):
+        warnings.warn("evaluating on the training env inside learn() (from a callback?): SB3 puts back the "
+                      "observation it held before the evaluation after the callback returns, and the next action "
+                      "is taken from a state the env is no longer in; evaluate on a separate env on the same bank "
+                      "(ExperienceEvalCallback)", UserWarning, stacklevel=2)
+    if all(_empty_bank(m) for m in managers):
         warnings.warn("the env's bank is empty: with_experience shows nothing and measures what without_experience "
                       "does (an eval env built on a new ExperienceBank instead of the training one?)", UserWarning,
                       stacklevel=2)
