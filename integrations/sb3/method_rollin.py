@@ -3,9 +3,11 @@ demonstrated instances' reset seeds, the guide and the curriculum."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers.manager import ExperienceManager
@@ -14,7 +16,8 @@ from experience_wrappers.rollin import BankGuide, ReplayGuide, RollInCurriculum,
 from .env_families import Family
 from .rollin_env import GuidedRollInVecEnv
 
-__all__ = ["DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "check_rollin", "rollin_env"]
+__all__ = ["DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "check_rollin", "check_same_demonstrations", "demonstrations_digest",
+           "rollin_env"]
 
 #: demonstrations recorded by a run with seed ``s`` start from reset seed ``s + DEMO_SEED_OFFSET``
 #: (apart from the training envs' own draws)
@@ -44,6 +47,27 @@ def check_rollin(rollin: Mapping[str, Any], demonstrations: int, experience: boo
     if group_size is not None:
         raise ValueError("group_size (paired credit) and roll-in do not mix: roll-in resets envs onto "
                          "instances of its own")
+
+
+def demonstrations_digest(demonstrations: Any) -> str | None:
+    """A digest of given demonstrations' observations and actions (None for a count of scripted
+    ones, recorded again from the seed): a loaded roll-in run checks it is given the same ones."""
+    if isinstance(demonstrations, int):
+        return None
+    h = hashlib.sha256()
+    for d in demonstrations:
+        obs = d.observations if isinstance(d.observations, dict) else {"": d.observations}
+        for key in sorted(obs):
+            h.update(key.encode() + np.ascontiguousarray(obs[key]).tobytes())
+        h.update(b"|" + np.ascontiguousarray(d.actions).tobytes())
+    return h.hexdigest()[:16]
+
+
+def check_same_demonstrations(saved: str | None, given: str | None) -> None:
+    """Refuse a loaded roll-in run given other demonstrations than it was saved with (their digests)."""
+    if saved is not None and given != saved:
+        raise ValueError("ComplementaryRL.load: these demonstrations are not the ones this run rolled in from "
+                         f"(digest {given}, saved {saved}); pass the same ones")
 
 
 def rollin_env(env: VecEnv, rollin: Mapping[str, Any], demonstrations: Sequence[Any], *,

@@ -11,7 +11,6 @@ schedule, a local class) is refused at save with the setting's name, never writt
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import logging
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_open", "demonstrations_digest", "check_same_demonstrations", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_open", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -208,27 +207,6 @@ def check_open(closed: bool, what: str) -> None:
     if closed:
         raise RuntimeError(f"this run is closed: it cannot {what} (its envs are closed); load its save "
                            "(ComplementaryRL.load) to go on")
-
-
-def demonstrations_digest(demonstrations: Any) -> str | None:
-    """A digest of given demonstrations' observations and actions (None for a count of scripted
-    ones, recorded again from the seed): a loaded roll-in run checks it is given the same ones."""
-    if isinstance(demonstrations, int):
-        return None
-    h = hashlib.sha256()
-    for d in demonstrations:
-        obs = d.observations if isinstance(d.observations, dict) else {"": d.observations}
-        for key in sorted(obs):
-            h.update(key.encode() + np.ascontiguousarray(obs[key]).tobytes())
-        h.update(b"|" + np.ascontiguousarray(d.actions).tobytes())
-    return h.hexdigest()[:16]
-
-
-def check_same_demonstrations(saved: str | None, given: str | None) -> None:
-    """Refuse a loaded roll-in run given other demonstrations than it was saved with (their digests)."""
-    if saved is not None and given != saved:
-        raise ValueError("ComplementaryRL.load: these demonstrations are not the ones this run rolled in from "
-                         f"(digest {given}, saved {saved}); pass the same ones")
 
 
 def to_json(value: Any, name: str) -> Any:

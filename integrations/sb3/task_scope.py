@@ -5,16 +5,7 @@ the experience-wrapped vector env (the observation channel), the successful-stat
 beside the bank, :class:`~integrations.sb3.CRLCallback` with self-imitation, optional
 demonstrations (distilled into the bank and pinned in the replay) and optional guided
 roll-in, and the SB3 on-policy model. It builds on SB3 without forking it: ``run.model``
-is a plain SB3 model, ``run.env`` a plain VecEnv.
-
-::
-
-    from integrations.sb3 import ComplementaryRL
-
-    run = ComplementaryRL("MiniHack-KeyRoom-S5-v0", demonstrations=20, seed=0)
-    run.learn(72_000)
-    print(run.evaluate(32))            # success with and without experience
-    run.save("runs/keyroom")           # ComplementaryRL.load("runs/keyroom")
+is a plain SB3 model, ``run.env`` a plain VecEnv (the README's first example shows it in use).
 
 Its defaults are the ones the benchmarks measured as the method (``crl-sil-obs`` in
 ``benchmarks/suites/arms.py``; what each part earned is in ``docs/what_to_use.md``). The two-line
@@ -51,14 +42,19 @@ from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .evaluation import check_episodes, evaluate_with_and_without_experience, run_episodes
 from .guards import check_action_space, check_on_policy_class
-from .method_rollin import DEMO_SEED_OFFSET, ROLLIN_DEFAULTS, check_rollin, rollin_env
+from .method_rollin import (
+    DEMO_SEED_OFFSET,
+    ROLLIN_DEFAULTS,
+    check_rollin,
+    check_same_demonstrations,
+    demonstrations_digest,
+    rollin_env,
+)
 from .method_settings import (
     check_demonstrations,
     check_open,
     check_run_arguments,
-    check_same_demonstrations,
     check_seed,
-    demonstrations_digest,
     load_arguments,
     options,
     resolve_algorithm,
@@ -117,7 +113,8 @@ class TaskScopeRL:
             :class:`GuidedRollInVecEnv` arguments. Needs demonstrations.
         group_size: envs form groups of this size that replay one instance per episode index,
             guided members credited against the free ones of their instance (paired credit).
-        bank: the bank to use (default: a new ``ExperienceBank(seed=seed, **bank_kwargs)``).
+        bank: the bank to use, one no other manager serves (default: a new
+            ``ExperienceBank(seed=seed, **bank_kwargs)``).
         bank_kwargs, wrapper_kwargs, manager_kwargs, callback_kwargs, ingest_kwargs: extra
             arguments of :class:`~experience_wrappers.ExperienceBank`,
             :class:`~experience_wrappers.ExperienceWrapper`,
