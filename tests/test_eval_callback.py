@@ -161,11 +161,19 @@ def test_an_unnormalised_eval_env_beside_a_normalised_training_env_is_said():
 
 def test_an_evaluation_with_experience_on_an_empty_bank_is_said():
     """An eval env built on a new bank by mistake gave with and without figures alike, unremarked."""
-    model = PPO("MultiInputPolicy", wrapped_vec(n_envs=1), **PPO_KW)
+    import warnings
+
+    bank = ExperienceBank(seed=0)
+    model = PPO("MultiInputPolicy", wrapped_vec(n_envs=1, bank=bank), **PPO_KW)
     fresh = ExperienceBank(seed=0)
-    with pytest.warns(UserWarning, match="the env's bank is empty"):
+    with pytest.warns(UserWarning, match="the env's bank is empty, and it is not the training env's"):
         evaluate_with_and_without_experience(model, eval_vec(fresh, n_envs=1), n_episodes=1)
     fresh.manager.close()
+    with warnings.catch_warnings(record=True) as caught:  # the training bank, empty before learn(): as expected
+        warnings.simplefilter("always")
+        evaluate_with_and_without_experience(model, eval_vec(bank, n_envs=1), n_episodes=1)
+    assert not any("bank is empty" in str(w.message) for w in caught)
+    bank.manager.close()
 
 
 def test_an_evaluation_on_the_training_env_from_inside_learn_is_said():

@@ -288,3 +288,6 @@ def test_a_loaded_roll_in_run_refuses_other_demonstrations_than_it_rolled_in_fro
     with pytest.raises(ValueError, match="not the ones this run rolled in from"):
         ComplementaryRL.load(tmp_path / "r", demonstrations=other)
     ComplementaryRL.load(tmp_path / "r", demonstrations=demos).close()
+    as_read = [dict(observations={k: v.astype(np.float64) for k, v in d.observations.items()},  # (as JSON gives them)
+                    actions=np.asarray(d.actions, np.int32), rewards=d.rewards, success=d.success) for d in demos]
+    ComplementaryRL.load(tmp_path / "r", demonstrations=as_read).close()  # the same values in other dtypes

@@ -496,11 +496,18 @@ def test_dict_observations_recorded_step_by_step_are_a_demonstration(experience:
         ComplementaryRL(TwoKeys, experience=experience, n_envs=1, demonstrations=[ragged])
 
 
-def test_a_demonstration_that_says_it_failed_is_refused_by_index() -> None:
+def test_a_demonstration_that_says_it_failed_is_not_pinned_for_imitation(caplog) -> None:
+    """It was imitated (pinned in the self-imitation replay) like a success; the bank takes it as
+    ingest_kwargs say (record_demonstrations keeps failures by default, ingest's only_successful drops them)."""
     good = {"observations": np.zeros((4, 4), np.float32), "actions": [0, 1, 0], "success": True}
-    failed = {"observations": np.zeros((4, 4), np.float32), "actions": [0, 1, 0], "infos": [{}, {}, {"is_success": False}]}
-    with pytest.raises(ValueError, match=r"demonstrations\[1\] says it failed"):
-        _run(demonstrations=[good, failed])
+    failed = {"observations": np.full((4, 4), 0.1, np.float32), "actions": [0, 1, 0], "infos": [{}, {}, {"is_success": False}]}
+    with caplog.at_level("WARNING", logger="integrations.sb3.self_imitation"):
+        run = _run(demonstrations=[good, failed], self_imitation=True)
+    try:
+        assert run.replay is not None and run.replay.counts()["demo"] == 3  # the good one's 3 states only
+        assert "1 of 2 demonstrations say they failed" in caplog.text
+    finally:
+        run.close()
 
 
 def test_load_of_a_folder_of_model_zips_points_to_load_crl(tmp_path) -> None:

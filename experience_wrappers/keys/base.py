@@ -92,7 +92,8 @@ def check_key_encoder(encoder: object, observation_space: spaces.Space | None = 
             encoder = cls(observation_space)
         except Exception as exc:
             raise TypeError(f"key_encoder={cls.__name__} (a class) is built as {cls.__name__}(observation_space), "
-                            f"which failed ({type(exc).__name__}: {exc}); pass an instance instead") from exc
+                            f"which failed ({type(exc).__name__}: {exc}); pass a class that builds from the "
+                            "observation space, or an instance built as the encoder needs") from exc
     if not callable(getattr(encoder, "encode", None)):
         raise TypeError("key_encoder must be a KeyEncoder (an object with encode(obs_batch, task_ids) and an int "
                         f"key_dim), got a {type(encoder).__name__}")

@@ -66,9 +66,9 @@ def guided_members(ratio: float, size: int) -> int:
 class ReplayInstances(gym.Wrapper, RecordConstructorArgs):
     """Reset the env for its ``n``-th episode onto its group's ``n``-th instance.
 
-    Every reset, seeded or not, uses ``instance_seed(seed, group, n)`` (a seed given to
-    ``reset`` is ignored: the members of a group must not be seeded apart, as a VecEnv's
-    ``seed(s)`` would do with ``s + i``). The reset info gains ``experience_instance``.
+    While :attr:`replaying` (the default), every reset, seeded or not, uses
+    ``instance_seed(seed, group, n)`` (a seed given to ``reset`` is ignored: the members of a group
+    must not be seeded apart, as a VecEnv's ``seed(s)`` would do with ``s + i``). The reset info gains ``experience_instance``.
     With ``instances``, the ``n``-th episode is repeat ``n % repeats`` of run ``n // repeats``,
     whose instance the group draws from ``instances`` (a generator seeded by ``(seed, group)``,
     one draw per run): every member of a group runs the same instances in the same order.

@@ -146,10 +146,10 @@ class CRLCallback(BaseCallback):
                    "model only; integrations.sb3.load_crl(path, env) restores the bank, extractor and replay, "
                    "and CRLCheckpointCallback saves them beside each checkpoint")
             _warn(msg)
-        if self.injectors and all(inj.learn is False for inj in self.injectors):
+        if self.injectors and all(inj.learn is False for inj in self.injectors) and len(m.bank) == 0:
             _warn("CRLCallback: every experience wrapper of the training env was built with learn=False (an "
-                  "evaluation env's setting): no episode reaches the bank, which stays as it is; build the training "
-                  "env's wrappers with the default learn=None")
+                  "evaluation env's setting) and the bank is empty: no episode will reach it; build the training "
+                  "env's wrappers with the default learn=None (learn=False over a filled bank keeps it fixed)")
         if self.subgroup_advantages and turn_off_advantage_normalisation(self.model):
             msg = ("CRLCallback: PPO's per-minibatch advantage normalisation is off; advantages are "
                    "normalised per subgroup (guided / free) at each rollout's end")

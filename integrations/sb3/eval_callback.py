@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 import warnings
@@ -15,6 +14,7 @@ from experience_wrappers.validators import check_int
 
 from .discovery import find_experience
 from .evaluation import check_deterministic, evaluate_with_and_without_experience, run_episodes
+from .lifecycle import take_statistics
 
 __all__ = ["ExperienceEvalCallback"]
 
@@ -72,7 +72,8 @@ class ExperienceEvalCallback(BaseCallback):
             raise ValueError("eval_env must be a separate env, not the training env"
                              + ("" if self.eval_env is train else " nor a wrapper of it (each evaluation would reset "
                                 "the training episodes): build a second VecEnv on the same bank"))
-        if train is not None and unwrap_vec_normalize(train) is not None and unwrap_vec_normalize(self.eval_env) is None:
+        normalises = train is not None and getattr(unwrap_vec_normalize(train), "norm_obs", False)
+        if normalises and unwrap_vec_normalize(self.eval_env) is None:
             warnings.warn("the training env normalises observations (VecNormalize) and eval_env does not: the policy "
                           "is evaluated on observations it never saw; wrap eval_env in VecNormalize(..., "
                           "training=False, norm_reward=False) too", UserWarning, stacklevel=2)
@@ -112,14 +113,12 @@ class ExperienceEvalCallback(BaseCallback):
 
 def sync_normalization(train: VecEnv | None, eval_env: VecEnv) -> None:
     """Copy the training env's ``VecNormalize`` statistics into ``eval_env``'s, with the keys they cover
-    (the experience keys are not among them: SB3's ``sync_envs_normalization`` copies the statistics only)."""
+    (:func:`~integrations.sb3.lifecycle.take_statistics`)."""
     source = unwrap_vec_normalize(train) if train is not None else None
     target = unwrap_vec_normalize(eval_env)
     if source is None or target is None or source is target:
         return
-    target.obs_rms, target.ret_rms = copy.deepcopy(source.obs_rms), copy.deepcopy(source.ret_rms)
-    if isinstance(source.obs_rms, dict) and source.norm_obs_keys is not None:
-        target.norm_obs_keys = list(source.norm_obs_keys)
+    take_statistics(target, source, copied=True)
 
 
 def _layers(venv: VecEnv) -> list[VecEnv]:

@@ -42,7 +42,8 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     stops updating its statistics (``training=False``); both are restored after the block.
     Envs that replay one task instance per episode for paired credit
     (:class:`~experience_wrappers.wrappers.ReplayInstances`, ``group_size``) stop replaying in the
-    block: an evaluation's resets take the seeds it gives and do not move the training's instances.
+    block: an evaluation's resets take the seeds it gives and do not move the training's instances
+    (envs of an in-process VecEnv such as ``DummyVecEnv``; a ``SubprocVecEnv``'s are out of reach).
 
     Use it around anything that runs the policy for evaluation (SB3's ``evaluate_policy``,
     a video recorder, a hand-written loop). An evaluation env built with the default
@@ -82,6 +83,15 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
             inj.force_guided, inj.learn = force, learn
         if rollin_on:
             rollin.enabled = True  # type: ignore[union-attr]
+
+
+def _managers_of(model: BaseAlgorithm) -> list[Any]:
+    """The managers of the model's own env (none where it has no env or no experience)."""
+    env = model.get_env()
+    try:
+        return [] if env is None else list(find_experience(env)[0])
+    except ValueError:
+        return []
 
 
 def _empty_bank(manager: Any) -> bool:
@@ -283,14 +293,15 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
         raise ValueError("no env: pass one or give the model an env")
     managers, injectors = find_experience(env)
     if env is model.get_env() and any(inj.in_learn for inj in injectors):
-        warnings.warn("evaluating on the training env inside learn() (from a callback?): SB3 puts back the "
-                      "observation it held before the evaluation after the callback returns, and the next action "
-                      "is taken from a state the env is no longer in; evaluate on a separate env on the same bank "
-                      "(ExperienceEvalCallback)", UserWarning, stacklevel=2)
-    if all(_empty_bank(m) for m in managers):
-        warnings.warn("the env's bank is empty: with_experience shows nothing and measures what without_experience "
-                      "does (an eval env built on a new ExperienceBank instead of the training one?)", UserWarning,
-                      stacklevel=2)
+        warnings.warn("evaluating on the training env inside learn() (from a callback?; or after a learn() that was "
+                      "interrupted, when this does not apply): SB3 puts back the observation it held before the "
+                      "evaluation after the callback returns, and the next action is taken from a state the env is "
+                      "no longer in; evaluate on a separate env on the same bank (ExperienceEvalCallback)",
+                      UserWarning, stacklevel=2)
+    if all(_empty_bank(m) for m in managers) and not set(map(id, managers)) & set(map(id, _managers_of(model))):
+        warnings.warn("the env's bank is empty, and it is not the training env's: with_experience shows nothing and "
+                      "measures what without_experience does (an eval env built on a new ExperienceBank instead of "
+                      "the training one?)", UserWarning, stacklevel=2)
     out: dict[str, Any] = {}
     try:
         for name, guided in (("with_experience", True), ("without_experience", False)):

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import warnings
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from experience_wrappers.manager import ExperienceSource
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
-__all__ = ["start_training", "keep_experience_unnormalised", "refuse_stacked_experience", "refuse_changed_experience",
+__all__ = ["start_training", "keep_experience_unnormalised", "take_statistics", "refuse_stacked_experience", "refuse_changed_experience",
            "remember_advantage_normalisation", "turn_off_advantage_normalisation",
            "restore_advantage_normalisation",
            "advantage_normalisation_as_configured"]
@@ -120,6 +121,17 @@ def keep_experience_unnormalised(venv: VecEnv, model: BaseAlgorithm | None = Non
                       "VecNormalize(venv, norm_obs_keys=integrations.sb3.vec_env.norm_obs_keys(venv)) to avoid this "
                       "warning.", UserWarning, stacklevel=3)
     return removed
+
+
+def take_statistics(target: VecNormalize, source: VecNormalize, *, copied: bool) -> None:
+    """``target`` takes ``source``'s statistics and the keys they cover (not the experience keys, which
+    a ``VecNormalize`` built as for training names until :func:`keep_experience_unnormalised` takes them
+    out; SB3's ``sync_envs_normalization`` copies the statistics only). ``copied``: deep copies (an eval
+    env's), else the same objects (a loaded run's)."""
+    obs_rms, ret_rms = source.obs_rms, source.ret_rms
+    target.obs_rms, target.ret_rms = (copy.deepcopy(obs_rms), copy.deepcopy(ret_rms)) if copied else (obs_rms, ret_rms)
+    if isinstance(obs_rms, dict) and source.norm_obs_keys is not None:
+        target.norm_obs_keys = list(source.norm_obs_keys)
 
 
 def remember_advantage_normalisation(model: BaseAlgorithm) -> None:

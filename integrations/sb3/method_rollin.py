@@ -55,11 +55,15 @@ def demonstrations_digest(demonstrations: Any) -> str | None:
     if isinstance(demonstrations, int):
         return None
     h = hashlib.sha256()
-    for d in demonstrations:
+    for d in demonstrations:  # values as float64 with their shapes: a dtype changed on the way (JSON) is the same
         obs = d.observations if isinstance(d.observations, dict) else {"": d.observations}
-        for key in sorted(obs):
-            h.update(key.encode() + np.ascontiguousarray(obs[key]).tobytes())
-        h.update(b"|" + np.ascontiguousarray(d.actions).tobytes())
+        for key, x in [*sorted(obs.items()), ("|actions", d.actions)]:
+            try:
+                x = np.asarray(x, dtype=np.float64)
+            except (TypeError, ValueError):  # (not numbers: refused by name where they are validated)
+                h.update(repr(x).encode())
+                continue
+            h.update(f"{key}{x.shape}".encode() + np.ascontiguousarray(x).tobytes())
     return h.hexdigest()[:16]
 
 

@@ -170,8 +170,7 @@ def check_demonstrations(demonstrations: Any) -> int | list[Any]:
 
     Raises:
         TypeError: a bool, a float, a string, a mapping or another non-sequence.
-        ValueError: a negative count, or an item that is no demonstration or says it failed (named by
-            its index).
+        ValueError: a negative count, or an item that is no demonstration (named by its index).
     """
     if isinstance(demonstrations, (bool, np.bool_)):
         raise TypeError(f"demonstrations must be an int >= 0 or a sequence of demonstrations, got {demonstrations!r}")
@@ -191,14 +190,9 @@ def check_demonstrations(demonstrations: Any) -> int | list[Any]:
             raise ValueError(f"demonstrations[{i}] is {item!r}, not a demonstration (a Demonstration, or a dict "
                              "of observations and actions)")
         try:
-            demo = as_demonstration(item)
+            out.append(as_demonstration(item))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"demonstrations[{i}] is not a demonstration: {exc}") from exc
-        if demo.success is False:  # (None: not said, taken as shown)
-            raise ValueError(f"demonstrations[{i}] says it failed (success False, given or read from its last info): "
-                             "a run imitates its demonstrations (self-imitation pins their states) and distils them "
-                             "into the bank; give the successful ones")
-        out.append(demo)
     return out
 
 

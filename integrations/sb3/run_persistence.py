@@ -32,7 +32,7 @@ from .checkpoint_files import (
 )
 from .discovery import one_manager
 from .guards import check_vec_env
-from .lifecycle import advantage_normalisation_as_configured
+from .lifecycle import advantage_normalisation_as_configured, take_statistics
 
 __all__ = ["save_crl", "load_crl", "save_experience", "save_run", "load_run", "REPLAY_FILE", "VEC_NORMALIZE_FILE",
            "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file", "check_same_save"]
@@ -310,10 +310,7 @@ def _restore_statistics(env: VecEnv, saved: VecNormalize | None, path: Path) -> 
     """Copy saved ``VecNormalize`` statistics into the env's own; say where one of the two is missing."""
     vec = unwrap_vec_normalize(env)
     if saved is not None and vec is not None:
-        vec.obs_rms, vec.ret_rms = saved.obs_rms, saved.ret_rms
-        # the keys they cover: not the experience keys, which a VecNormalize built as for training names
-        if isinstance(saved.obs_rms, dict) and saved.norm_obs_keys is not None:  # until learn() takes them out
-            vec.norm_obs_keys = list(saved.norm_obs_keys)
+        take_statistics(vec, saved, copied=False)
     elif saved is not None:
         warnings.warn(f"the run in {str(path)!r} was trained under VecNormalize (its statistics are saved), but the "
                       "env has none: observations reach the policy unnormalised. Build the env as for training, "

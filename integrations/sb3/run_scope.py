@@ -241,9 +241,10 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                                  "as a share of it)")
             kwargs["horizon"] = env_cap
         memory = TrialMemory(obs_space, act_space, **kwargs)
-        if enforced and memory.layout.horizon > enforced:  # (the entries would time a trial by steps it never has)
-            raise ValueError(f"memory_kwargs['horizon'] = {memory.layout.horizon} is past the env's own step cap "
-                             f"{enforced}, where its trials end: give horizon <= {enforced}, or leave it out")
+        if enforced and memory.layout.horizon > enforced:  # (warned, not refused: saves made before this still load)
+            warnings.warn(f"memory_kwargs['horizon'] = {memory.layout.horizon} is past the env's own step cap "
+                          f"{enforced}, where its trials end: the entries time a trial's steps by a horizon it never "
+                          f"reaches; give horizon <= {enforced}, or leave it out", UserWarning, stacklevel=3)
         # the horizon caps every trial, here and in evaluate, unless gymnasium already does (an env's own
         # max_steps attribute is only read: a trial of an env that does not keep it would never end)
         if not enforced or enforced > memory.layout.horizon:

@@ -164,7 +164,8 @@ def self_imitation_step(model: OnPolicyAlgorithm, replay: SuccessReplay, *, coef
 def add_demonstrations(replay: SuccessReplay, demonstrations: Any, gamma: float,
                        observation_space: spaces.Space | None = None) -> int:
     """Pin ``demonstrations`` (any form :func:`~integrations.demos.as_demonstrations` takes) in
-    ``replay``; returns the states added.
+    ``replay``; returns the states added. One that says it failed (``success`` False) is not pinned
+    (logged): the replay imitates successes.
 
     ``observation_space``: the model's (``model.observation_space``): image observations
     recorded channel-last, as the env returns them, are stored channel-first where SB3's
@@ -173,9 +174,15 @@ def add_demonstrations(replay: SuccessReplay, demonstrations: Any, gamma: float,
     """
     from integrations.demos import as_demonstrations
 
+    demos = as_demonstrations(demonstrations)
+    kept = [d for d in demos if d.success is not False]
+    if len(kept) < len(demos):
+        log.warning("self-imitation: %d of %d demonstrations say they failed (success False); they are not pinned "
+                    "in the replay, which imitates successes (the bank takes them as ingest_kwargs say)",
+                    len(demos) - len(kept), len(demos))
     return sum(replay.add_episode(policy_view(d.observations, observation_space), d.actions, d.rewards, gamma,
                                   SOURCE_DEMO)
-               for d in as_demonstrations(demonstrations))
+               for d in kept)
 
 
 def policy_view(observations: Any, observation_space: spaces.Space | None) -> Any:

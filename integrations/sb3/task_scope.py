@@ -177,7 +177,7 @@ class TaskScopeRL:
             "rollin": self.rollin, "group_size": group_size,
             "demonstrations": demonstrations if isinstance(demonstrations, int) else len(demonstrations),
             "demonstrations_scripted": isinstance(demonstrations, int), "policy": policy,
-            "demonstrations_digest": demonstrations_digest(demonstrations) if rollin else None,
+            "demonstrations_digest": demonstrations_digest(demonstrations) if self.rollin is not None else None,
             **{name: dict(v or {}) for name, v in (
                 ("bank_kwargs", bank_kwargs), ("wrapper_kwargs", wrapper_kwargs), ("policy_kwargs", policy_kwargs),
                 ("manager_kwargs", manager_kwargs), ("callback_kwargs", callback_kwargs),
@@ -441,7 +441,8 @@ class TaskScopeRL:
         if self._closed:
             return
         self._closed = True
-        if self.experience:
-            for m in find_experience(self.env)[0]:
+        try:
+            for m in find_experience(self.env)[0] if self.experience else []:
                 m.close()
-        self.env.close()
+        finally:  # the envs too, when a manager's close raises (a learner process that died)
+            self.env.close()

@@ -34,7 +34,8 @@ def _check_not_wrapped(venv: VecEnv) -> None:
     if any(wrapped):
         raise ValueError("ExperienceVecEnv: the VecEnv's envs are wrapped in ExperienceWrapper already (in either "
                          "scope); use the per-env wrappers or ExperienceVecEnv over plain envs, not both")
-    if unwrap_vec_wrapper(venv, VecNormalize) is not None:  # the episodes' outcomes and keys are normalised
+    below = unwrap_vec_wrapper(venv, VecNormalize)
+    if below is not None and (below.norm_obs or below.norm_reward):  # the episodes' outcomes and keys are normalised
         warnings.warn("ExperienceVecEnv over a VecNormalize: the experience records normalised rewards (the outcome "
                       "of an env that reports no success) and keys drifting normalised observations; put the "
                       "VecNormalize on top, VecNormalize(ExperienceVecEnv(venv, bank), norm_obs_keys=norm_obs_keys(...))",
