@@ -291,3 +291,26 @@ def test_a_loaded_roll_in_run_refuses_other_demonstrations_than_it_rolled_in_fro
     as_read = [dict(observations={k: v.astype(np.float64) for k, v in d.observations.items()},  # (as JSON gives them)
                     actions=np.asarray(d.actions, np.int32), rewards=d.rewards, success=d.success) for d in demos]
     ComplementaryRL.load(tmp_path / "r", demonstrations=as_read).close()  # the same values in other dtypes
+
+
+def test_a_learn_that_raises_leaves_the_model_as_configured(tmp_path) -> None:
+    """SB3 calls no callback's end when learn() raises: the model kept normalize_advantage=False (a later
+    plain use or SB3 save carried it) and the wrappers stayed marked as inside learn()."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Boom(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.n_calls == 20:
+                raise RuntimeError("boom")
+            return True
+
+    run = ComplementaryRL("CartPole-v1", n_envs=1, algorithm_kwargs=SMALL, self_imitation=False)
+    try:
+        assert run.model.normalize_advantage
+        with pytest.raises(RuntimeError, match="boom"):
+            run.learn(256, callback=Boom())
+        assert run.model.normalize_advantage is True
+        assert not any(inj.in_learn for inj in find_experience(run.env)[1])
+        run.learn(64)  # and it trains on
+    finally:
+        run.close()

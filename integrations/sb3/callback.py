@@ -24,7 +24,7 @@ from .bank_logging import log_bank_distributions
 from .discovery import find_experience
 from .guards import check_callback, check_rollin_order, on_policy
 from .lifecycle import (
-    restore_advantage_normalisation,
+    after_learn,
     start_training,
     turn_off_advantage_normalisation,
 )
@@ -288,11 +288,9 @@ class CRLCallback(BaseCallback):
                 _warn(msg)
 
     def _on_training_end(self) -> None:
-        for inj in self.injectors:
-            inj.in_learn = False
         if self.sil is not None:
             self.sil.on_training_end()
-        restore_advantage_normalisation(self.model)
+        after_learn(self.model, self.injectors)
         if self.flush_at_end:
             for m in self.managers:
                 m.flush()

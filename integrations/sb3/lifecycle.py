@@ -24,7 +24,7 @@ from experience_wrappers.manager import ExperienceSource
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector
 from experience_wrappers.wrappers.injector import mark_training
 
-__all__ = ["start_training", "keep_experience_unnormalised", "take_statistics", "refuse_stacked_experience", "refuse_changed_experience",
+__all__ = ["start_training", "after_learn", "keep_experience_unnormalised", "take_statistics", "refuse_stacked_experience", "refuse_changed_experience",
            "remember_advantage_normalisation", "turn_off_advantage_normalisation",
            "restore_advantage_normalisation",
            "advantage_normalisation_as_configured"]
@@ -159,6 +159,14 @@ def restore_advantage_normalisation(model: BaseAlgorithm) -> None:
     if hasattr(model, USER_SETTING):
         model.normalize_advantage = getattr(model, USER_SETTING)  # type: ignore[attr-defined]
         delattr(model, USER_SETTING)
+
+
+def after_learn(model: BaseAlgorithm, injectors: list[ExperienceInjector]) -> None:
+    """What a ``learn()`` leaves when it ends, also when it raised (SB3 then calls no callback's end):
+    the model's own ``normalize_advantage``, and no wrapper marked as inside ``learn()``."""
+    for inj in injectors:
+        inj.in_learn = False
+    restore_advantage_normalisation(model)
 
 
 @contextlib.contextmanager

@@ -42,6 +42,7 @@ from .discovery import find_experience
 from .env_families import Family, build_env, family_of
 from .evaluation import check_episodes, evaluate_with_and_without_experience, run_episodes
 from .guards import check_action_space, check_on_policy_class
+from .lifecycle import after_learn
 from .method_rollin import (
     DEMO_SEED_OFFSET,
     ROLLIN_DEFAULTS,
@@ -226,9 +227,8 @@ class TaskScopeRL:
     def _check(self, fam: Family, demonstrations: int | Sequence[Any]) -> None:
         n = demonstrations if isinstance(demonstrations, int) else len(demonstrations)  # checked: check_demonstrations
         if isinstance(demonstrations, int) and n and fam.demonstrator is None:
-            raise ValueError(f"demonstrations={n} asks for scripted demonstrations, but {self.env_id!r} has no "
-                             "scripted demonstrator (MiniHack navigation tasks have one); pass a list of "
-                             "Demonstration objects instead")
+            raise ValueError(f"demonstrations={n} asks for scripted demonstrations, but {self.env_id!r} has no scripted "
+                             "demonstrator (MiniHack navigation tasks have one); pass a list of Demonstration objects")
         if n and not self.experience and self.self_imitation is None:
             raise ValueError("demonstrations were given, but with experience=False and self_imitation off "
                              "nothing would use them")
@@ -314,13 +314,15 @@ class TaskScopeRL:
         The run goes on from its steps so far (a loaded run's too): its step count and logs continue
         (SB3's ``reset_num_timesteps=False``). Its schedules (learning rate, guided ratio, self-imitation)
         follow SB3's progress, measured within each call: four calls of 128 steps do not anneal as one
-        of 512. Under roll-in your callbacks see every step as SB3 gives it (the policy's actions, the
-        ends of rolled-in episodes); wrap one in :class:`RollInView` for the executed actions and true starts."""
+        of 512. Under roll-in your callbacks see the policy's actions; :class:`RollInView` shows the executed ones."""
         check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
         learn_kwargs.setdefault("reset_num_timesteps", False)
-        self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
+        try:
+            self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
+        finally:  # (also after a learn() that raised: a later save or plain use sees the model as configured)
+            after_learn(self.model, find_experience(self.env)[1] if self.experience else [])
         if self.crl_callback is not None and self.crl_callback.sil is not None:
             self.sil_callback = self.crl_callback.sil
         return self
