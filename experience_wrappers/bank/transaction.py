@@ -119,15 +119,20 @@ class Journal:
 
     def __init__(self, store: EntryStore) -> None:
         self.size = store.size
-        self.rows: dict[int, dict[str, np.ndarray]] = {}
+        self.touched: set[int] = set()  # the slots whose rows are kept
+        # the kept rows, a batch per call that kept any: their slots and each column's values there
+        self.rows: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
         self.slot_of: dict[int, int] = {}
 
     def touch_rows(self, store: EntryStore, slots: Any) -> None:
-        """Remember ``slots`` as they are now (only rows that existed when the journal began)."""
+        """Remember ``slots`` as they are now (only rows that existed when the journal began); one
+        copy per column for the call's new slots (a credit touches tens of rows at once)."""
         arr = np.atleast_1d(np.asarray(slots, dtype=np.int64))
-        for s in arr[arr < self.size].tolist():
-            if s not in self.rows:
-                self.rows[s] = {name: col[s].copy() for name, col in store.cols.items()}
+        new = [s for s in dict.fromkeys(arr[arr < self.size].tolist()) if s not in self.touched]
+        if new:
+            self.touched.update(new)
+            at = np.asarray(new, dtype=np.int64)
+            self.rows.append((at, {name: col[at] for name, col in store.cols.items()}))  # (fancy indexing copies)
 
     def touch_ids(self, store: EntryStore, ids: Any) -> None:
         """Remember where ``ids`` live now (or that they are absent)."""
@@ -137,9 +142,9 @@ class Journal:
 
     def undo(self, store: EntryStore) -> None:
         """Put every remembered row, the size and the id map back."""
-        for s, row in self.rows.items():
-            for name, value in row.items():
-                store.cols[name][s] = value
+        for at, values in self.rows:
+            for name, value in values.items():
+                store.cols[name][at] = value
         store.size = self.size
         store.forget_sorted()
         for i, s in self.slot_of.items():
