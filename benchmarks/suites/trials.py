@@ -274,6 +274,9 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-located-noentries-relocate-evalsearch-600k-noimitate-bonus-inf": {
         **METHOD, "run_best": "located", "no_entries": True, "relocate_every": 10, "eval_search": 1.0,
         "steps": 600_000, "env_kwargs": {"success_bonus": "infinite"}},
+    # memoryless PPO at the 600k arms' budget (the peer at the same budget; issue 37's <= 0.25 calibration)
+    "ppo-bonus-inf-600k": {"kind": "crl", "scope": "none", "steps": 600_000,
+                           "env_kwargs": {"success_bonus": "infinite"}},
     "ppo-bonus-inf-rewardobs": {"kind": "crl", "scope": "none",
                                 "env_kwargs": {"success_bonus": "infinite", "reward_observed": True}},
     "recurrent-ppo-trials": {"kind": "recurrent"},
