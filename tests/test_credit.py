@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from experience_wrappers.credit import (
     FreeBaseline,
@@ -18,6 +20,7 @@ from experience_wrappers.credit import (
     shown_shares,
     utility_decay,
 )
+from experience_wrappers.credit.rules import credit_utilities
 
 
 def test_outcome_delta_by_hand():
@@ -287,3 +290,24 @@ def test_sparse_successes_reach_the_extractor_from_the_first_one_with_paired_cre
     assert sorted(set(paired_rewards)) == [0.0, 1.0] and paired_rewards.count(1.0) == 3 * 2  # 2 entries each
     # unpaired: the first success came before any free episode, so it is never credited
     assert unpaired_wins == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(slots=st.lists(st.integers(0, 9), max_size=12), data=st.data(), decay=st.floats(0.0, 1.0),
+       warmup=st.booleans())
+def test_credit_utilities_is_the_rule_applied_one_credit_at_a_time_in_order(slots, data, decay, warmup):
+    # the credit rule for a whole credit at once (each entry once: one vector step; an entry credited
+    # twice: in order) gives, to the last bit, what crediting one entry after another gives
+    deltas = data.draw(st.lists(st.floats(-1e6, 1e6), min_size=len(slots), max_size=len(slots)))
+    start = np.asarray(data.draw(st.lists(st.floats(-1e6, 1e6), min_size=10, max_size=10)))
+    counts = np.asarray(data.draw(st.lists(st.integers(0, 50), min_size=10, max_size=10)), dtype=np.int64)
+    u, n = start.copy(), counts.copy()
+    credit_utilities(u, n, slots, deltas, decay, warmup)
+    u1, n1 = start.copy(), counts.copy()
+    for s, d in zip(slots, deltas, strict=True):
+        credit_utilities(u1, n1, [s], [d], decay, warmup)
+        step = max(1.0 - decay, 1.0 / (counts[s] + 2)) if warmup else 1.0 - decay
+        counts[s] += 1
+        start[s] += step * (d - start[s])  # the rule as written in its docstring
+    assert np.array_equal(u, u1) and np.array_equal(n, n1)
+    assert np.array_equal(u, start) and np.array_equal(n, counts)

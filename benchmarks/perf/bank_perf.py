@@ -7,7 +7,9 @@ For each size ``n`` the same clustered data (``--dim``, Gaussian clusters) goes 
   fed in the same batches with one thread, as the bank does,
 * numpy brute force (queries only; subsampled above ``--bf-max``).
 
-Reported per arm: add throughput, single-key and batch-of-``--batch`` query latency (p50/p95),
+Reported per arm: add throughput, single-key and batch-of-``--batch`` query latency (p50/p95)
+(for the bank also a utility-mode query and a guided episode's credit, ``bank.update`` of 8 and
+of 32 entries),
 query throughput, recall@k against exact neighbours, and for the bank the ratios to raw
 hnswlib and the bytes per entry (live entry columns + saved index file, divided by ``n``).
 At the smallest size at most 1e4 the add throughput with the default dedup is measured too.
@@ -38,6 +40,8 @@ from benchmarks.harness.result_file import write_result  # noqa: E402
 from experience_wrappers.bank import BankConfig, ExperienceBank  # noqa: E402
 
 F32 = np.float32
+#: the credits timed (``bank.update`` of this many entries): a short guided episode's and a long one's
+CREDIT_SIZES = (8, 32)
 
 
 def clustered(n: int, d: int, n_clusters: int, spread: float, rng: np.random.Generator):
@@ -130,6 +134,10 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
         "raw": lambda q: raw.knn_query(q, k=k, num_threads=1),
         "bank": lambda q: bank.query(q, k=k, mode="knn", record=False),
     }, batches)
+    # a guided episode's credit: one bank.update of the entries it was shown (a few retrievals of k)
+    credits = {m: interleaved({"update": lambda c: bank.update(c, np.full(len(c), 0.5), 0.99)},
+                              [rng.choice(ids, m, replace=False) for _ in range(args.credits)])["update"]
+               for m in CREDIT_SIZES}
     raw_single, bank_single, util_single = single["raw"], single["bank"], single["utility"]
     raw_batch, bank_batch = batch["raw"], batch["bank"]
     raw_labels, _ = raw.knn_query(queries, k=k, num_threads=1)
@@ -145,7 +153,7 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
     alloc_bytes = sum(col.nbytes for col in store.cols.values())
     with tempfile.TemporaryDirectory() as tmp:
         saved = bank.save(Path(tmp) / "bank")
-        index_bytes = os.path.getsize(saved / "index.bin")
+        index_bytes = sum(f.stat().st_size for f in saved.glob("index*.bin"))  # (named by content since format 3)
         folder_bytes = sum(p.stat().st_size for p in saved.iterdir())
 
     # ---- numpy brute force (queries only), and the exact neighbours for recall
@@ -167,7 +175,7 @@ def bench_size(n: int, args: argparse.Namespace, rng: np.random.Generator) -> di
     }
     res["bank"] = {
         "add_per_s": n / bank_add, "single": pct(bank_single), "batch": pct(bank_batch),
-        "utility_single": pct(util_single),
+        "utility_single": pct(util_single), **{f"credit_{m}": pct(t) for m, t in credits.items()},
         "qps_single": 1.0 / float(np.mean(bank_single)), "qps_batch": args.batch / float(np.mean(bank_batch)),
         "recall": recall(bank_labels[:n_exact], exact),
         "entry_bytes_per_entry": entry_bytes / n, "allocated_entry_bytes_per_entry": alloc_bytes / n,
@@ -222,6 +230,11 @@ def fmt_table(results: list[dict]) -> str:
         u = r["bank"]["utility_single"]
         rows.append((f"{r['n']:,}", "bank utility", "", f"{u['p50_us']:,.0f}", f"{u['p95_us']:,.0f}",
                      "", "", "", "", ""))
+        for m in CREDIT_SIZES:  # (files made before the credit was timed have none)
+            if f"credit_{m}" in r["bank"]:
+                c = r["bank"][f"credit_{m}"]
+                rows.append((f"{r['n']:,}", f"bank credit of {m}", "", f"{c['p50_us']:,.0f}", f"{c['p95_us']:,.0f}",
+                             "", "", "", "", ""))
         if "bank_dedup" in r:
             bd = r["bank_dedup"]
             rows.append((f"{r['n']:,}", f"bank dedup={bd['dedup_threshold']}", f"{bd['add_per_s']:,.0f}",
@@ -252,6 +265,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--bf-max", type=int, default=100_000, help="largest n timed by brute force")
     p.add_argument("--bf-queries", type=int, default=256,
                    help="brute-force timing samples; also recall queries above --bf-max")
+    p.add_argument("--credits", type=int, default=500, help="credits (bank.update) timed per size")
     p.add_argument("--skip-dedup-arm", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "bank_perf.json")

@@ -88,7 +88,13 @@ def credit_utilities(utility: np.ndarray, n_credited: np.ndarray, slots: list[in
     >>> credit_utilities(u, n, [0, 0], [1.0, 1.0], 0.9, warmup=True); u.round(3).tolist(), n.tolist()
     ([0.667], [2])
     """
-    for s, delta in zip(slots, deltas, strict=True):
+    if len(set(slots)) == len(slots):  # each entry once (the usual credit): the same arithmetic, all at once
+        at = np.asarray(slots, dtype=np.int64)
+        step = np.maximum(1.0 - decay, 1.0 / (n_credited[at] + 2)) if warmup else 1.0 - decay
+        utility[at] += step * (np.asarray(deltas, dtype=np.float64) - utility[at])
+        n_credited[at] += 1
+        return
+    for s, delta in zip(slots, deltas, strict=True):  # an entry credited twice: in order
         step = max(1.0 - decay, 1.0 / (int(n_credited[s]) + 2)) if warmup else 1.0 - decay
         utility[s] += step * (delta - utility[s])
         n_credited[s] += 1
