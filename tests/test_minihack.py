@@ -384,6 +384,39 @@ def test_key_encoder_cache_gives_the_encoded_keys_and_keeps_the_checks(monkeypat
         assert len(small._keys_cache) <= 30
 
 
+def test_key_encoder_parts_seen_before_are_looked_up_and_give_the_keys_a_fresh_encoder_gives(monkeypatch):
+    import pickle
+
+    from integrations.minihack import keys as keys_module
+
+    env = make_minihack_env(MONSTER_ROOM, observation_keys=FULL_KEYS)
+    space = env.observation_space
+    env.close()
+    obs = _collect(MONSTER_ROOM, FULL_KEYS, 30)
+    enc = MiniHackKeyEncoder(space, key_dim=64, seed=0)
+    seen = [enc(o) for o in obs]
+    assert {p.name for p in enc.parts} <= set(enc._parts_cache) and all(enc._parts_cache.values())
+    # the same observations after another action: a miss of the keys' cache whose other parts are all
+    # looked up; each key is the one an encoder that never saw them gives, to the last bit
+    turned = [dict(o, last_action=(int(o["last_action"]) + 1) % space["last_action"].n) for o in obs]
+    looked_up = np.stack([enc(o) for o in turned])
+    assert np.array_equal(looked_up, np.stack([MiniHackKeyEncoder(space, key_dim=64, seed=0)(o) for o in turned]))
+    assert not np.allclose(looked_up, np.stack(seen))
+    # a row the part would refuse is refused, beside rows it has seen
+    batch = {k: np.stack([o[k] for o in obs]) for k in space.spaces}
+    bad = batch["glyphs_crop"].copy()
+    bad[-1, 0, 0] = 9999
+    with pytest.raises(ValueError, match="ids must lie"):
+        enc.encode(dict(batch, last_action=(batch["last_action"] + 2) % 8, glyphs_crop=bad), np.zeros(30, np.int64))
+    # not pickled, bounded
+    assert pickle.loads(pickle.dumps(enc))._parts_cache == {}
+    monkeypatch.setattr(keys_module, "KEY_CACHE_SIZE", 10)
+    small = MiniHackKeyEncoder(space, key_dim=64, seed=0)
+    for o in obs:
+        small(o)
+        assert all(len(c) <= 10 for c in small._parts_cache.values())
+
+
 def test_key_encoder_separates_states():
     env = make_minihack_env(MONSTER_ROOM, observation_keys=FULL_KEYS)
     enc = MiniHackKeyEncoder(env.observation_space, key_dim=64, seed=0)

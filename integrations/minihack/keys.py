@@ -122,6 +122,7 @@ class MiniHackKeyEncoder(KeyEncoder):
         self.weights = _weights(weights, task_weight)
         self.task_weight = float(task_weight)
         self._keys_cache: dict[bytes, np.ndarray] = {}
+        self._parts_cache: dict[str, dict[bytes, np.ndarray]] = {}  # per part: its rows seen recently
         sub = observation_space.spaces
         built = (
             GridPart.build(sub, self.seed, key_dim),
@@ -169,12 +170,14 @@ class MiniHackKeyEncoder(KeyEncoder):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_keys_cache"] = {}  # a cache, not state: pickles stay small and equal
+        state["_keys_cache"] = {}  # caches, not state: pickles stay small and equal
+        state["_parts_cache"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_keys_cache", {})  # encoders pickled before the cache
+        self.__dict__.setdefault("_keys_cache", {})  # encoders pickled before the caches
+        self.__dict__.setdefault("_parts_cache", {})
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations: ``(n, key_dim)`` float32 unit rows.
@@ -234,8 +237,8 @@ class MiniHackKeyEncoder(KeyEncoder):
         return [prefix + b"".join(v[i].tobytes() for v in values) for i in range(n)]
 
     def _encode(self, obs_batch: Mapping[str, Any], task_ids: np.ndarray) -> np.ndarray:
-        """The keys of a batch, encoded and checked (no cache)."""
-        parts = [(self.weights[p.name], p(obs_batch)) for p in self.parts]
+        """The keys of a batch, encoded and checked (each part's rows seen recently looked up)."""
+        parts = [(self.weights[p.name], self._part(p, obs_batch)) for p in self.parts]
         n = len(parts[0][1])
         for _, p in parts:
             if len(p) != n:
@@ -249,6 +252,33 @@ class MiniHackKeyEncoder(KeyEncoder):
         if self.task_weight > 0:
             keys += self.task_weight * self._task(task_ids)
         return normalise_rows(keys)
+
+
+    def _part(self, part: KeyPart, batch: Mapping[str, Any]) -> np.ndarray:
+        """``part(batch)``, its rows seen recently looked up: a key that misses the cache of keys
+        mostly shares its parts with keys seen before (the same inventory, the same view after
+        another action), and a part's row is a function of its own values (``key_values``, with
+        their dtype). A batch whose values the part would refuse goes to the part, which says why."""
+        x = batch.get(part.key)
+        if x is None:
+            return part(batch)  # (raises: the key is missing)
+        x = np.asarray(x)
+        if x.shape[1:] != part.shape or x.ndim != len(part.shape) + 1:
+            return part(batch)  # (raises: the shape is wrong)
+        values = part.key_values(x)
+        prefix = x.dtype.str.encode()
+        rows = [prefix + values[i].tobytes() for i in range(len(x))]
+        cache = self._parts_cache.setdefault(part.name, {})
+        found = [cache.get(row) for row in rows]
+        missing = [i for i, row in enumerate(found) if row is None]
+        if not missing:
+            return np.stack(found) if found else part(batch)  # type: ignore[arg-type]
+        new = part(batch) if len(missing) == len(rows) else part({part.key: x[missing]})
+        if len(cache) + len(missing) > KEY_CACHE_SIZE:
+            cache.clear()
+        for j, i in enumerate(missing):
+            found[i] = cache[rows[i]] = new[j].copy()
+        return np.stack(found)  # type: ignore[arg-type]
 
 
 def _weights(weights: Mapping[str, float] | None, task_weight: float) -> dict[str, float]:
