@@ -52,7 +52,9 @@ DEFAULT_BLSTATS_KEY_FIELDS: tuple[int, ...] = (0, 1, 10, 11, 12, 13, 16, 17, 18,
 #: values that enter it, and a MiniHack run sees the same view, items, stats and last action again
 #: and again (about half of 4,000 random steps on Room-5x5, KeyRoom-S5 and MazeWalk-9x9 repeat an
 #: earlier one), so a repeated observation's key is looked up, not encoded again (about 100 µs per
-#: observation, in numpy calls on tiny arrays). The cache is emptied when full, and not pickled.
+#: observation, in numpy calls on tiny arrays). A key that is not there mostly shares its parts with
+#: keys seen before (the same items, the same view after another action), so each part's recent rows
+#: are kept as well, as many. The caches are emptied when full, and not pickled.
 KEY_CACHE_SIZE = 4096
 
 
