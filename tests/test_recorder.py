@@ -121,3 +121,14 @@ def test_take_returns_copies_and_clear_drops_an_episode():
     assert rec.take(0)[0].tolist() == [[2.0, 2.0]]
     with pytest.raises(ValueError, match="one row per env"):
         rec.append(np.zeros((2, 2)), np.zeros(2), np.zeros(2))
+
+
+def test_a_dict_in_another_order_is_the_same_structure_and_another_key_set_is_refused():
+    rec = EpisodeRecorder(2)
+    rec.append({"a": np.zeros((2, 3)), "b": np.ones((2,))}, np.array([0, 1]), np.array([0.0, 1.0]))
+    rec.append({"b": np.full((2,), 2.0), "a": np.full((2, 3), 3.0)}, np.array([1, 0]), np.array([0.5, 0.5]))
+    obs, actions, _ = rec.take(0)
+    assert obs["a"][:, 0].tolist() == [0.0, 3.0] and obs["b"].tolist() == [1.0, 2.0] and actions.tolist() == [0, 1]
+    for changed in ({"a": np.zeros((2, 3)), "c": np.ones((2,))}, (np.zeros((2, 3)), np.ones((2,)))):
+        with pytest.raises(ValueError, match="changed structure"):
+            rec.append(changed, np.array([0, 1]), np.array([0.0, 1.0]))

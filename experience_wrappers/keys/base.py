@@ -52,8 +52,8 @@ class KeyEncoder(abc.ABC):
 
 def add_batch_axis(obs: Any) -> Any:
     """One observation (array, dict or tuple of arrays) as a batch of one."""
-    if isinstance(obs, dict):
-        return {k: add_batch_axis(v) for k, v in obs.items()}
+    if isinstance(obs, dict):  # (an array's batch of one is a view: one call per key, not a recursion)
+        return {k: v[None] if type(v) is np.ndarray else add_batch_axis(v) for k, v in obs.items()}
     if isinstance(obs, tuple):
         return tuple(add_batch_axis(v) for v in obs)
     return np.asarray(obs)[None]

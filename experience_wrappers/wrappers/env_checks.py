@@ -86,7 +86,7 @@ def check_rewards(rewards: Any, steps: Any, source: str = "the env") -> np.ndarr
     n = steps.shape[0] if isinstance(steps, np.ndarray) and steps.ndim == 1 else len(np.atleast_1d(np.asarray(steps)))
     if r.dtype.kind in "biuf" and r.shape == (n,) and n:  # the usual case: one reduction (NaN fails the <=)
         r = r.astype(np.float64, copy=False)
-        if float(np.abs(r).max()) <= MAX_ABS_REWARD:
+        if (-MAX_ABS_REWARD <= r[0] <= MAX_ABS_REWARD) if n == 1 else float(np.abs(r).max()) <= MAX_ABS_REWARD:
             return r
     verb = f"{source} returned" if source != "the env" else "the env returned"
 

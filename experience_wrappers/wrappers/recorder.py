@@ -44,6 +44,7 @@ class EpisodeRecorder:
         self._start = np.zeros(self.n, np.int64)  # the row each env's episode starts at
         self._kind: str | None = None  # "dict", "tuple" or "array": the observations' structure
         self._keys: list[Any] = []
+        self._key_set: frozenset[Any] = frozenset()
         self._bufs: list[np.ndarray] = []  # one per observation leaf, then actions, then rewards: (capacity, n, ...)
         self._usual: list[np.dtype] = []  # each leaf's first dtype
         # (leaf, env) -> (whether the usual dtype was seen, the other dtypes promoted): only for
@@ -67,17 +68,20 @@ class EpisodeRecorder:
     def _setup(self, obs: Any, leaves: list[np.ndarray]) -> None:
         self._kind = "dict" if isinstance(obs, dict) else "tuple" if isinstance(obs, tuple) else "array"
         self._keys = list(obs) if isinstance(obs, dict) else []
+        self._key_set = frozenset(self._keys)  # (a dict in another order is the same structure)
         self._bufs = [np.zeros((self._capacity, self.n) + x.shape[1:], x.dtype) for x in leaves]
         self._usual = [x.dtype for x in leaves]
 
     def append(self, obs: Any, actions: Any, rewards: Any) -> None:
         """Append one step to every env's episode: ``obs``, ``actions`` and ``rewards`` hold one row per env."""
+        if self._kind == "dict" and (not isinstance(obs, dict) or obs.keys() != self._key_set):
+            raise ValueError(f"the observations changed structure during recording: {type(obs).__name__} with "
+                             f"{list(obs) if isinstance(obs, dict) else 'no keys'}, expected keys {self._keys}")
         leaves = self._leaves(obs)
         leaves += [np.asarray(actions), np.asarray(rewards, dtype=np.float64)]
         if self._kind is None:
             self._setup(obs, leaves)
-        elif len(leaves) != len(self._bufs) or (self._kind == "dict" and list(obs) != self._keys
-                                                and sorted(obs) != sorted(self._keys)):
+        elif len(leaves) != len(self._bufs):
             raise ValueError(f"the observations changed structure during recording: {type(obs).__name__} "
                              f"with {len(leaves) - 2} part(s), expected {len(self._bufs) - 2}")
         if self._t >= self._capacity:
