@@ -148,8 +148,8 @@ class ExperienceInjector:
             self._injected[r] = set()
             self.retriever.clear(r)
         guided = self.guided[rows]
-        if guided.any():
-            self.retrieve(rows[guided], subset_rows(obs, np.flatnonzero(guided)))
+        if guided.any():  # (checked above: the observations a reset returned)
+            self._retrieve(rows[guided], subset_rows(obs, np.flatnonzero(guided)))
 
     def _paired_draw(self, r: int, info: dict, ratio: float) -> bool:
         """Env ``r``'s role in its replayed instance (guided or free), from the reset info of
@@ -182,8 +182,12 @@ class ExperienceInjector:
         return int(self.task_source)
 
     def retrieve(self, rows: np.ndarray, obs: Any) -> None:
-        """One batched bank query for ``rows`` (``obs`` holds those rows only), through the retriever."""
+        """One batched bank query for ``rows`` (``obs`` holds those rows only), through the retriever;
+        the observations are checked against the space first."""
         self.check_observations(obs, "step")
+        self._retrieve(rows, obs)
+
+    def _retrieve(self, rows: np.ndarray, obs: Any) -> None:
         res = self.retriever.retrieve(rows, obs, self.task_ids[rows], record=self.learning, rng=self.rng)
         for j, r in enumerate(rows.tolist()):
             self._injected[r].update(res.ids[j][res.mask[j]].tolist())
