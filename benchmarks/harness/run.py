@@ -42,8 +42,13 @@ def _git_commit() -> str:
         return "unknown"
 
 
+#: the commit when this module was imported: the code a run uses (read at its start; a commit made
+#: while it runs is not its code, and a result written at the end must not name it)
+_COMMIT = _git_commit()
+
+
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version(), "commit": _git_commit()}
+    out = {"python": platform.python_version(), "commit": _COMMIT}
     for dist in ("complementary-rl", "torch", "stable-baselines3", "gymnasium", "numpy", "hnswlib",
                  "minihack", "nle", "metaworld", "mujoco"):
         try:

@@ -667,10 +667,10 @@ def _commit() -> str | None:
         return None
 
 
-def _job(family: str, arm: str, seed: int, steps: int, repeats: int, path: str) -> str:
+def _job(family: str, arm: str, seed: int, steps: int, repeats: int, path: str, commit: str | None) -> str:
     result = run_one(family, arm, seed, steps, repeats)
     result["settings"] = _settings(family, arm, steps, repeats)
-    result["commit"] = _commit()
+    result["commit"] = commit  # the command's (its workers import the code when they start), not the end's
     write_result(Path(path), result)
     return path
 
@@ -723,10 +723,11 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
             todo.append((arm, seed, path))
     print(f"{len(todo)} runs to do, {args.jobs} at a time")
+    commit = _commit()
     finished = 0
     try:
         with worker_pool(args.jobs) as pool:  # stopping this command stops its runs
-            futures = [pool.submit(_job, args.family, arm, seed, steps_of(arm), args.repeats, str(path))
+            futures = [pool.submit(_job, args.family, arm, seed, steps_of(arm), args.repeats, str(path), commit)
                        for arm, seed, path in todo]
             for f in as_completed(futures):
                 f.result()
