@@ -36,7 +36,7 @@ ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "c
              "crl-trials-imitate-nearest-frozen", "crl-trials-imitate-nearest-random",
              "crl-trials-imitate-nearest-strong", "crl-trials-imitate-nearest-strong-random", "ppo", "ppo-sil", "ppo-visible", "ppo-visible-solo", "ppo-visible-solo-unshared", "ppo-visible-solo-bonus-inf",
              "ppo-visible-solo-bonus-inf-1m",
-             "ppo-visible-bonus-inf", "ppo-bonus-inf", "ppo-sil-bonus-inf", "crl-trials-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
+             "ppo-visible-bonus-inf", "ppo-bonus-inf", "ppo-bonus-inf-600k", "ppo-sil-bonus-inf", "crl-trials-bonus-inf", "crl-trials-imitate-nearest-strong-bonus-inf",
              "crl-trials-best-bonus-inf", "crl-trials-best-noimitate-bonus-inf",
              "crl-trials-best-noimitate-random-bonus-inf", "crl-trials-best-noimitate-frozen-bonus-inf",
              "crl-trials-reached-noimitate-bonus-inf", "crl-trials-located-runlabels-noimitate-bonus-inf",
@@ -258,12 +258,13 @@ EVALSEARCH_600K_COMPARISONS: list[tuple[str, str, str, str]] = [
      "after_first_success"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
     ("recurrent-ppo-trials-600k", "with_experience", "without_experience", "cumulative@2"),
+    ("ppo-bonus-inf-600k", "with_experience", "without_experience", "cumulative@2"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@2"),
     ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@2"),
 ]
 
-#: the located arm with twice the budget (600k steps) against itself at 300k and the peers (at 300k: their
-#: runs at 600k are still to be made)
+#: the located arm with twice the budget (600k steps) against itself at 300k and the peers (at 300k, and
+#: PPO and RecurrentPPO at 600k)
 BUDGET_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@2"),
     ("crl-trials-located-noimitate-bonus-inf", "with_experience", "with_experience", "cumulative@K"),
@@ -272,8 +273,10 @@ BUDGET_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("crl-trials-located-noimitate-bonus-inf", "with_demonstration", "with_demonstration", "after_first_success"),
     ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
     ("ppo-bonus-inf", "with_experience", "without_experience", "cumulative@K"),
+    ("ppo-bonus-inf-600k", "with_experience", "without_experience", "cumulative@K"),
     ("ppo", "with_experience", "without_experience", "cumulative@K"),
     ("recurrent-ppo-trials", "with_experience", "without_experience", "cumulative@K"),
+    ("recurrent-ppo-trials-600k", "with_experience", "without_experience", "cumulative@K"),
 ]
 
 #: the located arm keyed by where Meta-World's hand and object are (``MetaWorldKeyEncoder``) against the same
