@@ -255,7 +255,6 @@ class MiniHackKeyEncoder(KeyEncoder):
             keys += self.task_weight * self._task(task_ids)
         return normalise_rows(keys)
 
-
     def _part(self, part: KeyPart, batch: Mapping[str, Any]) -> np.ndarray:
         """``part(batch)``, its rows seen recently looked up: a key that misses the cache of keys
         mostly shares its parts with keys seen before (the same inventory, the same view after
