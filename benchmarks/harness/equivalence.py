@@ -9,7 +9,10 @@ Run it before and after a change that must preserve behaviour, and compare the t
 With the manager in sync mode, one torch thread and fixed seeds, a run is deterministic, so a
 refactoring that keeps behaviour gives identical episode sequences, bank contents and weights.
 Make both files on one machine: the same commit fingerprinted on another machine (another CPU,
-another BLAS path) can differ in the weights' last bits, and from there in the episodes.
+another BLAS path) can differ in the weights' last bits, and from there in the episodes. Make them
+in the same hour of the day too, or under one fixed clock (``faketime -f '@2026-12-06 23:30:00'
+python -m ...``): NetHack reads the wall clock (its night and midnight rules), and the
+Room-Monster run's fingerprints at 00:00-00:59 differ from those at 23:00-23:59 for the same commit.
 
 Where a change of path makes the fingerprints differ, rerun a suite's arm on the new code and
 compare its seeds with the published ones (final success and area under the curve, the

@@ -9,6 +9,7 @@ import attrs
 import numpy as np
 from gymnasium import spaces
 
+from experience_wrappers.keys.base import stack_observations
 from experience_wrappers.manager import success_from_info
 from experience_wrappers.validators import success_flag
 from experience_wrappers.whole_numbers import whole
@@ -58,7 +59,7 @@ def _stacked(obs: Any) -> Any:
             raise ValueError(f"its observations are dicts of other keys at step {t} ({sorted(o)}) than at "
                              f"step 0 ({sorted(keys)})")
     try:
-        return {k: np.stack([np.asarray(o[k]) for o in obs]) for k in keys}
+        return stack_observations(obs)
     except ValueError as exc:  # a key whose shape changes between steps
         raise ValueError(f"its observations' keys do not stack over the steps: {exc}") from None
 

@@ -11,7 +11,7 @@ part is a small class of :mod:`integrations.minihack.key_parts`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -201,21 +201,11 @@ class MiniHackKeyEncoder(KeyEncoder):
         rows = self._cache_rows(obs_batch, task_ids)
         if rows is None:  # not a batch the cache reads: the full path says what is wrong
             return self._encode(obs_batch, task_ids)
-        cache = self._keys_cache
-        found = [cache.get(row) for row in rows]
-        missing = [i for i, key in enumerate(found) if key is None]
-        if not missing:
-            return np.stack(found) if found else np.zeros((0, self.key_dim), np.float32)  # type: ignore[arg-type]
-        if len(missing) == len(rows):
-            new = self._encode(obs_batch, task_ids)
-        else:
-            new = self._encode({p.key: np.asarray(obs_batch[p.key])[missing] for p in self.parts},
-                               task_ids[missing])
-        if len(cache) + len(missing) > KEY_CACHE_SIZE:
-            cache.clear()
-        for j, i in enumerate(missing):
-            found[i] = cache[rows[i]] = new[j].copy()
-        return np.stack(found)  # type: ignore[arg-type]
+        found = _through_cache(self._keys_cache, rows, lambda missing: self._encode(obs_batch, task_ids)
+                               if missing is None else self._encode(
+                                   {p.key: np.asarray(obs_batch[p.key])[missing] for p in self.parts},
+                                   task_ids[missing]))
+        return np.stack(found) if found else np.zeros((0, self.key_dim), np.float32)
 
     def _cache_rows(self, batch: Mapping[str, Any], task_ids: np.ndarray) -> list[bytes] | None:
         """One string per row of the values that enter its key, with their dtypes (the shapes
@@ -269,17 +259,25 @@ class MiniHackKeyEncoder(KeyEncoder):
         values = part.key_values(x)
         prefix = x.dtype.str.encode()
         rows = [prefix + values[i].tobytes() for i in range(len(x))]
-        cache = self._parts_cache.setdefault(part.name, {})
-        found = [cache.get(row) for row in rows]
-        missing = [i for i, row in enumerate(found) if row is None]
-        if not missing:
-            return np.stack(found) if found else part(batch)  # type: ignore[arg-type]
-        new = part(batch) if len(missing) == len(rows) else part({part.key: x[missing]})
+        found = _through_cache(self._parts_cache.setdefault(part.name, {}), rows,
+                               lambda missing: part(batch) if missing is None else part({part.key: x[missing]}))
+        return np.stack(found) if found else part(batch)
+
+
+def _through_cache(cache: dict[bytes, np.ndarray], rows: list[bytes],
+                   compute: Callable[[list[int] | None], np.ndarray]) -> list[np.ndarray]:
+    """Each row's value from ``cache``; those it lacks from ``compute(missing)`` (``None``: every row of
+    the batch, which the caller then gives whole), kept as copies. The cache is emptied when it would
+    pass :data:`KEY_CACHE_SIZE`."""
+    found: list[np.ndarray | None] = [cache.get(row) for row in rows]
+    missing = [i for i, value in enumerate(found) if value is None]
+    if missing:
+        new = compute(None if len(missing) == len(rows) else missing)
         if len(cache) + len(missing) > KEY_CACHE_SIZE:
             cache.clear()
         for j, i in enumerate(missing):
             found[i] = cache[rows[i]] = new[j].copy()
-        return np.stack(found)  # type: ignore[arg-type]
+    return found  # type: ignore[return-value]  # (every row now found)
 
 
 def _weights(weights: Mapping[str, float] | None, task_weight: float) -> dict[str, float]:
