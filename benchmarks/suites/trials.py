@@ -183,6 +183,14 @@ ARMS: dict[str, dict[str, Any]] = {
     # does the end of a demonstration or of the run's own success, shown as an offset, carry the hidden goal?
     "crl-trials-best-noimitate-bonus-inf-1m": {**METHOD, "run_best": "taken", "steps": 1_000_000,
                                                "env_kwargs": {"success_bonus": "infinite"}},
+    # and marked by where the object is alone (keys "metaworld-object"), where the state's reward was received in
+    # (run_best="reached"), the entries channel blank (RunBest alone, reach's configuration): push succeeds when
+    # the puck reaches the goal, so a success's or a demonstration's end marks the goal by where the puck ended;
+    # the whole state's offset (the arm above) also holds where the hand ended, beside the puck. Does a mark
+    # the policy can read as where the puck must go carry the hidden goal once the policy pushes?
+    "crl-trials-objbest-noentries-noimitate-bonus-inf-1m": {
+        **METHOD, "run_best": "reached", "no_entries": True, "keys": "metaworld-object", "steps": 1_000_000,
+        "env_kwargs": {"success_bonus": "infinite"}},
     # its ablations: the run's best step and the entries from another goal's run (random retrieval); the
     # extractor frozen (does summing a trial up into each entry's vector earn its place?)
     "crl-trials-best-noimitate-random-bonus-inf": {**METHOD, "run_best": "taken", "scope": "other",
@@ -285,6 +293,8 @@ ARMS: dict[str, dict[str, Any]] = {
     "retrieve-and-play": {"kind": "play"},
 }
 
+#: an arm's ``keys``: the parts of Meta-World's observation its memory keys by (``MetaWorldKeyEncoder(parts=...)``)
+KEYS = {"metaworld": ("hand", "object"), "metaworld-object": ("object",)}
 #: PPO's settings for every arm (RecurrentPPO takes the same)
 PPO_KWARGS: dict[str, Any] = TRIALS_PPO_KWARGS
 N_ENVS = 8
@@ -517,10 +527,10 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     novelty_until = bool(spec.pop("novelty_until_success", True))
     keys = spec.pop("keys", None)  # None: the memory's default (the flattened observation)
     if keys is not None:
-        if keys != "metaworld":
-            raise ValueError(f"arm {arm!r}: keys must be 'metaworld' or absent, got {keys!r}")
+        if keys not in KEYS:
+            raise ValueError(f"arm {arm!r}: keys must be one of {sorted(KEYS)} or absent, got {keys!r}")
         from integrations.metaworld.keys import MetaWorldKeyEncoder
-        spec["key_encoder"] = MetaWorldKeyEncoder()
+        spec["key_encoder"] = MetaWorldKeyEncoder(parts=KEYS[keys])
     from benchmarks.suites.metaworld_calibration import (
         ppo_settings,  # the ML1 families' calibrated settings
     )

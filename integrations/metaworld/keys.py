@@ -10,7 +10,9 @@ reader of run scope's entries, :class:`~experience_wrappers.trials.run_best.RunB
 or a :class:`~experience_wrappers.trials.goal_locator.GoalLocator` must first learn to ignore.
 :class:`MetaWorldKeyEncoder` keys by the 6 alone, each mapped to ``[-1, 1]`` by the hand's
 bounds (Meta-World's workspace; an object's position, unbounded in the observation space,
-lies in it too).
+lies in it too). ``MetaWorldKeyEncoder(parts=("object",))`` keys by the object alone: where a
+task's success is the object reaching the goal (push), the end of a success marks the goal by
+where the object is, whatever the hand did.
 """
 
 from __future__ import annotations
@@ -26,12 +28,18 @@ __all__ = ["HAND_HIGH", "HAND_LOW", "MetaWorldKeyEncoder"]
 #: the bounds of the hand's position in Meta-World's observation space (``SawyerXYZEnv``'s)
 HAND_LOW = np.array([-0.525, 0.348, -0.0525], np.float32)
 HAND_HIGH = np.array([0.525, 1.025, 0.7], np.float32)
-#: the observation's columns the key reads: the hand's position, the first object's
-COLUMNS = np.array([0, 1, 2, 4, 5, 6])
+#: the observation's columns of each part a key may read: the hand's position, the first object's
+PARTS = {"hand": (0, 1, 2), "object": (4, 5, 6)}
 
 
 class MetaWorldKeyEncoder(KeyEncoder):
     """Key = ``[hand xyz, object xyz]`` of a Meta-World observation, in ``[-1, 1]`` by the hand's bounds.
+
+    Args:
+        parts: which positions the key holds, in this order: ``"hand"``, ``"object"`` or both (the default).
+
+    Raises:
+        ValueError: ``parts`` is empty, repeats a part or names another.
 
     Give it to a memory as ``TrialMemory(..., key_encoder=MetaWorldKeyEncoder())`` (or in
     ``ComplementaryRL(memory_kwargs=...)``, where it is saved with the run's settings). Keys are
@@ -41,9 +49,26 @@ class MetaWorldKeyEncoder(KeyEncoder):
     >>> obs = np.zeros((1, 39), np.float32); obs[0, :3] = HAND_HIGH; obs[0, 4:7] = HAND_LOW
     >>> enc.encode(obs, np.zeros(1, np.int64)).tolist()
     [[1.0, 1.0, 1.0, -1.0, -1.0, -1.0]]
+    >>> MetaWorldKeyEncoder(parts=("object",)).encode(obs, np.zeros(1, np.int64)).tolist()
+    [[-1.0, -1.0, -1.0]]
     """
 
-    key_dim = len(COLUMNS)
+    def __init__(self, parts: tuple[str, ...] = ("hand", "object")) -> None:
+        if isinstance(parts, str) or not isinstance(parts, tuple | list):
+            raise TypeError(f"parts must be a tuple of {sorted(PARTS)}, got {parts!r}")
+        if not parts or len(set(parts)) != len(parts) or not set(parts) <= set(PARTS):
+            raise ValueError(f"parts must name each of {sorted(PARTS)} at most once, at least one, got {parts!r}")
+        self.parts = tuple(parts)
+
+    @property
+    def key_dim(self) -> int:  # type: ignore[override]
+        """3 values per part."""
+        return 3 * len(self.parts)
+
+    @property
+    def columns(self) -> np.ndarray:
+        """The observation's columns the key reads."""
+        return np.array([c for part in self.parts for c in PARTS[part]])
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations ``(n, 39)`` (at least 7 wide); ``task_ids`` ``(n,)``.
@@ -61,7 +86,8 @@ class MetaWorldKeyEncoder(KeyEncoder):
                              f"the hand at [0:3], the object at [4:7]), got shape {obs.shape}")
         if np.size(task_ids) != len(obs):
             raise ValueError(f"task_ids must hold one id per observation ({len(obs)}), got {np.size(task_ids)}")
-        if not np.isfinite(obs[:, COLUMNS]).all():
+        columns = self.columns
+        if not np.isfinite(obs[:, columns]).all():
             raise ValueError("MetaWorldKeyEncoder got an observation with NaN or inf where the hand or the object is")
-        low, high = np.tile(HAND_LOW, 2), np.tile(HAND_HIGH, 2)
-        return ((obs[:, COLUMNS] - low) / (high - low) * 2.0 - 1.0).astype(np.float32)
+        low, high = np.tile(HAND_LOW, len(self.parts)), np.tile(HAND_HIGH, len(self.parts))
+        return ((obs[:, columns] - low) / (high - low) * 2.0 - 1.0).astype(np.float32)
