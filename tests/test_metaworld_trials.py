@@ -313,6 +313,19 @@ def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a
     bad[1, 0] = np.nan
     with pytest.raises(ValueError, match="NaN or inf"):
         enc.encode(bad, np.zeros(len(obs), np.int64))
+    # keyed by the object alone (a push success's end marks the goal by where the puck is): the same columns
+    obj = MetaWorldKeyEncoder(parts=("object",))
+    assert obj.key_dim == 3
+    assert np.array_equal(obj.encode(obs, np.zeros(len(obs), np.int64)), keys[:, 3:])
+    assert np.array_equal(MetaWorldKeyEncoder(parts=("object", "hand")).encode(obs[:2], np.zeros(2, np.int64)),
+                          np.concatenate([keys[:2, 3:], keys[:2, :3]], 1))
+    back = from_json(to_json({"key_encoder": obj}, "memory_kwargs"), "memory_kwargs")["key_encoder"]
+    assert isinstance(back, MetaWorldKeyEncoder) and back.parts == ("object",)
+    for parts in ((), ("goal",), ("hand", "hand")):
+        with pytest.raises(ValueError, match="parts must name each"):
+            MetaWorldKeyEncoder(parts=parts)
+    with pytest.raises(TypeError, match="parts must be a tuple"):
+        MetaWorldKeyEncoder(parts="object")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("make", [lambda: ML1Trials("reach-v9"), lambda: ml1_goal_tasks("reach-v9"),
