@@ -27,3 +27,20 @@ def test_circles_private_accesses_and_lines_are_found_and_experimental_parts_lef
     assert res["import_circles"] == [["experience_wrappers.a", "experience_wrappers.b"]]  # c's import is for types only
     assert res["private_accesses_by_file"] == {"experience_wrappers/a.py": ["4: _hidden"]}  # c reads its own name
     assert res["main_path_lines"] == 4 + 4 + 10 and res["over_limit"] == {}
+
+
+def test_lines_are_counted_by_kind_and_the_kinds_add_up_to_the_lines(tmp_path: Path) -> None:
+    _write(tmp_path, "experience_wrappers/__init__.py", "")
+    _write(tmp_path, "experience_wrappers/a.py", '''"""Module doc,
+on two lines."""
+
+# a comment
+def f(x):
+    """One line."""
+    s = """not a docstring"""
+    return x  # a trailing comment is code
+''')
+    _write(tmp_path, "integrations/__init__.py", "")
+    res = measure(tmp_path)
+    assert res["lines_by_kind"] == {"code": 3, "docstring": 3, "comment": 1, "blank": 1}
+    assert sum(res["lines_by_kind"].values()) == res["main_path_lines"]

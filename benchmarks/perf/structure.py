@@ -3,7 +3,8 @@
 ``python -m benchmarks.perf.structure [--out benchmarks/results/structure.json]`` prints:
 
 * non-test lines on the main path (``experience_wrappers/`` + ``integrations/``, the
-  ``experimental`` subpackages and module not counted), and the modules over 450 lines;
+  ``experimental`` subpackages and module not counted), and the modules over 450 lines; the
+  lines by kind too (code, docstrings, comments, blank), since the target counts every line;
 * import circles between files of one package: strongly connected groups of the graph of
   module-level imports (imports inside functions and under ``TYPE_CHECKING`` are not edges:
   they run after both modules exist);
@@ -24,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main_path_files", "measure", "main"]
+__all__ = ["line_kinds", "main_path_files", "measure", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("experience_wrappers", "integrations")
@@ -95,6 +96,24 @@ def _private_defined(tree: ast.Module) -> set[str]:
     return names
 
 
+def line_kinds(text: str, tree: ast.Module) -> dict[str, int]:
+    """A module's lines by kind: ``code``, ``docstring`` (a module's, class's or function's), ``comment``, ``blank``."""
+    doc: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                doc.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    kinds = dict.fromkeys(("code", "docstring", "comment", "blank"), 0)
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        kind = ("blank" if not stripped else "docstring" if number in doc else
+                "comment" if stripped.startswith("#") else "code")
+        kinds[kind] += 1
+    return kinds
+
+
 def _private_accesses(tree: ast.Module) -> list[tuple[int, str]]:
     own = _private_defined(tree)
     out = []
@@ -152,12 +171,15 @@ def measure(root: Path = ROOT) -> dict[str, Any]:
     lines: dict[str, int] = {}
     trees: dict[str, ast.Module] = {}
     paths: dict[str, Path] = {}
+    kinds = dict.fromkeys(("code", "docstring", "comment", "blank"), 0)
     for p in files:
         text = p.read_text()
         mod = _module(p, root)
         lines[str(p.relative_to(root))] = text.count("\n")
         trees[mod] = ast.parse(text)
         paths[mod] = p
+        for kind, n in line_kinds(text, trees[mod]).items():
+            kinds[kind] += n
     graph: dict[str, set[str]] = defaultdict(set)
     for mod, tree in trees.items():
         package = mod.rsplit(".", 1)[0] if paths[mod].name != "__init__.py" else mod
@@ -167,7 +189,7 @@ def measure(root: Path = ROOT) -> dict[str, Any]:
                 if same_package:
                     graph[mod].add(target)
     private = {str(paths[m].relative_to(root)): acc for m, t in trees.items() if (acc := _private_accesses(t))}
-    return {"main_path_lines": sum(lines.values()), "files": len(files),
+    return {"main_path_lines": sum(lines.values()), "files": len(files), "lines_by_kind": kinds,
             "over_limit": {f: n for f, n in sorted(lines.items(), key=lambda x: -x[1]) if n > LIMIT},
             "import_circles": _cycles(graph),
             "private_accesses": sum(len(v) for v in private.values()),
@@ -181,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     res = measure()
     if args.out:  # before printing: a reader that stops early (| head) does not lose the file
         args.out.write_text(json.dumps(res, indent=1) + "\n")
-    print(f"main-path lines: {res['main_path_lines']:,} in {res['files']} files")
+    print(f"main-path lines: {res['main_path_lines']:,} in {res['files']} files ("
+          + ", ".join(f"{kind} {n:,}" for kind, n in res["lines_by_kind"].items()) + ")")
     print(f"modules over {LIMIT} lines: {res['over_limit'] or 'none'}")
     print(f"import circles within a package: {len(res['import_circles'])}")
     for group in res["import_circles"]:
