@@ -237,6 +237,18 @@ SEARCH_COMPARISONS: list[tuple[str, str, str, str]] = ALL_TRIALS_COMPARISONS
 
 
 
+#: push at 1M marked by where the object ended: against the whole state's mark at the same budget, the
+#: learning-free peer on a demonstration, memoryless PPO and the goal shown (issue 37's push target)
+OBJBEST_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-best-noimitate-bonus-inf-1m", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-best-noimitate-bonus-inf-1m", "with_experience", "with_experience", "after_first_success"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-bonus-inf-1m", "with_experience", "without_experience", "cumulative@K"),
+    ("ppo-bonus-inf-1m", "with_experience", "without_experience", "after_first_success"),
+    ("ppo-visible-solo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
+]
+
 def _against_itself(arm: str) -> list[tuple[str, str, str, str]]:
     """An ``eval_search`` arm against the same weights evaluated without the search (paired runs)."""
     return [(arm + NO_SEARCH, c, c, name)
@@ -437,6 +449,7 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-imitate-nearest", NEAREST_COMPARISONS),
                                     ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
                                     ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
+                                    ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", OBJBEST_COMPARISONS),
                                     ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS),
                                     ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS),
                                     ("crl-trials-located-noentries-noimitate-bonus-inf", NOENTRIES_COMPARISONS),
