@@ -47,10 +47,12 @@ def _git_commit() -> str:
 _COMMIT = _git_commit()
 
 
-def versions() -> dict[str, str]:
+def versions(*extra: str) -> dict[str, str]:
+    """Python's version, the commit this code came from (:data:`_COMMIT`) and the installed versions of the
+    packages a run uses, with ``extra`` distributions (e.g. ``"ray"``) too; a package not installed is left out."""
     out = {"python": platform.python_version(), "commit": _COMMIT}
     for dist in ("complementary-rl", "torch", "stable-baselines3", "gymnasium", "numpy", "hnswlib",
-                 "minihack", "nle", "metaworld", "mujoco"):
+                 "minihack", "nle", "metaworld", "mujoco", *extra):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

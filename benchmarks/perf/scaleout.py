@@ -43,10 +43,8 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +52,7 @@ import numpy as np
 
 from benchmarks.harness.cli_checks import check_output_file
 from benchmarks.harness.result_file import read_result, write_result
+from benchmarks.harness.run import versions
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -63,21 +62,6 @@ KEY_DIM, VALUE_DIM = 32, 16
 #: the rollout arms: no experience, the service read remotely, read locally, an in-process bank and learner
 #: (last: its learner's thread keeps working through its backlog until the worker is killed)
 ARMS = ("none", "remote", "local", "in_process")
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    try:
-        out["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                       text=True, check=False).stdout.strip()
-    except OSError:
-        pass
-    for dist in ("complementary-rl", "ray", "torch", "stable-baselines3", "gymnasium", "numpy", "hnswlib"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def load_average() -> str | None:
@@ -480,7 +464,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {
         "command": report_command(argv),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": {"cpus": cpus, "platform": platform.platform()}, "versions": versions(),
+        "machine": {"cpus": cpus, "platform": platform.platform()}, "versions": versions("ray"),
         "load": load_average(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "rollout": [],

@@ -35,7 +35,6 @@ import argparse
 import functools
 import os
 import pickle
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +46,7 @@ import numpy as np
 
 from benchmarks.harness.cli_checks import bad_seeds
 from benchmarks.harness.result_file import write_result
+from benchmarks.harness.run import versions
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
 from integrations.metaworld.ml1_trials import visible_tasks
@@ -216,7 +216,7 @@ def references(task: str = TASK, cap: int = CAP, n_goals: int | None = None) -> 
         "note": "success is Meta-World's info['success'] at any step; an episode stops at its first "
                 "success. The goal-blind reference sends the scripted controller to the mean of the 50 "
                 "training goals instead of the true goal (real episodes; passing through the goal counts).",
-        "versions": _versions(),
+        "versions": versions(),
     }
 
 
@@ -243,18 +243,6 @@ def ppo_settings(spec: dict[str, Any]) -> dict[str, Any]:
             pk["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[pk["activation_fn"]]
         kw["policy_kwargs"] = pk
     return kw
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import version
-
-    out = {"python": platform.python_version()}
-    for name in ("metaworld", "mujoco", "stable-baselines3", "torch", "gymnasium"):
-        try:
-            out[name] = version(name)
-        except Exception:  # pragma: no cover - a missing package
-            out[name] = "?"
-    return out
 
 
 def result_path(out: Path, setting: str, seed: int, steps: int, goal: str, task: str = TASK) -> Path:
@@ -344,7 +332,7 @@ def train_and_evaluate(setting: str, seed: int, steps: int, goal: str, eval_ever
         "eval_wall_s": round(time.time() - t1 + eval_seconds[0], 1),
         "note": "held-out: ML1's 50 test goals, one episode each, frozen weights and VecNormalize "
                 "statistics; success at any step (an episode stops at its first success).",
-        "versions": _versions(), "threads": {"torch": torch.get_num_threads(),
+        "versions": versions(), "threads": {"torch": torch.get_num_threads(),
                                              "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
     }
 
