@@ -326,6 +326,10 @@ def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a
             MetaWorldKeyEncoder(parts=parts)
     with pytest.raises(TypeError, match="parts must be a tuple"):
         MetaWorldKeyEncoder(parts="object")  # type: ignore[arg-type]
+    # given as its class, built as cls(observation_space): the message says to give an instance (no space dumped)
+    with pytest.raises(TypeError, match=r"give an instance, key_encoder=MetaWorldKeyEncoder\(\)") as err:
+        TrialMemory(env.observation_space, env.action_space, horizon=150, key_encoder=MetaWorldKeyEncoder)
+    assert "Box(" not in str(err.value)
 
 
 @pytest.mark.parametrize("make", [lambda: ML1Trials("reach-v9"), lambda: ml1_goal_tasks("reach-v9"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from gymnasium import spaces
 from stable_baselines3 import A2C, PPO
 
@@ -186,11 +187,14 @@ class Grid(gym.Env):
     observation_space = spaces.Box(0, 4, (2,), np.float32)
     action_space = spaces.Discrete(4)
 
+    def __init__(self, start: float = 0.0) -> None:
+        self.start = start  # where every trial starts (both coordinates)
+
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         if seed is not None and not 0 <= seed < 25:
             raise ValueError(f"seed must be in 0..24, got {seed}")
-        self.goal, self.pos = divmod(0 if seed is None else seed, 5), np.zeros(2)
+        self.goal, self.pos = divmod(0 if seed is None else seed, 5), np.full(2, self.start)
         return self.pos.astype(np.float32), {}
 
     def step(self, action):
@@ -204,6 +208,50 @@ def _grid_run(**kw):
                            **{**SMALL, "trials": 2, **kw})
 
 
+class OtherGrid(Grid):
+    """The same spaces as Grid, another env."""
+
+
+def test_a_run_loaded_onto_another_env_is_refused_or_warned_of_and_an_older_save_still_loads(tmp_path):
+    """A factory is not saved: a load onto an env of another step cap rebuilt the memory with another horizon
+    (its entries timed by it) and one of another task trained on silently; method.json now records the env."""
+    import json
+    import warnings
+
+    run = _grid_run()
+    run.save(tmp_path / "r")
+    run.close()
+    with pytest.raises(ValueError, match="capped at 12 steps .* caps them at 8"):
+        ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(), 8))
+    with pytest.raises(ValueError, match="trained on .*:Grid and the env given makes .*:OtherGrid"):
+        ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(OtherGrid(), 12))
+    with pytest.warns(UserWarning, match="first observation differs"):
+        ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(start=1.0), 12)).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same env: nothing said
+        ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(), 12)).close()
+    method = tmp_path / "r" / "method.json"
+    saved = json.loads(method.read_text())
+    assert saved["env_facts"]["horizon"] == 12 and saved["env_facts"]["first_observation"]
+    del saved["env_facts"]  # a save made before the env was recorded: loads as before
+    method.write_text(json.dumps(saved))
+    ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(), 8)).close()
+
+
+def test_a_misspelt_memory_setting_and_an_instance_past_the_envs_are_named_when_built():
+    with pytest.raises(TypeError, match="memory_kwargs\\['run_bst'\\] is not a TrialMemory setting \\(did you mean "
+                                        "'run_best'"):
+        _grid_run(memory_kwargs={"run_bst": True})
+    with pytest.raises(ValueError, match="cannot reset to instance 30"):  # the highest, not only the first
+        ComplementaryRL(lambda: gym.wrappers.TimeLimit(Grid(), 12), scope="run", instances=[2, 30, 3], **SMALL)
+    with pytest.warns(UserWarning, match="horizon'\\] = 20 is past the env's own step cap 12"):
+        _grid_run(memory_kwargs={"horizon": 20}).close()
+    with pytest.warns(UserWarning, match="relocate_every=12 is not below the horizon 12"):
+        _grid_run(memory_kwargs={"run_best": "located", "dense_rewards": True, "relocate_every": 12}).close()
+    with pytest.warns(UserWarning, match="show_entries=False shows none: it does nothing; pass imitate=False"):
+        _grid_run(memory_kwargs={"run_best": True, "show_entries": False}).close()
+
+
 def test_groups_that_guide_no_one_or_learn_nothing_are_said_when_built():
     with pytest.raises(ValueError, match="no member is guided"):
         _grid_run(free_members=2)
@@ -214,7 +262,7 @@ def test_groups_that_guide_no_one_or_learn_nothing_are_said_when_built():
 
 
 def test_an_instance_the_env_cannot_reset_to_is_named_when_built():
-    with pytest.raises(ValueError, match=r"cannot reset to instances\[0\] = 150"):
+    with pytest.raises(ValueError, match=r"cannot reset to instance 150"):
         ComplementaryRL(lambda: gym.wrappers.TimeLimit(Grid(), 12), scope="run", instances=[150, 3], **SMALL)
 
 
@@ -224,9 +272,17 @@ def test_a_closed_run_says_so_and_a_run_saved_without_demonstrations_loads_witho
     run.save(tmp_path / "r")
     run.close()
     run.close()  # twice: nothing
-    for call in (lambda: run.learn(64), lambda: run.evaluate([20]), lambda: run.save(tmp_path / "s")):
+    for call in (lambda: run.learn(64), lambda: run.evaluate([20])):
         with pytest.raises(RuntimeError, match="this run is closed"):
             call()
+    # a closed run still saves (its model and memory live in this process): nothing it learned is lost
+    run.save(tmp_path / "s")
+    back = ComplementaryRL.load(tmp_path / "s", env=lambda: gym.wrappers.TimeLimit(Grid(), 12))
+    try:
+        for a, b in zip(run.model.policy.parameters(), back.model.policy.parameters(), strict=True):
+            assert torch.equal(a, b)
+    finally:
+        back.close()
     demo = lambda i: (np.zeros((2, 2), np.float32), np.array([0, 1]))  # noqa: E731
     with pytest.raises(ValueError, match="saved without demonstrations"):
         ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(), 12), demonstrations=demo)

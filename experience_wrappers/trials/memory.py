@@ -34,12 +34,12 @@ from ..manager.crediting import credit_trial
 from ..manager.entry_layout import EntryLayout
 from ..manager.episode import Episode
 from ..manager.learner import ExtractorLearner
-from ..validators import check_bool, check_int, check_real
+from ..validators import check_bool, check_int
 from ..wrappers.env_checks import observation_checker
 from .checks import check_demonstration
 from .goal_locator import GoalLocator
 from .memory_files import load_memory, save_memory
-from .run_best import LOCATE_FROM, LOCATE_HISTORY, run_best_mode
+from .run_best import LOCATE_HISTORY, locator_options, run_best_mode
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -155,21 +155,10 @@ class TrialMemory:
         if not self.show_entries and not self.run_best:
             raise ValueError("show_entries=False shows the policy nothing without run_best; for the no-retrieval "
                              "ablation use scope='none'")
-        self.relocate_every = check_int("relocate_every", relocate_every, minimum=0)
-        if self.relocate_every and self.run_best != "located":
-            raise ValueError(f"relocate_every={relocate_every} guesses again with the goal locator: it needs "
-                             f"run_best=\"located\", got run_best={run_best!r}")
-        if locate_from not in LOCATE_FROM:
-            raise ValueError(f"locate_from must be one of {LOCATE_FROM}, got {locate_from!r}")
-        if locate_from != "best" and self.run_best != "located":
-            raise ValueError(f"locate_from={locate_from!r} is what the goal locator reads: it needs "
-                             f"run_best=\"located\", got run_best={run_best!r}")
-        #: what the locator reads: the run's best failed trial ("best") or its newest failed trials together ("all")
-        self.locate_from = locate_from
-        self.search = check_real("search", search, minimum=0.0)
-        if self.search and not self.relocate_every:
-            raise ValueError(f"search={search} searches around the goal locator's guess where a trial stalls: it needs "
-                             "relocate_every > 0 (the guesses within a trial)")
+        #: the locator's options (see the arguments): every how many steps it guesses again, what it reads (the run's
+        #: best failed trial, "best", or its newest failed trials together, "all"), the search around its guess
+        self.relocate_every, self.locate_from, self.search = locator_options(self.run_best, relocate_every, locate_from,
+                                                                             search, horizon)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         #: how its wrappers read a trial's success, shared by all of them (a missing key is a failure once one reported)
         self.success_reports = SuccessReports()

@@ -35,6 +35,7 @@ on); with ``TrialMemory(search=...)``, where the trial's best reward stopped ris
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
@@ -42,13 +43,15 @@ import numpy as np
 from gymnasium import spaces
 
 from ..keys.base import add_batch_axis
+from ..validators import check_int, check_real
 from .checks import RUN_BEST_KEY
 
 if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows", "run_best_mode",
+__all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows",
+           "locator_options", "run_best_mode",
            "run_trials", "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
@@ -76,6 +79,35 @@ def run_best_mode(run_best: bool | str, dense_rewards: bool) -> str:
         raise ValueError("run_best=\"located\" needs dense_rewards=True: the goal locator reads a failed trial's "
                          "rewards, and sparse ones say nothing of where it got to")
     return "taken" if run_best is True else run_best or ""
+
+
+def locator_options(mode: str, relocate_every: int, locate_from: str, search: float, horizon: int
+                    ) -> tuple[int, str, float]:
+    """``TrialMemory``'s ``relocate_every``, ``locate_from`` and ``search`` checked against its ``run_best`` mode
+    (:func:`run_best_mode`'s) and ``horizon``.
+
+    Raises:
+        ValueError: a value out of range, or an option of the goal locator without ``run_best="located"``
+            (``search`` without ``relocate_every``).
+    """
+    relocate_every = check_int("relocate_every", relocate_every, minimum=0)
+    if relocate_every and mode != "located":
+        raise ValueError(f"relocate_every={relocate_every} guesses again with the goal locator: it needs "
+                         f"run_best=\"located\", got run_best={mode or False!r}")
+    if isinstance(horizon, int) and relocate_every >= horizon > 0:
+        warnings.warn(f"relocate_every={relocate_every} is not below the horizon {horizon}: a trial ends before the "
+                      "locator guesses again, so it never does (and learns from no trial's prefixes)", UserWarning,
+                      stacklevel=3)
+    if locate_from not in LOCATE_FROM:
+        raise ValueError(f"locate_from must be one of {LOCATE_FROM}, got {locate_from!r}")
+    if locate_from != "best" and mode != "located":
+        raise ValueError(f"locate_from={locate_from!r} is what the goal locator reads: it needs "
+                         f"run_best=\"located\", got run_best={mode or False!r}")
+    search = check_real("search", search, minimum=0.0)
+    if search and not relocate_every:
+        raise ValueError(f"search={search} searches around the goal locator's guess where a trial stalls: it needs "
+                         "relocate_every > 0 (the guesses within a trial)")
+    return relocate_every, locate_from, search
 
 
 def _shifted(memory: TrialMemory, keys: np.ndarray, end: np.ndarray | None) -> np.ndarray:

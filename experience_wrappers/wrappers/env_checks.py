@@ -41,18 +41,33 @@ __all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name"
 
 
 def check_finite_observation(obs: Any, where: str) -> None:
-    """Raise a clear ValueError when a float observation holds NaN or inf.
+    """Raise a clear ValueError when a float observation holds NaN or inf: a small one shown whole, a larger
+    one by its first such value's index (a batch's first axis is its rows), a dict's by its key.
 
     >>> check_finite_observation(np.array([0.0, np.nan]), "reset")
     Traceback (most recent call last):
     ...
     ValueError: the env returned an observation with NaN or inf at reset: [ 0. nan]
+    >>> check_finite_observation({"image": np.zeros((3, 4)), "pos": np.array([[1.0, np.inf]] * 5)}, "step")
+    Traceback (most recent call last):
+    ...
+    ValueError: the env returned an observation with NaN or inf at step: key 'pos': inf at index (0, 1) of its shape (5, 2) (5 of its values)
     """
-    parts = obs.values() if isinstance(obs, dict) else obs if isinstance(obs, tuple) else (obs,)
-    for part in parts:
+    parts = obs.items() if isinstance(obs, dict) else enumerate(obs) if isinstance(obs, tuple) else ((None, obs),)
+    for key, part in parts:
         arr = np.asarray(part)
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise ValueError(f"the env returned an observation with NaN or inf at {where}: {arr}")
+            raise ValueError(f"the env returned an observation with NaN or inf at {where}: {_bad_values(arr, key)}")
+
+
+def _bad_values(arr: np.ndarray, key: Any) -> str:
+    """Where ``arr`` (some of it NaN or inf) is so: itself where small, else its first such index and their count."""
+    named = "" if key is None else f"key {key!r}: "
+    if arr.size <= 8:
+        return f"{named}{arr}"
+    bad = ~np.isfinite(arr)
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    return f"{named}{arr[index]} at index {index} of its shape {arr.shape} ({int(bad.sum())} of its values)"
 
 
 #: the largest reward magnitude taken: the extractor computes in float32 (max 3.4e38), and

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from experience_wrappers.keys import KeyEncoder
 
@@ -54,6 +55,10 @@ class MetaWorldKeyEncoder(KeyEncoder):
     """
 
     def __init__(self, parts: tuple[str, ...] = ("hand", "object")) -> None:
+        if isinstance(parts, spaces.Space):  # built as a class, cls(observation_space)
+            raise TypeError("MetaWorldKeyEncoder is built from the parts it keys by, not from an observation space: "
+                            "give an instance, key_encoder=MetaWorldKeyEncoder() (or MetaWorldKeyEncoder(parts="
+                            "(\"object\",)))")
         if isinstance(parts, str) or not isinstance(parts, tuple | list):
             raise TypeError(f"parts must be a tuple of {sorted(PARTS)}, got {parts!r}")
         if not parts or len(set(parts)) != len(parts) or not set(parts) <= set(PARTS):

@@ -197,10 +197,16 @@ def check_demonstrations(demonstrations: Any) -> int | list[Any]:
 
 
 def check_open(closed: bool, what: str) -> None:
-    """Refuse ``what`` (``"learn"``, ``"evaluate"``, ``"save"``) on a run that was closed, in either scope."""
+    """Refuse ``what`` (``"learn"``, ``"evaluate"``; a task-scope run's ``"save"``) on a run that was closed.
+
+    A run-scope run still saves once closed (its memory lives in this process); a task-scope run does
+    not: its manager's learner stopped at ``close()`` with the extractor's state."""
+    if closed and what == "save":
+        raise RuntimeError("this run is closed: it cannot save (its manager's learner stopped at close() with the "
+                           "extractor's state): save before close()")
     if closed:
-        raise RuntimeError(f"this run is closed: it cannot {what} (its envs are closed); load its save "
-                           "(ComplementaryRL.load) to go on")
+        raise RuntimeError(f"this run is closed: it cannot {what} (its envs are closed); save it before close() and "
+                           "load the save (ComplementaryRL.load) to go on")
 
 
 def to_json(value: Any, name: str) -> Any:

@@ -56,6 +56,7 @@ from .method_settings import (
     user_callbacks,
     warn_unsavable,
 )
+from .run_env import ENV_FACTS, capped, check_env_facts, check_memory_names, env_facts, step_cap
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -179,7 +180,13 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "vec_normalize": None if vec_normalize is None else dict(vec_normalize),
             "verbose": verbose, "tensorboard_log": tensorboard_log}
         warn_unsavable(self._settings)  # a setting a save could not write: said now, refused at save()
+        #: what a save records of the env (:func:`~.run_env.env_facts`), compared on load
+        self.env_facts: dict[str, Any] | None = None
         self.memory = self._memory(mem_kwargs)
+        if imitate is not False and not self.memory.show_entries:
+            warnings.warn("imitate (on by default) copies the action of an entry shown to the policy, and "
+                          "memory_kwargs show_entries=False shows none: it does nothing; pass imitate=False",
+                          UserWarning, stacklevel=2)
         if demonstrations is not None:  # checked now on the first instance that has one, not in learn()
             for instance in self.instances[:CHECKED_DEMONSTRATIONS]:
                 source = f"demonstrations({instance})"
@@ -221,34 +228,36 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         self._closed = False
 
     def _memory(self, kwargs: dict[str, Any]) -> TrialMemory:
-        """The run's memory, on the spaces of one env made and closed here."""
+        """The run's memory, on the spaces of one env made and closed here; :attr:`env_facts` of that env
+        (what a save records of it). The first, lowest and highest training instances are reset to here,
+        so an instance the env cannot reset to is said now, not at ``learn()``'s first reset."""
+        check_memory_names(kwargs)
+        kwargs.setdefault("seed", self.seed)
         proto = self.make_env()
         try:
             obs_space, act_space, env_cap = proto.observation_space, proto.action_space, step_cap(proto)
             enforced = step_cap(proto, enforced_only=True)
-            try:  # an instance the env cannot reset to: said now, not at learn()'s first reset
-                proto.reset(seed=self.instances[0])
-            except Exception as exc:  # noqa: BLE001 - whatever the env raises, named with the instance
-                raise ValueError(f"the env cannot reset to instances[0] = {self.instances[0]} (reset(seed="
-                                 f"{self.instances[0]}) raised {type(exc).__name__}: {exc})") from exc
+            if "horizon" not in kwargs:
+                if not env_cap:
+                    raise ValueError("the env has no max_episode_steps (nor a TimeLimit, nor an int max_steps): give "
+                                     "memory_kwargs={'horizon': a trial's step cap} (the entries record a step's "
+                                     "time as a share of it)")
+                kwargs["horizon"] = env_cap
+            horizon = check_int("memory_kwargs['horizon']", kwargs["horizon"], minimum=1)
+            if self.env_facts is None:  # the run's own memory (an evaluation memory's env is the same)
+                self.env_facts = env_facts(proto, self.instances, horizon)
         finally:
             proto.close()
-        kwargs.setdefault("seed", self.seed)
-        if "horizon" not in kwargs:
-            if not env_cap:
-                raise ValueError("the env has no max_episode_steps (nor a TimeLimit, nor an int max_steps): give "
-                                 "memory_kwargs={'horizon': a trial's step cap} (the entries record a step's time "
-                                 "as a share of it)")
-            kwargs["horizon"] = env_cap
         memory = TrialMemory(obs_space, act_space, **kwargs)
-        if enforced and memory.layout.horizon > enforced:  # (warned, not refused: saves made before this still load)
-            warnings.warn(f"memory_kwargs['horizon'] = {memory.layout.horizon} is past the env's own step cap "
-                          f"{enforced}, where its trials end: the entries time a trial's steps by a horizon it never "
-                          f"reaches; give horizon <= {enforced}, or leave it out", UserWarning, stacklevel=3)
+        if env_cap and horizon > env_cap:  # (warned, not refused: saves made before this still load)
+            warnings.warn(f"memory_kwargs['horizon'] = {horizon} is past the env's own step cap {env_cap}, where its "
+                          f"trials end{'' if enforced else ' if it keeps its max_steps'}: the entries time a trial's "
+                          f"steps by a horizon it never reaches; give horizon <= {env_cap}, or leave it out",
+                          UserWarning, stacklevel=3)
         # the horizon caps every trial, here and in evaluate, unless gymnasium already does (an env's own
         # max_steps attribute is only read: a trial of an env that does not keep it would never end)
         if not enforced or enforced > memory.layout.horizon:
-            self.make_env = functools.partial(_capped, self.make_env, memory.layout.horizon)
+            self.make_env = functools.partial(capped, self.make_env, memory.layout.horizon)
         return memory
 
     # ------------------------------------------------------------------ use
@@ -333,12 +342,15 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         """Write the run: ``model.zip``, ``experience/`` (the memory's extractor), ``replay.npz``
         (self-imitation's), ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and
         ``method.json``; whole and atomic, stale saves, another run's save (without ``overwrite``) and
-        foreign folders refused, as :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`."""
-        check_open(self._closed, "save")
+        foreign folders refused, as :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`. A closed
+        run still saves (its model and memory live in this process). ``method.json`` records the env's class, the
+        trials' cap and a digest of its first training instance's start (:func:`~.run_env.env_facts`), which a load
+        compares: a run loaded onto another env is refused (warned of, where only the start differs)."""
         settings = settings_to_json(self._settings)
 
         def files(save_id: str) -> dict[str, bytes]:
-            return {METHOD_FILE: json.dumps({**settings, "save_id": save_id}, indent=1).encode()}
+            return {METHOD_FILE: json.dumps({**settings, ENV_FACTS: self.env_facts, "save_id": save_id},
+                                            indent=1).encode()}
 
         return save_run(Path(folder), self.model, self.memory if self.experience else None, self.replay, files=files,
                         own=RUN_NAMES | {METHOD_FILE}, lineage=self._lineage,
@@ -362,6 +374,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if algorithm not in (None, "PPO", PPO):
             raise ValueError(f"a run-scope run trains PPO; got algorithm={algorithm!r}")
         method_save_id = saved.pop("save_id", None)
+        saved_env = saved.pop(ENV_FACTS, None)  # None: a save made before they were recorded
         demonstrations = overrides.pop("demonstrations", None)
         accepted = set(inspect.signature(cls.__init__).parameters) - {"demonstrations"}
         settings, load_kwargs = load_arguments(  # the task scope's rule, with this scope's restored settings
@@ -382,6 +395,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
                              "not saved)")
         run = cls(env, demonstrations=demonstrations, **settings)
         try:
+            check_env_facts(saved_env, run.env_facts)
             run.model, replay = load_run(folder, run.env, PPO, lineage=run._lineage,
                                          restore=run.memory.load if run.experience else None, **load_kwargs)
             check_same_save(folder, method_save_id, run._lineage)
@@ -395,7 +409,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         return run
 
     def close(self) -> None:
-        """Close the envs; learn, evaluate and save then raise (closing again does nothing)."""
+        """Close the envs; learn and evaluate then raise, save still writes the run (closing again does nothing)."""
         if not self._closed:
             self._closed = True
             self.env.close()
@@ -416,26 +430,6 @@ def _check_groups(experience: bool, group_size: int, free_members: int, trials: 
     if trials == 1 and demonstrations is None:
         warnings.warn("trials=1 without demonstrations: a run has no earlier trial to read, so experience never "
                       "reaches the policy; use trials >= 2 or give demonstrations", UserWarning, stacklevel=3)
-
-
-def step_cap(env: gym.Env, enforced_only: bool = False) -> int | None:
-    """An env's own step cap: its spec's ``max_episode_steps``, a ``TimeLimit`` among its wrappers, or
-    an int ``max_steps`` of the env itself (this library's MiniHack rooms, NLE's; not with
-    ``enforced_only``: only gymnasium's caps are known to end an episode); None: none."""
-    cap = env.spec.max_episode_steps if env.spec is not None else None
-    layer: gym.Env = env
-    while not cap and isinstance(layer, gym.Wrapper):
-        cap = getattr(layer, "_max_episode_steps", None) if isinstance(layer, gym.wrappers.TimeLimit) else None
-        layer = layer.env
-    own = getattr(env.unwrapped, "max_steps", None)
-    if not cap and not enforced_only and isinstance(own, int) and not isinstance(own, bool) and own > 0:
-        cap = own
-    return int(cap) if cap else None
-
-
-def _capped(make_env: Callable[[], gym.Env], horizon: int) -> gym.Env:
-    """``make_env()`` truncated at ``horizon`` steps (a trial's cap where the env's own is longer or absent)."""
-    return gym.wrappers.TimeLimit(make_env(), horizon)
 
 
 def _read_settings(folder: Path) -> dict[str, Any]:
