@@ -324,3 +324,44 @@ def test_one_bank_serves_all_ten_tasks_despite_their_different_goal_bounds():
         venv.step(np.zeros((N_TASKS, 4), dtype=np.float32))
     assert len(bank) > 0 and bank.stats()["tasks"] == N_TASKS
     venv.close()
+
+
+def test_the_ten_tasks_are_filed_apart_without_a_task_id_and_one_env_wrapped_alone_says_it_pools_them():
+    """A user's two lines on MT10 without task_id filed every task under task 0: entries and free baselines pooled."""
+    from experience_wrappers import ExperienceBank, ExperienceWrapper
+    from integrations.metaworld import make_mt10_env
+
+    bank = ExperienceBank()
+    venv = make_mt10_vec_env(n_envs_per_task=1, seed=SEED, max_episode_steps=10, num_goals=GOALS,
+                             wrapper_class=ExperienceWrapper,
+                             wrapper_kwargs={"bank": bank, "manager_kwargs": {"mode": "sync"}})
+    venv.reset()
+    for _ in range(10):
+        venv.step(np.zeros((N_TASKS, 4), dtype=np.float32))
+    assert bank.stats()["tasks"] == N_TASKS  # each env its task index
+    venv.close()
+    # one task's env wrapped by hand with the default task 0: said once; task_id_from_obs reads it, as the wrapper calls it
+    env = ExperienceWrapper(make_mt10_env(4, seed=SEED, max_episode_steps=10), ExperienceBank(),
+                            manager_kwargs={"mode": "sync"})
+    with pytest.warns(UserWarning, match=r"reports info\['task_id'\] = 4, and the experience wrapper files every "
+                                         r"episode under task 0"):
+        env.reset(seed=0)
+    env.close()
+    env = ExperienceWrapper(make_mt10_env(4, seed=SEED, max_episode_steps=10), ExperienceBank(),
+                            task_id=task_id_from_obs, manager_kwargs={"mode": "sync"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _, info = env.reset(seed=0)
+    assert info["experience_task_id"] == 4
+    env.close()
+
+
+def test_meta_world_ids_other_than_mt10_and_mt10_envs_not_a_multiple_of_ten_are_refused():
+    from integrations.sb3 import ComplementaryRL
+    from integrations.sb3.env_families import family_of
+
+    for env_id in ("Meta-World/MT1", "Meta-World/reach-v3", "Meta-World/MT50"):
+        with pytest.raises(ValueError, match="the Meta-World id this library builds is 'Meta-World/MT10'"):
+            family_of(env_id)
+    with pytest.raises(ValueError, match="give n_envs a multiple of 10, got 8"):
+        ComplementaryRL("Meta-World/MT10", n_envs=8)

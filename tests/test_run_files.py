@@ -84,6 +84,27 @@ def test_save_crl_keeps_the_vec_normalize_statistics(tmp_path) -> None:
         load_crl(folder, _normalised(seed=3))
 
 
+def test_load_crl_onto_a_bank_that_holds_entries_is_refused_unless_told_to_replace_them(tmp_path) -> None:
+    """A user's run B, its bank filled by its own training, lost its entries to a load of run A without a word."""
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    model.learn(256, callback=CRLCallback())
+    save_crl(tmp_path / "a", model)
+    saved = len(find_experience(venv)[0][0].bank)
+    other = wrapped_vec(2, seed=1)
+    PPO("MultiInputPolicy", other, **PPO_KW).learn(256, callback=CRLCallback())
+    bank = find_experience(other)[0][0].bank
+    held = len(bank)
+    assert held > 0
+    with pytest.raises(ValueError, match=f"the env's bank holds {held} entries, which load_crl would replace"):
+        load_crl(tmp_path / "a", other)
+    assert len(bank) == held  # nothing replaced
+    with pytest.raises(TypeError, match="replace_experience must be a bool"):
+        load_crl(tmp_path / "a", other, replace_experience="yes")
+    load_crl(tmp_path / "a", other, replace_experience=True)
+    assert len(bank) == saved
+
+
 def test_load_crl_refuses_another_algorithm_by_name(tmp_path) -> None:
     venv = wrapped_vec(2)
     model = A2C("MultiInputPolicy", venv, n_steps=8, seed=0, device="cpu").learn(64, callback=CRLCallback())

@@ -15,7 +15,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate_policy
 from stable_baselines3.common.vec_env import VecNormalize
 
-from experience_wrappers import ExperienceBank
+from experience_wrappers import ExperienceBank, ExperienceWrapper
 from integrations.sb3 import (
     CRLCallback,
     CRLCheckpointCallback,
@@ -27,7 +27,7 @@ from integrations.sb3 import (
 from integrations.sb3.evaluation import no_learning
 from integrations.sb3.vec_env import norm_obs_keys
 
-from .test_sb3 import PPO_KW, wrapped_vec
+from .test_sb3 import FAST, PPO_KW, wrapped_vec
 
 
 def test_vec_normalize_never_normalises_the_experience_keys():
@@ -279,6 +279,21 @@ def test_a_model_resumed_without_its_experience_is_named(tmp_path):
         back.learn(64, callback=CRLCallback(self_imitation=False), reset_num_timesteps=False)
     for v in (venv, fresh, again):
         v.close()
+
+
+def test_training_in_chunks_before_an_episode_ends_is_not_taken_for_a_reload():
+    """Pendulum's 200-step episodes: a second learn(64) on the same env warned "loaded with PPO.load?"."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env("Pendulum-v1", n_envs=1, seed=0, wrapper_class=ExperienceWrapper,
+                        wrapper_kwargs={"bank": ExperienceBank(), "manager_kwargs": FAST})
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    model.learn(64, callback=CRLCallback(self_imitation=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model.learn(64, callback=CRLCallback(self_imitation=False), reset_num_timesteps=False)
+    assert len(find_experience(venv)[0][0].bank) == 0  # no episode ended: the case the warning looked at
+    venv.close()
 
 
 def test_predict_on_the_envs_own_observation_says_how_to_restore_the_experience(tmp_path):

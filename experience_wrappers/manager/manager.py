@@ -260,8 +260,9 @@ class ExperienceManager:
         """Refuse a bank whose widths are not this manager's (at construction and at restore)."""
         want = self.bank_dims
         if bank.dims is not None and bank.dims != want:
-            raise ValueError(f"bank dims {bank.dims} do not match this manager's {want} "
-                             "(key encoder, exp_dim, action space or max_len differ)")
+            raise ValueError(f"bank dims {bank.dims} do not match this manager's {want} (the key encoder or the "
+                             "observation space, exp_dim, the action space or max_len differ); an ExperienceBank() "
+                             "given no widths takes them from its first manager")
 
     # ------------------------------------------------------------- submission
     def submit(self, episode: Episode) -> None:

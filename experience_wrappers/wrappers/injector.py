@@ -94,6 +94,7 @@ class ExperienceInjector:
         self.learn = options.learn
         self.paired = options.paired
         self._warned_unpaired = False
+        self._warned_task = False  # a fixed task id where the env reports another (info["task_id"]), said once
         self.force_guided: bool | None = None
         #: inside ``model.learn`` (set by :class:`~integrations.sb3.CRLCallback`); None: never
         #: trained by one, so no warning about episodes outside training
@@ -144,6 +145,8 @@ class ExperienceInjector:
             # a task function reads the observation (a copy); a fixed task needs none
             self.task_ids[r] = (self._task_of(_take(obs, j), infos[j] if j < len(infos) else {})
                                 if callable(self.task_source) else int(self.task_source))
+            if not self._warned_task and not callable(self.task_source) and j < len(infos):
+                self._check_reported_task(infos[j])
             self.recorder.clear(r)
             self._injected[r] = set()
             self.retriever.clear(r)
@@ -175,6 +178,16 @@ class ExperienceInjector:
         self.instances[r] = Instance(group=int(spec["group"]), index=index, members=size, guided=m,
                                      seed=int(spec["seed"]))
         return (member + index) % size < m
+
+    def _check_reported_task(self, info: dict) -> None:
+        """Warn (once) where the env reports a task id (``info["task_id"]``, Meta-World's) other than the fixed one."""
+        reported = info.get("task_id")
+        if isinstance(reported, int | np.integer) and not isinstance(reported, bool) and reported != self.task_source:
+            self._warned_task = True
+            warnings.warn(f"the env reports info['task_id'] = {int(reported)}, and the experience wrapper files every "
+                          f"episode under task {self.task_source} (task_id={self.task_source}): the tasks share their "
+                          "entries and their free baselines. Pass task_id=lambda obs, info: info['task_id'] (or each "
+                          "env's own fixed id)", UserWarning, stacklevel=3)
 
     def _task_of(self, obs: Any, info: dict) -> int:
         if callable(self.task_source):

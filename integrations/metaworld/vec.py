@@ -10,6 +10,7 @@ import gymnasium as gym
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from experience_wrappers import ExperienceWrapper
 from experience_wrappers.validators import check_int
 from integrations.metaworld.checks import (
     check_max_episode_steps,
@@ -56,7 +57,9 @@ def make_mt10_vec_env(
         seed: Seeds the goal draw; env ``r`` is seeded with ``seed + r``.
         vec_env_cls: ``DummyVecEnv`` or ``SubprocVecEnv`` (or compatible).
         wrapper_class: Optional wrapper applied after ``Monitor``.
-        wrapper_kwargs: Keyword arguments for ``wrapper_class``.
+        wrapper_kwargs: Keyword arguments for ``wrapper_class``. An
+            :class:`~experience_wrappers.ExperienceWrapper` without ``task_id`` gets each env's task index
+            (its entries and free baselines the task's own, not pooled under task 0).
         one_hot: Append the one-hot task id to observations.
         max_episode_steps: Episode horizon (default 500).
         terminate_on_success: End episodes at their first success.
@@ -101,7 +104,10 @@ def make_mt10_vec_env(
             filename = None if monitor_dir is None else os.path.join(monitor_dir, str(rank))
             env = Monitor(env, filename=filename, info_keywords=("success", "task_id"))
             if wrapper_class is not None:
-                env = wrapper_class(env, **(wrapper_kwargs or {}))
+                kwargs = dict(wrapper_kwargs or {})
+                if isinstance(wrapper_class, type) and issubclass(wrapper_class, ExperienceWrapper):
+                    kwargs.setdefault("task_id", task_index)  # each env one task: its entries and baseline its own
+                env = wrapper_class(env, **kwargs)
             return env
 
         return _init

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
@@ -203,12 +203,17 @@ class TaskOneHotWrapper(gym.ObservationWrapper, gym.utils.RecordConstructorArgs)
         return np.concatenate([np.asarray(observation, dtype=self.one_hot.dtype), self.one_hot])
 
 
-def task_id_from_obs(obs: np.ndarray, num_tasks: int = len(MT10_TASKS)) -> int:
+def task_id_from_obs(obs: np.ndarray, info: Mapping[str, Any] | None = None, *,
+                     num_tasks: int = len(MT10_TASKS)) -> int:
     """Reads the task id from an observation that ends with a one-hot task vector.
+
+    It takes the experience wrappers' ``task_id(obs, info)`` call as it is:
+    ``ExperienceWrapper(env, bank, task_id=task_id_from_obs)``.
 
     Args:
         obs: A 1-D observation whose last ``num_tasks`` entries are the one-hot
             id (as produced by :class:`TaskOneHotWrapper`).
+        info: The reset's info, when the wrappers call it (not read).
         num_tasks: Length of the one-hot vector (10 for MT10).
 
     Returns:

@@ -140,7 +140,9 @@ class CRLCallback(BaseCallback):
             m.schedule.configure(guided=self._spec.guided)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         m = self.managers[0]
-        if self.model.num_timesteps > 0 and m.episodes_submitted == 0 and len(m.bank) == 0:
+        # (wrappers that stepped already are this model's own env, its episodes still unfinished: not a reload)
+        if self.model.num_timesteps > 0 and m.episodes_submitted == 0 and len(m.bank) == 0 and \
+                not any(inj.env_steps for inj in self.injectors):
             msg = (f"CRLCallback: this model has trained {self.model.num_timesteps} steps but its env's bank is "
                    "empty: was it loaded with PPO.load, or resumed from SB3's CheckpointCallback? Those save the "
                    "model only; integrations.sb3.load_crl(path, env) restores the bank, extractor and replay, "

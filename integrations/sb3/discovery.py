@@ -37,7 +37,7 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[Experien
                 if isinstance(w, ExperienceWrapper):
                     if w.scope != "task":
                         raise ValueError(
-                            f"the training env holds {w.scope} scope's ExperienceWrapper: CRLCallback and the "
+                            f"the env holds {w.scope} scope's ExperienceWrapper: CRLCallback and the "
                             "task scope's tools read task scope's wrappers; run scope trains with "
                             "ComplementaryRL(env, scope=\"run\", ...) (or integrations.sb3.trials_method's "
                             "callbacks)")
@@ -51,8 +51,8 @@ def find_experience(venv: VecEnv) -> tuple[list[ExperienceSource], list[Experien
             "bank) instead, or with service.vec_env(venv) for an experience service's bank")
     if not injectors:
         raise ValueError(
-            "no experience wrapper found in the training env: wrap each env with ExperienceWrapper(env, bank) "
-            "or the VecEnv with ExperienceVecEnv(venv, bank)")
+            "no experience wrapper found in the env (the training or the evaluation env): wrap each env with "
+            "ExperienceWrapper(env, bank) or the VecEnv with ExperienceVecEnv(venv, bank)")
     managers: list[ExperienceSource] = []
     for inj in injectors:
         if all(inj.manager is not m for m in managers):

@@ -78,23 +78,38 @@ def _minihack_family() -> Family:
                   make_env=lambda env_id: Monitor(make_minihack_env(env_id), info_keywords=("success",)))
 
 
+#: the Meta-World id this library builds (its own MT10 factory); others are refused by name
+METAWORLD_ID = "Meta-World/MT10"
+
+
 def _metaworld_family() -> Family:
     from integrations.metaworld import make_mt10_vec_env, task_id_from_obs
 
     def make_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
                  wrapper_kwargs: dict | None = None) -> VecEnv:
+        if n_envs != 1 and n_envs % 10:  # (1: a probe of the spaces, one env of each task)
+            raise ValueError(f"{METAWORLD_ID} runs each of its 10 tasks in n_envs // 10 envs: give n_envs a multiple "
+                             f"of 10, got {n_envs}")
         return make_mt10_vec_env(n_envs_per_task=max(1, n_envs // 10), seed=seed,
                                  wrapper_class=wrapper_class, wrapper_kwargs=wrapper_kwargs)
 
-    return Family("metaworld", make_vec, task_id=lambda obs, info: task_id_from_obs(obs))
+    return Family("metaworld", make_vec, task_id=task_id_from_obs)
 
 
 def family_of(env_id: str | Callable[[], gym.Env]) -> Family:
     """The family of an env id (MiniHack ids, ``Meta-World/MT10``, else any gymnasium id) or of
-    an env factory (``() -> gym.Env``: the classic family, SB3's default networks)."""
+    an env factory (``() -> gym.Env``: the classic family, SB3's default networks).
+
+    Raises:
+        ValueError: a ``Meta-World/`` id other than ``Meta-World/MT10`` (one task: a factory, e.g.
+            ``lambda: make_mt1_env("reach-v3")``).
+    """
     if isinstance(env_id, str) and env_id.startswith("MiniHack-"):
         return _minihack_family()
     if isinstance(env_id, str) and env_id.startswith("Meta-World/"):
+        if env_id != METAWORLD_ID:
+            raise ValueError(f"{env_id!r}: the Meta-World id this library builds is {METAWORLD_ID!r}; for one task pass "
+                             "a factory, e.g. lambda: integrations.metaworld.make_mt1_env('reach-v3')")
         return _metaworld_family()
     return Family("classic", _classic_vec, make_env=_classic_env)
 

@@ -189,7 +189,7 @@ def _check_not_stale(path: Path, lineage: list[str] | None, overwrite: bool = Fa
 
 
 def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, *,
-             lineage: list[str] | None = None, **kwargs: Any) -> BaseAlgorithm:
+             lineage: list[str] | None = None, replace_experience: bool = False, **kwargs: Any) -> BaseAlgorithm:
     """Load the model onto ``env`` and restore the env's manager (bank, extractor, schedules).
 
     ``path`` is a folder written by :func:`save_crl`, or a checkpoint zip written by
@@ -206,9 +206,13 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
 
     ``lineage``: where given, it becomes ``[the save id read]`` (empty for a checkpoint zip or
     a folder of an earlier version): pass it to :func:`save_crl` to refuse stale saves.
-    Other keyword arguments go to the algorithm's ``load``.
+    ``replace_experience``: load onto an env whose bank already holds entries, which the saved
+    ones replace (refused otherwise: build the env on a new ``ExperienceBank()``, or save its run
+    first). Other keyword arguments go to the algorithm's ``load``.
     """
     check_vec_env(env, "load_crl")
+    if not isinstance(replace_experience, bool):
+        raise TypeError(f"replace_experience must be a bool, got {replace_experience!r}")
     path = Path(path)
     if path.is_dir():
         model_zip, experience = path / "model.zip", path / "experience"
@@ -220,6 +224,10 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
             raise FileNotFoundError(f"{need} not found: load_crl needs a save_crl folder or a "
                                     "CRLCheckpointCallback zip with its _experience folder beside it")
     manager = one_manager(env, "load_crl")
+    if len(manager.bank) and not replace_experience:
+        raise ValueError(f"the env's bank holds {len(manager.bank)} entries, which load_crl would replace with the "
+                         f"saved run's: build the env on a new ExperienceBank() to load onto (or save its run first), "
+                         "or pass replace_experience=True")
     return _read_run(path, model_zip, experience, manager.restore, env, algorithm, kwargs, lineage, manager)[0]
 
 
