@@ -121,4 +121,5 @@ def check_env_facts(saved: Mapping[str, Any] | None, given: Mapping[str, Any] | 
             saved["first_observation"] != given["first_observation"]:
         warnings.warn("the env given starts the run's first training instance elsewhere than the env the run was "
                       "saved on (its first observation differs): if it is another task or another version of the "
-                      "env, the loaded policy and memory do not hold there", UserWarning, stacklevel=3)
+                      "env, the loaded policy and memory do not hold there (an env whose reset also reads the wall "
+                      "clock, as NetHack's does, may differ on the same task)", UserWarning, stacklevel=3)
