@@ -246,6 +246,8 @@ def test_a_misspelt_memory_setting_and_an_instance_past_the_envs_are_named_when_
         ComplementaryRL(lambda: gym.wrappers.TimeLimit(Grid(), 12), scope="run", instances=[2, 30, 3], **SMALL)
     with pytest.warns(UserWarning, match="horizon'\\] = 20 is past the env's own step cap 12"):
         _grid_run(memory_kwargs={"horizon": 20}).close()
+    with pytest.warns(UserWarning, match="instances holds 2 repeats"):
+        ComplementaryRL(lambda: gym.wrappers.TimeLimit(Grid(), 12), scope="run", instances=[2, 2, 3, 3], **SMALL).close()
     with pytest.warns(UserWarning, match="relocate_every=12 is not below the horizon 12"):
         _grid_run(memory_kwargs={"run_best": "located", "dense_rewards": True, "relocate_every": 12}).close()
     with pytest.warns(UserWarning, match="show_entries=False shows none: it does nothing; pass imitate=False"):

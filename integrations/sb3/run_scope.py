@@ -154,6 +154,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         check_run_arguments(algorithm_kwargs, tensorboard_log, (*OWN_ARGUMENTS, "verbose"))
         check_int("verbose", verbose, minimum=0, maximum=2)
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
+        if len(set(self.instances)) < len(self.instances):  # (taken: a weight; evaluate refuses them)
+            warnings.warn(f"instances holds {len(self.instances) - len(set(self.instances))} repeats: a repeated "
+                          "instance is trained on as often as it appears", UserWarning, stacklevel=2)
         self.trials = check_int("trials", trials, minimum=1)
         _check_groups(experience, check_int("group_size", group_size, minimum=1),
                       check_int("free_members", free_members, minimum=0), self.trials, demonstrations)
