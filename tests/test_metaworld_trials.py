@@ -330,6 +330,17 @@ def test_the_metaworld_key_is_where_the_hand_and_object_are_and_round_trips_in_a
     with pytest.raises(TypeError, match=r"give an instance, key_encoder=MetaWorldKeyEncoder\(\)") as err:
         TrialMemory(env.observation_space, env.action_space, horizon=150, key_encoder=MetaWorldKeyEncoder)
     assert "Box(" not in str(err.value)
+    # built on another env's space, refused when the memory is built (a 10-wide unbounded Box, MuJoCo's Reacher's,
+    # was read without a word: its columns 0-6 keyed as a hand and an object)
+    reacher = spaces.Box(-np.inf, np.inf, (10,), np.float64)
+    with pytest.raises(ValueError, match="Meta-World's observation \\(a flat Box at least 39 wide"):
+        TrialMemory(reacher, env.action_space, horizon=150, key_encoder=MetaWorldKeyEncoder())
+    wide = spaces.Box(-np.inf, np.inf, (39,), np.float64)  # wide enough, not bounded by the hand's workspace
+    with pytest.raises(ValueError, match="scales the hand's columns"):
+        TrialMemory(wide, env.action_space, horizon=150, key_encoder=MetaWorldKeyEncoder(parts=("object",)))
+    with pytest.raises(ValueError, match="got Dict"):
+        TrialMemory(spaces.Dict({"observation": env.observation_space}), env.action_space, horizon=150,
+                    key_encoder=MetaWorldKeyEncoder())
 
 
 @pytest.mark.parametrize("make", [lambda: ML1Trials("reach-v9"), lambda: ml1_goal_tasks("reach-v9"),

@@ -238,6 +238,28 @@ def test_a_run_loaded_onto_another_env_is_refused_or_warned_of_and_an_older_save
     ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Grid(), 8)).close()
 
 
+def test_run_best_true_and_taken_are_one_setting_on_load_and_another_mark_is_refused(tmp_path):
+    """``run_best=True`` is ``"taken"``: a load naming either matched only a save that named the same."""
+    import json
+
+    def grid():
+        return gym.wrappers.TimeLimit(Grid(), 12)
+
+    run = _grid_run(memory_kwargs={"run_best": True})
+    run.save(tmp_path / "r")
+    run.close()
+    assert json.loads((tmp_path / "r" / "method.json").read_text())["memory_kwargs"] == {"run_best": "taken"}
+    for name in (True, "taken"):
+        ComplementaryRL.load(tmp_path / "r", env=grid, memory_kwargs={"run_best": name}).close()
+    with pytest.raises(ValueError, match="memory_kwargs"):
+        ComplementaryRL.load(tmp_path / "r", env=grid, memory_kwargs={"run_best": "reached"})
+    method = tmp_path / "r" / "method.json"
+    saved = json.loads(method.read_text())
+    saved["memory_kwargs"] = {"run_best": True}  # as saves wrote it before
+    method.write_text(json.dumps(saved))
+    ComplementaryRL.load(tmp_path / "r", env=grid, memory_kwargs={"run_best": "taken"}).close()
+
+
 def test_a_misspelt_memory_setting_and_an_instance_past_the_envs_are_named_when_built():
     with pytest.raises(TypeError, match="memory_kwargs\\['run_bst'\\] is not a TrialMemory setting \\(did you mean "
                                         "'run_best'"):

@@ -44,6 +44,10 @@ class KeyEncoder(abc.ABC):
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch: ``(n, key_dim)`` float32, for ``n`` observations."""
 
+    def check_space(self, observation_space: spaces.Space) -> None:
+        """Refuse (``ValueError``) an observation space this encoder cannot read, when a memory or a
+        manager is built on it rather than at the first key. The default takes any space."""
+
     def __call__(self, obs: Any, task_id: int = 0) -> np.ndarray:
         """The key of one observation, shape ``(key_dim,)``."""
         batch = add_batch_axis(obs)
@@ -69,7 +73,8 @@ def stack_observations(frames: Sequence[Any]) -> Any:
 def check_key_encoder(encoder: object, observation_space: spaces.Space | None = None) -> KeyEncoder:
     """``encoder`` if it can serve as a key encoder: an object with a callable
     ``encode(obs_batch, task_ids)`` and an integer ``key_dim`` >= 1 (a numpy integer is stored
-    back as a Python int); else a TypeError / ValueError naming what is missing.
+    back as a Python int); else a TypeError / ValueError naming what is missing. Given
+    ``observation_space``, the encoder's ``check_space`` (where it has one) checks it can read it.
 
     A class (``FlatKeyEncoder``, ``MiniHackKeyEncoder``) is built from ``observation_space``
     (``cls(observation_space)``) and its instance checked: a run given the class saves it by name,
@@ -107,6 +112,9 @@ def check_key_encoder(encoder: object, observation_space: spaces.Space | None = 
         raise ValueError(f"{name} must be >= 1, got {key_dim}")
     if not isinstance(key_dim, int):
         encoder.key_dim = int(key_dim)  # type: ignore[attr-defined]
+    check_space = getattr(encoder, "check_space", None)  # (an encoder that is not a KeyEncoder may lack it)
+    if observation_space is not None and callable(check_space):
+        check_space(observation_space)
     return encoder  # type: ignore[return-value]
 
 

@@ -29,6 +29,8 @@ __all__ = ["HAND_HIGH", "HAND_LOW", "MetaWorldKeyEncoder"]
 #: the bounds of the hand's position in Meta-World's observation space (``SawyerXYZEnv``'s)
 HAND_LOW = np.array([-0.525, 0.348, -0.0525], np.float32)
 HAND_HIGH = np.array([0.525, 1.025, 0.7], np.float32)
+#: the width of Meta-World's observation (the goal's columns, zeros where it is hidden, are its last three)
+META_WORLD_WIDTH = 39
 #: the observation's columns of each part a key may read: the hand's position, the first object's
 PARTS = {"hand": (0, 1, 2), "object": (4, 5, 6)}
 
@@ -74,6 +76,21 @@ class MetaWorldKeyEncoder(KeyEncoder):
     def columns(self) -> np.ndarray:
         """The observation's columns the key reads."""
         return np.array([c for part in self.parts for c in PARTS[part]])
+
+    def check_space(self, observation_space: spaces.Space) -> None:
+        """Refuse a space other than Meta-World's: a flat Box at least 39 wide (the goal at ``[36:39]``) whose first
+        three columns are bounded by the hand's workspace (:data:`HAND_LOW`, :data:`HAND_HIGH`), by which keys are
+        scaled. Another env's observation (MuJoCo's Reacher: 10 wide, unbounded) would be keyed by columns that
+        are not where a hand and an object are."""
+        box = observation_space
+        if not isinstance(box, spaces.Box) or len(box.shape) != 1 or box.shape[0] < META_WORLD_WIDTH:
+            raise ValueError(f"MetaWorldKeyEncoder reads Meta-World's observation (a flat Box at least "
+                             f"{META_WORLD_WIDTH} wide: the hand at [0:3], the object at [4:7]), got {box}")
+        low, high = np.asarray(box.low[:3], np.float64), np.asarray(box.high[:3], np.float64)
+        if not (np.allclose(low, HAND_LOW, atol=1e-3) and np.allclose(high, HAND_HIGH, atol=1e-3)):
+            raise ValueError(f"MetaWorldKeyEncoder scales the hand's columns [0:3] by Meta-World's workspace "
+                             f"{HAND_LOW.tolist()} to {HAND_HIGH.tolist()}; this space bounds them by {low.tolist()} "
+                             f"to {high.tolist()}: not Meta-World's observation (or one normalised before the memory)")
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch of observations ``(n, 39)`` (at least 7 wide); ``task_ids`` ``(n,)``.

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["ENV_FACTS", "capped", "check_env_facts", "check_memory_names", "env_facts", "step_cap"]
+__all__ = ["ENV_FACTS", "capped", "check_env_facts", "check_memory_names", "env_facts", "memory_settings", "step_cap"]
 
 #: the key of ``method.json`` that holds :func:`env_facts`
 ENV_FACTS = "env_facts"
@@ -80,6 +80,15 @@ def env_facts(env: gym.Env, instances: Sequence[int], horizon: int) -> dict[str,
     cls = type(env.unwrapped)
     return {"env_class": f"{cls.__module__}:{cls.__qualname__}", "horizon": int(horizon),
             "first_observation": first[0] if first[0] == first[1] else None}
+
+
+def memory_settings(memory_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``memory_kwargs`` as a run saves them and a load compares them: ``run_best=True`` under its other
+    name, ``"taken"`` (so a load that names either matches a save that named the other)."""
+    kwargs = dict(memory_kwargs or {})
+    if kwargs.get("run_best") is True:
+        kwargs["run_best"] = "taken"
+    return kwargs
 
 
 def check_memory_names(kwargs: Mapping[str, Any]) -> None:
