@@ -44,7 +44,7 @@ class KeyEncoder(abc.ABC):
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
         """Keys of a batch: ``(n, key_dim)`` float32, for ``n`` observations."""
 
-    def check_space(self, observation_space: spaces.Space) -> None:
+    def check_space(self, observation_space: spaces.Space) -> None:  # noqa: B027 (a hook: overriding is optional)
         """Refuse (``ValueError``) an observation space this encoder cannot read, when a memory or a
         manager is built on it rather than at the first key. The default takes any space."""
 

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["ENV_FACTS", "capped", "check_env_facts", "check_memory_names", "env_facts", "memory_settings", "step_cap"]
+__all__ = ["ENV_FACTS", "capped", "check_env_facts", "checked_memory_kwargs", "env_facts", "step_cap"]
 
 #: the key of ``method.json`` that holds :func:`env_facts`
 ENV_FACTS = "env_facts"
@@ -82,24 +82,17 @@ def env_facts(env: gym.Env, instances: Sequence[int], horizon: int) -> dict[str,
             "first_observation": first[0] if first[0] == first[1] else None}
 
 
-def memory_settings(memory_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``memory_kwargs`` as a run saves them and a load compares them: ``run_best=True`` under its other
-    name, ``"taken"`` (so a load that names either matches a save that named the other)."""
-    kwargs = dict(memory_kwargs or {})
-    if kwargs.get("run_best") is True:
-        kwargs["run_best"] = "taken"
-    return kwargs
-
-
-def check_memory_names(kwargs: Mapping[str, Any]) -> None:
-    """Refuse a ``memory_kwargs`` name that is not a :class:`~experience_wrappers.trials.TrialMemory` argument,
-    naming the close ones (before an env is made).
+def checked_memory_kwargs(memory_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``memory_kwargs`` as a run saves them and a load compares them: each name a
+    :class:`~experience_wrappers.trials.TrialMemory` argument (checked before an env is made), ``run_best=True``
+    under its other name, ``"taken"`` (so a load that names either matches a save that named the other).
 
     Raises:
-        TypeError: an unknown name.
+        TypeError: an unknown name, named with the close ones.
     """
     from experience_wrappers.trials import TrialMemory
 
+    kwargs = dict(memory_kwargs or {})
     names = [n for n in inspect.signature(TrialMemory).parameters if n not in ("observation_space", "action_space")]
     for name in kwargs:
         if name not in names:
@@ -107,6 +100,9 @@ def check_memory_names(kwargs: Mapping[str, Any]) -> None:
             raise TypeError(f"memory_kwargs[{name!r}] is not a TrialMemory setting"
                             + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else "")
                             + f"; its settings: {', '.join(names)}")
+    if kwargs.get("run_best") is True:
+        kwargs["run_best"] = "taken"
+    return kwargs
 
 
 def check_env_facts(saved: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> None:

@@ -56,7 +56,7 @@ from .method_settings import (
     user_callbacks,
     warn_unsavable,
 )
-from .run_env import ENV_FACTS, capped, check_env_facts, check_memory_names, env_facts, memory_settings, step_cap
+from .run_env import ENV_FACTS, capped, check_env_facts, checked_memory_kwargs, env_facts, step_cap
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -177,7 +177,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "imitate": dict(imitate) if isinstance(imitate, Mapping) else imitate,
             "novelty_bonus": check_real("novelty_bonus", novelty_bonus, minimum=0),
             "novelty_until_success": novelty_until_success,
-            "demo_ratio": float(demo_ratio), "memory_kwargs": memory_settings(memory_kwargs),
+            "demo_ratio": float(demo_ratio), "memory_kwargs": checked_memory_kwargs(memory_kwargs),
             "algorithm_kwargs": dict(algorithm_kwargs or {}), "policy_kwargs": dict(policy_kwargs or {}),
             "features_kwargs": dict(features_kwargs or {}),
             "vec_normalize": None if vec_normalize is None else dict(vec_normalize),
@@ -234,7 +234,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         """The run's memory, on the spaces of one env made and closed here; :attr:`env_facts` of that env
         (what a save records of it). The first, lowest and highest training instances are reset to here,
         so an instance the env cannot reset to is said now, not at ``learn()``'s first reset."""
-        check_memory_names(kwargs)
         kwargs.setdefault("seed", self.seed)
         proto = self.make_env()
         try:
@@ -379,9 +378,9 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         method_save_id = saved.pop("save_id", None)
         saved_env = saved.pop(ENV_FACTS, None)  # None: a save made before they were recorded
         if isinstance(saved.get("memory_kwargs"), dict):  # a save written before run_best=True was saved as "taken"
-            saved["memory_kwargs"] = memory_settings(saved["memory_kwargs"])
+            saved["memory_kwargs"] = checked_memory_kwargs(saved["memory_kwargs"])
         if isinstance(overrides.get("memory_kwargs"), Mapping):
-            overrides["memory_kwargs"] = memory_settings(overrides["memory_kwargs"])
+            overrides["memory_kwargs"] = checked_memory_kwargs(overrides["memory_kwargs"])
         demonstrations = overrides.pop("demonstrations", None)
         accepted = set(inspect.signature(cls.__init__).parameters) - {"demonstrations"}
         settings, load_kwargs = load_arguments(  # the task scope's rule, with this scope's restored settings
