@@ -25,6 +25,6 @@ def test_the_removed_value_baseline_and_neighbour_imitation_are_gone_and_say_why
         ExperienceOptions.of(value_baseline=True)
     import integrations.sb3.experimental as experimental
 
-    assert experimental.__all__ == ["CompactExperienceVecEnv"]
+    assert experimental.__all__ == ["CompactExperienceVecEnv", "RetrievalMixPolicy"]
     assert not hasattr(experimental, "NeighbourImitationCallback")
     assert not hasattr(CRLCallback, "_step_hook") and not hasattr(CRLCallback, "_setup_hook")

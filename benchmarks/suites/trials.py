@@ -69,6 +69,7 @@ from concurrent.futures import as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+import attrs
 import numpy as np
 
 from benchmarks.harness.cli_checks import bad_seeds, check_output_folder
@@ -82,6 +83,7 @@ from benchmarks.suites.trials_ml1 import (
     ml1_reach_moves_family,
 )
 from benchmarks.suites.trials_ml10 import ml10_moves_family
+from integrations.sb3 import ExperiencePolicy
 from integrations.sb3.trials_method import TRIALS_PPO_KWARGS
 
 if TYPE_CHECKING:
@@ -197,6 +199,14 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-objbest-alldemos-noentries-noimitate-bonus-inf-1m": {
         **METHOD, "train_demo_ratio": 1.0, "run_best": "reached", "no_entries": True, "keys": "metaworld-object",
         "steps": 1_000_000, "env_kwargs": {"success_bonus": "infinite"}},
+    # REGENT's mix (Sridhar et al. 2025; integrations.sb3.experimental.retrieval_mix): the Gaussian's mean pulled to
+    # the nearest shown success's action by exp(-d / 0.05) (the flat keys' distance: a demonstration followed by
+    # retrieve-and-play on ml10-moves is 0.007 from its nearest step at the median, 0.03 at the 3rd quartile),
+    # on ML10's arm: where the learned arm copies worse than retrieve-and-play (0.30 against 0.68 on held-out tasks),
+    # does copying where the demonstration is near and acting where it is not do better than either?
+    "crl-trials-imitate-nearest-strong-mix-bonus-inf": {
+        **METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "mix": 0.05,
+        "env_kwargs": {"success_bonus": "infinite"}},
     # its ablations: the run's best step and the entries from another goal's run (random retrieval); the
     # extractor frozen (does summing a trial up into each entry's vector earn its place?)
     "crl-trials-best-noimitate-random-bonus-inf": {**METHOD, "run_best": "taken", "scope": "other",
@@ -531,6 +541,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     imitate = spec.pop("imitate", False)  # True, or EntryImitationCallback's arguments
     novelty = float(spec.pop("novelty_bonus", 0.0))
     novelty_until = bool(spec.pop("novelty_until_success", True))
+    mix = spec.pop("mix", None)  # REGENT's mix (RetrievalMixPolicy): the scale of its distance weight
     keys = spec.pop("keys", None)  # None: the memory's default (the flattened observation)
     if keys is not None:
         if keys not in KEYS:
@@ -610,12 +621,18 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         ev.close()
     else:
         mem = memory()
+        policy: type[ExperiencePolicy] = ExperiencePolicy
+        if mix is not None:
+            from integrations.sb3.experimental.retrieval_mix import RetrievalMixPolicy
+            policy = RetrievalMixPolicy
+            ppo_kwargs = {**ppo_kwargs, "policy_kwargs": {**ppo_kwargs.get("policy_kwargs", {}),
+                                                          "mix_layout": attrs.asdict(mem.layout), "mix_scale": mix}}
         run = build_trials_method(fam["make"], fam["train"], memory=mem, n_envs=N_ENVS, group_size=group_size,
                                   free_members=free_members, trials=k_trials, sil=sil,
                                   demonstrations=fam["demonstration"], demo_ratio=demo_ratio, imitate=imitate,
                                   novelty_bonus=novelty, novelty_until_success=novelty_until,
                                   ppo_kwargs=ppo_kwargs, features_kwargs=fam.get("features_kwargs"),
-                                  vec_normalize=vec_normalize, seed=seed)
+                                  vec_normalize=vec_normalize, seed=seed, policy=policy)
         method_model, method_venv = run.model, run.model.get_env()
         log = TrialsLogCallback(k_trials, every=8192)
         ends = _end_distance_callback() if family.startswith("ml1-") else None

@@ -63,7 +63,7 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
                         ppo_kwargs: dict[str, Any] | None = None,
                         features_kwargs: dict[str, Any] | None = None,
                         vec_normalize: dict[str, Any] | None = None, seed: int = 0,
-                        verbose: int = 0) -> TrialsRun:
+                        verbose: int = 0, policy: type[ExperiencePolicy] = ExperiencePolicy) -> TrialsRun:
     """The method measured on the trials suites, on ``instances`` of ``make_env``.
 
     ``n_envs`` envs in groups of ``group_size`` (``free_members`` of each free) run ``trials``
@@ -89,7 +89,8 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     they override the method's ([64, 64]); the features extractor is the entry reader (a
     ``features_extractor_class`` or ``features_extractor_kwargs`` there is a ``ValueError``:
     ``features_kwargs`` are the reader's). The policy is :class:`~integrations.sb3.ExperiencePolicy`
-    (SB3's ``MultiInputPolicy`` that names the remedy when given an env's own observation).
+    (SB3's ``MultiInputPolicy`` that names the remedy when given an env's own observation), or a subclass
+    given as ``policy`` (its own arguments in ``ppo_kwargs["policy_kwargs"]``).
     ``vec_normalize``: ``VecNormalize``'s keyword arguments, the VecEnv wrapped in it (None, the
     default: not wrapped); ``norm_obs_keys`` defaults to the env's own float ``Box`` observation keys and
     ``run_best`` (an offset between keys, scaled as a visible goal would be: ML1's measured
@@ -124,7 +125,7 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
         raise ValueError(f"policy_kwargs {theirs}: run scope's features extractor is the entry reader "
                          "(TrialsFeaturesExtractor); give what it reads the env's own observation with through "
                          "features_kwargs, e.g. features_kwargs={'base_extractor_class': MyCNN}")
-    model = PPO(ExperiencePolicy, venv, seed=seed, verbose=verbose,
+    model = PPO(policy, venv, seed=seed, verbose=verbose,
                 policy_kwargs={"net_arch": [64, 64], **kwargs.pop("policy_kwargs", {}),
                                "features_extractor_class": TrialsFeaturesExtractor,
                                **({"features_extractor_kwargs": features_kwargs} if features_kwargs else {})},

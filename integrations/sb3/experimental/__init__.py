@@ -1,10 +1,12 @@
-"""The SB3 side's parts measured to tie: importable and benchmarkable, not the defaults.
+"""The SB3 side's parts measured to tie, and candidates being measured: importable and benchmarkable, not the defaults.
 
 Nothing on the main path (:mod:`integrations.sb3`, :mod:`experience_wrappers`) imports this
 package. What was measured (``docs/benchmarks.md``, ``docs/what_to_use.md``):
 
 * :class:`CompactExperienceVecEnv`: the experience in one observation key instead of three, for
   SB3's default policy (:mod:`experience_wrappers.experimental.compact`); it tied the full input.
+* :class:`RetrievalMixPolicy` (a candidate): REGENT's mix of the nearest shown success's action into a
+  continuous policy's mean, by distance (:mod:`.retrieval_mix`); measured on the ML10 trials suite.
 
 Removed, for what they measured: the action prior and distillation toward its actions (the
 prior hurt on KeyRoom-S5 from 20 demonstrations: sampled 0.74, nearest 0.46, against the
@@ -18,5 +20,6 @@ Room-Ultimate).
 """
 
 from .compact import CompactExperienceVecEnv
+from .retrieval_mix import RetrievalMixPolicy
 
-__all__ = ["CompactExperienceVecEnv"]
+__all__ = ["CompactExperienceVecEnv", "RetrievalMixPolicy"]
