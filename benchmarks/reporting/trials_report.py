@@ -29,6 +29,8 @@ SUITES = {"darkroom": "trials-darkroom", "keydoor": "trials-keydoor", "maze": "i
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: the row of an ``eval_search`` arm's weights evaluated without the search (its file's ``heldout_without_search``)
 NO_SEARCH = " (same weights, no search)"
+#: the row of an ``eval_deterministic`` arm's weights acting on their mean (its file's ``heldout_deterministic``)
+DETERMINISTIC = " (same weights, deterministic)"
 
 ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
@@ -346,6 +348,9 @@ def load(family: str, root: Path = RESULTS, folder: Path | None = None) -> dict[
         if "heldout_without_search" in res:  # an eval_search arm's weights evaluated without the search too
             out[res["arm"] + NO_SEARCH].append({**res, "arm": res["arm"] + NO_SEARCH,
                                                 "heldout": res["heldout_without_search"]})
+        if "heldout_deterministic" in res:  # an eval_deterministic arm's weights acting on their mean too
+            out[res["arm"] + DETERMINISTIC].append({**res, "arm": res["arm"] + DETERMINISTIC,
+                                                    "heldout": res["heldout_deterministic"]})
     for runs in out.values():
         runs.sort(key=lambda r: r["seed"])
     return dict(sorted(out.items(), key=lambda kv: ARM_ORDER.index(kv[0]) if kv[0] in ARM_ORDER else 99))

@@ -203,9 +203,10 @@ ARMS: dict[str, dict[str, Any]] = {
     # the nearest shown success's action by exp(-d / 0.05) (the flat keys' distance: a demonstration followed by
     # retrieve-and-play on ml10-moves is 0.007 from its nearest step at the median, 0.03 at the 3rd quartile),
     # on ML10's arm: where the learned arm copies worse than retrieve-and-play (0.30 against 0.68 on held-out tasks),
-    # does copying where the demonstration is near and acting where it is not do better than either?
+    # does copying where the demonstration is near and acting where it is not do better than either? Evaluated
+    # sampling, as the other learned arms, and (heldout_deterministic) on the policy's mean, as retrieve-and-play acts
     "crl-trials-imitate-nearest-strong-mix-bonus-inf": {
-        **METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "mix": 0.05,
+        **METHOD, "imitate": {"max_distance": None, "n_batches": 16}, "mix": 0.05, "eval_deterministic": True,
         "env_kwargs": {"success_bonus": "infinite"}},
     # its ablations: the run's best step and the entries from another goal's run (random retrieval); the
     # extractor frozen (does summing a trial up into each entry's vector earn its place?)
@@ -542,6 +543,8 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
     novelty = float(spec.pop("novelty_bonus", 0.0))
     novelty_until = bool(spec.pop("novelty_until_success", True))
     mix = spec.pop("mix", None)  # REGENT's mix (RetrievalMixPolicy): the scale of its distance weight
+    # also evaluate the policy's mean (deterministic actions; retrieve-and-play's are) with a demonstration
+    also_deterministic = bool(spec.pop("eval_deterministic", False))
     keys = spec.pop("keys", None)  # None: the memory's default (the flattened observation)
     if keys is not None:
         if keys not in KEYS:
@@ -656,6 +659,11 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                 heldout.update(evaluate(predict, lambda: frozen_memory(search=eval_search), conditions))
                 out["heldout_without_search"] = evaluate(predict, frozen_memory,
                                                          ("with_experience", "with_demonstration"))
+            if also_deterministic:  # the same weights acting on their mean (the file's heldout block samples)
+                out["heldout_deterministic"] = evaluate_trials(
+                    predict, fam["make"], frozen_memory, held, trials=k_trials, repeats=repeats,
+                    conditions=("with_demonstration",), demonstrations=fam["demonstration"], seed=seed,
+                    keep_runs=True, deterministic=True)
         # the locator's guesses, checked on the study's probes (Meta-World's own 39-wide observations)
         if mem.locator is not None and family.startswith("ml1-reach") and not (env_kwargs or {}).get("reward_observed"):
             from benchmarks.studies.goal_from_rewards import locator_placement
