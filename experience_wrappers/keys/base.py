@@ -45,8 +45,10 @@ class KeyEncoder(abc.ABC):
         """Keys of a batch: ``(n, key_dim)`` float32, for ``n`` observations."""
 
     def check_space(self, observation_space: spaces.Space) -> None:  # noqa: B027 (a hook: overriding is optional)
-        """Refuse (``ValueError``) an observation space this encoder cannot read, when a memory or a
-        manager is built on it rather than at the first key. The default takes any space."""
+        """Refuse (``ValueError``) an observation space this encoder cannot read.
+
+        Called when a memory or a manager is built on the space, rather than at the first key. The
+        default takes any space."""
 
     def __call__(self, obs: Any, task_id: int = 0) -> np.ndarray:
         """The key of one observation, shape ``(key_dim,)``."""

@@ -78,10 +78,12 @@ class MetaWorldKeyEncoder(KeyEncoder):
         return np.array([c for part in self.parts for c in PARTS[part]])
 
     def check_space(self, observation_space: spaces.Space) -> None:
-        """Refuse a space other than Meta-World's: a flat Box at least 39 wide (the goal at ``[36:39]``) whose first
-        three columns are bounded by the hand's workspace (:data:`HAND_LOW`, :data:`HAND_HIGH`), by which keys are
-        scaled. Another env's observation (MuJoCo's Reacher: 10 wide, unbounded) would be keyed by columns that
-        are not where a hand and an object are."""
+        """Refuse (``ValueError``) a space that is not Meta-World's observation.
+
+        Meta-World's is a flat Box at least 39 wide (the goal at ``[36:39]``) whose first three columns are
+        bounded by the hand's workspace (:data:`HAND_LOW`, :data:`HAND_HIGH`), by which keys are scaled.
+        Another env's observation (MuJoCo's Reacher: 10 wide, unbounded) would be keyed by columns that are
+        not where a hand and an object are."""
         box = observation_space
         if not isinstance(box, spaces.Box) or len(box.shape) != 1 or box.shape[0] < META_WORLD_WIDTH:
             raise ValueError(f"MetaWorldKeyEncoder reads Meta-World's observation (a flat Box at least "
