@@ -251,6 +251,26 @@ OBJBEST_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("ppo-visible-solo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
 ]
 
+#: push and pick-place at 1M with a demonstration in every guided training run: against the same mark met in a quarter
+#: of them, the learning-free peer on a demonstration, memoryless PPO and the goal shown
+ALLDEMOS_COMPARISONS: list[tuple[str, str, str, str]] = [
+    ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", "with_demonstration", "with_demonstration", "trial1"),
+    ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", "with_experience", "with_experience", "after_first_success"),
+    ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", "without_experience", "without_experience", "trial1"),
+    ("retrieve-and-play", "with_demonstration", "with_demonstration", "trial1"),
+    ("ppo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-visible-solo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
+]
+
+#: ML10's arm with REGENT's mix, sampling and on its mean: against the same arm without the mix and the
+#: learning-free peer (which acts on the nearest shown success's action, deterministically)
+MIX = "crl-trials-imitate-nearest-strong-mix-bonus-inf"
+MIX_COMPARISONS: list[tuple[str, str, str, str]] = [
+    (other, "with_demonstration", "with_demonstration", name)
+    for other in ("crl-trials-imitate-nearest-strong-bonus-inf", "retrieve-and-play")
+    for name in ("trial1", "cumulative@K")]
+
+
 def _against_itself(arm: str) -> list[tuple[str, str, str, str]]:
     """An ``eval_search`` arm against the same weights evaluated without the search (paired runs)."""
     return [(arm + NO_SEARCH, c, c, name)
@@ -455,6 +475,9 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
                                     ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
                                     ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", OBJBEST_COMPARISONS),
+                                    ("crl-trials-objbest-alldemos-noentries-noimitate-bonus-inf-1m",
+                                     ALLDEMOS_COMPARISONS),
+                                    (MIX, MIX_COMPARISONS), (MIX + DETERMINISTIC, MIX_COMPARISONS),
                                     ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS),
                                     ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS),
                                     ("crl-trials-located-noentries-noimitate-bonus-inf", NOENTRIES_COMPARISONS),
