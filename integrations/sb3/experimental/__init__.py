@@ -6,7 +6,8 @@ package. What was measured (``docs/benchmarks.md``, ``docs/what_to_use.md``):
 * :class:`CompactExperienceVecEnv`: the experience in one observation key instead of three, for
   SB3's default policy (:mod:`experience_wrappers.experimental.compact`); it tied the full input.
 * :class:`RetrievalMixPolicy` (a candidate): REGENT's mix of the nearest shown success's action into a
-  continuous policy's mean, by distance (:mod:`.retrieval_mix`); measured on the ML10 trials suite.
+  continuous policy's mean, by distance (:mod:`.retrieval_mix`); on ML10's held-out tasks (one seed) it lifted
+  the learned arm from 0.30 to 0.37 at trial 1 and stayed below retrieve-and-play (0.68).
 
 Removed, for what they measured: the action prior and distillation toward its actions (the
 prior hurt on KeyRoom-S5 from 20 demonstrations: sampled 0.74, nearest 0.46, against the
