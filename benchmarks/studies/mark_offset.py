@@ -1,0 +1,105 @@
+"""Where a success marks the goal on Meta-World ML1: the end of a demonstration against the goal itself.
+
+``python -m benchmarks.studies.mark_offset [--out FILE]`` runs Meta-World's scripted policy (goal handed to it,
+as :func:`integrations.metaworld.ml1_demos.scripted_demonstration` does) on the 50 held-out goals of each ML1
+family of the trials suites (``ml1-reach-moves``, ``ml1-push-moves``, ``ml1-pick-place-moves``) and measures,
+for the part whose place decides success (the hand on reach, the object on push and pick-place), its distance to
+the hidden goal:
+
+* ``taken``: in the state the successful action was taken from (the demonstration's last recorded step:
+  ``run_best="taken"``, and a demonstration's mark under ``"reached"``, which has no later observation);
+* ``reached``: in the state that action led to (a trial's own success under ``run_best="reached"``);
+* ``settled``: after the scripted policy went on for ``--extra`` steps past the first success (the trial env ends
+  a trial at success; these steps run on Meta-World's own env below it).
+
+A policy that learns to take the part to a shown mark succeeds only where the mark lies inside the success
+radius with room to spare: a mark on the radius's edge is a target that pays about as often as it misses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness.result_file import write_result
+from benchmarks.harness.run import versions
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+#: each family's part (the observation's columns) and Meta-World's success radius for it
+FAMILIES = {"ml1-reach-moves": ("hand", slice(0, 3), 0.05), "ml1-push-moves": ("object", slice(4, 7), 0.05),
+            "ml1-pick-place-moves": ("object", slice(4, 7), 0.07)}
+
+
+def offsets(family: str, extra: int = 20) -> dict[str, Any]:
+    """The distances of the three marks of each held-out goal's demonstration (module doc), with their quartiles."""
+    from metaworld.policies import ENV_POLICY_MAP
+
+    from benchmarks.suites.trials import FAMILIES as SUITE_FAMILIES
+    from integrations.metaworld.ml1_demos import GOAL_SLICE
+
+    part, cols, radius = FAMILIES[family]
+    fam = SUITE_FAMILIES[family]()
+    env = fam["make"]()
+    rows: dict[str, list[float]] = {"taken": [], "reached": [], "settled": []}
+    try:
+        for instance in fam["held_out"]:
+            obs, _ = env.reset(seed=int(instance))
+            goal = np.asarray(env.goal(), np.float64)
+            policy_cls: Any = ENV_POLICY_MAP[env.env_name]
+            policy = policy_cls()
+            before, after = None, None
+            for _ in range(env.cap):
+                seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
+                seen[GOAL_SLICE] = goal
+                action = np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
+                before = np.asarray(obs[cols], np.float64)
+                obs, _, terminated, truncated, info = env.step(action)
+                if info["success"]:
+                    after = np.asarray(obs[cols], np.float64)
+                    break
+                if terminated or truncated:
+                    break
+            if after is None or before is None:
+                continue  # the scripted policy did not succeed within the cap (no mark)
+            raw_obs = np.asarray(obs[:GOAL_SLICE.stop], np.float64)
+            env.raw.max_path_length += extra  # (the trial env caps Meta-World's own at the trial's end)
+            for _ in range(extra):  # on past the first success, on Meta-World's own env
+                raw_obs[GOAL_SLICE] = goal
+                action = np.clip(np.asarray(policy.get_action(raw_obs), np.float32), -1.0, 1.0)
+                raw_obs = np.asarray(env.raw.step(action)[0][:GOAL_SLICE.stop], np.float64)
+            for name, where in (("taken", before), ("reached", after), ("settled", raw_obs[cols])):
+                rows[name].append(float(np.linalg.norm(where - goal)))
+    finally:
+        env.close()
+    out: dict[str, Any] = {"part": part, "success_radius": radius, "goals": len(rows["taken"]), "extra_steps": extra}
+    for name, dist in rows.items():
+        d = np.asarray(dist)
+        out[name] = {"median": round(float(np.median(d)), 4), "q25": round(float(np.quantile(d, 0.25)), 4),
+                     "q75": round(float(np.quantile(d, 0.75)), 4),
+                     "inside_half_radius": round(float(np.mean(d <= radius / 2)), 3)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    p.add_argument("--extra", type=int, default=20, help="scripted steps past the first success (settled)")
+    p.add_argument("--out", type=Path, default=RESULTS / "mark-offset.json")
+    args = p.parse_args(argv)
+    if args.extra < 0:
+        p.error("--extra must be >= 0")
+    families = {f: offsets(f, args.extra) for f in args.families}
+    result = {"families": families, "versions": versions()}
+    for family, row in families.items():
+        print(family, json.dumps({k: row[k] for k in ("part", "success_radius", "goals", "taken", "reached",
+                                                       "settled")}))
+    write_result(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
