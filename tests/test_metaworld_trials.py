@@ -368,3 +368,24 @@ def test_bad_instances_and_caps_are_refused_by_name(env: ML1Trials) -> None:
     for bad, exc in ((-1, ValueError), (1.5, TypeError), (100, ValueError)):
         with pytest.raises(exc, match="instance"):
             env.reset(seed=bad)
+
+
+def test_a_demonstration_recorded_on_past_its_success_ends_nearer_the_goal_than_the_radius_edge() -> None:
+    """A trial ends at its first success, on the success radius's edge (benchmarks/studies/mark_offset.py); with
+    ``settle`` the scripted policy goes on, on Meta-World's own env, and the demonstration ends where it settles."""
+    plain = ml1_demonstrations("push-v3")(50)
+    settled = ml1_demonstrations("push-v3", settle=10)(50)
+    assert plain is not None and settled is not None
+    assert len(settled[0]) == len(plain[0]) + 10 and len(settled[1]) == len(settled[2]) == len(settled[0])
+    assert np.array_equal(settled[0][:len(plain[0])], plain[0])  # the same demonstration up to its success
+    assert float(np.abs(settled[0][:, 36:39]).max()) == 0.0  # still recorded goal-hidden
+    env = ML1Trials("push-v3")
+    env.reset(seed=50)
+    goal = env.goal()
+    def to_goal(demo) -> float:
+        return float(np.linalg.norm(demo[0][-1, 4:7] - goal))
+    assert to_goal(settled) < 0.6 * to_goal(plain)  # (0.05 on the edge; about half as far once settled)
+    with pytest.raises(ValueError, match="settle"):
+        ml1_demonstrations("push-v3", settle=-1)
+    with pytest.raises(RuntimeError, match="before reset"):
+        ML1Trials("push-v3").step_on(np.zeros(4, np.float32))

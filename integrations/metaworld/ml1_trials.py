@@ -225,6 +225,22 @@ class ML1Trials(gym.Env):
         out = {**info, "success": success, "is_success": success, "instance": self.instance}
         return self._observe(obs), r, success, (not success) and self._t >= self.cap, out
 
+    def step_on(self, action: Any) -> tuple[np.ndarray, float]:
+        """A step of Meta-World's own env after the trial ended (a demonstration going on past its success, to
+        where the object settles): ``(observation as this env shows it, reward x reward_scale)``. The trial is
+        not stepped; the next ``reset`` starts a new one.
+
+        Raises:
+            RuntimeError: before a reset.
+        """
+        if not self._ready:
+            raise RuntimeError("step_on() before reset(): reset the env first")
+        self.raw.max_path_length = max(self.raw.max_path_length, self.raw.curr_path_length + 2)
+        obs, reward, *_ = self.raw.step(arm_action(action))
+        r = float(reward) * self.reward_scale
+        self._rewards[:] = (r, self._rewards[0])
+        return self._observe(obs), r
+
     @property
     def env_name(self) -> str:
         """The Meta-World task of the current instance (ML1: ``task`` itself)."""
