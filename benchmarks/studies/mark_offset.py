@@ -39,7 +39,7 @@ def offsets(family: str, extra: int = 20) -> dict[str, Any]:
     from metaworld.policies import ENV_POLICY_MAP
 
     from benchmarks.suites.trials import FAMILIES as SUITE_FAMILIES
-    from integrations.metaworld.ml1_demos import GOAL_SLICE
+    from integrations.metaworld.ml1_demos import GOAL_SLICE, scripted_action
 
     part, cols, radius = FAMILIES[family]
     fam = SUITE_FAMILIES[family]()
@@ -53,9 +53,7 @@ def offsets(family: str, extra: int = 20) -> dict[str, Any]:
             policy = policy_cls()
             before, after = None, None
             for _ in range(env.cap):
-                seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
-                seen[GOAL_SLICE] = goal
-                action = np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
+                _, action = scripted_action(policy, obs, goal)
                 before = np.asarray(obs[cols], np.float64)
                 obs, _, terminated, truncated, info = env.step(action)
                 if info["success"]:
@@ -68,8 +66,7 @@ def offsets(family: str, extra: int = 20) -> dict[str, Any]:
             raw_obs = np.asarray(obs[:GOAL_SLICE.stop], np.float64)
             env.raw.max_path_length += extra  # (the trial env caps Meta-World's own at the trial's end)
             for _ in range(extra):  # on past the first success, on Meta-World's own env
-                raw_obs[GOAL_SLICE] = goal
-                action = np.clip(np.asarray(policy.get_action(raw_obs), np.float32), -1.0, 1.0)
+                _, action = scripted_action(policy, raw_obs, goal)
                 raw_obs = np.asarray(env.raw.step(action)[0][:GOAL_SLICE.stop], np.float64)
             for name, where in (("taken", before), ("reached", after), ("settled", raw_obs[cols])):
                 rows[name].append(float(np.linalg.norm(where - goal)))

@@ -20,9 +20,25 @@ from experience_wrappers.validators import check_int
 from integrations.metaworld.checks import check_task_name
 from integrations.metaworld.ml1_trials import TRIAL_CAP, ML1Trials
 
-__all__ = ["scripted_demonstration", "ml1_demonstrations"]
+__all__ = ["scripted_action", "scripted_demonstration", "ml1_demonstrations"]
 
 GOAL_SLICE = slice(36, 39)
+
+
+def scripted_action(policy: Any, obs: np.ndarray, goal: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """One step of a Meta-World scripted policy: ``(the observation as recorded, the action clipped to [-1, 1])``.
+
+    ``goal`` (the hidden goal) is written into the policy's copy of ``obs``; None: ``obs`` shows the goal, and the
+    observation is recorded with it zeroed, as the hidden-goal env shows it. The policy reads a copy of
+    Meta-World's 39 values (without observed rewards): some scripted policies (door-close's) change it.
+    """
+    seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
+    if goal is not None:
+        seen[GOAL_SLICE] = goal
+    else:
+        obs = np.array(obs, copy=True)
+        obs[GOAL_SLICE] = 0.0
+    return obs, np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
 
 
 def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None = None, settle: int = 0
@@ -52,15 +68,8 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
     success = False
     steps = env.cap if max_steps is None else check_int("max_steps", max_steps, minimum=1, numpy=True)
     for _ in range(steps):
-        # Meta-World's 39 (without observed rewards); a copy: some scripted policies (door-close's) change it
-        seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
-        if goal is not None:
-            seen[GOAL_SLICE] = goal
-        else:
-            obs = np.array(obs, copy=True)
-            obs[GOAL_SLICE] = 0.0
-        action = np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
-        observations.append(obs)
+        shown, action = scripted_action(policy, obs, goal)
+        observations.append(shown)
         actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
         rewards.append(float(reward))
@@ -70,14 +79,8 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
         if terminated or truncated:
             break
     for _ in range(settle if success else 0):  # on past the success, where the trial env has ended the trial
-        seen = np.array(obs[:GOAL_SLICE.stop], dtype=np.float64)
-        if goal is not None:
-            seen[GOAL_SLICE] = goal
-        else:
-            obs = np.array(obs, copy=True)
-            obs[GOAL_SLICE] = 0.0
-        action = np.clip(np.asarray(policy.get_action(seen), np.float32), -1.0, 1.0)
-        observations.append(obs)
+        shown, action = scripted_action(policy, obs, goal)
+        observations.append(shown)
         actions.append(action)
         obs, reward = env.step_on(action)
         rewards.append(reward)
