@@ -147,3 +147,19 @@ def test_untrained_on_a_held_out_reach_goal_it_follows_a_demonstration_it_is_sho
     run.model.get_env().close()
     assert out["with_demonstration"]["success_by_trial"][0] >= 2 / 3
     assert out["without_experience"]["success_by_trial"][0] == 0.0
+
+
+def test_the_shown_action_is_decoded_as_the_action_coder_decodes_it() -> None:
+    from experience_wrappers.extractor import ActionCoder
+
+    codes = np.array([[0.5, -0.5], [-1.0, 1.0], [0.0, 0.25]], np.float32)
+    rows = np.zeros((3, K, LAYOUT.row_dim), np.float32)
+    rows[:, 0, LAYOUT.row_action_slice()] = codes
+    rows[:, 0, LAYOUT.row_return_col] = 1.0
+    mask = np.zeros((3, K), np.float32)
+    mask[:, 0] = 1.0
+    action, weight = _policy().shown_action({ENTRIES_KEY: th.as_tensor(rows), MASK_KEY: th.as_tensor(mask)})
+    assert np.allclose(action.numpy(), ActionCoder(ACTIONS).decode(codes), atol=1e-6)
+    assert np.allclose(weight.numpy(), 1.0)
+    with pytest.raises(TypeError, match="box_scale is a Box space's code rule"):
+        ActionCoder(spaces.Discrete(3)).box_scale  # noqa: B018

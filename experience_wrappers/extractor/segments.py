@@ -169,6 +169,19 @@ class ActionCoder:
             out[:] = np.clip(scaled, -limit, limit)
         return out
 
+    @property
+    def box_scale(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A Box's code rule, ``(bounded, low, span)`` per component: a bounded component's code ``c`` is the
+        action ``low + (c + 1) / 2 * span``, another's is the action itself (what :meth:`decode` does, for a
+        decoder of its own, a policy's in torch).
+
+        Raises:
+            TypeError: not a Box space.
+        """
+        if not isinstance(self.action_space, spaces.Box):
+            raise TypeError(f"box_scale is a Box space's code rule, got {self.action_space!r}")
+        return self._bounded.copy(), self._low.copy(), self._span.copy()
+
     def decode(self, codes: object) -> np.ndarray:
         """The actions of a batch of codes ``(batch, dim)``: :meth:`encode`'s inverse (Discrete and Box).
 

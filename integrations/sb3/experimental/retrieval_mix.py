@@ -34,6 +34,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.distributions import DiagGaussianDistribution, Distribution
 
+from experience_wrappers.extractor import ActionCoder
 from experience_wrappers.manager.entry_layout import EntryLayout
 from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
 from experience_wrappers.validators import check_real
@@ -102,18 +103,18 @@ class RetrievalMixPolicy(ExperiencePolicy):
         self.mix_scale = check_real("mix_scale", mix_scale, minimum=0)
         if self.mix_scale == 0:
             raise ValueError("mix_scale must be > 0 (the distance at which the shown action's weight is 1/e)")
-        low = np.asarray(action_space.low, np.float64).reshape(-1)
-        high = np.asarray(action_space.high, np.float64).reshape(-1)
-        bounded = np.isfinite(low) & np.isfinite(high) & (high > low)  # as ActionCoder encodes a Box
+        bounded, low, span = ActionCoder(action_space).box_scale  # the rule the entries' action codes were made by
         self.register_buffer("_mix_bounded", th.as_tensor(bounded))
-        self.register_buffer("_mix_low", th.as_tensor(np.where(bounded, low, 0.0), dtype=th.float32))
-        self.register_buffer("_mix_span", th.as_tensor(np.where(bounded, high - low, 1.0), dtype=th.float32))
+        self.register_buffer("_mix_low", th.as_tensor(low, dtype=th.float32))
+        self.register_buffer("_mix_span", th.as_tensor(span, dtype=th.float32))
         self._shown: tuple[th.Tensor, th.Tensor] | None = None  # (action, weight) of the call in flight
 
     def shown_action(self, obs: dict[str, th.Tensor]) -> tuple[th.Tensor, th.Tensor]:
         """The nearest shown success's action ``(n, action_dim)`` and its weight ``w`` ``(n,)`` (0: none shown)."""
         codes, dist = nearest_success_action(obs[ENTRIES_KEY].float(), obs[MASK_KEY].float(), self.mix_layout)
-        action = th.where(self._mix_bounded, self._mix_low + (codes + 1.0) * 0.5 * self._mix_span, codes)
+        # ActionCoder.decode's rule, in torch
+        action = th.where(self._mix_bounded, self._mix_low + (codes.clamp(-1.0, 1.0) + 1.0) * 0.5 * self._mix_span,
+                          codes)
         weight = th.exp(-dist.clamp(min=0.0) / self.mix_scale)  # exp(-inf) = 0 where none is shown
         return action, weight
 
