@@ -108,6 +108,7 @@ def test_trial_cap_truncates_and_success_terminates() -> None:
 def test_success_bonus_pays_to_the_cap_or_for_ever_or_not(bonus: bool | str) -> None:
     env = ML1Trials("reach-v3", goal_visible=True, success_bonus=bonus)
     obs, _ = env.reset(seed=3)
+    assert env.last_reward == 0.0
     goal = env.goal()
     t, terminated, truncated = 0, False, False
     while not (terminated or truncated):  # a proportional controller to the (visible) goal
@@ -115,7 +116,10 @@ def test_success_bonus_pays_to_the_cap_or_for_ever_or_not(bonus: bool | str) -> 
         action[:3] = np.clip((goal - obs[:3]) * 10, -1, 1) * 0.3
         obs, reward, terminated, truncated, _ = env.step(action)
         t += 1
+        if not terminated:  # before the success, the step's reward is the env's alone
+            assert env.last_reward == pytest.approx(float(reward))
     assert terminated
+    assert env.last_reward == pytest.approx(1.0)  # the success step's own reward, without the bonus
     base = 1.0  # reach pays 10 x 0.1 inside the success radius
     expected = {True: base * sum(0.99 ** j for j in range(env.cap - t + 1)),
                 "cap": base * sum(0.99 ** j for j in range(env.cap - t + 1)),

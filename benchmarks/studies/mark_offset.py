@@ -10,10 +10,16 @@ the hidden goal:
   ``run_best="taken"``, and a demonstration's mark under ``"reached"``, which has no later observation);
 * ``reached``: in the state that action led to (a trial's own success under ``run_best="reached"``);
 * ``settled``: after the scripted policy went on for ``--extra`` steps past the first success (the trial env ends
-  a trial at success; these steps run on Meta-World's own env below it).
+  a trial at success; these steps run on Meta-World's own env below it);
+* ``pressed``: where the reward was highest while the successful action was repeated, as long as the reward
+  rose, for at most ``--extra`` steps past the first success: a continuation that needs neither the goal nor a
+  scripted policy (the run's own successes have neither), only the rewards a trial already reads.
 
 A policy that learns to take the part to a shown mark succeeds only where the mark lies inside the success
 radius with room to spare: a mark on the radius's edge is a target that pays about as often as it misses.
+Measured (``benchmarks/results/mark-offset.json``): ``pressed`` does not go deeper than ``reached``: Meta-World's
+reward is flat (10) within 0.05 of the goal on reach, push and pick-place, so inside the radius the rewards say
+nothing of where the goal is.
 """
 
 from __future__ import annotations
@@ -44,34 +50,40 @@ def offsets(family: str, extra: int = 20) -> dict[str, Any]:
     part, cols, radius = FAMILIES[family]
     fam = SUITE_FAMILIES[family]()
     env = fam["make"]()
-    rows: dict[str, list[float]] = {"taken": [], "reached": [], "settled": []}
+    twin = fam["make"]()  # the same trials (its start moves drawn as env's), stepped alike, then pressed
+    rows: dict[str, list[float]] = {"taken": [], "reached": [], "settled": [], "pressed": []}
     try:
         for instance in fam["held_out"]:
             obs, _ = env.reset(seed=int(instance))
+            twin.reset(seed=int(instance))
             goal = np.asarray(env.goal(), np.float64)
             policy_cls: Any = ENV_POLICY_MAP[env.env_name]
             policy = policy_cls()
-            before, after = None, None
+            before, after, action = None, None, None
             for _ in range(env.cap):
                 _, action = scripted_action(policy, obs, goal)
                 before = np.asarray(obs[cols], np.float64)
                 obs, _, terminated, truncated, info = env.step(action)
+                twin.step(action)
                 if info["success"]:
                     after = np.asarray(obs[cols], np.float64)
                     break
                 if terminated or truncated:
                     break
-            if after is None or before is None:
+            if after is None or before is None or action is None:
                 continue  # the scripted policy did not succeed within the cap (no mark)
             raw_obs = np.asarray(obs[:GOAL_SLICE.stop], np.float64)
             env.raw.max_path_length += extra  # (the trial env caps Meta-World's own at the trial's end)
+            pressed = _pressed(twin, action, twin.last_reward, after, cols, extra)
             for _ in range(extra):  # on past the first success, on Meta-World's own env
                 _, action = scripted_action(policy, raw_obs, goal)
                 raw_obs = np.asarray(env.raw.step(action)[0][:GOAL_SLICE.stop], np.float64)
-            for name, where in (("taken", before), ("reached", after), ("settled", raw_obs[cols])):
+            for name, where in (("taken", before), ("reached", after), ("settled", raw_obs[cols]),
+                                ("pressed", pressed)):
                 rows[name].append(float(np.linalg.norm(where - goal)))
     finally:
         env.close()
+        twin.close()
     out: dict[str, Any] = {"part": part, "success_radius": radius, "goals": len(rows["taken"]), "extra_steps": extra}
     for name, dist in rows.items():
         d = np.asarray(dist)
@@ -79,6 +91,19 @@ def offsets(family: str, extra: int = 20) -> dict[str, Any]:
                      "q75": round(float(np.quantile(d, 0.75)), 4),
                      "inside_half_radius": round(float(np.mean(d <= radius / 2)), 3)}
     return out
+
+
+def _pressed(env: Any, action: np.ndarray, reward: float, where: np.ndarray, cols: slice, extra: int
+             ) -> np.ndarray:
+    """The part's place at the highest reward while ``action`` is repeated, for as long as the reward rises (at
+    most ``extra`` steps) from a success that paid ``reward`` with the part at ``where``."""
+    best, top = where, reward
+    for _ in range(extra):
+        obs, r = env.step_on(action)
+        if not r > top:
+            break
+        best, top = np.asarray(obs[cols], np.float64), r
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"families": families, "versions": versions()}
     for family, row in families.items():
         print(family, json.dumps({k: row[k] for k in ("part", "success_radius", "goals", "taken", "reached",
-                                                       "settled")}))
+                                                       "settled", "pressed")}))
     write_result(args.out, result)
     return 0
 

@@ -242,6 +242,11 @@ class ML1Trials(gym.Env):
         return self._observe(obs), r
 
     @property
+    def last_reward(self) -> float:
+        """The last step's reward times ``reward_scale``, without the success bonus (0.0 at a trial's start)."""
+        return float(self._rewards[0])
+
+    @property
     def env_name(self) -> str:
         """The Meta-World task of the current instance (ML1: ``task`` itself)."""
         return str(self.tasks[self.instance].env_name)
