@@ -206,6 +206,14 @@ ARMS: dict[str, dict[str, Any]] = {
     "crl-trials-objbest-settled-alldemos-noentries-noimitate-bonus-inf-1m": {
         **METHOD, "train_demo_ratio": 1.0, "settle_demos": 20, "first_success": True, "run_best": "reached",
         "no_entries": True, "keys": "metaworld-object", "steps": 1_000_000, "env_kwargs": {"success_bonus": "infinite"}},
+    # and (a diagnosis, not a method) with each demonstration ending in its goal: one step appended whose object sits
+    # on the hidden goal itself (a copy of the demonstration's last state with the object's place set to the goal;
+    # its action the last one repeated), so that the mark a demonstration leaves is the goal, not a point on the
+    # success radius. If marks that are right are not followed either, the channel (or its training) fails,
+    # not where the marks lie. Self-imitation reads the appended state too (one of each demonstration's ~100)
+    "crl-trials-objbest-goalmarked-alldemos-noentries-noimitate-bonus-inf-1m": {
+        **METHOD, "train_demo_ratio": 1.0, "goal_marked_demos": True, "first_success": True, "run_best": "reached",
+        "no_entries": True, "keys": "metaworld-object", "steps": 1_000_000, "env_kwargs": {"success_bonus": "infinite"}},
     # REGENT's mix (Sridhar et al. 2025; integrations.sb3.experimental.retrieval_mix): the Gaussian's mean pulled to
     # the nearest shown success's action by exp(-d / 0.05) (the flat keys' distance: a demonstration followed by
     # retrieve-and-play on ml10-moves is 0.007 from its nearest step at the median, 0.03 at the 3rd quartile),
@@ -506,6 +514,28 @@ _ML1_TASKS = {"ml1-reach": "reach-v3", "ml1-reach-moves": "reach-v3", "ml1-push-
               "ml1-pick-place-moves": "pick-place-v3"}
 
 
+def goal_marked(demonstration: Any, task: str) -> Any:
+    """``demonstration(instance)`` with one step appended whose part that decides success (the hand on reach, the
+    object on push and pick-place) sits on the instance's hidden goal: a copy of the last observation with that
+    part's place set to the goal, the last action and reward repeated (the diagnosis arm above)."""
+    from integrations.metaworld.ml1_trials import goal_position, ml1_goal_tasks
+
+    cols = slice(0, 3) if task == "reach-v3" else slice(4, 7)
+    goals = ml1_goal_tasks(task)
+
+    def marked(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        demo = demonstration(instance)
+        if demo is None:
+            return None
+        obs, actions, rewards = demo
+        last = np.array(obs[-1], copy=True)
+        last[cols] = goal_position(goals[int(instance)])
+        return (np.concatenate([obs, last[None]]), np.concatenate([actions, actions[-1:]]),
+                np.concatenate([rewards, rewards[-1:]]))
+
+    return marked
+
+
 def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[str, Any]:
     """Train one arm on one seed and evaluate it on the held-out instances; the result's fields."""
     import torch
@@ -543,6 +573,10 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         fam = {**fam, "demonstration": ml1_demonstrations(_ML1_TASKS[family], fam["horizon"],
                                                           bool((env_kwargs or {}).get("reward_observed", False)),
                                                           settle=settle)}
+    if spec.pop("goal_marked_demos", False):
+        if family not in _ML1_TASKS:
+            raise ValueError(f"arm {arm!r} marks ML1's demonstrations by their goal: run it with an ml1-* family")
+        fam = {**fam, "demonstration": goal_marked(fam["demonstration"], _ML1_TASKS[family])}
     kind = spec.pop("kind")
     if spec.pop("goal", "hidden") == "visible":  # the ceiling: the same task with its goal shown
         if "make_visible" not in fam:
