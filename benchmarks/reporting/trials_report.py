@@ -262,6 +262,16 @@ ALLDEMOS_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("ppo-visible-solo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
 ]
 
+#: the arms whose demonstrations mark the goal deeper than a success's edge (settled past it, or on the goal itself):
+#: against the same arm with the demonstrations' own ends, memoryless PPO and PPO with the goal visible
+ALLDEMOS = "crl-trials-objbest-alldemos-noentries-noimitate-bonus-inf-1m"
+MARKED_COMPARISONS: list[tuple[str, str, str, str]] = [
+    (ALLDEMOS, "with_demonstration", "with_demonstration", "trial1"),
+    (ALLDEMOS, "with_experience", "with_experience", "after_first_success"),
+    ("ppo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
+    ("ppo-visible-solo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
+]
+
 #: ML10's arm with REGENT's mix, sampling and on its mean: against the same arm without the mix and the
 #: learning-free peer (which acts on the nearest shown success's action, deterministically)
 MIX = "crl-trials-imitate-nearest-strong-mix-bonus-inf"
@@ -475,8 +485,11 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-imitate-nearest-strong", STRONG_COMPARISONS),
                                     ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
                                     ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", OBJBEST_COMPARISONS),
-                                    ("crl-trials-objbest-alldemos-noentries-noimitate-bonus-inf-1m",
-                                     ALLDEMOS_COMPARISONS),
+                                    (ALLDEMOS, ALLDEMOS_COMPARISONS),
+                                    ("crl-trials-objbest-settled-alldemos-noentries-noimitate-bonus-inf-1m",
+                                     MARKED_COMPARISONS),
+                                    ("crl-trials-objbest-goalmarked-alldemos-noentries-noimitate-bonus-inf-1m",
+                                     MARKED_COMPARISONS),
                                     (MIX, MIX_COMPARISONS), (MIX + DETERMINISTIC, MIX_COMPARISONS),
                                     ("crl-trials-reached-noimitate-bonus-inf", REACHED_COMPARISONS),
                                     ("crl-trials-located-noimitate-bonus-inf", LOCATED_COMPARISONS),
