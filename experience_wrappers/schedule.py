@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .validators import check_int
+from .validators import check_int, to_int
 
 __all__ = ["Schedule", "check_fraction_schedule", "spec_values", "as_spec", "linear"]
 
@@ -124,7 +124,7 @@ class Schedule:
 
     guided: Spec = attrs.field(default=0.5, converter=as_spec)
     progress: float = attrs.field(default=0.0, converter=float)
-    rollouts: int = attrs.field(default=0)
+    rollouts: int = attrs.field(default=0, converter=to_int)
     on_change: Callable[[str, float], None] | None = attrs.field(default=None, repr=False)
 
     @guided.validator

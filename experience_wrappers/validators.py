@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 __all__ = ["is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
-           "at_least", "at_most", "integral", "check_int", "check_real", "check_bool", "success_flag",
+           "at_least", "at_most", "integral", "to_int", "check_int", "check_real", "check_bool", "success_flag",
            "check_instances", "check_timesteps"]
 
 
@@ -116,6 +116,16 @@ def to_float(value: object) -> object:
     return value
 
 
+def to_int(value: object) -> object:
+    """Converter: a numpy integer becomes a Python int; anything else is left for :func:`is_int` to check
+    (so a float, a str or a numpy bool is still refused by name).
+
+    >>> to_int(np.int64(2)), type(to_int(np.int64(2))).__name__, to_int(2.0), to_int(np.bool_(True))
+    (2, 'int', 2.0, np.True_)
+    """
+    return int(value) if isinstance(value, np.integer) else value
+
+
 def at_least(bound: float) -> Callable[[object, attrs.Attribute, object], None]:
     """A validator: ``value >= bound`` (None passes)."""
     def check(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -158,7 +168,7 @@ def check_int(name: str, value: object, *, minimum: int | None = ..., maximum: i
               numpy: bool = ..., optional: bool, type_error: type[Exception] = ...,
               hint: str = ...) -> int | None: ...
 def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None,
-              numpy: bool = False, optional: bool = False, type_error: type[Exception] = ValueError,
+              numpy: bool = True, optional: bool = False, type_error: type[Exception] = ValueError,
               hint: str = "") -> int | None:
     """Checks an int argument outside attrs classes; returns it as a Python int.
 
@@ -167,7 +177,8 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
         value: The value received.
         minimum: Smallest value allowed (``None``: no bound).
         maximum: Largest value allowed (``None``: no bound).
-        numpy: Accept numpy integers too.
+        numpy: Accept numpy integers too (the default: ``np.arange`` and numpy's arithmetic hand them
+            out; they are returned as Python ints). False: a Python int only.
         optional: ``None`` passes (and is returned).
         type_error: Raised for a value that is not an int (``ValueError`` unless the caller
             has always raised ``TypeError`` there); a value out of bounds raises ``ValueError``.

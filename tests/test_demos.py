@@ -215,3 +215,36 @@ def test_record_demonstrations_refuses_bad_counts_by_name(kwargs, err, match) ->
 def test_record_demonstrations_names_an_action_the_env_does_not_have(action) -> None:
     with pytest.raises(ValueError, match="not an action of the env's Discrete\\(2\\)"):
         record_demonstrations(gym.make("CartPole-v1"), lambda obs: action, 1)
+
+
+class _Corridor(gym.Env):
+    """Three steps to a success it reports; either action moves on."""
+
+    observation_space = gym.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= 3
+        return np.full(1, self.t / 3, np.float32), float(done), done, False, {"is_success": done}
+
+
+def test_discrete_actions_given_one_per_row_are_taken_as_the_env_takes_them_and_the_agents_own_success_follows() -> None:
+    """``(T, 1)`` Discrete actions (SB3's buffers hold them so) are one value per step: pinned as ``(T,)``, so the
+    agent's own successes (actions of shape ``()``) join them in the replay (they raised there mid-training)."""
+    from integrations.demos import validate_demonstration
+    from integrations.sb3 import ComplementaryRL
+
+    demo = {"obs": np.array([[0.0], [1 / 3], [2 / 3]], np.float32), "acts": np.array([[1], [1], [1]]), "success": True}
+    checked = validate_demonstration(as_demonstration(demo), _Corridor.observation_space, _Corridor.action_space)
+    assert checked.actions.shape == (3,)
+    run = ComplementaryRL(_Corridor, demonstrations=[demo], n_envs=1, seed=0,
+                          algorithm_kwargs={"n_steps": 32, "batch_size": 32})
+    run.learn(64)
+    assert run.replay.counts()["own"] > 0  # the own successes were added beside the demonstration
+    run.close()

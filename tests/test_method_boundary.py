@@ -521,3 +521,30 @@ def test_load_of_a_folder_of_model_zips_points_to_load_crl(tmp_path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match=r"written by ComplementaryRL.save$"):
         ComplementaryRL.load(tmp_path / "empty")
+
+
+def test_numpy_ints_are_taken_where_ints_are_and_kept_as_python_ints(tmp_path) -> None:
+    """A sweep's values (``np.arange``, numpy arithmetic) are numpy ints: every int argument takes them, and
+    what it keeps is a Python int, so that a run's settings save as JSON and load back."""
+    from experience_wrappers import ExperienceWrapper
+    from experience_wrappers.manager import ManagerConfig
+    from integrations.sb3 import CRLCallback
+
+    n = np.int64(2)
+    bank = ExperienceBank(capacity=np.int64(64), seed=np.int64(3))
+    assert (bank.config.capacity, bank.config.seed) == (64, 3) and type(bank.config.capacity) is int
+    env = ExperienceWrapper(gym.make("CartPole-v1"), bank, k=n, retrieve_every=np.int32(4), task_id=np.int64(5))
+    assert (env.options.k, env.options.retrieve_every, env.options.task_id) == (2, 4, 5)
+    assert all(type(v) is int for v in (env.options.k, env.options.retrieve_every, env.options.task_id))
+    config = ManagerConfig(batch_size=np.int64(32), extractor={"exp_dim": np.int64(8)})
+    assert type(config.batch_size) is int and type(config.extractor["exp_dim"]) is int
+    assert CRLCallback(merge_every=n).merge_every == 2
+    run = _run(n_envs=n, seed=np.int64(7))
+    assert run.env.num_envs == 2 and run.seed == 7
+    run.save(tmp_path / "r")  # (a numpy int in the settings would not write as JSON)
+    assert json.loads((tmp_path / "r" / METHOD_FILE).read_text())["n_envs"] == 2
+    assert ComplementaryRL.load(tmp_path / "r").seed == 7
+    run.close()
+    for bad in (2.0, "2", np.bool_(True)):  # still refused by name
+        with pytest.raises((TypeError, ValueError), match="k must be"):
+            ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), k=bad)

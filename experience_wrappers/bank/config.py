@@ -17,6 +17,7 @@ from ..validators import (
     non_negative,
     positive,
     to_float,
+    to_int,
 )
 
 __all__ = ["BankConfig", "resolve_config", "warn_if_sparse", "SPACES", "MAX_CAPACITY", "MAX_M", "RECALL_M", "MAX_EF", "MAX_DIM", "MAX_K", "MAX_UTILITY",
@@ -99,24 +100,24 @@ class BankConfig:
     ValueError: M must be >= 2, got 1
     """
 
-    capacity: int = attrs.field(default=4096, validator=[*_int, at_most(MAX_CAPACITY)])
+    capacity: int = attrs.field(default=4096, converter=to_int, validator=[*_int, at_most(MAX_CAPACITY)])
     space: str = attrs.field(default="l2")
-    M: int = attrs.field(default=16, validator=[is_int, at_least(2), at_most(MAX_M)])
-    ef_construction: int = attrs.field(default=200, validator=[*_int, at_most(MAX_EF)])
-    ef_search: int = attrs.field(default=64, validator=[*_int, at_most(MAX_EF)])
+    M: int = attrs.field(default=16, converter=to_int, validator=[is_int, at_least(2), at_most(MAX_M)])
+    ef_construction: int = attrs.field(default=200, converter=to_int, validator=[*_int, at_most(MAX_EF)])
+    ef_search: int = attrs.field(default=64, converter=to_int, validator=[*_int, at_most(MAX_EF)])
     dedup_threshold: float = attrs.field(default=0.01, converter=to_float, validator=[is_real, non_negative, finite])
     merge_threshold: float = attrs.field(default=0.05, converter=to_float, validator=[is_real, non_negative, finite])
-    merge_k: int = attrs.field(default=16, validator=[*_int, at_most(MAX_K)])
+    merge_k: int = attrs.field(default=16, converter=to_int, validator=[*_int, at_most(MAX_K)])
     temperature: float = attrs.field(default=1.0, converter=to_float,
                                      validator=[is_real, finite, at_least(MIN_TEMPERATURE)])
     diversity_penalty: float = attrs.field(default=0.4, converter=to_float, validator=[is_real, non_negative, finite])
     utility_floor: float | None = attrs.field(default=None, converter=to_float)
-    candidate_factor: int = attrs.field(default=4, validator=[*_int, at_most(MAX_K)])
+    candidate_factor: int = attrs.field(default=4, converter=to_int, validator=[*_int, at_most(MAX_K)])
     initial_utility: float = attrs.field(default=0.0, converter=to_float,
                                          validator=[is_real, finite, at_least(-MAX_UTILITY), at_most(MAX_UTILITY)])
     utility_warmup: bool = attrs.field(default=False, validator=is_bool)
-    utilisation_window: int = attrs.field(default=1000, validator=[*_int, at_most(MAX_SEED)])
-    seed: int | None = attrs.field(default=0)
+    utilisation_window: int = attrs.field(default=1000, converter=to_int, validator=[*_int, at_most(MAX_SEED)])
+    seed: int | None = attrs.field(default=0, converter=to_int)
 
     @space.validator
     def _check_space(self, attribute: attrs.Attribute, value: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..validators import finite, is_bool, is_int, non_negative, positive
+from ..validators import finite, is_bool, is_int, non_negative, positive, to_int
 from .segments import context_size, segment_dim
 
 __all__ = ["ExtractorConfig", "SHAPE_FIELDS"]
@@ -48,11 +48,11 @@ class ExtractorConfig:
     ValueError: action_dim must be > 0, got 0
     """
 
-    state_dim: int = attrs.field(validator=[is_int, positive])
-    action_dim: int = attrs.field(validator=[is_int, positive])
-    exp_dim: int = attrs.field(default=16, validator=[is_int, positive])
-    hidden: int = attrs.field(default=64, validator=[is_int, positive])
-    max_len: int = attrs.field(default=16, validator=[is_int, positive])
+    state_dim: int = attrs.field(converter=to_int, validator=[is_int, positive])
+    action_dim: int = attrs.field(converter=to_int, validator=[is_int, positive])
+    exp_dim: int = attrs.field(default=16, converter=to_int, validator=[is_int, positive])
+    hidden: int = attrs.field(default=64, converter=to_int, validator=[is_int, positive])
+    max_len: int = attrs.field(default=16, converter=to_int, validator=[is_int, positive])
     lr: float = attrs.field(default=3e-4, converter=float, validator=[finite, positive])
     clip: float = attrs.field(default=0.1, converter=float, validator=[finite, positive])
     utility_coef: float = attrs.field(
@@ -65,7 +65,7 @@ class ExtractorConfig:
     init_log_std: float = attrs.field(default=-2.3, converter=float, validator=finite)
     min_log_std: float = attrs.field(default=-3.0, converter=float, validator=finite)
     max_grad_norm: float = attrs.field(default=1.0, converter=float, validator=[finite, positive])
-    seed: int = attrs.field(default=0, validator=is_int)
+    seed: int = attrs.field(default=0, converter=to_int, validator=is_int)
     discrete_actions: bool = attrs.field(default=True, validator=is_bool)
 
     @clip.validator

@@ -26,7 +26,7 @@ class CallableKeyEncoder(KeyEncoder):
     def __init__(self, fn: Callable[[Any, np.ndarray], np.ndarray], key_dim: int) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {fn!r}")
-        check_int("key_dim", key_dim, minimum=1)
+        key_dim = check_int("key_dim", key_dim, minimum=1)
         self.fn = fn
         self.key_dim = key_dim
 

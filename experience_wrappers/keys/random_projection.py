@@ -51,7 +51,7 @@ class RandomProjectionKeyEncoder(KeyEncoder):
         task_weight: float = 0.0,
         keep_scale: bool = True,
     ) -> None:
-        check_int("key_dim", key_dim, minimum=1)
+        key_dim = check_int("key_dim", key_dim, minimum=1)
         if not np.isfinite(task_weight) or task_weight < 0:
             raise ValueError(f"task_weight must be finite and >= 0, got {task_weight!r}")
         self.observation_space = observation_space

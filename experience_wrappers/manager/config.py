@@ -23,6 +23,7 @@ from ..validators import (
     non_negative,
     positive,
     to_float,
+    to_int,
 )
 from .entry_layout import EntryLayout
 
@@ -112,9 +113,9 @@ def _caller_outside_library() -> int:
 
 
 def _settings(value: Mapping[str, Any]) -> dict[str, Any]:
-    """Converter of ``extractor``: a plain dict, ``lr`` a float when it is a number (as the
-    manager's own ``lr`` field was; a string is left for the check to refuse)."""
-    settings = dict(value)
+    """Converter of ``extractor``: a plain dict, numpy ints as ints, ``lr`` a float when it is a number (as
+    the manager's own ``lr`` field was; a string is left for the check to refuse)."""
+    settings = {name: to_int(v) for name, v in dict(value).items()}  # (a numpy int is an int)
     if "lr" in settings:
         settings["lr"] = to_float(settings["lr"])
     return settings
@@ -201,17 +202,17 @@ class ManagerConfig:
     __signature__: ClassVar[inspect.Signature]  # the fields', for help() and the API page
 
     mode: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "sync", "async", "process")))
-    segment_every: int = attrs.field(default=8, validator=[is_int, non_negative, at_most(MAX_LEN)])
-    batch_size: int = attrs.field(default=64, validator=[*_int, at_most(MAX_LEN)])
-    ssl_batch_size: int = attrs.field(default=64, validator=[is_int, non_negative, at_most(MAX_LEN)])
+    segment_every: int = attrs.field(default=8, converter=to_int, validator=[is_int, non_negative, at_most(MAX_LEN)])
+    batch_size: int = attrs.field(default=64, converter=to_int, validator=[*_int, at_most(MAX_LEN)])
+    ssl_batch_size: int = attrs.field(default=64, converter=to_int, validator=[is_int, non_negative, at_most(MAX_LEN)])
     extractor_reward: str = attrs.field(default="delta", validator=attrs.validators.in_(("delta", "direct")))
-    baseline_window: int = attrs.field(default=100, validator=[*_int, at_most(MAX_LEN)])
+    baseline_window: int = attrs.field(default=100, converter=to_int, validator=[*_int, at_most(MAX_LEN)])
     skip_below: float | None = attrs.field(default=None, converter=to_float)
     decay_start: float = attrs.field(default=0.99, converter=to_float, validator=_unit)
     decay_end: float = attrs.field(default=0.95, converter=to_float, validator=_unit)
     extractor_per_task: bool = attrs.field(default=False, validator=is_bool)
     train_extractor: bool = attrs.field(default=True, validator=is_bool)
-    handover_every: int = attrs.field(default=16, validator=[*_int, at_most(MAX_LEN)])
+    handover_every: int = attrs.field(default=16, converter=to_int, validator=[*_int, at_most(MAX_LEN)])
     extractor: dict = attrs.field(factory=dict, converter=_settings, eq=_effective)
     limit_actor_threads: bool = attrs.field(default=True, validator=is_bool)
     layout: dict | None = attrs.field(default=None)

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..validators import at_least, at_most, check_int, finite, is_int, is_real, to_float
+from ..validators import at_least, at_most, check_int, finite, is_int, is_real, to_float, to_int
 
 __all__ = ["RollInCurriculum"]
 
@@ -49,13 +49,13 @@ class RollInCurriculum:
     ValueError: h must be >= min_h (4), got 3
     """
 
-    h: int = attrs.field(validator=[is_int, at_least(0)])
+    h: int = attrs.field(converter=to_int, validator=[is_int, at_least(0)])
     threshold: float = attrs.field(default=0.5, converter=to_float,
                                    validator=[is_real, finite, at_most(1.0)])
-    window: int = attrs.field(default=20, validator=[is_int, at_least(1)])
-    shrink_step: int = attrs.field(default=1, validator=[is_int, at_least(0)])
+    window: int = attrs.field(default=20, converter=to_int, validator=[is_int, at_least(1)])
+    shrink_step: int = attrs.field(default=1, converter=to_int, validator=[is_int, at_least(0)])
     shrink_factor: float = attrs.field(default=1.0, converter=to_float, validator=[is_real, finite, at_most(1.0)])
-    min_h: int = attrs.field(default=0, validator=[is_int, at_least(0)])
+    min_h: int = attrs.field(default=0, converter=to_int, validator=[is_int, at_least(0)])
     #: how many times ``h`` has shrunk
     shrinks: int = attrs.field(init=False, default=0)
     _outcomes: deque[float] = attrs.field(init=False, factory=deque, repr=False)

@@ -12,7 +12,7 @@ from ..bank import ExperienceBank
 from ..bank.config import MAX_K
 from ..keys import KeyEncoder
 from ..manager import ExperienceSource, resolve_manager
-from ..validators import check_int, integral, is_bool
+from ..validators import check_int, integral, is_bool, to_int
 
 __all__ = ["ExperienceOptions", "TaskIdSource", "REMOVED_OPTIONS", "check_task_id", "TASK_ID_RANGE"]
 
@@ -159,16 +159,16 @@ class ExperienceOptions:
     TypeError: action_prior was removed with the action prior, which hurt where it was measured ...
     """
 
-    k: int = attrs.field(default=4, validator=_k)
-    retrieve_every: int = attrs.field(default=8, validator=_retrieve_every)
+    k: int = attrs.field(default=4, converter=to_int, validator=_k)
+    retrieve_every: int = attrs.field(default=8, converter=to_int, validator=_retrieve_every)
     key_encoder: KeyEncoder | type[KeyEncoder] | None = None
-    task_id: TaskIdSource = attrs.field(default=0, validator=_task_id)
+    task_id: TaskIdSource = attrs.field(default=0, converter=to_int, validator=_task_id)
     query_mode: str = attrs.field(default="utility", validator=_query_mode)
     filter_by_task: bool = attrs.field(default=True, validator=is_bool)
     learn: bool | None = attrs.field(default=None, validator=_optional_bool)
     manager: ExperienceSource | None = None
     manager_kwargs: dict[str, Any] | None = None
-    seed: int | None = attrs.field(default=None, validator=_seed)
+    seed: int | None = attrs.field(default=None, converter=to_int, validator=_seed)
     paired: bool = attrs.field(default=False, validator=is_bool)
 
     @classmethod

@@ -131,7 +131,8 @@ def check_action_values(actions: np.ndarray, action_space: spaces.Space, where: 
 
 def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
                            action_space: spaces.Space, index: int = 0) -> Demonstration:
-    """Check lengths, observations and actions against the spaces; returns a trimmed copy.
+    """Check lengths, observations and actions against the spaces; returns a trimmed copy (``Discrete``
+    actions given as ``(T, 1)`` come back as ``(T,)``, the shape the env takes them in).
 
     For a Dict observation space, keys the space does not have are dropped (a scripted
     policy may have read extra keys while recording); a key the space has and the
@@ -178,7 +179,10 @@ def validate_demonstration(demo: Demonstration, observation_space: spaces.Space,
     bad = first_row_outside(obs, observation_space, n)
     if bad is not None:
         raise ValueError(f"{where}: observation {bad} is not in the observation space {observation_space}")
-    return Demonstration(observations=obs, actions=np.asarray(demo.actions), rewards=demo.rewards,
+    actions = np.asarray(demo.actions)
+    if isinstance(action_space, spaces.Discrete):  # (T, 1) as SB3's buffers hold them: one value per step, as the
+        actions = actions.reshape(n)  # env takes them (the replay then holds the agent's own actions alike)
+    return Demonstration(observations=obs, actions=actions, rewards=demo.rewards,
                          success=demo.success, task_id=demo.task_id)
 
 

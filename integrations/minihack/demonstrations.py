@@ -43,7 +43,7 @@ def scripted_demonstrations(env_id: str, n_episodes: int, seed: int = 0,
     >>> len(demos), sorted(demos[0].observations), all(d.success for d in demos)
     (2, ['blstats', 'glyphs_crop', 'inv_glyphs', 'last_action'], True)
     """
-    check_int("n_episodes", n_episodes, minimum=1)
+    n_episodes = check_int("n_episodes", n_episodes, minimum=1)
     keys = check_observation_keys(observation_keys, None)  # a str, no keys or unknown ones: named (then by the env)
     record_keys = keys + tuple(k for k in NAVIGATOR_KEYS if k not in keys)
     env = make_minihack_env(env_id, observation_keys=record_keys, seed=seed, **env_kwargs)

@@ -191,15 +191,13 @@ class GlyphCNNExtractor(BaseFeaturesExtractor):
             raise ValueError(
                 f"GlyphCNNExtractor needs a Dict observation space, got {observation_space!r}"
             )
-        for name, value in (
-            ("features_dim", features_dim),
-            ("embed_dim", embed_dim),
-            ("blstats_hidden", blstats_hidden),
-        ):
-            check_int(name, value, minimum=1)
+        features_dim = check_int("features_dim", features_dim, minimum=1)
+        embed_dim = check_int("embed_dim", embed_dim, minimum=1)
+        blstats_hidden = check_int("blstats_hidden", blstats_hidden, minimum=1)
         channels = tuple(conv_channels)
-        if not channels or not all(integral(c) and c > 0 for c in channels):
+        if not channels or not all(integral(c, numpy=True) and c > 0 for c in channels):
             raise ValueError(f"conv_channels must be positive ints, got {conv_channels!r}")
+        channels = tuple(int(c) for c in channels)
         super().__init__(observation_space, features_dim)
         sub = observation_space.spaces
         if grid_keys is None:

@@ -116,7 +116,7 @@ class MiniHackKeyEncoder(KeyEncoder):
             raise ValueError(
                 f"MiniHackKeyEncoder needs a Dict observation space, got {observation_space!r}"
             )
-        check_int("key_dim", key_dim, minimum=1)
+        key_dim = check_int("key_dim", key_dim, minimum=1)
         check_int("seed", seed, minimum=0, numpy=True)
         self.observation_space = observation_space
         self.key_dim = key_dim

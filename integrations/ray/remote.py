@@ -90,7 +90,7 @@ class RemoteManager:
                  baseline_ttl: float = 1.0, submit_batch: int = 16, submit_delay: float = 0.5,
                  follow_schedule: bool = False, local_reads: bool = True,
                  replica_ttl: float | None = 10.0) -> None:
-        check_int("submit_batch", submit_batch, minimum=1)
+        submit_batch = check_int("submit_batch", submit_batch, minimum=1)
         if not (np.isfinite(submit_delay) and submit_delay >= 0):
             raise ValueError(f"submit_delay must be a finite number >= 0, got {submit_delay!r}")
         if not isinstance(local_reads, bool):

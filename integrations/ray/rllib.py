@@ -170,9 +170,9 @@ def experience_callback(service: ExperienceService, *, total_steps: int,
     require_rllib()
     from ray.rllib.callbacks.callbacks import RLlibCallback
 
-    check_int("total_steps", total_steps, minimum=1)
+    total_steps = check_int("total_steps", total_steps, minimum=1)
     check_fraction_schedule("guided_ratio", guided_ratio)
-    check_int("merge_every", merge_every, minimum=0)
+    merge_every = check_int("merge_every", merge_every, minimum=0)
 
     class ExperienceCallback(RLlibCallback):
         """Schedules, merges, service figures and the subgroup advantage piece."""

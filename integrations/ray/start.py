@@ -126,7 +126,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
         TimeoutError: it did not answer within the start's time; it is killed.
     """
     requested = resolve_config(config, bank_overrides)
-    check_int("max_restarts", max_restarts, minimum=-1, hint=" (-1: forever)")
+    max_restarts = check_int("max_restarts", max_restarts, minimum=-1, hint=" (-1: forever)")
     if not (math.isfinite(num_cpus) and num_cpus >= 0):
         raise ValueError(f"num_cpus must be a finite number >= 0, got {num_cpus!r}")
     _check_arguments(key_dim, value_dim, context_dim, torch_threads, switch_interval, restore, timeout,

@@ -98,9 +98,9 @@ class CRLCallback(BaseCallback):
     def __init__(self, guided_ratio: tuple[float, float] | float = (0.5, 0.8), merge_every: int = 5,
                  subgroup_advantages: bool = True, flush_at_end: bool = True,
                  self_imitation: bool | Mapping[str, Any] = True, verbose: int = 0) -> None:
-        check_int("verbose", verbose, minimum=0, type_error=TypeError)
+        verbose = check_int("verbose", verbose, minimum=0, type_error=TypeError)
         super().__init__(verbose)
-        check_int("merge_every", merge_every, minimum=0)
+        merge_every = check_int("merge_every", merge_every, minimum=0)
         check_bool("subgroup_advantages", subgroup_advantages)
         check_bool("flush_at_end", flush_at_end)
         if not isinstance(self_imitation, (bool, Mapping)):

@@ -152,14 +152,16 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             raise TypeError(f"imitate must be a bool or EntryImitationCallback's arguments, got {imitate!r}")
         demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
         check_run_arguments(algorithm_kwargs, tensorboard_log, (*OWN_ARGUMENTS, "verbose"))
-        check_int("verbose", verbose, minimum=0, maximum=2)
+        verbose = check_int("verbose", verbose, minimum=0, maximum=2)
         self.instances = check_instances(list(instances) if isinstance(instances, range) else instances)
         if len(set(self.instances)) < len(self.instances):  # (taken: a weight; evaluate refuses them)
             warnings.warn(f"instances holds {len(self.instances) - len(set(self.instances))} repeats: a repeated "
                           "instance is trained on as often as it appears", UserWarning, stacklevel=2)
         self.trials = check_int("trials", trials, minimum=1)
-        _check_groups(experience, check_int("group_size", group_size, minimum=1),
-                      check_int("free_members", free_members, minimum=0), self.trials, demonstrations)
+        n_envs = check_int("n_envs", n_envs, minimum=1)
+        group_size = check_int("group_size", group_size, minimum=1)
+        free_members = check_int("free_members", free_members, minimum=0)
+        _check_groups(experience, group_size, free_members, self.trials, demonstrations)
         self.seed = check_seed(seed)
         self.experience = experience
         self.env_id = env

@@ -270,8 +270,9 @@ class SelfImitationCallback(BaseCallback):
         for v in np.atleast_1d(np.asarray(coef, dtype=float)):
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"coef must be finite and >= 0, got {coef!r}")
-        for name, v in (("n_batches", n_batches), ("batch_size", batch_size), ("pretrain_steps", pretrain_steps)):
-            check_int(name, v, minimum=1 if name == "batch_size" else 0)
+        n_batches = check_int("n_batches", n_batches, minimum=0)
+        batch_size = check_int("batch_size", batch_size, minimum=1)
+        pretrain_steps = check_int("pretrain_steps", pretrain_steps, minimum=0)
         self.replay = replay
         self.coef = coef
         self.weight: Weight = weight

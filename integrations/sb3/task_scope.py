@@ -151,7 +151,7 @@ class TaskScopeRL:
         if not (isinstance(env, str) or callable(env)):
             raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
         check_bool("experience", experience)
-        check_int("n_envs", n_envs, minimum=1)
+        n_envs = check_int("n_envs", n_envs, minimum=1)
         if bank is not None and not experience:
             raise ValueError("a bank was given with experience=False: the run would never use it")
         if bank is not None and not isinstance(bank, ExperienceBank):
