@@ -384,3 +384,50 @@ def test_observations_sb3_cannot_preprocess_are_refused_at_the_wrapper(space, ma
 
     with pytest.raises(ValueError, match=match):
         ExperienceWrapper(Env(), ExperienceBank())
+
+
+class Pattern(gym.Env):
+    """Three steps, a reward of 1 each; success (reported on successes only) for the actions 1, 0, 1 while the
+    class allows it (in training: a random policy finds it; in the evaluations below: never)."""
+
+    observation_space = spaces.Box(0, 1, (3,), np.float32)
+    action_space = spaces.Discrete(2)
+    allowed = True
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.acts: list[int] = []
+        return np.eye(3, dtype=np.float32)[0], {}
+
+    def step(self, action):
+        self.acts.append(int(action))
+        done = len(self.acts) == 3
+        won = done and self.acts == [1, 0, 1] and type(self).allowed
+        return np.eye(3, dtype=np.float32)[min(len(self.acts), 2)], 1.0, done, False, ({"is_success": True} if won
+                                                                                       else {})
+
+
+@pytest.mark.parametrize("experience", [True, False])
+def test_an_evaluation_reads_an_episode_without_the_success_key_as_a_failure_once_training_saw_one(
+        tmp_path, experience) -> None:
+    """An env that reports success on successes only: its evaluated episodes that end without the key are failures
+    (success 0, outcome 0), not unknown (success NaN, outcome the return, 3 here: a condition that never succeeds
+    would outscore one that does), as training read them; and so in a loaded run, which has seen no episode yet."""
+    from integrations.sb3 import ComplementaryRL
+
+    Pattern.allowed = True
+    run = ComplementaryRL(Pattern, n_envs=1, seed=0, experience=experience, self_imitation=False,
+                          algorithm_kwargs={"n_steps": 64, "batch_size": 64})
+    run.learn(192)
+    assert any(run.model.ep_success_buffer)
+    run.save(tmp_path / "r")
+    back = ComplementaryRL.load(tmp_path / "r", env=Pattern)
+    try:
+        Pattern.allowed = False
+        for r in (run, back):
+            for res in r.evaluate(4, seed=0).values():
+                assert (res["success"], res["outcome"], res["return"]) == (0.0, 0.0, 3.0)
+    finally:
+        Pattern.allowed = True
+        run.close()
+        back.close()

@@ -424,3 +424,39 @@ def test_an_instance_given_twice_to_an_evaluation_is_refused() -> None:
             run.evaluate([40, 41, 40], repeats=1)
     finally:
         run.close()
+
+
+class Closing(Line):
+    """A :class:`Line` that reports success on successes only, with a success radius set for the whole class: wide
+    in training (every trial succeeds), nil in evaluation (none can; the shaping sums above 0 every time)."""
+
+    tol_now = 2.0
+
+    def __init__(self) -> None:
+        super().__init__(report="only", shaping=True, max_steps=4)
+
+    def reset(self, *, seed=None, options=None):
+        self.tol = type(self).tol_now
+        return super().reset(seed=seed, options=options)
+
+
+def test_a_loaded_run_reads_a_trial_without_the_success_key_as_a_failure_as_its_training_did(tmp_path) -> None:
+    """Whether the env reports success is saved with the run: a loaded run's trials that end without the key are
+    failures (they were read as successes where their shaped rewards summed above 0), as before the save."""
+    Closing.tol_now = 2.0
+    run = ComplementaryRL(Closing, scope="run", instances=range(4), trials=2, n_envs=4, group_size=4, seed=0,
+                          self_imitation=False, imitate=False, algorithm_kwargs={"n_steps": 16, "batch_size": 64})
+    run.learn(64)
+    assert run.memory.success_reports.seen
+    run.save(tmp_path / "r")
+    back = ComplementaryRL.load(tmp_path / "r", env=Closing)
+    try:
+        Closing.tol_now = 0.0  # no trial can succeed now
+        for r in (run, back):
+            res = r.evaluate([10, 11], repeats=1)
+            assert res["with_experience"]["success_by_trial"] == [0.0, 0.0]
+            assert res["without_experience"]["success_by_trial"] == [0.0, 0.0]
+    finally:
+        Closing.tol_now = 2.0
+        run.close()
+        back.close()

@@ -29,6 +29,7 @@ from experience_wrappers.wrappers.instances import ReplayInstances
 
 from .discovery import find_experience
 from .rollin_env import GuidedRollInVecEnv
+from .success_record import known_reports
 
 __all__ = ["evaluate_with_and_without_experience", "run_episodes", "no_learning", "evaluate_frozen"]
 
@@ -192,7 +193,7 @@ def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10
 
 
 def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True,
-                 seed: int | None = None) -> dict[str, float]:
+                 seed: int | None = None, reports: SuccessReports | None = None) -> dict[str, float]:
     """Run ``n_episodes`` (spread evenly over the envs, as SB3's ``evaluate_policy`` does).
 
     Returns mean return, mean length, success rate (NaN if the env reports no success)
@@ -206,17 +207,29 @@ def run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinist
     (an int >= 0): the envs' first resets are seeded ``seed + i`` (SB3's ``VecEnv.seed``; an
     ``ExperienceWrapper`` seeds its retrieval draws with it) and the policy's sampling too,
     in a torch RNG of its own (the global one is left as it was): the same weights, bank
-    and seed give the same figures. None: as the envs and torch are.
+    and seed give the same figures. None: as the envs and torch are. ``reports``: what is known of
+    how the env reports success (an env whose training episodes reported it: its wrappers'
+    :attr:`ExperienceInjector.reports <experience_wrappers.wrappers.injector.ExperienceInjector>`),
+    so that an evaluation whose episodes all end without the key counts them as failures
+    rather than as unknown (default: :func:`~integrations.sb3.success_record.known_reports` of the model
+    and ``env``).
     """
+    reports = known_reports(model, env) if reports is None else reports
+    return _summarize(_collect(model, env, n_episodes, deterministic, seed, reports), reports)
+
+
+def _collect(model: BaseAlgorithm, env: VecEnv, n_episodes: object, deterministic: object, seed: object,
+             reports: SuccessReports) -> Episodes:
+    """The checked arguments' episodes (:func:`run_episodes`), seeded where ``seed`` is given."""
     n_episodes, seed = check_episodes(n_episodes, seed)
     deterministic = check_deterministic(deterministic)
     check_spaces(model, env)
     if seed is None:
-        return _run_episodes(model, env, n_episodes, deterministic)
+        return _run_episodes(model, env, n_episodes, deterministic, reports)
     env.seed(seed)
     with th.random.fork_rng(devices=[]):
         th.manual_seed(seed)
-        return _run_episodes(model, env, n_episodes, deterministic)
+        return _run_episodes(model, env, n_episodes, deterministic, reports)
 
 
 def check_episodes(n_episodes: object, seed: object = None) -> tuple[int, int | None]:
@@ -226,10 +239,37 @@ def check_episodes(n_episodes: object, seed: object = None) -> tuple[int, int | 
             None if seed is None else check_int("seed", seed, minimum=0, numpy=True, type_error=TypeError))
 
 
-def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool) -> dict[str, float]:
+#: an evaluation's episodes: their returns, lengths and successes (None: unknown when it ended)
+Episodes = tuple[list[float], list[int], list["bool | None"]]
+
+
+def _summarize(episodes: Episodes, reports: SuccessReports) -> dict[str, float]:
+    """:func:`run_episodes`' figures of ``episodes``: once ``reports`` has seen a success reported (in these
+    episodes, in others evaluated beside them, or in training), an episode that ended without the key is a
+    failure; else its success is unknown (the success rate NaN where none is known, the outcome its return).
+
+    >>> reports = SuccessReports()
+    >>> _summarize(([3.0], [3], [None]), reports)["success"], _summarize(([3.0], [3], [None]), reports)["outcome"]
+    (nan, 3.0)
+    >>> _ = reports({"is_success": True})
+    >>> _summarize(([3.0], [3], [None]), reports)["success"], _summarize(([3.0], [3], [None]), reports)["outcome"]
+    (0.0, 0.0)
+    """
+    returns, lengths, successes = episodes
+    if reports.seen:  # episodes that ended without a key before the first that had one: failures too
+        successes = [bool(s) for s in successes]
+    outcomes = [outcome_of(s, r) for s, r in zip(successes, returns, strict=True)]
+    known = [float(s) for s in successes if s is not None]
+    return {"return": float(np.mean(returns)), "length": float(np.mean(lengths)),
+            "success": float(np.mean(known)) if known else float("nan"),
+            "outcome": float(np.mean(outcomes)), "episodes": float(len(returns))}
+
+
+def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool,
+                  reports: SuccessReports) -> Episodes:
     masked = _masked(model, env)
     normalize = unwrap_vec_wrapper(env, VecNormalize)
-    reports, said_long = SuccessReports(), False
+    said_long = False
     state = None
     n = env.num_envs
     targets = np.array([(n_episodes + i) // n for i in range(n)], dtype=int)
@@ -262,13 +302,7 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
                 successes.append(reports(infos[i]))
                 counts[i] += 1
             cur_ret[i], cur_len[i] = 0.0, 0
-    if reports.seen:  # episodes that ended without a key before the first that had one: failures too
-        successes = [bool(s) for s in successes]
-    outcomes = [outcome_of(s, r) for s, r in zip(successes, returns, strict=True)]
-    known = [float(s) for s in successes if s is not None]
-    return {"return": float(np.mean(returns)), "length": float(np.mean(lengths)),
-            "success": float(np.mean(known)) if known else float("nan"),
-            "outcome": float(np.mean(outcomes)), "episodes": float(len(returns))}
+    return returns, lengths, successes
 
 
 def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | None = None, n_episodes: int = 20,
@@ -302,11 +336,17 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
         warnings.warn("the env's bank is empty, and it is not the training env's: with_experience shows nothing and "
                       "measures what without_experience does (an eval env built on a new ExperienceBank instead of "
                       "the training one?)", UserWarning, stacklevel=2)
+    # one reading of success for both conditions, which knows what training saw: an env whose episodes reported
+    # success has the ones that end without the key fail, in either condition (not "unknown", whose outcome is the
+    # return: a condition that never succeeds would then outscore one that does)
+    reports = known_reports(model, env)
+    episodes: dict[str, Episodes] = {}
     out: dict[str, Any] = {}
     try:
         for name, guided in (("with_experience", True), ("without_experience", False)):
             with no_learning(env, guided):
-                out[name] = run_episodes(model, env, n_episodes, deterministic, seed)
+                episodes[name] = _collect(model, env, n_episodes, deterministic, seed, reports)
+        out = {name: _summarize(eps, reports) for name, eps in episodes.items()}
     finally:
         # start fresh episodes under the training settings (the evaluation episodes in flight
         # are dropped, never handed to the manager) and keep the model's view of the env current

@@ -1,10 +1,10 @@
 """``ComplementaryRL(env, scope="run", instances=...)``: the trials method in the one object.
 
-Run scope is the shape of the method where the observation lacks what changes from one
-instance to the next (a hidden goal, an unseen map): an env replays one instance (its reset
-seed) for ``trials`` trials, a *run*; a guided trial is shown the entries of its own run's
-earlier trials nearest to its state (or of a demonstration placed in the run first), and the
-run's entries retire when it ends. What it reads and how it learns to read it are
+Run scope is the shape of the method where the observation lacks what changes from one instance to the
+next (a hidden goal, an unseen map): an env replays one instance (its reset seed) for ``trials`` trials, a
+*run*; a guided trial is shown the entries of its own run's earlier trials nearest to its state (or of a
+demonstration placed in the run first), and the run's entries retire when it ends. What it reads and how
+it learns to read it are
 :class:`~experience_wrappers.trials.TrialMemory`, :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`,
 :class:`~integrations.sb3.trials_features.TrialsFeaturesExtractor`, self-imitation and
 :class:`~integrations.sb3.trials_imitation.EntryImitationCallback` (assembled by
@@ -67,6 +67,7 @@ from .run_persistence import (
     save_run,
 )
 from .self_imitation import SelfImitationCallback
+from .success_record import SUCCESS_REPORTED, restore_success, success_record
 from .trials_evaluation import evaluate_trials, frozen_predict
 from .trials_logging import TrialsLogCallback
 from .trials_method import build_trials_method
@@ -100,18 +101,16 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         experience: False: the baseline: the same network and PPO with nothing shown, no
             self-imitation, no entry imitation, no novelty bonus.
         self_imitation, imitate, novelty_bonus, novelty_until_success, demo_ratio: as
-            :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives
-            what each was measured to earn); its defaults. ``imitate`` may be the imitation
-            callback's arguments: for continuous states, which never repeat exactly, copy the
-            nearest shown success at any distance (``{"max_distance": None}``; on Meta-World
-            reach with 16 batches per update, ``{"max_distance": None, "n_batches": 16}``, one
-            demonstration was followed at 0.61 from the first trial against 0.32 without the
-            loss: docs/benchmarks.md, one seed).
-        memory_kwargs: :class:`~experience_wrappers.trials.TrialMemory`'s (``horizon``: a trial's
-            step cap, default the env's own (:func:`step_cap`: ``spec.max_episode_steps``, a ``TimeLimit``,
-            ``max_steps``); one shorter than the env's, or on an env without one, truncates every trial
-            there, in training and in :meth:`evaluate`; ``k``, ``exp_dim``,
-            ``write_failures``, ``trial_index``, ``dense_rewards``, ...).
+            :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives what each was
+            measured to earn); its defaults. ``imitate`` may be the imitation callback's arguments: for
+            continuous states, which never repeat exactly, copy the nearest shown success at any distance
+            (``{"max_distance": None}``; on Meta-World reach with 16 batches per update,
+            ``{"max_distance": None, "n_batches": 16}``, one demonstration was followed at 0.61 from the first
+            trial against 0.32 without the loss: docs/benchmarks.md, one seed).
+        memory_kwargs: :class:`~experience_wrappers.trials.TrialMemory`'s (``horizon``: a trial's step cap,
+            default the env's own (:func:`step_cap`: ``spec.max_episode_steps``, a ``TimeLimit``, ``max_steps``);
+            one shorter than the env's, or on an env without one, truncates every trial there, in training and
+            in :meth:`evaluate`; ``k``, ``exp_dim``, ``write_failures``, ``trial_index``, ``dense_rewards``, ...).
         algorithm_kwargs: PPO's (over :data:`~integrations.sb3.trials_method.TRIALS_PPO_KWARGS`).
         policy_kwargs: the policy's (``net_arch``, ``activation_fn``, ``log_std_init``); the
             features extractor is always the entry reader.
@@ -343,17 +342,18 @@ class RunScopeRL(ComplementaryRL, scope="run"):
 
     # ------------------------------------------------------------------ persistence
     def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
-        """Write the run: ``model.zip``, ``experience/`` (the memory's extractor), ``replay.npz``
-        (self-imitation's), ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and
-        ``method.json``; whole and atomic, stale saves, another run's save (without ``overwrite``) and
-        foreign folders refused, as :meth:`ComplementaryRL.save <integrations.sb3.ComplementaryRL.save>`. A closed
-        run still saves (its model and memory live in this process). ``method.json`` records the env's class, the
-        trials' cap and a digest of its first training instance's start (:func:`~.run_env.env_facts`), which a load
-        compares: a run loaded onto another env is refused (warned of, where only the start differs)."""
+        """Write the run: ``model.zip``, ``experience/`` (the memory's extractor), ``replay.npz`` (self-imitation's),
+        ``vecnormalize.pkl`` (with ``vec_normalize``), ``meta.json`` and ``method.json``; whole and atomic, stale
+        saves, another run's save (without ``overwrite``) and foreign folders refused, as :meth:`ComplementaryRL.save
+        <integrations.sb3.ComplementaryRL.save>`. A closed run still saves (its model and memory live in this
+        process). ``method.json`` records whether the env reported success and the env's class, the trials' cap and a
+        digest of its first training instance's start (:func:`~.run_env.env_facts`), which a load compares: a run
+        loaded onto another env is refused (warned of, where only the start differs)."""
         settings = settings_to_json(self._settings)
 
         def files(save_id: str) -> dict[str, bytes]:
-            return {METHOD_FILE: json.dumps({**settings, ENV_FACTS: self.env_facts, "save_id": save_id},
+            record = success_record(self.memory.success_reports.seen)
+            return {METHOD_FILE: json.dumps({**settings, ENV_FACTS: self.env_facts, **record, "save_id": save_id},
                                             indent=1).encode()}
 
         return save_run(Path(folder), self.model, self.memory if self.experience else None, self.replay, files=files,
@@ -377,7 +377,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         saved = _read_settings(folder)
         if algorithm not in (None, "PPO", PPO):
             raise ValueError(f"a run-scope run trains PPO; got algorithm={algorithm!r}")
-        method_save_id = saved.pop("save_id", None)
+        method_save_id, record = saved.pop("save_id", None), {SUCCESS_REPORTED: saved.pop(SUCCESS_REPORTED, False)}
         saved_env = saved.pop(ENV_FACTS, None)  # None: a save made before they were recorded
         if isinstance(saved.get("memory_kwargs"), dict):  # a save written before run_best=True was saved as "taken"
             saved["memory_kwargs"] = checked_memory_kwargs(saved["memory_kwargs"])
@@ -407,6 +407,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             run.model, replay = load_run(folder, run.env, PPO, lineage=run._lineage,
                                          restore=run.memory.load if run.experience else None, **load_kwargs)
             check_same_save(folder, method_save_id, run._lineage)
+            restore_success(record, [run.memory.success_reports])  # (its trials read a missing key as a failure)
         except BaseException:
             run.close()
             raise

@@ -1,16 +1,15 @@
 """The task scope of :class:`~integrations.sb3.ComplementaryRL`: the measured method in one object.
 
-It owns what a run of the method needs, in the order the measurements used it: the bank,
-the experience-wrapped vector env (the observation channel), the successful-state replay
-beside the bank, :class:`~integrations.sb3.CRLCallback` with self-imitation, optional
-demonstrations (distilled into the bank and pinned in the replay) and optional guided
-roll-in, and the SB3 on-policy model. It builds on SB3 without forking it: ``run.model``
-is a plain SB3 model, ``run.env`` a plain VecEnv (the README's first example shows it in use).
+It owns what a run of the method needs, in the order the measurements used it: the bank, the
+experience-wrapped vector env (the observation channel), the successful-state replay beside the bank,
+:class:`~integrations.sb3.CRLCallback` with self-imitation, optional demonstrations (distilled into the
+bank and pinned in the replay) and optional guided roll-in, and the SB3 on-policy model. It builds on SB3
+without forking it: ``run.model`` is a plain SB3 model, ``run.env`` a plain VecEnv (the README shows it).
 
 Its defaults are the ones the benchmarks measured as the method (``crl-sil-obs`` in
-``benchmarks/suites/arms.py``; what each part earned is in ``docs/what_to_use.md``). The two-line
-form, ``ExperienceWrapper(env, bank)`` and ``model.learn(callback=CRLCallback())``, runs
-the same callback with the same self-imitation defaults.
+``benchmarks/suites/arms.py``; what each part earned is in ``docs/what_to_use.md``). The two-line form,
+``ExperienceWrapper(env, bank)`` and ``model.learn(callback=CRLCallback())``, runs the same callback with
+the same self-imitation defaults.
 """
 
 from __future__ import annotations
@@ -76,6 +75,7 @@ from .run_persistence import (
     save_run,
 )
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
+from .success_record import SUCCESS_REPORTED, known_reports, restore_success, success_record
 
 __all__ = ["TaskScopeRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE", "read_method_file"]
 
@@ -106,27 +106,24 @@ class TaskScopeRL:
         self_imitation: True (default): :data:`SELF_IMITATION_DEFAULTS` (off, said once in the
             log, on an env that reports no success); False: off; a mapping:
             :class:`SelfImitationCallback` arguments over those defaults.
-        rollin: False (default); True: :data:`ROLLIN_DEFAULTS`; a mapping over them:
-            ``guide_type`` ("bank": the bank's nearest demonstration entry acts; "replay": each
-            demonstration's actions replayed on its own instance), ``guide``, ``curriculum``,
-            ``on_demonstrated``, ``instance_seeds`` (the demonstrations' reset seeds, for a
-            sequence of demonstrations with ``on_demonstrated``) and the other
-            :class:`GuidedRollInVecEnv` arguments. Needs demonstrations.
+        rollin: False (default); True: :data:`ROLLIN_DEFAULTS`; a mapping over them: ``guide_type``
+            ("bank": the bank's nearest demonstration entry acts; "replay": each demonstration's actions
+            replayed on its own instance), ``guide``, ``curriculum``, ``on_demonstrated``, ``instance_seeds``
+            (the demonstrations' reset seeds, for a sequence of demonstrations with ``on_demonstrated``) and
+            the other :class:`GuidedRollInVecEnv` arguments. Needs demonstrations.
         group_size: envs form groups of this size that replay one instance per episode index,
             guided members credited against the free ones of their instance (paired credit).
         bank: the bank to use, one no other manager serves (default: a new
             ``ExperienceBank(seed=seed, **bank_kwargs)``).
-        bank_kwargs, wrapper_kwargs, manager_kwargs, callback_kwargs, ingest_kwargs: extra
-            arguments of :class:`~experience_wrappers.ExperienceBank`,
-            :class:`~experience_wrappers.ExperienceWrapper`,
+        bank_kwargs, wrapper_kwargs, manager_kwargs, callback_kwargs, ingest_kwargs: extra arguments of
+            :class:`~experience_wrappers.ExperienceBank`, :class:`~experience_wrappers.ExperienceWrapper`,
             :class:`~experience_wrappers.ManagerConfig`, :class:`CRLCallback` and
             :func:`~integrations.demos.ingest_demonstrations`.
         policy_kwargs, algorithm_kwargs: the model's (``algorithm_kwargs``: PPO's
             hyperparameters; SB3's defaults where not given).
         tensorboard_log: SB3's TensorBoard folder.
-        add_demonstrations: False: the demonstrations serve roll-in only; they are not distilled
-            into the bank nor pinned in the replay (what :meth:`load` does: the saved bank and
-            replay hold them already).
+        add_demonstrations: False: the demonstrations serve roll-in only; they are not distilled into the bank
+            nor pinned in the replay (what :meth:`load` does: the saved bank and replay hold them already).
         scope: ``"task"`` (this class: entries keyed by task, kept across episodes) or ``"run"``
             (trials of one instance read only their own run: ``ComplementaryRL(env, scope="run",
             instances=...)`` builds :class:`~integrations.sb3.run_scope.RunScopeRL`, whose
@@ -165,7 +162,7 @@ class TaskScopeRL:
         self.seed = check_seed(seed)
         check_run_arguments(algorithm_kwargs, tensorboard_log)
         self.experience = experience
-        self._closed = False
+        self._closed, self._reported = False, False  # (_reported: a loaded run's env reported success in training)
         self.self_imitation = options(self_imitation, SELF_IMITATION_DEFAULTS, "self_imitation")
         self.rollin = options(rollin, ROLLIN_DEFAULTS, "rollin")
         # refused now, not at the first learn(): each of these parts reads or fills a rollout buffer
@@ -328,11 +325,11 @@ class TaskScopeRL:
         return self
 
     def evaluate(self, n_episodes: int = 32, deterministic: bool = False, seed: int | None = None) -> dict[str, Any]:
-        """Success (or return) over ``n_episodes`` from true starts, every episode shown experience
-        and every one shown none (``experience=False``: without only). Nothing is learned.
-        ``seed``: the episodes' starts, the retrieval draws and the policy's sampling seeded, so
-        that the same run (or its save, loaded) gives the same figures
-        (:func:`~integrations.sb3.evaluation.run_episodes`); None: unseeded.
+        """Success (or return) over ``n_episodes`` from true starts, every episode shown experience and every one
+        shown none (``experience=False``: without only). Nothing is learned. ``seed``: the episodes' starts, the
+        retrieval draws and the policy's sampling seeded, so that the same run (or its save, loaded) gives the
+        same figures (:func:`~integrations.sb3.evaluation.run_episodes`); None: unseeded. An episode that ends
+        without a success key is a failure once the env reported success (in training too: saved with the run).
 
         Raises:
             ValueError: ``n_episodes`` is not an int >= 1, or ``seed`` a negative int.
@@ -345,7 +342,8 @@ class TaskScopeRL:
         try:
             if self.experience:
                 return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic, seed)
-            return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic, seed)}
+            return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic, seed,
+                                                       known_reports(self.model, self.env, self._reported))}
         finally:
             if self.rollin_env is not None:
                 self.rollin_env.enabled = True
@@ -354,22 +352,23 @@ class TaskScopeRL:
                 self.model._last_obs = None
 
     def save(self, folder: str | Path, *, overwrite: bool = False) -> Path:
-        """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``,
-        ``meta.json`` and ``method.json`` (its settings; :meth:`load` rebuilds from them).
+        """Write the run: ``model.zip``, ``experience/`` (bank, extractor, manager), ``replay.npz``, ``meta.json``
+        and ``method.json`` (its settings, and whether its env reported success; :meth:`load` rebuilds from them).
 
-        Whole and atomic, with experience or without (:func:`~integrations.sb3.run_persistence.save_run`):
-        a folder holding anything but a saved run is refused, and so is a stale save (the
-        folder holds a save this run neither loaded nor wrote: another run saved there since),
-        with :class:`~experience_wrappers.errors.RunFileError` naming both saves; a run never loaded
-        nor saved is refused a folder holding another run's save unless ``overwrite=True``. A setting that
-        ``method.json`` cannot hold so that it loads (a lambda schedule in ``algorithm_kwargs``)
-        is refused by name (``TypeError``) before anything is written."""
+        Whole and atomic, with experience or without (:func:`~integrations.sb3.run_persistence.save_run`): a
+        folder holding anything but a saved run is refused, and so is a stale save (the folder holds a save this
+        run neither loaded nor wrote: another run saved there since), with
+        :class:`~experience_wrappers.errors.RunFileError` naming both saves; a run never loaded nor saved is
+        refused a folder holding another run's save unless ``overwrite=True``. A setting that ``method.json``
+        cannot hold so that it loads (a lambda schedule in ``algorithm_kwargs``) is refused by name
+        (``TypeError``) before anything is written."""
         check_open(self._closed, "save")
         settings = settings_to_json(self._settings)  # refuses, by name, what cannot be saved
 
         def files(save_id: str) -> dict[str, bytes]:
             state = {} if self.rollin_env is None else {"rollin_state": self.rollin_env.curriculum.state_dict()}
-            return {METHOD_FILE: json.dumps({**settings, **state, "save_id": save_id}, indent=1).encode()}
+            record = success_record(known_reports(self.model, self.env, self._reported).seen)
+            return {METHOD_FILE: json.dumps({**settings, **state, **record, "save_id": save_id}, indent=1).encode()}
 
         replay = self.replay if self.replay is not None or self.manager is None else self.manager.replay
         return save_run(Path(folder), self.model, self.manager, replay, files=files,
@@ -395,7 +394,7 @@ class TaskScopeRL:
         if saved.get("scope", "task") != "task":  # ComplementaryRL.load gives it to its scope's class
             raise RunFileError(f"cannot load run from {str(folder)!r} with {cls.__name__}: a run of scope "
                                f"{saved['scope']!r}; use ComplementaryRL.load")
-        method_save_id = saved.pop("save_id", None)
+        method_save_id, record = saved.pop("save_id", None), {SUCCESS_REPORTED: saved.pop(SUCCESS_REPORTED, False)}
         rollin_state = saved.pop("rollin_state", None)  # where the roll-in curriculum stood (goes on from there)
         settings, load_kwargs = load_arguments(saved, overrides, inspect.signature(cls.__init__).parameters)
         # a run saved before ManagerConfig.extractor held every extractor setting: moved silently
@@ -428,6 +427,7 @@ class TaskScopeRL:
             check_same_save(folder, method_save_id, run._lineage)
             if rollin_state is not None and run.rollin_env is not None:
                 run.rollin_env.curriculum.load_state_dict(rollin_state)
+            run._reported = restore_success(record, [i.reports for i in find_experience(run.env)[1]] if run.experience else [])
         except BaseException:
             run.close()
             raise
