@@ -548,3 +548,37 @@ def test_numpy_ints_are_taken_where_ints_are_and_kept_as_python_ints(tmp_path) -
     for bad in (2.0, "2", np.bool_(True)):  # still refused by name
         with pytest.raises((TypeError, ValueError), match="k must be"):
             ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), k=bad)
+
+
+class BoxCNN(BaseFeaturesExtractor):
+    """An extractor as SB3's custom-policy guide writes one: for a Box (it reads ``observation_space.shape``)."""
+
+    def __init__(self, observation_space: gym.spaces.Box) -> None:
+        super().__init__(observation_space, 8)
+        self.net = th.nn.Linear(int(np.prod(observation_space.shape)), 8)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return self.net(th.flatten(observations.float(), 1))
+
+
+def test_a_base_extractor_written_for_a_box_is_told_it_gets_the_dict_of_the_envs_own_keys() -> None:
+    """The reader gives its base extractor a Dict of the env's own keys, as SB3's MultiInputPolicy gives its
+    extractor; one written for the env's Box failed inside its own code ("'NoneType' object is not subscriptable")."""
+    from integrations.sb3 import crl_policy_kwargs
+
+    with pytest.raises(TypeError, match=r"BoxCNN.*raised TypeError.*a Dict of the env's own keys \(\['observation'\]"):
+        ComplementaryRL(Grid, n_envs=1, seed=0, algorithm_kwargs=SMALL, policy_kwargs=crl_policy_kwargs(BoxCNN))
+    with pytest.raises(ValueError, match=r"needs sides of at least 36.*given a Dict of the env's own keys"):
+        ComplementaryRL(Grid, n_envs=1, seed=0, algorithm_kwargs=SMALL)
+    run = ComplementaryRL(Grid, n_envs=1, seed=0, algorithm_kwargs=SMALL, self_imitation=False,
+                          policy_kwargs=crl_policy_kwargs(FlatExtractor))  # the Dict form, as the message says
+    run.learn(16)
+    run.close()
+
+
+@pytest.mark.parametrize("scope", ["task", "run"])
+def test_a_factory_that_does_not_return_one_env_is_named(scope) -> None:
+    kw: dict[str, Any] = {"instances": [0, 1], "n_envs": 2, "group_size": 2} if scope == "run" else {"n_envs": 1}
+    for factory, what in ((lambda: None, "NoneType"), (lambda: gym.make_vec("CartPole-v1", 2), "VectorEnv")):
+        with pytest.raises(TypeError, match=rf"the env factory .* returned .*{what}, not a gymnasium.Env"):
+            ComplementaryRL(factory, scope=scope, **kw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from experience_wrappers import ExperienceBank, ExperienceWrapper, KeyEncoder
 from experience_wrappers.wrappers import paired_env_fns
 
-__all__ = ["Family", "family_of", "build_env"]
+__all__ = ["Family", "family_of", "build_env", "checked_factory", "made_env"]
 
 
 @attrs.frozen
@@ -46,14 +47,33 @@ class Family:
     make_env: Callable[[Any], gym.Env] | None = None  # takes the env ids (or factories) the family knows
 
 
-def _classic_vec(env_id: str, n_envs: int, seed: int, wrapper_class: Any = None,
+def made_env(factory: Callable[[], Any]) -> gym.Env:
+    """``factory()``, checked to be one gymnasium env (SB3 would say "not a Gymnasium environment ... OpenAI Gym").
+
+    Raises:
+        TypeError: it returned something else (None, a ``gymnasium.vector`` env, a VecEnv), named.
+    """
+    env = factory()
+    if not isinstance(env, gym.Env):
+        raise TypeError(f"the env factory {getattr(factory, '__name__', factory)!r} returned "
+                        f"{type(env).__module__}.{type(env).__name__}, not a gymnasium.Env: it must return one env "
+                        "per call (e.g. lambda: gym.make('CartPole-v1'); the library builds the vector env)")
+    return env
+
+
+def checked_factory(env_id: str | Callable[[], Any]) -> str | Callable[[], gym.Env]:
+    """An env id as it is; a factory as one whose envs are checked (:func:`made_env`) when made."""
+    return env_id if isinstance(env_id, str) else functools.partial(made_env, env_id)
+
+
+def _classic_vec(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, wrapper_class: Any = None,
                  wrapper_kwargs: dict | None = None) -> VecEnv:
-    return make_vec_env(env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv,
+    return make_vec_env(checked_factory(env_id), n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv,
                         wrapper_class=wrapper_class, wrapper_kwargs=wrapper_kwargs)
 
 
 def _classic_env(env_id: str | Callable[[], gym.Env]) -> gym.Env:
-    return Monitor(gym.make(env_id) if isinstance(env_id, str) else env_id())
+    return Monitor(gym.make(env_id) if isinstance(env_id, str) else made_env(env_id))
 
 
 def _minihack_family() -> Family:

@@ -46,7 +46,10 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
     The env's own observation (every key that is not an entry key) goes through a base
     extractor: ``base_extractor_class(sub_space, **base_extractor_kwargs)``, SB3's
     :class:`CombinedExtractor` by default (an MLP on vectors, a CNN on images); pass a domain
-    encoder (e.g. :class:`integrations.minihack.GlyphCNNExtractor`) instead. Each shown entry
+    encoder (e.g. :class:`integrations.minihack.GlyphCNNExtractor`) instead. ``sub_space`` is a
+    Dict of those keys, as SB3's ``MultiInputPolicy`` gives its extractor; an env whose own
+    observation is not a Dict shows it as the key ``"observation"`` (read
+    ``observation_space["observation"]``, and ``observations["observation"]`` in ``forward``). Each shown entry
     becomes a token: in task scope (:class:`~experience_wrappers.ExperienceWrapper`'s keys)
     ``[experience, utility]``; in run scope (a :class:`~experience_wrappers.trials.wrapper.RunScopeWrapper`'s)
     its row (offset to the query, distance, same-instance flag, action, return, steps to go,
@@ -83,7 +86,16 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
         if base_extractor_class is None:
             _refuse_small_images(sub)
-        base = (base_extractor_class or CombinedExtractor)(sub, **(base_extractor_kwargs or {}))
+        try:
+            base = (base_extractor_class or CombinedExtractor)(sub, **(base_extractor_kwargs or {}))
+        except (TypeError, AttributeError, IndexError, KeyError) as exc:  # (one written for a Box: shape is None)
+            if base_extractor_class is None:
+                raise
+            raise TypeError(f"base_extractor_class {base_extractor_class.__name__}(observation_space) raised "
+                            f"{type(exc).__name__}: {exc}. It is given a Dict of the env's own keys ({list(sub.spaces)}: "
+                            "an env whose observation is not a Dict shows it as 'observation'), as SB3's "
+                            "MultiInputPolicy gives its extractor: read observation_space['observation'] "
+                            "(observations['observation'] in forward)") from exc
         width = base.features_dim if base_width is None else int(base_width)
         super().__init__(observation_space, features_dim=width + (2 if max_pool else 1) * attn_dim + 1)
         self.base = base
@@ -131,7 +143,9 @@ def _refuse_small_images(space: gym.spaces.Dict) -> None:
                 raise ValueError(f"observation key {key!r} is an image of shape {sub.shape}: SB3's NatureCNN, which "
                                  f"reads images by default, needs sides of at least {NATURE_CNN_MIN_SIDE}; give a "
                                  "features extractor for small images as base_extractor_class (crl_policy_kwargs("
-                                 "MyCNN), or features_kwargs={'base_extractor_class': MyCNN} in run scope)")
+                                 "MyCNN), or features_kwargs={'base_extractor_class': MyCNN} in run scope); it is "
+                                 f"given a Dict of the env's own keys ({list(space.spaces)}), as SB3's "
+                                 "MultiInputPolicy gives its extractor")
 
 
 def crl_policy_kwargs(base_extractor_class: type[BaseFeaturesExtractor] | None = None,

@@ -44,6 +44,7 @@ from experience_wrappers.trials.checks import check_instances, demonstration_of,
 from experience_wrappers.trials.wrapper import DemoSource
 from experience_wrappers.validators import check_int, check_real, check_timesteps
 
+from .env_families import made_env
 from .guards import check_action_space
 from .method import ComplementaryRL
 from .method_settings import (
@@ -118,8 +119,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         vec_normalize: ``VecNormalize``'s arguments (None: not wrapped; ``norm_obs_keys`` by default the
             env's own keys and ``run_best``, as :func:`~integrations.sb3.trials_method.build_trials_method`);
             its statistics are saved with the run and frozen in :meth:`evaluate`.
-        verbose, tensorboard_log: SB3's. Success by trial goes to SB3's logger
-            (:class:`~integrations.sb3.trials_logging.TrialsLogCallback`, in :attr:`log_callback`).
+        verbose, tensorboard_log: SB3's. Success by trial goes to SB3's logger (:class:`~integrations.sb3.trials_logging.TrialsLogCallback`, in :attr:`log_callback`).
 
     Attributes:
         model, env, memory, callbacks, log_callback, seed, instances, trials, demonstration_source;
@@ -164,7 +164,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         self.seed = check_seed(seed)
         self.experience = experience
         self.env_id = env
-        self.make_env: Callable[[], gym.Env] = functools.partial(gym.make, env) if isinstance(env, str) else env
+        self.make_env: Callable[[], gym.Env] = functools.partial(gym.make, env) if isinstance(env, str) else functools.partial(made_env, env)
         self.demonstration_source = demonstrations
         mem_kwargs = dict(memory_kwargs or {})
         if not experience:
