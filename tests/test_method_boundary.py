@@ -582,3 +582,41 @@ def test_a_factory_that_does_not_return_one_env_is_named(scope) -> None:
     for factory, what in ((lambda: None, "NoneType"), (lambda: gym.make_vec("CartPole-v1", 2), "VectorEnv")):
         with pytest.raises(TypeError, match=rf"the env factory .* returned .*{what}, not a gymnasium.Env"):
             ComplementaryRL(factory, scope=scope, **kw)
+
+
+class Coin(gym.Env):
+    """Three steps; a success (reported on successes only) half the time while the class allows it."""
+
+    allowed = True
+    observation_space = gym.spaces.Box(0, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        won = self.t >= 3 and type(self).allowed and self.np_random.random() < 0.5
+        return np.full(2, self.t / 3, np.float32), float(won), self.t >= 3, False, ({"is_success": True} if won
+                                                                                    else {})
+
+
+def test_self_imitation_keeps_knowing_the_env_reports_success_across_learn_calls_and_a_load(tmp_path) -> None:
+    """Self-imitation turns itself off after 100 episodes with no success key (an env that reports none); an env
+    that reported success in an earlier learn() (or before a save) and then fails for 100 episodes is not that."""
+    Coin.allowed = True
+    run = ComplementaryRL(Coin, n_envs=2, seed=0, algorithm_kwargs={"n_steps": 64, "batch_size": 64})
+    run.learn(256)
+    run.save(tmp_path / "r")
+    back = ComplementaryRL.load(tmp_path / "r", env=Coin)
+    try:
+        Coin.allowed = False
+        for r in (run, back):
+            r.learn(384, reset_num_timesteps=False)  # 128 failed episodes
+            assert r.sil_callback is not None and r.sil_callback.active and r.sil_callback.reports.seen
+    finally:
+        Coin.allowed = True
+        run.close()
+        back.close()

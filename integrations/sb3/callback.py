@@ -175,6 +175,8 @@ class CRLCallback(BaseCallback):
             manager.replay = SuccessReplay()
         sil = SelfImitationCallback(manager.replay, **{"seed": getattr(self.model, "seed", None), **self.self_imitation})
         sil.init_callback(self.model)
+        # what the wrappers know (an earlier learn, a loaded run): a later learn's failures are not "no reports"
+        sil.reports.seen = any(inj.reports.seen for inj in self.injectors)
         return sil
 
     def update_child_locals(self, locals_: dict[str, Any]) -> None:

@@ -290,7 +290,9 @@ class SelfImitationCallback(BaseCallback):
         self.only_with_success = only_with_success
         #: False once ``only_with_success`` found an env that reports no success
         self.active = True
-        self._reports = SuccessReports()
+        #: how an episode's success is read (a missing key is a failure once the env reported success); a
+        #: ``CRLCallback`` starts it from its wrappers' readings at every ``learn``, a loaded run from its record
+        self.reports = SuccessReports()
         self._updated = False
         self.stats: dict[str, float] = {}
         #: seconds spent so far recording episodes (each step) and in the updates (each rollout's
@@ -334,9 +336,9 @@ class SelfImitationCallback(BaseCallback):
     def _finish(self, e: int, info: dict[str, Any]) -> None:
         obs, actions, rewards = self._recorder.take(e)
         # a run-scope trial's success is its wrapper's judgement (the env's report, without the novelty bonus's rewards)
-        success = bool(info["trial_success"]) if "trial_success" in info else self._reports(info)
+        success = bool(info["trial_success"]) if "trial_success" in info else self.reports(info)
         if success is None and self.only_with_success:  # kept only once the env has reported success
-            if self._reports.reports_none and self.active:
+            if self.reports.reports_none and self.active:
                 self.active = False
                 log.info("self-imitation is off: this env reported no success (info['is_success'] or info['success']) "
                          "in %d episodes, and on such envs it was measured to hurt (CartPole: docs/what_to_use.md); "

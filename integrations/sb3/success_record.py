@@ -21,7 +21,7 @@ from experience_wrappers.manager import SuccessReports
 
 from .discovery import find_experience
 
-__all__ = ["SUCCESS_REPORTED", "known_reports", "success_record", "restore_success"]
+__all__ = ["SUCCESS_REPORTED", "known_reports", "success_readers", "success_record", "restore_success"]
 
 #: ``method.json``'s key: the run's env has reported success (absent in saves made before it was recorded)
 SUCCESS_REPORTED = "success_reported"
@@ -32,14 +32,20 @@ def known_reports(model: BaseAlgorithm, env: VecEnv, *also: SuccessReports | boo
     reported success (SB3's ``ep_success_buffer`` holds ``info["is_success"]`` of the episodes that set it, and
     the experience wrappers of ``env`` read either key), or one of ``also`` (other readings, or a loaded run's
     record) has, an episode that ends without the key is a failure."""
-    try:
-        injectors = find_experience(env)[1]
-    except ValueError:  # no experience wrapper (a plain env: PPO's, or a run without experience)
-        injectors = []
     reports = SuccessReports()
-    reports.seen = (bool(getattr(model, "ep_success_buffer", None)) or any(inj.reports.seen for inj in injectors)
+    reports.seen = (bool(getattr(model, "ep_success_buffer", None)) or any(r.seen for r in success_readers(env))
                     or any(a.seen if isinstance(a, SuccessReports) else bool(a) for a in also))
     return reports
+
+
+def success_readers(env: VecEnv, *callbacks: Any) -> list[SuccessReports]:
+    """The readings of success of ``env``'s experience wrappers (none without any) and of ``callbacks`` that
+    have one (``reports``: :class:`~integrations.sb3.SelfImitationCallback`'s; None and others are skipped)."""
+    try:
+        readers = [inj.reports for inj in find_experience(env)[1]]
+    except ValueError:  # no experience wrapper
+        readers = []
+    return readers + [cb.reports for cb in callbacks if isinstance(getattr(cb, "reports", None), SuccessReports)]
 
 
 def success_record(reported: bool) -> dict[str, bool]:

@@ -35,6 +35,7 @@ from experience_wrappers.manager.config import move_deprecated
 from experience_wrappers.replay import SuccessReplay
 from experience_wrappers.validators import check_bool, check_int, check_timesteps
 
+from . import success_record as success
 from .callback import CRLCallback
 from .default_policy import default_policy
 from .discovery import find_experience
@@ -75,7 +76,6 @@ from .run_persistence import (
     save_run,
 )
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
-from .success_record import SUCCESS_REPORTED, known_reports, restore_success, success_record
 
 __all__ = ["TaskScopeRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE", "read_method_file"]
 
@@ -343,7 +343,7 @@ class TaskScopeRL:
             if self.experience:
                 return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic, seed)
             return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic, seed,
-                                                       known_reports(self.model, self.env, self._reported))}
+                                                       success.known_reports(self.model, self.env, self._reported))}
         finally:
             if self.rollin_env is not None:
                 self.rollin_env.enabled = True
@@ -367,7 +367,7 @@ class TaskScopeRL:
 
         def files(save_id: str) -> dict[str, bytes]:
             state = {} if self.rollin_env is None else {"rollin_state": self.rollin_env.curriculum.state_dict()}
-            record = success_record(known_reports(self.model, self.env, self._reported).seen)
+            record = success.success_record(success.known_reports(self.model, self.env, self._reported).seen)
             return {METHOD_FILE: json.dumps({**settings, **state, **record, "save_id": save_id}, indent=1).encode()}
 
         replay = self.replay if self.replay is not None or self.manager is None else self.manager.replay
@@ -394,7 +394,7 @@ class TaskScopeRL:
         if saved.get("scope", "task") != "task":  # ComplementaryRL.load gives it to its scope's class
             raise RunFileError(f"cannot load run from {str(folder)!r} with {cls.__name__}: a run of scope "
                                f"{saved['scope']!r}; use ComplementaryRL.load")
-        method_save_id, record = saved.pop("save_id", None), {SUCCESS_REPORTED: saved.pop(SUCCESS_REPORTED, False)}
+        method_save_id, record = saved.pop("save_id", None), {success.SUCCESS_REPORTED: saved.pop(success.SUCCESS_REPORTED, False)}
         rollin_state = saved.pop("rollin_state", None)  # where the roll-in curriculum stood (goes on from there)
         settings, load_kwargs = load_arguments(saved, overrides, inspect.signature(cls.__init__).parameters)
         # a run saved before ManagerConfig.extractor held every extractor setting: moved silently
@@ -427,7 +427,7 @@ class TaskScopeRL:
             check_same_save(folder, method_save_id, run._lineage)
             if rollin_state is not None and run.rollin_env is not None:
                 run.rollin_env.curriculum.load_state_dict(rollin_state)
-            run._reported = restore_success(record, [i.reports for i in find_experience(run.env)[1]] if run.experience else [])
+            run._reported = success.restore_success(record, success.success_readers(run.env, run.sil_callback))
         except BaseException:
             run.close()
             raise
