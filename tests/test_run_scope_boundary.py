@@ -460,3 +460,25 @@ def test_a_loaded_run_reads_a_trial_without_the_success_key_as_a_failure_as_its_
         Closing.tol_now = 2.0
         run.close()
         back.close()
+
+
+class Unseeded(Line):
+    """A :class:`Line` whose target ignores the reset seed and shows in the observation."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.target = self.pos = float(np.random.default_rng().uniform(-0.9, 0.9))
+        return np.array([self.pos], np.float32), {}
+
+
+def test_resets_of_one_instance_that_differ_are_said_in_the_log(caplog) -> None:
+    """A run's trials are one instance only where ``reset(seed)`` fixes it; two resets that differ are logged (a start
+    varied on purpose differs too, so it is not refused), and resets that agree are not."""
+    from integrations.sb3.run_env import env_facts
+
+    with caplog.at_level("INFO", logger="integrations.sb3.run_env"):
+        assert env_facts(Unseeded(), [0, 1], 5)["first_observation"] is None
+        assert "two reset(seed=0) gave different observations" in caplog.text
+        caplog.clear()
+        assert env_facts(Line(), [0, 1], 5)["first_observation"] is not None
+        assert "different observations" not in caplog.text

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import inspect
+import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -78,6 +79,11 @@ def env_facts(env: gym.Env, instances: Sequence[int], horizon: int) -> dict[str,
     for instance in sorted({min(instances), max(instances)} - {instances[0]}):
         _reset(env, instance)
     cls = type(env.unwrapped)
+    if first[0] != first[1]:
+        logging.getLogger(__name__).info(
+            "%s: two reset(seed=%d) gave different observations. A run's trials are one instance only where the reset "
+            "seed fixes what they share (a hidden goal, a map); a start that varies on purpose (random moves) is fine, "
+            "a goal drawn from the env's own generator is not", cls.__name__, instances[0])
     return {"env_class": f"{cls.__module__}:{cls.__qualname__}", "horizon": int(horizon),
             "first_observation": first[0] if first[0] == first[1] else None}
 
