@@ -182,3 +182,23 @@ def test_a_checkpoint_zip_is_never_there_without_its_experience(tmp_path) -> Non
     with pytest.raises(ValueError, match="must be a folder"):
         model.learn(256, callback=[CRLCallback(), CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
     assert not (tmp_path / "rl_model_128_steps.zip").exists()  # before: the zip, without its experience
+
+
+def test_a_checkpoint_over_another_runs_is_said_and_a_failed_one_leaves_no_zip_beside_the_new_experience(
+        tmp_path) -> None:
+    """Another run's checkpoints in the folder, under the same name: the one this run replaces is said once, and
+    where this run's save fails after its experience is written, the earlier zip of that name is gone rather than
+    left beside the new experience (it loaded as one checkpoint: one run's model with the other's bank)."""
+    from integrations.sb3 import CRLCheckpointCallback
+
+    first = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
+    first.learn(128, callback=[CRLCallback(), CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
+    assert (tmp_path / "rl_model_128_steps.zip").exists()
+    (tmp_path / "rl_model_256_steps_experience").write_text("in the way")  # the second run's 256-step save fails
+    second = PPO("MultiInputPolicy", wrapped_vec(2), **{**PPO_KW, "seed": 1})
+    (tmp_path / "rl_model_256_steps.zip").write_bytes(b"an earlier run's zip")
+    with pytest.warns(UserWarning, match="replaces .*rl_model_128_steps.zip.* which it did not write"):
+        with pytest.raises(ValueError, match="must be a folder"):
+            second.learn(256, callback=[CRLCallback(), CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
+    assert not (tmp_path / "rl_model_256_steps.zip").exists()
+    load_crl(tmp_path / "rl_model_128_steps.zip", wrapped_vec(2))  # the second run's whole checkpoint

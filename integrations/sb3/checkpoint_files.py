@@ -50,8 +50,11 @@ def vec_normalize_file_of(model_zip: Path) -> Path | None:
 def save_checkpoint(model_zip: Path, model: BaseAlgorithm, env: VecEnv | None = None) -> None:
     """Write what :func:`load_crl` restores beside a checkpoint zip, before the zip: the experience
     folder (:func:`experience_dir_of`), the algorithm's name (:func:`meta_file_of`) and the self-imitation replay (:func:`replay_file_of`; an old
-    file of that name is removed where there is no replay, so that it is never read as this one's)."""
+    file of that name is removed where there is no replay, so that it is never read as this one's). A zip of
+    that name already there (an earlier run's checkpoint at the same steps) is removed first, so that a save
+    that fails half-way never leaves it beside this one's experience, where it would load as one checkpoint."""
     manager = one_manager(env or model.get_env(), "the checkpoint")
+    model_zip.unlink(missing_ok=True)
     manager.save(experience_dir_of(model_zip))
     meta = meta_file_of(model_zip)
     tmp = meta.with_name(meta.name + ".tmp")
