@@ -157,6 +157,9 @@ def test_a_trials_arm_that_names_its_budget_keeps_it(tmp_path, capsys):
     ("scaleout", ["--only-learner", "--out", "none.json"], "--only-learner keeps the other figures of --out"),
     ("query_latency", ["--k", "0"], "--k 0: too small"),
     ("query_latency", ["--out", "a_folder"], "--out a_folder: a folder, not a file"),
+    ("step_timers", ["--env", "CartPole-v1", "--out", "a_folder"], "--out a_folder: a folder, not a file"),
+    ("step_timers", ["--env", "Pendulum-v1"], "no hyperparameters for 'Pendulum-v1'"),
+    ("step_profile", ["--env", "no_such_module:Thing-v0"], "the module 'no_such_module' cannot be imported"),
 ])
 def test_the_perf_commands_refuse_bad_arguments_before_measuring(tmp_path, monkeypatch, capsys, module, args, says):
     """Their --out was found to be a folder only when the result was written, after minutes of measuring."""
@@ -183,3 +186,19 @@ def test_equivalence_names_a_folder_without_seeds_and_a_folder_given_as_out(tmp_
         with pytest.raises(SystemExit) as stop:
             main(args)
         assert stop.value.code == 2 and says in capsys.readouterr().err
+
+
+def test_an_env_of_ones_own_is_known_by_gymnasiums_module_form(tmp_path, monkeypatch) -> None:
+    """``"module:EnvId"`` (gymnasium's form for an env registered when its module is imported) is known to the
+    commands that check an id before running, as ``gym.make`` knows it; ``gym.spec`` alone did not import the module."""
+    from benchmarks.harness.cli_checks import check_gym_id
+    from benchmarks.harness.runner import check_env_id
+
+    (tmp_path / "probe_chain_envs.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('ProbeChain-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    check_gym_id("probe_chain_envs:ProbeChain-v0")
+    check_env_id("probe_chain_envs:ProbeChain-v0")
+    with pytest.raises(ValueError, match="ProbeChain2"):
+        check_gym_id("probe_chain_envs:ProbeChain2-v0")

@@ -6,11 +6,12 @@ traceback after the first run's start, or only when the first result is written,
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["MAX_SEED", "bad_seeds", "check_output_folder", "check_output_file"]
+__all__ = ["MAX_SEED", "bad_seeds", "check_gym_id", "check_output_folder", "check_output_file"]
 
 #: the seeds numpy (and so SB3's set_random_seed) accepts
 MAX_SEED = 2**32 - 1
@@ -55,3 +56,28 @@ def check_output_file(path: Path, flag: str) -> None:
         check_output_folder(path.parent, flag)
     except ValueError as exc:  # named by the file given, not its folder
         raise ValueError(f"{flag} {path}: {str(exc).split(': ', 1)[1]}") from None
+
+
+def check_gym_id(env_id: str) -> None:
+    """Raise ValueError (one line) if gymnasium knows no env ``env_id``; gymnasium's ``"module:EnvId"`` form (an
+    env of your own, registered when its module is imported) imports the module first, as ``gym.make`` does.
+
+    >>> check_gym_id("CartPole-v1")
+    >>> check_gym_id("no_such_module_here:Thing-v0")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'no_such_module_here:Thing-v0': the module 'no_such_module_here' cannot be imported (No module named 'no_such_module_here')
+    """
+    import gymnasium as gym
+
+    name = env_id
+    if ":" in env_id:
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"{env_id!r}: the module {module!r} cannot be imported ({exc})") from None
+    try:
+        gym.spec(name)
+    except gym.error.Error as exc:
+        raise ValueError(f"{env_id!r}: {exc}") from None

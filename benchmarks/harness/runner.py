@@ -48,7 +48,7 @@ from benchmarks.suites.suites import SUITES, Suite
 
 from . import zoo
 from .algos import ALGOS, algorithm_class, check_algo_arm
-from .cli_checks import bad_seeds, check_output_folder
+from .cli_checks import bad_seeds, check_gym_id, check_output_folder
 from .config import HYPERPARAMS, load_hyperparams, read_hyperparams_file, yaml_problem
 from .result_file import read_result, write_result
 from .workers import Stopped, worker_pool
@@ -126,8 +126,6 @@ def check_hyperparams(hyper: dict[str, Any], where: str) -> None:
 
 def check_env_id(env_id: str) -> None:
     """Raise ValueError if gymnasium (with MiniHack loaded for ``MiniHack-`` ids) has no such env."""
-    import gymnasium as gym
-
     if env_id.startswith("Meta-World/"):
         if env_id != "Meta-World/MT10":
             raise ValueError(f"unknown Meta-World benchmark {env_id!r}; the runner knows Meta-World/MT10")
@@ -138,9 +136,9 @@ def check_env_id(env_id: str) -> None:
         except ImportError as exc:
             raise ValueError(f"{env_id!r} needs MiniHack: pip install 'complementary-rl[minihack]'") from exc
     try:
-        gym.spec(env_id)
-    except gym.error.Error as exc:
-        raise ValueError(f"unknown env id {env_id!r}: {exc}") from exc
+        check_gym_id(env_id)  # (gymnasium's "module:EnvId" form imports the module first)
+    except ValueError as exc:
+        raise ValueError(f"unknown env id {exc}") from None
 
 
 def result_path(root: Path, suite: str, env_id: str, arm: str, seed: int) -> Path:

@@ -35,9 +35,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-
-from benchmarks.harness.cli_checks import check_output_file
+from benchmarks.harness.cli_checks import check_gym_id, check_output_file
 from benchmarks.harness.result_file import write_result
 
 __all__ = ["area_of", "profile_run", "main"]
@@ -174,10 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out is not None:
             check_output_file(args.out, "--out")
+    except ValueError as exc:
+        p.error(str(exc))
+    try:
         if not args.env.startswith("MiniHack"):  # (MiniHack's ids are registered by its factory)
-            gym.spec(args.env)
-    except (ValueError, gym.error.Error) as exc:
-        p.error(f"--env {args.env}: {exc}" if isinstance(exc, gym.error.Error) else str(exc))
+            check_gym_id(args.env)
+    except ValueError as exc:
+        p.error(f"--env {args.env}: {str(exc).split(': ', 1)[1]}")
     import torch
 
     torch.set_num_threads(1)

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.cli_checks import check_output_file
+from benchmarks.harness.config import load_hyperparams
 from benchmarks.harness.result_file import write_result
 
 __all__ = ["PARTS", "Timers", "measure_parts", "main"]
@@ -188,6 +190,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = p.parse_args(argv)
     if args.steps <= 0 or args.n_envs <= 0 or args.rounds <= 0:
         p.error("--steps, --n-envs and --rounds must be positive")
+    try:  # before the measuring: a mistyped --out, or an env without PPO settings, would end it after the work
+        if args.out is not None:
+            check_output_file(args.out, "--out")
+        load_hyperparams(args.env)
+    except KeyError as exc:
+        p.error(f"{str(exc).strip(chr(34))}: the arms train with the env's PPO settings; add a block for it "
+                "there (rl-zoo3's, or SB3's defaults), or profile it with SB3's defaults: python -m "
+                f"benchmarks.perf.step_profile --env {args.env}")
+    except ValueError as exc:
+        p.error(str(exc))
     import torch
 
     if args.torch_threads > 0:
