@@ -27,14 +27,14 @@ __all__ = ["SUCCESS_REPORTED", "known_reports", "success_readers", "success_reco
 SUCCESS_REPORTED = "success_reported"
 
 
-def known_reports(model: BaseAlgorithm, env: VecEnv, *also: SuccessReports | bool) -> SuccessReports:
+def known_reports(model: BaseAlgorithm, env: VecEnv, reported: bool = False) -> SuccessReports:
     """How success is read in an evaluation: as the model's training read it. Where an episode of its training
     reported success (SB3's ``ep_success_buffer`` holds ``info["is_success"]`` of the episodes that set it, and
-    the experience wrappers of ``env`` read either key), or one of ``also`` (other readings, or a loaded run's
-    record) has, an episode that ends without the key is a failure."""
+    the experience wrappers of ``env`` read either key), or ``reported`` (a loaded run's record) says so, an
+    episode that ends without the key is a failure."""
     reports = SuccessReports()
-    reports.seen = (bool(getattr(model, "ep_success_buffer", None)) or any(r.seen for r in success_readers(env))
-                    or any(a.seen if isinstance(a, SuccessReports) else bool(a) for a in also))
+    reports.seen = (reported or bool(getattr(model, "ep_success_buffer", None))
+                    or any(r.seen for r in success_readers(env)))
     return reports
 
 
