@@ -35,9 +35,10 @@ from benchmarks.harness.result_file import write_result
 from benchmarks.harness.run import versions
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-#: each family's part (the observation's columns) and Meta-World's success radius for it
-FAMILIES = {"ml1-reach-moves": ("hand", slice(0, 3), 0.05), "ml1-push-moves": ("object", slice(4, 7), 0.05),
-            "ml1-pick-place-moves": ("object", slice(4, 7), 0.07)}
+#: each family's part (its columns: :func:`~integrations.metaworld.ml1_trials.success_part`) and Meta-World's
+#: success radius for it
+FAMILIES = {"ml1-reach-moves": ("hand", 0.05), "ml1-push-moves": ("object", 0.05),
+            "ml1-pick-place-moves": ("object", 0.07)}
 
 
 def offsets(family: str, extra: int = 20) -> dict[str, Any]:
@@ -46,10 +47,12 @@ def offsets(family: str, extra: int = 20) -> dict[str, Any]:
 
     from benchmarks.suites.trials import FAMILIES as SUITE_FAMILIES
     from integrations.metaworld.ml1_demos import GOAL_SLICE, scripted_action
+    from integrations.metaworld.ml1_trials import success_part
 
-    part, cols, radius = FAMILIES[family]
+    part, radius = FAMILIES[family]
     fam = SUITE_FAMILIES[family]()
     env = fam["make"]()
+    cols = success_part(env.task_name)
     twin = fam["make"]()  # the same trials (its start moves drawn as env's), stepped alike, then pressed
     rows: dict[str, list[float]] = {"taken": [], "reached": [], "settled": [], "pressed": []}
     try:

@@ -518,9 +518,9 @@ def goal_marked(demonstration: Any, task: str) -> Any:
     """``demonstration(instance)`` with one step appended whose part that decides success (the hand on reach, the
     object on push and pick-place) sits on the instance's hidden goal: a copy of the last observation with that
     part's place set to the goal, the last action and reward repeated (the diagnosis arm above)."""
-    from integrations.metaworld.ml1_trials import goal_position, ml1_goal_tasks
+    from integrations.metaworld.ml1_trials import goal_position, ml1_goal_tasks, success_part
 
-    cols = slice(0, 3) if task == "reach-v3" else slice(4, 7)
+    cols = success_part(task)
     goals = ml1_goal_tasks(task)
 
     def marked(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

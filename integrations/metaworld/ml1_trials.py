@@ -44,7 +44,8 @@ from integrations.metaworld.goals import build_benchmark
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from metaworld.types import Task
 
-__all__ = ["ML1Trials", "ml1_instances", "ml1_goal_tasks", "visible_tasks", "goal_position", "TRIAL_CAP", "BENCHMARK_SEED"]
+__all__ = ["ML1Trials", "ml1_instances", "ml1_goal_tasks", "visible_tasks", "goal_position", "success_part", "TRIAL_CAP",
+           "BENCHMARK_SEED"]
 
 #: the trial cap: about 3x the scripted reach policy's mean length (49 steps on the held-out
 #: goals, 33-72; benchmarks/results/metaworld-calibration/reach-v3_references.json), twice its
@@ -101,6 +102,20 @@ def visible_tasks(tasks: Sequence[Task]) -> tuple[Task, ...]:
 def goal_position(task: Task) -> np.ndarray:
     """The goal position of an ML1 task: the last 3 entries of its ``rand_vec`` (reach, push, pick-place)."""
     return np.asarray(pickle.loads(task.data)["rand_vec"], dtype=np.float64)[-3:].copy()
+
+
+def success_part(task: str) -> slice:
+    """The observation's columns of the part whose place decides success: the hand on reach, the object on push
+    and pick-place (the tasks whose goal :func:`goal_position` reads).
+
+    >>> success_part("reach-v3"), success_part("push-v3")
+    (slice(0, 3, None), slice(4, 7, None))
+    """
+    if task == "reach-v3":
+        return slice(0, 3)
+    if task in ("push-v3", "pick-place-v3"):
+        return slice(4, 7)
+    raise ValueError(f"success_part knows reach-v3, push-v3 and pick-place-v3, got {task!r}")
 
 
 class ML1Trials(gym.Env):
