@@ -63,6 +63,28 @@ def test_reached_marks_the_best_step_by_the_state_its_reward_came_in_and_a_trial
         TrialMemory(POS, ACT, horizon=25, run_best="end")
 
 
+def test_success_ahead_moves_a_runs_own_success_on_along_its_approach_and_leaves_a_demonstration_where_it_ended() -> None:
+    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True,
+                      run_best="reached", success_ahead=3)
+    s = mem.new_scope()
+    mem.write(s, np.array([[0, 0], [6, 6]]), [0, 0], [0.1, 0.2], success=True)  # no end (a demonstration's)
+    assert np.allclose(best_step(mem, s)[:2], key(mem, [6, 6]))
+    # reached keys 1,1 / 2,1 / ... / 7,1 then the end (8,1): the last 5 steps moved 1 a step along x
+    path = np.array([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1], [5, 1], [6, 1], [7, 1]])
+    mem.write(s, path, [0] * 8, [0.1] * 8, success=True, end_observation=np.array([8, 1]))
+    end, before = key(mem, [8, 1]), key(mem, [3, 1])
+    assert np.allclose(best_step(mem, s)[:2], end + 3 * (end - before) / 5)
+    failed = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, dense_rewards=True,
+                         run_best="reached", success_ahead=3)
+    f = failed.new_scope()
+    failed.write(f, path, [0] * 8, np.linspace(0.1, 0.8, 8), success=False, end_observation=np.array([8, 1]))
+    assert np.allclose(best_step(failed, f)[:2], key(failed, [8, 1]))  # a failure's best step is not moved
+    with pytest.raises(ValueError, match=r"success_ahead=2 moves the run_best mark: it needs run_best"):
+        TrialMemory(POS, ACT, horizon=25, success_ahead=2)
+    with pytest.raises(ValueError, match=r"success_ahead"):
+        TrialMemory(POS, ACT, horizon=25, run_best="reached", success_ahead=-1)
+
+
 def test_sparse_failures_say_nothing_of_where_they_got_to() -> None:
     mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True)
     s = mem.new_scope()

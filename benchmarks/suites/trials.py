@@ -205,6 +205,9 @@ ARMS: dict[str, dict[str, Any]] = {
     # steps more. Is a mark inside the radius followed where one on its edge is not?
     "crl-trials-objbest-settled-alldemos-noentries-noimitate-bonus-inf-1m": {
         **METHOD, "train_demo_ratio": 1.0, "settle_demos": 20, "first_success": True, "run_best": "reached",
+        # and (seeds 2 on) the same weights evaluated, paired, with the run's own successes marked 8 steps on along
+        # their approach (TrialMemory(success_ahead=8), heldout_ahead): does a deeper own mark get followed?
+        "eval_ahead": 8,
         "no_entries": True, "keys": "metaworld-object", "steps": 1_000_000, "env_kwargs": {"success_bonus": "infinite"}},
     # and (a diagnosis, not a method) with each demonstration ending in its goal: one step appended whose object sits
     # on the hidden goal itself (a copy of the demonstration's last state with the object's place set to the goal;
@@ -561,6 +564,7 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
         raise ValueError(f"arm {arm!r} sets its training mazes: run it with --family maze")
     env_kwargs = spec.pop("env_kwargs", None)  # an arm may build the family's env otherwise (ML1 families)
     eval_search = spec.pop("eval_search", None)  # TrialMemory(search=...) at evaluation only (trained without)
+    eval_ahead = int(spec.pop("eval_ahead", 0))  # TrialMemory(success_ahead=...) at evaluation only, paired
     if env_kwargs and not _metaworld(family):
         raise ValueError(f"arm {arm!r} sets the env's arguments: run it with an ml1-* or ml10-* family")
     fam = (FAMILIES[family](train_instances) if train_instances else
@@ -708,6 +712,9 @@ def run_one(family: str, arm: str, seed: int, steps: int, repeats: int) -> dict[
                 heldout.update(evaluate(predict, lambda: frozen_memory(search=eval_search), conditions))
                 out["heldout_without_search"] = evaluate(predict, frozen_memory,
                                                          ("with_experience", "with_demonstration"))
+            if eval_ahead:  # the run's own successes marked further on (a demonstration's mark is unchanged)
+                out["heldout_ahead"] = {"success_ahead": eval_ahead, **evaluate(
+                    predict, lambda: frozen_memory(success_ahead=eval_ahead), ("with_experience",))}
             if also_deterministic:  # the same weights acting on their mean (the file's heldout block samples)
                 out["heldout_deterministic"] = evaluate_trials(
                     predict, fam["make"], frozen_memory, held, trials=k_trials, repeats=repeats,

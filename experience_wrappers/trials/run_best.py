@@ -21,7 +21,10 @@ reaching a goal's radius, the state the successful action was taken from lies ju
 radius; on Meta-World reach the two tied (``crl-trials-reached-noimitate-bonus-inf``).
 ``"located"`` marks as ``"reached"`` and, until the run has a success, shows where a learned
 :class:`~experience_wrappers.trials.goal_locator.GoalLocator` guesses the run will succeed, from
-its failed trial of the highest reward.
+its failed trial of the highest reward. With ``TrialMemory(success_ahead=m)`` a run's own success
+(not a demonstration's) is marked ``m`` steps further along its approach (its last
+:data:`AHEAD_WINDOW` steps' mean move): where success is reaching a radius, the state it came in
+lies on the radius's edge, and the goal lies ahead of it.
 It is experience of the instance: free runs, and ``TrialMemory(scope="none")``, see zeros; with
 ``scope="other"`` it is the donor run's (the random-retrieval ablation). It is computed once per
 trial, at reset (a run's entries change only when a trial ends); with
@@ -50,12 +53,14 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows",
+__all__ = ["AHEAD_WINDOW", "LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows",
            "locator_options", "run_best_mode",
            "run_trials", "teach_locator", "trial_rows"]
 
 #: the values ``TrialMemory(run_best=...)`` takes (``True`` is ``"taken"``)
 RUN_BEST = (False, True, "reached", "taken", "located")
+#: ``TrialMemory(success_ahead=m)``: a success's approach is the mean move of its last this many steps
+AHEAD_WINDOW = 5
 #: what the goal locator reads (``TrialMemory(locate_from=...)``): the run's failed trial of the highest
 #: reward, or its newest failed trials together
 LOCATE_FROM = ("best", "all")
@@ -122,12 +127,18 @@ def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None) -> 
     """A written trial's ``(keys (T, key_dim), rewards (T,), succeeded)``; each reward's key is the state it
     was received in (``"reached"``: the next step's, the trial's end for its last) or, with
     ``run_best="taken"``, the state its action was taken from. Without an end (a demonstration's), the
-    last step's key stands for it. Rewards are zeros without ``dense_rewards``."""
+    last step's key stands for it. A success with an end has its last key moved on by
+    ``memory.success_ahead`` steps of its approach (the module doc). Rewards are zeros without ``dense_rewards``."""
     lay = memory.layout
     values = memory.bank.get(ids)["value"]
     keys = _shifted(memory, values[:, :lay.key_dim], end)
     rewards = values[:, lay.reward_col] if lay.step_reward else np.zeros(len(values), np.float32)
-    return keys, rewards, bool(values[0, lay.return_col] > 0)
+    won = bool(values[0, lay.return_col] > 0)
+    if won and end is not None and memory.success_ahead and len(keys) > 1:  # a run's own success, moved on
+        window = min(AHEAD_WINDOW, len(keys) - 1)
+        keys = keys.copy()
+        keys[-1] = keys[-1] + memory.success_ahead * (keys[-1] - keys[-1 - window]) / window
+    return keys, rewards, won
 
 
 def run_trials(memory: TrialMemory, scope: int) -> list[tuple[np.ndarray, np.ndarray, bool]]:
