@@ -603,7 +603,7 @@ class Coin(gym.Env):
                                                                                     else {})
 
 
-def test_self_imitation_keeps_knowing_the_env_reports_success_across_learn_calls_and_a_load(tmp_path) -> None:
+def test_self_imitation_and_the_logs_keep_knowing_the_env_reports_success_across_learn_calls_and_a_load(tmp_path) -> None:
     """Self-imitation turns itself off after 100 episodes with no success key (an env that reports none); an env
     that reported success in an earlier learn() (or before a save) and then fails for 100 episodes is not that."""
     Coin.allowed = True
@@ -616,6 +616,9 @@ def test_self_imitation_keeps_knowing_the_env_reports_success_across_learn_calls
         for r in (run, back):
             r.learn(384, reset_num_timesteps=False)  # 128 failed episodes
             assert r.sil_callback is not None and r.sil_callback.active and r.sil_callback.reports.seen
+            # and the logs still call the outcomes successes (crl/guided_success: a learn's new callback, a loaded
+            # run's too)
+            assert r.crl_callback is not None and r.crl_callback.outcome_kind == "success"
     finally:
         Coin.allowed = True
         run.close()

@@ -31,6 +31,8 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 NO_SEARCH = " (same weights, no search)"
 #: the row of an ``eval_deterministic`` arm's weights acting on their mean (its file's ``heldout_deterministic``)
 DETERMINISTIC = " (same weights, deterministic)"
+#: the row of an ``eval_ahead`` arm's weights with the run's own successes marked further on (``heldout_ahead``)
+AHEAD = " (same weights, own successes marked ahead)"
 
 ARM_ORDER = ["crl-trials", "crl-trials-novelty", "crl-trials-novelty-always", "crl-trials-novelty-successes",
              "crl-trials-novelty-frozen", "crl-trials-successes", "crl-trials-frozen", "crl-trials-random", "crl-trials-nodemos",
@@ -272,6 +274,12 @@ MARKED_COMPARISONS: list[tuple[str, str, str, str]] = [
     ("ppo-visible-solo-bonus-inf-1m", "with_demonstration", "without_experience", "trial1"),
 ]
 
+#: the settled arm's weights with its own successes marked ahead (``eval_ahead``) against the same weights with
+#: them marked where they came in (paired runs: the seeds that have both)
+SETTLED = "crl-trials-objbest-settled-alldemos-noentries-noimitate-bonus-inf-1m"
+AHEAD_COMPARISONS: list[tuple[str, str, str, str]] = [
+    (SETTLED, "with_experience", "with_experience", name) for name in ("after_first_success", "mean", "cumulative@K")]
+
 #: ML10's arm with REGENT's mix, sampling and on its mean: against the same arm without the mix and the
 #: learning-free peer (which acts on the nearest shown success's action, deterministically)
 MIX = "crl-trials-imitate-nearest-strong-mix-bonus-inf"
@@ -381,6 +389,9 @@ def load(family: str, root: Path = RESULTS, folder: Path | None = None) -> dict[
         if "heldout_deterministic" in res:  # an eval_deterministic arm's weights acting on their mean too
             out[res["arm"] + DETERMINISTIC].append({**res, "arm": res["arm"] + DETERMINISTIC,
                                                     "heldout": res["heldout_deterministic"]})
+        if "heldout_ahead" in res:  # an eval_ahead arm's weights, the run's own successes marked further on
+            out[res["arm"] + AHEAD].append({**res, "arm": res["arm"] + AHEAD, "heldout": {
+                "with_experience": res["heldout_ahead"]["with_experience"]}})
     for runs in out.values():
         runs.sort(key=lambda r: r["seed"])
     return dict(sorted(out.items(), key=lambda kv: ARM_ORDER.index(kv[0]) if kv[0] in ARM_ORDER else 99))
@@ -486,8 +497,7 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                     ("crl-trials-best-noimitate-bonus-inf", BEST_COMPARISONS),
                                     ("crl-trials-objbest-noentries-noimitate-bonus-inf-1m", OBJBEST_COMPARISONS),
                                     (ALLDEMOS, ALLDEMOS_COMPARISONS),
-                                    ("crl-trials-objbest-settled-alldemos-noentries-noimitate-bonus-inf-1m",
-                                     MARKED_COMPARISONS),
+                                    (SETTLED, MARKED_COMPARISONS), (SETTLED + AHEAD, AHEAD_COMPARISONS),
                                     ("crl-trials-objbest-goalmarked-alldemos-noentries-noimitate-bonus-inf-1m",
                                      MARKED_COMPARISONS),
                                     (MIX, MIX_COMPARISONS), (MIX + DETERMINISTIC, MIX_COMPARISONS),
@@ -509,7 +519,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
             comp = comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
-            paired = paired_table(arms, method, [c for c in comparisons if c[0] == method + NO_SEARCH])
+            paired = paired_table(arms, method, [c for c in comparisons  # the rows of the same weights
+                                                 if c[0] == method + NO_SEARCH or method == c[0] + AHEAD])
             if paired:
                 out += paired + [""]
     return out

@@ -126,6 +126,13 @@ class CRLCallback(BaseCallback):
         self._warned_degenerate = False
 
     @property
+    def outcome_kind(self) -> str:
+        """How the logs name the episodes' outcomes: ``"success"`` once the env has reported one (in this callback's
+        episodes, or as read by its wrappers: in an earlier ``learn`` or before a save), else ``"return"``."""
+        seen = self._reports.seen or any(inj.reports.seen for inj in self.injectors)
+        return "success" if seen else "return"
+
+    @property
     def manager(self) -> ExperienceSource:
         """The (first) manager found in the training env."""
         return self.managers[0]
@@ -272,7 +279,7 @@ class CRLCallback(BaseCallback):
         if "replica_lag" in s:
             rec("bank/replica_lag", s["replica_lag"])
         rec("crl/manager_busy_s", s["busy_seconds"])
-        kind = "success" if self._reports.seen else "return"  # (SuccessReports' rule)
+        kind = self.outcome_kind
         means = self.outcomes.means()
         for name, key in (("guided", f"guided_{kind}"), ("free", f"free_{kind}"), ("delta", "outcome_delta")):
             if means[name] is not None:
