@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["KeyEncoder", "add_batch_axis", "batch_flatten", "check_key_encoder", "checked_keys", "flat_dim", "normalise_rows",
-           "squash_unbounded"]
+__all__ = ["KeyEncoder", "SpaceFlattener", "add_batch_axis", "batch_flatten", "check_key_encoder", "checked_keys",
+           "flat_dim", "normalise_rows", "squash_unbounded"]
 
 
 def normalise_rows(x: np.ndarray, eps: float = 1e-8) -> np.ndarray:
@@ -152,50 +152,77 @@ def batch_flatten(space: spaces.Space, batch: Any) -> np.ndarray:
 
     Box values are mapped to [-1, 1] when both bounds are finite (and less than 1e6 apart), otherwise squashed with
     :func:`squash_unbounded`; Discrete and MultiDiscrete become one-hot; MultiBinary stays 0/1;
-    Dict and Tuple spaces are concatenated in key order.
+    Dict and Tuple spaces are concatenated in key order. An encoder that flattens every batch keeps a
+    :class:`SpaceFlattener` of its space instead (the same rules, their constants worked out once).
 
     >>> s = spaces.Dict({"a": spaces.Discrete(3), "b": spaces.Box(-2.0, 2.0, (2,))})
     >>> batch_flatten(s, {"a": np.array([2]), "b": np.array([[2.0, -1.0]])}).tolist()
     [[0.0, 0.0, 1.0, 1.0, -0.5]]
     """
-    if isinstance(space, spaces.Box):
-        x: np.ndarray = np.asarray(batch, dtype=np.float64)
-        if x.shape[1:] != space.shape:
-            raise ValueError(f"a batch of observations of {space} must have shape (n, *{space.shape}), got {x.shape}")
-        x = x.reshape(len(x), space.shape and int(np.prod(space.shape)) or 1)
-        low = np.broadcast_to(space.low, space.shape).reshape(-1).astype(np.float64)
-        high = np.broadcast_to(space.high, space.shape).reshape(-1).astype(np.float64)
-        # bounds of 1e6 and wider (e.g. float32 max) say nothing about scale: squash those too
-        bounded = np.isfinite(low) & np.isfinite(high) & (high > low) & (high - low < 1e6)
-        out = squash_unbounded(x)
-        if bounded.any():
-            lo, hi = np.where(bounded, low, -1.0), np.where(bounded, high, 1.0)
-            mid, half = (hi + lo) / 2.0, (hi - lo) / 2.0
-            out = np.where(bounded, (x - mid) / half, out)
-        return out.astype(np.float32)
-    if isinstance(space, spaces.Discrete):
-        idx = np.asarray(batch, dtype=np.int64).reshape(-1) - int(space.start)
-        out = np.zeros((len(idx), int(space.n)), dtype=np.float32)
-        out[np.arange(len(idx)), idx] = 1.0
-        return out
-    if isinstance(space, spaces.MultiDiscrete):
-        nvec = space.nvec.reshape(-1)
-        x = np.asarray(batch, dtype=np.int64).reshape(len(batch), len(nvec))
-        start = np.broadcast_to(space.start, space.nvec.shape).reshape(-1)
-        offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
-        out = np.zeros((len(x), int(nvec.sum())), dtype=np.float32)
-        rows = np.repeat(np.arange(len(x)), x.shape[1])
-        out[rows, (x - start + offsets).reshape(-1)] = 1.0
-        return out
-    if isinstance(space, spaces.MultiBinary):
-        return np.asarray(batch, dtype=np.float32).reshape(len(batch), -1)
-    if isinstance(space, spaces.Dict):
-        parts = [batch_flatten(sub, batch[key]) for key, sub in space.spaces.items()]
-        return np.concatenate(parts, axis=1)
-    if isinstance(space, spaces.Tuple):
-        parts = [batch_flatten(sub, batch[i]) for i, sub in enumerate(space.spaces)]
-        return np.concatenate(parts, axis=1)
-    raise TypeError(
-        f"cannot flatten observations of space {space!r}; give the wrapper a key_encoder "
-        "that understands it"
-    )
+    return SpaceFlattener(space)(batch)
+
+
+class SpaceFlattener:
+    """:func:`batch_flatten` for one space, with the space's constants (a Box's bounds, centres and half
+    widths; the offsets of a MultiDiscrete) worked out once: the default key encoders flatten every
+    observation they key, and working them out again took most of a key's time (MiniHack's Dict of four
+    Boxes: about 110 µs of 125). Picklable (the learner process gets the encoder).
+
+    Raises:
+        TypeError: a space it cannot flatten (a ``Text``, a ``Graph``): give the wrapper a key encoder
+            that understands it.
+    """
+
+    def __init__(self, space: spaces.Space) -> None:
+        self.space = space
+        self.parts: list[tuple[Any, SpaceFlattener]] = []
+        if isinstance(space, spaces.Box):
+            self.size = space.shape and int(np.prod(space.shape)) or 1
+            low = np.broadcast_to(space.low, space.shape).reshape(-1).astype(np.float64)
+            high = np.broadcast_to(space.high, space.shape).reshape(-1).astype(np.float64)
+            # bounds of 1e6 and wider (e.g. float32 max) say nothing about scale: squash those too
+            self.bounded = np.isfinite(low) & np.isfinite(high) & (high > low) & (high - low < 1e6)
+            lo, hi = np.where(self.bounded, low, -1.0), np.where(self.bounded, high, 1.0)
+            self.mid, self.half = (hi + lo) / 2.0, (hi - lo) / 2.0
+            self.some, self.every = bool(self.bounded.any()), bool(self.bounded.all())
+        elif isinstance(space, spaces.MultiDiscrete):
+            self.nvec = space.nvec.reshape(-1)
+            self.start = np.broadcast_to(space.start, space.nvec.shape).reshape(-1)
+            self.offsets = np.concatenate([[0], np.cumsum(self.nvec)[:-1]])
+            self.width = int(self.nvec.sum())
+        elif isinstance(space, spaces.Dict):
+            self.parts = [(key, SpaceFlattener(sub)) for key, sub in space.spaces.items()]
+        elif isinstance(space, spaces.Tuple):
+            self.parts = [(i, SpaceFlattener(sub)) for i, sub in enumerate(space.spaces)]
+        elif not isinstance(space, spaces.Discrete | spaces.MultiBinary):
+            raise TypeError(f"cannot flatten observations of space {space!r}; give the wrapper a key_encoder "
+                            "that understands it")
+
+    def __call__(self, batch: Any) -> np.ndarray:
+        """``batch`` (a leading axis) flattened to ``(n, flat_dim)`` float32 (:func:`batch_flatten`'s rules)."""
+        space = self.space
+        if isinstance(space, spaces.Box):
+            x: np.ndarray = np.asarray(batch, dtype=np.float64)
+            if x.shape[1:] != space.shape:
+                raise ValueError(f"a batch of observations of {space} must have shape (n, *{space.shape}), got {x.shape}")
+            x = x.reshape(len(x), self.size)
+            if self.every:  # (the values np.where would pick)
+                return ((x - self.mid) / self.half).astype(np.float32)
+            out = squash_unbounded(x)
+            if self.some:
+                out = np.where(self.bounded, (x - self.mid) / self.half, out)
+            return out.astype(np.float32)
+        if isinstance(space, spaces.Discrete):
+            idx = np.asarray(batch, dtype=np.int64).reshape(-1) - int(space.start)
+            out = np.zeros((len(idx), int(space.n)), dtype=np.float32)
+            out[np.arange(len(idx)), idx] = 1.0
+            return out
+        if isinstance(space, spaces.MultiDiscrete):
+            x = np.asarray(batch, dtype=np.int64).reshape(len(batch), len(self.nvec))
+            out = np.zeros((len(x), self.width), dtype=np.float32)
+            rows = np.repeat(np.arange(len(x)), x.shape[1])
+            out[rows, (x - self.start + self.offsets).reshape(-1)] = 1.0
+            return out
+        if isinstance(space, spaces.MultiBinary):
+            return np.asarray(batch, dtype=np.float32).reshape(len(batch), -1)
+        return np.concatenate([flatten(batch[key]) for key, flatten in self.parts], axis=1)
