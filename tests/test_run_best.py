@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -81,8 +84,67 @@ def test_success_ahead_moves_a_runs_own_success_on_along_its_approach_and_leaves
     assert np.allclose(best_step(failed, f)[:2], key(failed, [8, 1]))  # a failure's best step is not moved
     with pytest.raises(ValueError, match=r"success_ahead=2 moves the run_best mark: it needs run_best"):
         TrialMemory(POS, ACT, horizon=25, success_ahead=2)
-    with pytest.raises(ValueError, match=r"success_ahead"):
-        TrialMemory(POS, ACT, horizon=25, run_best="reached", success_ahead=-1)
+    for bad in (-1, 26, 1.5, True):  # (past the horizon: no trial moves that far; 10**40 made an inf mark)
+        with pytest.raises(ValueError, match=r"success_ahead"):
+            TrialMemory(POS, ACT, horizon=25, run_best="reached", success_ahead=bad)
+    # a one-step success's approach is from its start under "reached" (nothing moved it before)
+    one = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, run_best="reached", success_ahead=2)
+    o = one.new_scope()
+    one.write(o, np.array([[0, 1]]), [0], [1.0], success=True, end_observation=np.array([1, 1]))
+    start, end = key(one, [0, 1]), key(one, [1, 1])
+    assert np.allclose(best_step(one, o)[:2], end + 2 * (end - start))
+    with pytest.warns(UserWarning, match=r"one-hot parts, which change by jumps"):
+        TrialMemory(spaces.Discrete(25), ACT, horizon=25, run_best="reached", success_ahead=2)
+
+
+def test_a_trials_success_is_its_written_outcome_not_the_sign_of_its_rewards_sum() -> None:
+    """Without dense rewards the return column holds the rewards' sum: a failed trial of positive rewards was
+    marked a success (and moved on), a success of step penalties (-1 a step, MountainCar's) was never marked."""
+    mem = TrialMemory(POS, ACT, horizon=25, k=4, exp_dim=0, write_failures=True, run_best="reached", success_ahead=2)
+    s = mem.new_scope()
+    path = np.array([[0, 1], [1, 1], [2, 1]])
+    mem.write(s, path, [0] * 3, [0.1, 0.1, 0.1], success=False, end_observation=np.array([3, 1]))
+    assert best_step(mem, s) is None and mem.outcomes_of(s) == [False]  # sparse failures say nothing
+    mem.write(s, path, [0] * 3, [-1.0, -1.0, 0.5], success=True, end_observation=np.array([3, 1]))
+    end, before = key(mem, [3, 1]), key(mem, [0, 1])
+    got = best_step(mem, s)
+    assert got is not None and got[2] == 1.0 and np.allclose(got[:2], end + 2 * (end - before) / 3)
+    mem.add_demonstration(s, path, [0] * 3, [-1.0, -1.0, -1.0])  # a demonstration is a success, whatever it paid
+    assert mem.outcomes_of(s) == [False, True, True]
+
+
+class Cells(gym.Env):
+    """A line of 5 cells given as a Python int (FrozenLake's way); the last cell is the goal."""
+
+    observation_space = spaces.Discrete(5)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cell = 0
+        return 0, {}
+
+    def step(self, action):
+        self.cell = min(4, self.cell + int(action))
+        won = self.cell == 4
+        return self.cell, float(won), won, False, {"is_success": won}
+
+
+def test_run_best_reads_an_observation_given_as_a_python_int_and_the_wrapper_alone_says_what_it_lacks() -> None:
+    mem = TrialMemory(Cells.observation_space, Cells.action_space, horizon=8, k=2, exp_dim=0, run_best="reached")
+    env = trial_env(Cells(), mem, instances=[3], trials=2, guided=True)
+    env.reset()
+    for _ in range(4):
+        env.step(1)
+    obs, _ = env.reset()  # raised TypeError: 'int' object is not subscriptable
+    assert obs[RUN_BEST_KEY][-1] == 1.0 and np.allclose(obs[RUN_BEST_KEY][:5], key(mem, 4) - key(mem, 0))
+    alone = ExperienceWrapper(Cells(), mem, scope="run", instances=[3], trials=2)
+    with pytest.warns(UserWarning, match=r"shows \['run_best'\], which trial_env\(env, memory, ...\) puts above"):
+        assert RUN_BEST_KEY not in alone.reset()[0]
+    by_hand = RunBest(ExperienceWrapper(Cells(), mem, scope="run", instances=[3], trials=2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        by_hand.reset()  # RunBest put on by hand: nothing lacks
 
 
 def test_sparse_failures_say_nothing_of_where_they_got_to() -> None:
@@ -181,6 +243,11 @@ def test_a_run_with_run_best_trains_saves_loads_and_evaluates_with_it(tmp_path, 
         assert out["with_demonstration"]["runs"] == 1
     finally:
         back.close()
+    saved = {**mem, "run_best": mode, "dense_rewards": mode == "located"}  # (no success_ahead: a save from before it)
+    again = {"env": room, "demonstrations": goal_demonstration}
+    ComplementaryRL.load(tmp_path / "run", memory_kwargs={**saved, "success_ahead": 0}, **again).close()  # its default
+    with pytest.raises(ValueError, match=r"cannot apply memory_kwargs"):
+        ComplementaryRL.load(tmp_path / "run", memory_kwargs={**saved, "success_ahead": 2}, **again)
 
 
 def test_without_its_entries_shown_a_run_shows_only_its_best_step() -> None:

@@ -51,8 +51,8 @@ def offsets(family: str, extra: int = 20, ahead: int = 8) -> dict[str, Any]:
     from metaworld.policies import ENV_POLICY_MAP
 
     from benchmarks.suites.trials import FAMILIES as SUITE_FAMILIES
-    from integrations.metaworld.ml1_demos import GOAL_SLICE, scripted_action
     from experience_wrappers.trials.run_best import AHEAD_WINDOW
+    from integrations.metaworld.ml1_demos import GOAL_SLICE, scripted_action
     from integrations.metaworld.ml1_trials import success_part
 
     part, radius = FAMILIES[family]

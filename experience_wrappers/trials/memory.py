@@ -39,7 +39,7 @@ from ..wrappers.env_checks import observation_checker
 from .checks import check_demonstration
 from .goal_locator import GoalLocator
 from .memory_files import load_memory, save_memory
-from .run_best import LOCATE_HISTORY, locator_options, run_best_mode
+from .run_best import LOCATE_HISTORY, ahead_steps, locator_options, run_best_mode
 
 __all__ = ["TrialMemory", "SCOPES"]
 
@@ -108,11 +108,9 @@ class TrialMemory:
             dimension (``locator.error_dims``), to gather rewards elsewhere for the next guess. 0: none. A
             test-time setting: ML1 reach, 1.0 at evaluation only, cumulative success by trial 2 0.77 against
             0.71 (3 seeds); in training too, a tie (3 seeds).
-        success_ahead: with ``run_best``, mark a run's own success (not a demonstration's) this many steps
-            further along its approach (the mean move of its last ``run_best.AHEAD_WINDOW`` steps): a success
-            that ends on reaching a radius marks the radius's edge. Meta-World's scripted successes (their
-            object, held-out goals): 8 steps move pick-place's mark from 0.068 to 0.024 from the goal and
-            push's from 0.050 to 0.026 (``benchmarks/results/mark-offset.json``). 0 (the default): where it came in.
+        success_ahead: with ``run_best``, mark a run's own success (not a demonstration's) this many steps (at most
+            ``horizon``) further along its approach, in key space (:mod:`~experience_wrappers.trials.run_best`; for
+            keys that move in straight lines). 0 (the default): where it came in.
         show_entries: show the policy the run's entries (its ``k`` rows). False (needs ``run_best``): the rows
             stay blank (zeros, mask 0), the run's entries serve ``run_best`` alone, the extractor is never
             credited. ML1 reach (``run_best="located"``, 5 seeds): following a success 0.94 without them
@@ -164,9 +162,7 @@ class TrialMemory:
         #: best failed trial, "best", or its newest failed trials together, "all"), the search around its guess
         self.relocate_every, self.locate_from, self.search = locator_options(self.run_best, relocate_every, locate_from,
                                                                              search, horizon)
-        self.success_ahead = check_int("success_ahead", success_ahead, minimum=0)
-        if self.success_ahead and not self.run_best:
-            raise ValueError(f"success_ahead={self.success_ahead} moves the run_best mark: it needs run_best")
+        self.success_ahead = ahead_steps(success_ahead, self.run_best, horizon, observation_space, key_encoder)
         self.batch_size = check_int("batch_size", batch_size, minimum=1)
         #: how its wrappers read a trial's success, shared by all of them (a missing key is a failure once one reported)
         self.success_reports = SuccessReports()
@@ -199,7 +195,7 @@ class TrialMemory:
         self._check_demo = observation_checker(observation_space)  # a demonstration's observations, as the env's
         self._pid, self._next_scope, self._next_task = os.getpid(), 1, 1
         #: run scope -> its trials (and demonstrations), oldest first: ``(bank task id, entry ids, end key)``
-        self._scope_ids: dict[int, list[tuple[int, np.ndarray, np.ndarray | None]]] = {}
+        self._scope_ids: dict[int, list[tuple[int, np.ndarray, np.ndarray | None, bool]]] = {}  # (..., succeeded)
         self._donors: deque[tuple[int, int]] = deque()  # (scope, instance) of finished runs
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
@@ -244,7 +240,7 @@ class TrialMemory:
         chunks = self._scope_ids.pop(scope, [])
         if not chunks:
             return 0
-        ids = np.concatenate([c for _, c, _ in chunks])
+        ids = np.concatenate([c for _, c, *_ in chunks])
         self._live.difference_update(ids.tolist())
         if self.learner is not None:  # their credited samples stay (copies) until trained on
             self.learner.trained.forget(ids)
@@ -266,16 +262,20 @@ class TrialMemory:
 
     def trials_of(self, scope: int) -> list[np.ndarray]:
         """The entry ids of ``scope``'s written trials (and demonstrations), oldest first."""
-        return [ids for _, ids, _ in self._scope_ids.get(scope, [])]
+        return [ids for _, ids, *_ in self._scope_ids.get(scope, [])]
 
     def ends_of(self, scope: int) -> list[np.ndarray | None]:
         """The key of the state each of :meth:`trials_of` ended in (after its last action); None where
         not given (a demonstration's) or without ``run_best``."""
-        return [end for _, _, end in self._scope_ids.get(scope, [])]
+        return [end for _, _, end, _ in self._scope_ids.get(scope, [])]
+
+    def outcomes_of(self, scope: int) -> list[bool]:
+        """Whether each of :meth:`trials_of` succeeded, as written (``success``; a demonstration: True)."""
+        return [won for *_, won in self._scope_ids.get(scope, [])]
 
     def size(self, scope: int) -> int:
         """Entries held in ``scope``."""
-        return int(sum(len(c) for _, c, _ in self._scope_ids.get(scope, [])))
+        return int(sum(len(c) for _, c, *_ in self._scope_ids.get(scope, [])))
 
     def write(self, scope: int, observations: Any, actions: Any, rewards: Any, *,
               provenance: Provenance = Provenance.EXTRACTED, success: bool | None = None,
@@ -315,7 +315,7 @@ class TrialMemory:
                                               rewards, success)
             ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
         end = None if end_observation is None or not self.run_best else self.keys(add_batch_axis(end_observation))[0]
-        self._scope_ids[scope].append((task, ids, end))
+        self._scope_ids[scope].append((task, ids, end, bool(success if success is not None else rewards.sum() > 0)))
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
         return ids
@@ -381,7 +381,7 @@ class TrialMemory:
         dist = np.zeros((n, k), np.float32)
         rows_of, tasks, slots, trial_ids = [], [], [], []
         for i, s in enumerate(scopes.tolist()):
-            for j, (task, entry_ids, _) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // width):])):
+            for j, (task, entry_ids, *_) in enumerate(reversed(self._scope_ids.get(s, [])[-(k // width):])):
                 rows_of.append(i)
                 tasks.append(task)
                 slots.append(j * width)

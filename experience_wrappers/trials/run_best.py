@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .memory import TrialMemory
     from .wrapper import RunScopeWrapper
 
-__all__ = ["AHEAD_WINDOW", "LOCATE_FROM", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows",
+__all__ = ["AHEAD_WINDOW", "LOCATE_FROM", "ahead_steps", "LOCATE_HISTORY", "RUN_BEST", "STALL", "RunBest", "best_step", "failed_rows",
            "locator_options", "run_best_mode",
            "run_trials", "teach_locator", "trial_rows"]
 
@@ -84,6 +84,34 @@ def run_best_mode(run_best: bool | str, dense_rewards: bool) -> str:
         raise ValueError("run_best=\"located\" needs dense_rewards=True: the goal locator reads a failed trial's "
                          "rewards, and sparse ones say nothing of where it got to")
     return "taken" if run_best is True else run_best or ""
+
+
+def ahead_steps(success_ahead: Any, mode: str, horizon: Any, observation_space: spaces.Space, key_encoder: Any) -> int:
+    """``TrialMemory(success_ahead=...)`` checked against its ``run_best`` mode (:func:`run_best_mode`'s) and
+    ``horizon``. Warns where the default keys of ``observation_space`` hold one-hot parts (a ``Discrete``,
+    ``MultiDiscrete`` or ``MultiBinary`` part): keys that change by jumps have no "further along", and a mark
+    moved along them is no state.
+
+    Raises:
+        ValueError: not an int in ``[0, horizon]``, or > 0 without ``run_best``.
+    """
+    steps = check_int("success_ahead", success_ahead, minimum=0,
+                      maximum=max(horizon, 1) if isinstance(horizon, int) else None)
+    if steps and not mode:
+        raise ValueError(f"success_ahead={steps} moves the run_best mark: it needs run_best")
+    if steps and key_encoder is None and _one_hot(observation_space):
+        warnings.warn(f"success_ahead={steps} moves a success's mark along its approach in key space, and the "
+                      f"default keys of {observation_space} hold one-hot parts, which change by jumps: a mark moved "
+                      "along them is no state. Use it where the keys move in straight lines (positions), or give a "
+                      "key_encoder that keys by them", UserWarning, stacklevel=3)
+    return steps
+
+
+def _one_hot(space: spaces.Space) -> bool:
+    if isinstance(space, spaces.Dict | spaces.Tuple):
+        subs = space.spaces.values() if isinstance(space, spaces.Dict) else space.spaces
+        return any(_one_hot(s) for s in subs)
+    return isinstance(space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary)
 
 
 def locator_options(mode: str, relocate_every: int, locate_from: str, search: float, horizon: int
@@ -123,28 +151,34 @@ def _shifted(memory: TrialMemory, keys: np.ndarray, end: np.ndarray | None) -> n
     return np.concatenate([keys[1:], (keys[-1] if end is None else end)[None]])
 
 
-def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool]:
+def trial_rows(memory: TrialMemory, ids: np.ndarray, end: np.ndarray | None, won: bool | None = None
+               ) -> tuple[np.ndarray, np.ndarray, bool]:
     """A written trial's ``(keys (T, key_dim), rewards (T,), succeeded)``; each reward's key is the state it
     was received in (``"reached"``: the next step's, the trial's end for its last) or, with
     ``run_best="taken"``, the state its action was taken from. Without an end (a demonstration's), the
-    last step's key stands for it. A success with an end has its last key moved on by
-    ``memory.success_ahead`` steps of its approach (the module doc). Rewards are zeros without ``dense_rewards``."""
+    last step's key stands for it. ``won``: the trial's outcome as written (:meth:`TrialMemory.outcomes_of`;
+    None: read from its return column, which without ``dense_rewards`` holds the rewards' sum). A success
+    with an end has its last key moved on by ``memory.success_ahead`` steps of its approach (the module doc;
+    under ``"reached"`` a one-step success's approach is from its start, under ``"taken"`` it has none).
+    Rewards are zeros without ``dense_rewards``."""
     lay = memory.layout
     values = memory.bank.get(ids)["value"]
     keys = _shifted(memory, values[:, :lay.key_dim], end)
     rewards = values[:, lay.reward_col] if lay.step_reward else np.zeros(len(values), np.float32)
-    won = bool(values[0, lay.return_col] > 0)
-    if won and end is not None and memory.success_ahead and len(keys) > 1:  # a run's own success, moved on
-        window = min(AHEAD_WINDOW, len(keys) - 1)
-        keys = keys.copy()
-        keys[-1] = keys[-1] + memory.success_ahead * (keys[-1] - keys[-1 - window]) / window
+    won = bool(values[0, lay.return_col] > 0) if won is None else bool(won)
+    if won and end is not None and memory.success_ahead:  # a run's own success, moved on along its approach
+        path = keys if memory.run_best == "taken" else np.concatenate([values[:1, :lay.key_dim], keys])
+        window = min(AHEAD_WINDOW, len(path) - 1)
+        if window:
+            keys = keys.copy()
+            keys[-1] = path[-1] + memory.success_ahead * (path[-1] - path[-1 - window]) / window
     return keys, rewards, won
 
 
 def run_trials(memory: TrialMemory, scope: int) -> list[tuple[np.ndarray, np.ndarray, bool]]:
     """:func:`trial_rows` of each of ``scope``'s trials (and demonstrations), oldest first."""
-    return [trial_rows(memory, ids, end)
-            for ids, end in zip(memory.trials_of(scope), memory.ends_of(scope), strict=True)]
+    return [trial_rows(memory, ids, end, won) for ids, end, won in
+            zip(memory.trials_of(scope), memory.ends_of(scope), memory.outcomes_of(scope), strict=True)]
 
 
 def best_step(memory: TrialMemory, scope: int,
@@ -224,6 +258,7 @@ class RunBest(gym.Wrapper):
             raise ValueError(f"RunBest adds {RUN_BEST_KEY!r} to run scope's ExperienceWrapper(env, memory, "
                              f"scope=\"run\", ...); got {type(env).__name__} with {base}")
         self.memory: TrialMemory = env.memory
+        env.stacked = True  # (the memory's own wrapper is on it)
         own = self.memory.observation_space
         self._own = list(own.spaces) if isinstance(own, spaces.Dict) else None  # None: the env's is "observation"
         self._dim = self.memory.key_dim
@@ -266,7 +301,7 @@ class RunBest(gym.Wrapper):
 
     def _key(self, obs: dict[str, Any]) -> np.ndarray:
         own = obs["observation"] if self._own is None else {k: obs[k] for k in self._own}
-        return self.memory.keys(own[None] if self._own is None else {k: v[None] for k, v in own.items()})[0]
+        return self.memory.keys(add_batch_axis(own))[0]  # (a Discrete part may come as a Python int)
 
     def _relocated(self, key: np.ndarray, reward: float) -> None:
         """Add this step's row; every ``relocate_every`` steps, where this trial came closer (a higher

@@ -43,6 +43,11 @@ class TrialIndex(gym.Wrapper):
             raise ValueError(f"TrialIndex adds {TRIAL_INDEX_KEY!r} to a trial env's Dict observation; got {base}")
         self.trials = check_int("trials", trials, minimum=1)
         self._eye = np.eye(self.trials, dtype=np.float32)
+        inner: Any = env  # the run-scope wrapper below: the memory's own wrapper is on it
+        while isinstance(inner, gym.Wrapper) and "stacked" not in vars(inner):
+            inner = inner.env
+        if "stacked" in vars(inner):
+            inner.stacked = True
         self.observation_space = spaces.Dict({**base.spaces,
                                               TRIAL_INDEX_KEY: spaces.Box(0.0, 1.0, (self.trials,), np.float32)})
 

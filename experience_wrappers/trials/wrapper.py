@@ -191,6 +191,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
         self._mask = np.zeros(memory.k, np.float32)
         self._run_open = False
+        #: the memory's own wrappers (RunBest, TrialIndex) are above it: trial_env puts them there, and each sets it
+        self.stacked = False
 
     # (gymnasium's Env declares spec an attribute, its Wrapper a property)
     @property
@@ -277,6 +279,13 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         the instance decides the reset seed (:class:`~experience_wrappers.wrappers.ReplayInstances`
         below this wrapper draws it)."""
         self.memory.check_process()
+        if not self.stacked and (self.memory.run_best or self.memory.trial_index):
+            self.stacked = True  # (said once)
+            shown = [k for k, on in (("run_best", self.memory.run_best), ("trial_index", self.memory.trial_index)) if on]
+            warnings.warn(f"this memory shows {shown}, which trial_env(env, memory, ...) puts above "
+                          "ExperienceWrapper(env, memory, scope=\"run\", ...); built alone, its observations lack "
+                          f"{shown} (a policy trained with them refuses them): build it with trial_env", UserWarning,
+                          stacklevel=2)
         obs, info = self.env.reset(options=options)
         spec = info[INSTANCE_INFO_KEY]
         if spec["repeat"] == 0:
@@ -371,6 +380,7 @@ def trial_env(env: gym.Env, memory: TrialMemory, *, novelty_bonus: float = 0.0, 
     bonus = check_real("novelty_bonus", novelty_bonus, minimum=0)
     out: gym.Env = ExperienceWrapper(env, memory, scope="run", **kwargs)
     trials = out.trials  # type: ignore[attr-defined]
+    out.stacked = True  # type: ignore[attr-defined]  # (the memory's wrappers go on here)
     if memory.run_best:
         out = RunBest(out)  # type: ignore[arg-type]
     if memory.trial_index:

@@ -88,10 +88,13 @@ def env_facts(env: gym.Env, instances: Sequence[int], horizon: int) -> dict[str,
             "first_observation": first[0] if first[0] == first[1] else None}
 
 
-def checked_memory_kwargs(memory_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+def checked_memory_kwargs(memory_kwargs: Mapping[str, Any] | None, like: Mapping[str, Any] | None = None
+                          ) -> dict[str, Any]:
     """``memory_kwargs`` as a run saves them and a load compares them: each name a
     :class:`~experience_wrappers.trials.TrialMemory` argument (checked before an env is made), ``run_best=True``
     under its other name, ``"taken"`` (so a load that names either matches a save that named the other).
+    ``like``: a save's (for a load's ``memory_kwargs``): a setting it has not recorded (one newer than the save)
+    that is given at its default is left out, as the save has it.
 
     Raises:
         TypeError: an unknown name, named with the close ones.
@@ -108,6 +111,10 @@ def checked_memory_kwargs(memory_kwargs: Mapping[str, Any] | None) -> dict[str, 
                             + f"; its settings: {', '.join(names)}")
     if kwargs.get("run_best") is True:
         kwargs["run_best"] = "taken"
+    if isinstance(like, Mapping):
+        defaults = {n: p.default for n, p in inspect.signature(TrialMemory).parameters.items()}
+        kwargs = {n: v for n, v in kwargs.items()
+                  if n in like or not (type(v) is type(defaults[n]) and v == defaults[n])}
     return kwargs
 
 

@@ -382,7 +382,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if isinstance(saved.get("memory_kwargs"), dict):  # a save written before run_best=True was saved as "taken"
             saved["memory_kwargs"] = checked_memory_kwargs(saved["memory_kwargs"])
         if isinstance(overrides.get("memory_kwargs"), Mapping):
-            overrides["memory_kwargs"] = checked_memory_kwargs(overrides["memory_kwargs"])
+            overrides["memory_kwargs"] = checked_memory_kwargs(overrides["memory_kwargs"], saved.get("memory_kwargs"))
         demonstrations = overrides.pop("demonstrations", None)
         accepted = set(inspect.signature(cls.__init__).parameters) - {"demonstrations"}
         settings, load_kwargs = load_arguments(  # the task scope's rule, with this scope's restored settings
