@@ -390,8 +390,9 @@ def load(family: str, root: Path = RESULTS, folder: Path | None = None) -> dict[
             out[res["arm"] + DETERMINISTIC].append({**res, "arm": res["arm"] + DETERMINISTIC,
                                                     "heldout": res["heldout_deterministic"]})
         if "heldout_ahead" in res:  # an eval_ahead arm's weights, the run's own successes marked further on
+            settings = {k: v for k, v in res["heldout"].items() if k not in CONDITIONS}  # instances, repeats
             out[res["arm"] + AHEAD].append({**res, "arm": res["arm"] + AHEAD, "heldout": {
-                "with_experience": res["heldout_ahead"]["with_experience"]}})
+                **settings, "with_experience": res["heldout_ahead"]["with_experience"]}})
     for runs in out.values():
         runs.sort(key=lambda r: r["seed"])
     return dict(sorted(out.items(), key=lambda kv: ARM_ORDER.index(kv[0]) if kv[0] in ARM_ORDER else 99))
@@ -516,7 +517,8 @@ def trials_section(root: Path = RESULTS, families: tuple[str, ...] = ("darkroom"
                                      EVALSEARCH_600K_COMPARISONS),
                                     ("crl-trials-located-600k-noimitate-bonus-inf", BUDGET_COMPARISONS),
                                     ("crl-trials-located-handkeys-noimitate-bonus-inf", HANDKEYS_COMPARISONS)):
-            comp = comparison_table(arms, method, comparisons)
+            # (an eval_ahead row against its own arm: only paired, on the seeds that have both)
+            comp = [] if method.endswith(AHEAD) else comparison_table(arms, method, comparisons)
             if len(comp) > 2:
                 out += comp + [""]
             paired = paired_table(arms, method, [c for c in comparisons  # the rows of the same weights
