@@ -1,5 +1,9 @@
 """What a retrieval's key encoding costs: a MiniHack key encoder on a random walk's observations.
 
+``--encoder default`` times the library's default encoder instead (a
+:class:`~experience_wrappers.keys.RandomProjectionKeyEncoder` of the observation space: what the README's
+two-line form keys by, having been given no key encoder).
+
 ``python -m benchmarks.perf.key_encoding --env MiniHack-Room-5x5-v0`` walks the env with random
 actions for ``--steps`` steps (seeded), then, in each of ``--rounds`` rounds, encodes the walk's
 observations one at a time, as the per-env wrapper's retrievals do, with a fresh encoder of the
@@ -46,11 +50,15 @@ def walk(env_id: str, steps: int, seed: int) -> tuple[list[dict[str, np.ndarray]
     return out, space
 
 
-def encode_cost(env_id: str, observations: list[dict[str, np.ndarray]], space: Any) -> dict[str, float]:
-    """CPU µs per observation of a fresh encoder over ``observations``, and the share its key cache held."""
+def encode_cost(env_id: str, observations: list[dict[str, np.ndarray]], space: Any, encoder_kind: str = "family"
+                ) -> dict[str, float]:
+    """CPU µs per observation of a fresh encoder over ``observations``, and the share its key cache held;
+    ``encoder_kind`` ``"family"`` (the env family's) or ``"default"`` (the library's default)."""
+    from experience_wrappers.keys import RandomProjectionKeyEncoder
     from integrations.sb3.env_families import family_of
 
-    encoder = family_of(env_id).key_encoder(space)  # type: ignore[misc]  # (walk() checked it has one)
+    encoder = (RandomProjectionKeyEncoder(space) if encoder_kind == "default"
+               else family_of(env_id).key_encoder(space))  # type: ignore[misc]  # (walk() checked it has one)
     task = np.zeros(1, np.int64)
     t0 = time.process_time()
     keys = [encoder.encode(obs, task) for obs in observations]
@@ -67,16 +75,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--steps", type=int, default=6000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--encoder", choices=("family", "default"), default="family",
+                   help="the env family's key encoder, or the library's default (RandomProjectionKeyEncoder)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     if args.out is not None:
         check_output_file(args.out, "--out")
     observations, space = walk(args.env, args.steps, args.seed)
-    rounds = [encode_cost(args.env, observations, space) for _ in range(args.rounds)]
+    rounds = [encode_cost(args.env, observations, space, args.encoder) for _ in range(args.rounds)]
     costs = [r["us_per_observation"] for r in rounds]
     for i, c in enumerate(costs):
         print(f"round {i}: {c:.1f} µs of CPU per observation")
-    result = {"env": args.env, "steps": args.steps, "seed": args.seed, "rounds": rounds,
+    result = {"env": args.env, "encoder": args.encoder, "steps": args.steps, "seed": args.seed, "rounds": rounds,
               "median_us_per_observation": float(np.median(costs)),
               "repeated_share": rounds[0]["repeated_share"], "args": {k: str(v) for k, v in vars(args).items()}}
     print(f"median {result['median_us_per_observation']:.1f} µs per observation; "
