@@ -50,6 +50,14 @@ class KeyEncoder(abc.ABC):
         Called when a memory or a manager is built on the space, rather than at the first key. The
         default takes any space."""
 
+    def _flattener(self) -> SpaceFlattener:
+        """The :class:`SpaceFlattener` of this encoder's ``observation_space``, kept: made at its first key (a space
+        it cannot flatten fails there, as it always has; an encoder pickled before it kept none gets one)."""
+        flatten = self.__dict__.get("_flatten")
+        if flatten is None:
+            flatten = self._flatten = SpaceFlattener(self.observation_space)  # type: ignore[attr-defined]
+        return flatten
+
     def __call__(self, obs: Any, task_id: int = 0) -> np.ndarray:
         """The key of one observation, shape ``(key_dim,)``."""
         batch = add_batch_axis(obs)

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .base import KeyEncoder, SpaceFlattener, flat_dim
+from .base import KeyEncoder, flat_dim
 from .random_projection import RandomProjectionKeyEncoder
 
 __all__ = ["FlatKeyEncoder", "default_run_keys", "FLAT_KEYS_MAX"]
@@ -34,10 +34,7 @@ class FlatKeyEncoder(KeyEncoder):
         self.key_dim = flat_dim(observation_space)
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
-        flatten = self.__dict__.get("_flatten")
-        if flatten is None:  # made at the first key (an encoder pickled before it kept none)
-            flatten = self._flatten = SpaceFlattener(self.observation_space)
-        return flatten(obs_batch)
+        return self._flattener()(obs_batch)
 
 
 def default_run_keys(observation_space: spaces.Space) -> KeyEncoder:

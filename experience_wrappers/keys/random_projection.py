@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..validators import check_bool, check_int
-from .base import KeyEncoder, SpaceFlattener, flat_dim, normalise_rows
+from .base import KeyEncoder, flat_dim, normalise_rows
 
 __all__ = ["RandomProjectionKeyEncoder"]
 
@@ -86,10 +86,7 @@ class RandomProjectionKeyEncoder(KeyEncoder):
         return out
 
     def encode(self, obs_batch: Any, task_ids: np.ndarray) -> np.ndarray:
-        flatten = self.__dict__.get("_flatten")
-        if flatten is None:  # made at the first key (an unflattenable space fails there, as it always has)
-            flatten = self._flatten = SpaceFlattener(self.observation_space)
-        x = flatten(obs_batch)
+        x = self._flattener()(obs_batch)
         if self._proj is None:
             keys = np.zeros((len(x), self.key_dim), dtype=np.float32)
             keys[:, : self.input_dim] = x

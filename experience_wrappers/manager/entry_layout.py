@@ -32,7 +32,12 @@ import numpy as np
 
 from ..validators import check_int
 
-__all__ = ["EntryLayout"]
+__all__ = ["EntryLayout", "trial_outcome"]
+
+
+def trial_outcome(rewards: Any, success: bool | None) -> bool:
+    """A finished trial's outcome: ``success`` where given, else whether its rewards sum above 0."""
+    return bool(success) if success is not None else bool(np.asarray(rewards, dtype=np.float64).sum() > 0)
 
 
 @attrs.frozen
@@ -153,9 +158,7 @@ class EntryLayout:
         a failure (``success`` None: a positive sum counts as success).
         """
         rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
-        trial_return = float(rewards.sum())
-        if self.step_reward:
-            trial_return = float(bool(success) if success is not None else trial_return > 0)
+        trial_return = float(trial_outcome(rewards, success)) if self.step_reward else float(rewards.sum())
         return self.values(keys, action_codes, trial_return, z, rewards)
 
     def vectors(self, values: np.ndarray) -> np.ndarray:

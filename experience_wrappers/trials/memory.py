@@ -31,7 +31,7 @@ from ..keys.base import add_batch_axis, check_key_encoder, checked_keys
 from ..manager import ExperienceManager, SuccessReports
 from ..manager.config import ManagerConfig
 from ..manager.crediting import credit_trial
-from ..manager.entry_layout import EntryLayout
+from ..manager.entry_layout import EntryLayout, trial_outcome
 from ..manager.episode import Episode
 from ..manager.learner import ExtractorLearner
 from ..validators import check_bool, check_int
@@ -315,7 +315,7 @@ class TrialMemory:
                                               rewards, success)
             ids = np.asarray(self.bank.add(keys, values, task_ids=task, provenance=provenance).ids, np.int64)
         end = None if end_observation is None or not self.run_best else self.keys(add_batch_axis(end_observation))[0]
-        self._scope_ids[scope].append((task, ids, end, bool(success if success is not None else rewards.sum() > 0)))
+        self._scope_ids[scope].append((task, ids, end, trial_outcome(rewards, success)))
         self.stats["trials_written"] += 1
         self.stats["entries_written"] += t
         return ids

@@ -191,7 +191,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
         self._mask = np.zeros(memory.k, np.float32)
         self._run_open = False
-        #: the memory's own wrappers (RunBest, TrialIndex) are above it: trial_env puts them there, and each sets it
+        #: the memory's own wrappers (RunBest, TrialIndex) are above it (each sets it; trial_env puts them there)
         self.stacked = False
 
     # (gymnasium's Env declares spec an attribute, its Wrapper a property)
@@ -380,7 +380,6 @@ def trial_env(env: gym.Env, memory: TrialMemory, *, novelty_bonus: float = 0.0, 
     bonus = check_real("novelty_bonus", novelty_bonus, minimum=0)
     out: gym.Env = ExperienceWrapper(env, memory, scope="run", **kwargs)
     trials = out.trials  # type: ignore[attr-defined]
-    out.stacked = True  # type: ignore[attr-defined]  # (the memory's wrappers go on here)
     if memory.run_best:
         out = RunBest(out)  # type: ignore[arg-type]
     if memory.trial_index:

@@ -102,7 +102,8 @@ def checked_memory_kwargs(memory_kwargs: Mapping[str, Any] | None, like: Mapping
     from experience_wrappers.trials import TrialMemory
 
     kwargs = dict(memory_kwargs or {})
-    names = [n for n in inspect.signature(TrialMemory).parameters if n not in ("observation_space", "action_space")]
+    params = inspect.signature(TrialMemory).parameters
+    names = [n for n in params if n not in ("observation_space", "action_space")]
     for name in kwargs:
         if name not in names:
             close = difflib.get_close_matches(str(name), names, n=3)
@@ -112,9 +113,8 @@ def checked_memory_kwargs(memory_kwargs: Mapping[str, Any] | None, like: Mapping
     if kwargs.get("run_best") is True:
         kwargs["run_best"] = "taken"
     if isinstance(like, Mapping):
-        defaults = {n: p.default for n, p in inspect.signature(TrialMemory).parameters.items()}
         kwargs = {n: v for n, v in kwargs.items()
-                  if n in like or not (type(v) is type(defaults[n]) and v == defaults[n])}
+                  if n in like or not (type(v) is type(params[n].default) and v == params[n].default)}
     return kwargs
 
 
