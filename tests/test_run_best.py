@@ -13,6 +13,7 @@ from experience_wrappers import ExperienceWrapper
 from experience_wrappers.trials import TrialMemory
 from experience_wrappers.trials.checks import RUN_BEST_KEY
 from experience_wrappers.trials.run_best import RunBest, best_step
+from experience_wrappers.trials.trial_index import TrialIndex
 from experience_wrappers.trials.wrapper import trial_env
 from integrations.minihack.hidden_goal import MOVES, HiddenGoalRoom, goal_demonstration
 from integrations.sb3.trials_features import TrialsFeaturesExtractor
@@ -145,6 +146,15 @@ def test_run_best_reads_an_observation_given_as_a_python_int_and_the_wrapper_alo
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         by_hand.reset()  # RunBest put on by hand: nothing lacks
+    both = TrialMemory(Cells.observation_space, Cells.action_space, horizon=8, k=2, exp_dim=0, run_best="reached",
+                       trial_index=True)
+    half = RunBest(ExperienceWrapper(Cells(), both, scope="run", instances=[3], trials=2))
+    with pytest.warns(UserWarning, match=r"shows \['trial_index'\], which trial_env"):
+        half.reset()  # RunBest on, TrialIndex not: trial_index lacks (any one wrapper silenced it before)
+    whole = TrialIndex(RunBest(ExperienceWrapper(Cells(), both, scope="run", instances=[3], trials=2)), trials=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        whole.reset()
 
 
 def test_sparse_failures_say_nothing_of_where_they_got_to() -> None:

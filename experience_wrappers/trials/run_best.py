@@ -258,7 +258,7 @@ class RunBest(gym.Wrapper):
             raise ValueError(f"RunBest adds {RUN_BEST_KEY!r} to run scope's ExperienceWrapper(env, memory, "
                              f"scope=\"run\", ...); got {type(env).__name__} with {base}")
         self.memory: TrialMemory = env.memory
-        env.stacked = True  # (the memory's own wrapper is on it)
+        env.stacked.add(RUN_BEST_KEY)  # (the memory's own wrapper is on it)
         own = self.memory.observation_space
         self._own = list(own.spaces) if isinstance(own, spaces.Dict) else None  # None: the env's is "observation"
         self._dim = self.memory.key_dim

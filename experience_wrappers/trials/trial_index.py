@@ -47,7 +47,7 @@ class TrialIndex(gym.Wrapper):
         while isinstance(inner, gym.Wrapper) and "stacked" not in vars(inner):
             inner = inner.env
         if "stacked" in vars(inner):
-            inner.stacked = True
+            inner.stacked.add(TRIAL_INDEX_KEY)
         self.observation_space = spaces.Dict({**base.spaces,
                                               TRIAL_INDEX_KEY: spaces.Box(0.0, 1.0, (self.trials,), np.float32)})
 

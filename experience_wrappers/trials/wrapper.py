@@ -191,8 +191,10 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._rows = np.zeros((memory.k, lay.row_dim), np.float32)
         self._mask = np.zeros(memory.k, np.float32)
         self._run_open = False
-        #: the memory's own wrappers (RunBest, TrialIndex) are above it (each sets it; trial_env puts them there)
-        self.stacked = False
+        #: the keys the memory's own wrappers above it add (RunBest, TrialIndex: each adds its own;
+        #: trial_env puts them there); the first reset says which of the memory's keys none adds
+        self.stacked: set[str] = set()
+        self._lack_said = False
 
     # (gymnasium's Env declares spec an attribute, its Wrapper a property)
     @property
@@ -279,9 +281,10 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         the instance decides the reset seed (:class:`~experience_wrappers.wrappers.ReplayInstances`
         below this wrapper draws it)."""
         self.memory.check_process()
-        if not self.stacked and (self.memory.run_best or self.memory.trial_index):
-            self.stacked = True  # (said once)
-            shown = [k for k, on in (("run_best", self.memory.run_best), ("trial_index", self.memory.trial_index)) if on]
+        shown = [k for k, on in ((RUN_BEST_KEY, self.memory.run_best), (TRIAL_INDEX_KEY, self.memory.trial_index))
+                 if on and k not in self.stacked]
+        if shown and not self._lack_said:
+            self._lack_said = True  # (said once)
             warnings.warn(f"this memory shows {shown}, which trial_env(env, memory, ...) puts above "
                           "ExperienceWrapper(env, memory, scope=\"run\", ...); built alone, its observations lack "
                           f"{shown} (a policy trained with them refuses them): build it with trial_env", UserWarning,
