@@ -269,6 +269,10 @@ def test_two_crl_callbacks_in_one_learn_are_refused_but_a_new_learn_takes_a_new_
     model = PPO("MultiInputPolicy", _cartpole(), n_steps=32, batch_size=32, n_epochs=1)
     with pytest.raises(ValueError, match="two CRLCallbacks run in one learn"):
         model.learn(32, callback=CallbackList([CRLCallback(), CRLCallback()]))
+    once = CRLCallback()
+    with pytest.raises(ValueError, match="the same CRLCallback is given twice in one learn"):
+        model.learn(32, callback=CallbackList([once, once]))  # every hook ran twice: steps recorded twice
+    model.learn(32, callback=once)  # listed once, the same object is fine in the next learn()
     model.learn(32, callback=CRLCallback())
     model.learn(32, callback=CRLCallback(), reset_num_timesteps=False)  # resuming: a fresh callback is fine
     A2C("MultiInputPolicy", _cartpole(), n_steps=8).learn(16, callback=CRLCallback())  # on-policy: accepted

@@ -431,3 +431,30 @@ def test_an_evaluation_reads_an_episode_without_the_success_key_as_a_failure_onc
         Pattern.allowed = True
         run.close()
         back.close()
+
+
+def test_complementary_rl_evaluate_leaves_the_banks_retrieval_counters_as_they_were() -> None:
+    """``run.evaluate()`` resets its envs after the evaluation and drops that reset (the next learn() starts them
+    again), but the reset's retrievals were counted: each evaluation raised ``n_retrieved`` and the bank's query
+    count, which utility sampling and ``utilisation`` read, with entries no episode was shown."""
+    from integrations.sb3 import ComplementaryRL
+
+    run = ComplementaryRL("CartPole-v1", n_envs=2, seed=0, self_imitation=False, manager_kwargs=SYNC,
+                          algorithm_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+                          policy_kwargs={"net_arch": [8]})
+    run.learn(256)
+    assert len(run.bank) > 0
+
+    def counters():
+        got = run.bank.entries()
+        return got["n_retrieved"].tolist(), got["last_retrieved"].tolist(), run.bank.stats()["queries"]
+
+    before = counters()
+    for seed in (0, 1, 2):
+        run.evaluate(2, seed=seed)
+        assert counters() == before
+    with pytest.raises(TypeError, match="resume"):
+        evaluate_with_and_without_experience(run.model, n_episodes=2, resume="no")
+    run.learn(128)  # training counts again
+    assert counters() != before
+    run.close()

@@ -74,6 +74,18 @@ def test_save_refuses_demonstrations_the_files_offsets_would_misplace(tmp_path):
     assert not list(tmp_path.iterdir())
     loaded = load_demonstrations(save_demonstrations(tmp_path / "d", [good, good]))
     np.testing.assert_array_equal(loaded[1].observations, good.observations[:3])
+    # what ingestion refuses is refused here too, and an earlier file is left as it was
+    empty = Demonstration(observations=np.zeros((1, 1)), actions=np.zeros(0, np.int64), rewards=np.zeros(0))
+    nan = Demonstration(observations=good.observations, actions=good.actions, rewards=np.array([0.0, np.nan, 1.0]))
+    before = (tmp_path / "d.npz").read_bytes()
+    with pytest.raises(ValueError, match="demonstration 1 has no step"):
+        save_demonstrations(tmp_path / "d", [good, empty])
+    with pytest.raises(ValueError, match="demonstration 0: a reward is NaN or inf"):
+        save_demonstrations(tmp_path / "d.npz", [nan])
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ValueError, match="is a folder; give a file path"):
+        save_demonstrations(tmp_path / "folder", [good])  # it wrote folder.npz beside it
+    assert (tmp_path / "d.npz").read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "folder"]
 
 
 def test_a_damaged_demonstrations_file_is_refused_as_such(tmp_path):
@@ -206,6 +218,25 @@ def test_minihack_refuses_a_crop_it_would_assert_on_and_encodes_an_empty_batch()
     obs, _ = env.reset(seed=0)
     assert enc.encode({k: v[None][:0] for k, v in obs.items()}, np.zeros(0, np.int64)).shape == (0, enc.key_dim)
     env.close()
+
+
+def test_a_minihack_key_encoder_built_for_another_observation_is_refused_where_the_wrapper_is_built():
+    """It was accepted: a free episode's keys failed in the learner process (logged, the loop went on, the bank
+    stayed empty), or nothing failed at all until an episode was drawn guided."""
+    from integrations.minihack import MiniHackKeyEncoder, make_minihack_env
+
+    enc = MiniHackKeyEncoder(make_minihack_env("MiniHack-Room-5x5-v0").observation_space)
+    for kwargs, match in (({"observation_keys": ("glyphs",)}, r"reads 'glyphs_crop' of shape \(9, 9\).*lacks it"),
+                          ({"obs_crop_h": 5}, r"reads 'glyphs_crop' of shape \(9, 9\).*holds it with shape \(5, 9\)")):
+        env = make_minihack_env("MiniHack-Room-5x5-v0", **kwargs)
+        bank = ExperienceBank()
+        with pytest.raises(ValueError, match=match):
+            ExperienceWrapper(env, bank, key_encoder=enc, manager_kwargs={"mode": "sync"})
+        assert bank.manager is None  # nothing built
+        env.close()
+    more = make_minihack_env("MiniHack-Room-5x5-v0", observation_keys=("glyphs_crop", "blstats", "inv_glyphs",
+                                                                        "message"))
+    ExperienceWrapper(more, ExperienceBank(), key_encoder=enc, manager_kwargs={"mode": "sync"}).close()  # a key more: read as ever
 
 
 def test_metaworld_names_tasks_that_are_not_tasks_and_a_prefix_that_is_no_str():

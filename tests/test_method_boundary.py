@@ -85,6 +85,18 @@ def test_item1_a_save_without_experience_is_atomic_and_keeps_the_users_files(tmp
     back.close()
 
 
+def test_item1_save_crl_refuses_a_complementary_rl_folder_which_it_would_leave_unloadable(tmp_path) -> None:
+    run, other = _run(), _run(seed=1)
+    run.save(tmp_path / "r")
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir()}
+    with pytest.raises(RunFileError, match=r"holds a ComplementaryRL run \(its method.json\)"):
+        save_crl(tmp_path / "r", other.model)
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").iterdir()} == before
+    ComplementaryRL.load(tmp_path / "r").close()  # still loads (it did not: method.json of one save, files of another)
+    run.close()
+    other.close()
+
+
 # ------------------------------------------------------------------ item 2
 @pytest.mark.parametrize("experience", [True, False])
 def test_item2_a_stale_save_is_refused_naming_both_saves(tmp_path, experience) -> None:
@@ -623,3 +635,15 @@ def test_self_imitation_and_the_logs_keep_knowing_the_env_reports_success_across
         Coin.allowed = True
         run.close()
         back.close()
+
+
+def test_a_users_features_extractor_class_replaces_the_reader_with_a_warning_not_a_raw_error() -> None:
+    """The reader's own ``features_extractor_kwargs`` (``base_extractor_class``, ...) stayed beside the user's class,
+    and SB3 raised ``TypeError: CombinedExtractor.__init__() got an unexpected keyword argument`` the user never gave."""
+    from stable_baselines3.common.torch_layers import CombinedExtractor
+
+    with pytest.warns(UserWarning, match="features_extractor_class CombinedExtractor replaces the experience reader"):
+        run = _run(policy_kwargs={"features_extractor_class": CombinedExtractor})
+    assert type(run.model.policy.features_extractor) is CombinedExtractor
+    run.learn(32)
+    run.close()

@@ -49,6 +49,30 @@ def test_save_crl_refuses_a_folder_with_an_unrelated_model_zip(trained, tmp_path
         save_crl(tmp_path / "model.zip", model, venv)
 
 
+def test_a_run_is_refused_the_working_directory_and_a_path_under_a_file(trained, tmp_path, monkeypatch) -> None:
+    """A run folder is swapped in whole: saved as ``"."`` it replaced the working directory, and the
+    process was left in a removed folder (every relative path then failed)."""
+    _, model, venv, _ = trained
+    inside = tmp_path / "work"
+    inside.mkdir()
+    monkeypatch.chdir(inside)
+    inode = inside.stat().st_ino
+    for where in (".", "", str(inside)):
+        with pytest.raises(ValueError, match="is the working directory"):
+            save_crl(where, model, venv)
+    with pytest.raises(ValueError, match="is a folder above the working directory"):
+        save_crl(tmp_path, model, venv)
+    assert inside.stat().st_ino == inode and Path(".").resolve() == inside.resolve()
+    save_crl("run", model, venv)  # a subfolder of it: saved as ever
+    assert (inside / "run" / "model.zip").is_file()
+    (inside / "results.csv").write_text("a,b")
+    with pytest.raises(ValueError, match="'results.csv' is a file, so no folder can be made under it"):
+        save_crl("results.csv/run", model, venv)
+    with pytest.raises(ValueError, match="'results.csv' is a file, so no folder can be made under it"):
+        find_experience(venv)[0][0].bank.save("results.csv/bank")
+    assert (inside / "results.csv").read_text() == "a,b"
+
+
 class FullDiskPPO(PPO):
     """PPO whose ``save`` writes part of its file and then fails as a full disk does."""
 

@@ -317,3 +317,38 @@ def test_sb3s_own_multi_input_policy_gives_an_index_error_which_is_why_the_metho
     plain = PPO("MultiInputPolicy", venv, **PPO_KW)
     with pytest.raises(IndexError):  # SB3's message says nothing of the experience
         plain.predict(venv.envs[0].unwrapped.observation_space.sample())
+
+
+def test_closing_the_envs_stops_the_learner_process_their_wrappers_built_and_leaves_a_users_manager_open():
+    """``venv.close()`` left each run's learner process running (about 320 MB each in a sweep) until the
+    env was garbage-collected; now the last wrapper on a bank closes the manager the wrappers built."""
+    import multiprocessing
+
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from experience_wrappers import ExperienceManager, ManagerConfig
+    from integrations.sb3 import ExperienceVecEnv
+
+    def learners() -> set[int]:
+        return {p.pid for p in multiprocessing.active_children()}
+
+    before = learners()
+    bank = ExperienceBank()
+    venv = ExperienceVecEnv(make_vec_env("CartPole-v1", n_envs=2), bank, manager_kwargs={"mode": "process"})
+    per_env = make_vec_env("CartPole-v1", n_envs=2, wrapper_class=ExperienceWrapper, wrapper_kwargs={"bank": bank})
+    manager = find_experience(venv)[0][0]
+    PPO("MultiInputPolicy", venv, **PPO_KW).learn(128, callback=CRLCallback())
+    assert manager.holders == 3 and learners() - before and len(bank) > 0
+    venv.close()
+    assert bank.manager is manager and learners() - before  # the per-env wrappers still use it
+    per_env.close()
+    per_env.close()  # twice: nothing more to let go
+    assert bank.manager is None and not learners() - before and len(bank) > 0  # the entries stay
+
+    plain = make_vec_env("CartPole-v1", n_envs=1)
+    mine = ExperienceManager(bank, plain.observation_space, plain.action_space, config=ManagerConfig(mode="sync"))
+    given = make_vec_env("CartPole-v1", n_envs=1, wrapper_class=ExperienceWrapper, wrapper_kwargs={"bank": bank})
+    assert find_experience(given)[0][0] is mine
+    given.close()
+    assert bank.manager is mine  # the user's: left to the user
+    mine.close()

@@ -116,3 +116,19 @@ def test_an_episode_that_never_ends_is_said_once(monkeypatch) -> None:
             venv.step(np.zeros(1, int))
     assert sum("without ending" in str(w.message) for w in caught) == 1
     venv.close()
+
+
+def test_a_step_with_as_many_actions_as_envs_or_none_is_taken() -> None:
+    """Three actions for two envs: DummyVecEnv stepped its envs first and the wrapper refused after (the envs had
+    moved on, unrecorded); now refused before any env steps."""
+    envs = [_TaskInReset() for _ in range(2)]
+    venv = ExperienceVecEnv(DummyVecEnv([lambda e=e: e for e in envs]), ExperienceBank(),
+                            manager_kwargs={"mode": "sync"})
+    venv.reset()
+    for bad in (np.zeros(3, int), np.zeros((1,), int), np.int64(0)):
+        with pytest.raises(ValueError, match="one action per env: 2 envs"):
+            venv.step(bad)
+    assert [e.t for e in envs] == [0, 0]
+    venv.step(np.zeros(2, int))
+    assert [e.t for e in envs] == [1, 1]
+    venv.close()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..errors import BankFileError, ExperienceFileError
 
-__all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "read_consistent",
+__all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "check_folder_path", "read_consistent",
            "fsync_dir", "remove_quietly", "remove_or_warn", "config_checksum", "CHECKSUMMED", "warn_and_log"]
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,34 @@ def folder_lock(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def check_folder_path(path: Path, *, replaced: bool = False) -> None:
+    """Refuse a save's folder path that cannot be a folder: a file, or a path under a file.
+
+    ``replaced``: the save swaps a new folder in for the whole of ``path``; then ``path`` must not
+    be the working directory or a folder above it either (the swap would leave this process, and
+    every relative path it opens, in a removed folder).
+
+    Raises:
+        ValueError: naming the file, or the working directory.
+    """
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
+    for above in path.parents:
+        if above.exists():
+            if not above.is_dir():
+                raise ValueError(f"cannot save into {str(path)!r}: {str(above)!r} is a file, so no folder can be "
+                                 "made under it; give a folder path")
+            break
+    if replaced:
+        where, cwd = Path(os.path.realpath(path)), Path(os.path.realpath(os.getcwd()))
+        if where == cwd or where in cwd.parents:
+            what = "the working directory" if where == cwd else "a folder above the working directory"
+            raise ValueError(f"cannot save into {str(path)!r}: it is {what} ({str(cwd)!r}), and this save "
+                             "replaces its folder as a whole, which would leave this "
+                             "process in a removed folder; save into a subfolder, e.g. "
+                             f"{str(Path(path) / 'run')!r}")
 
 
 def check_save_target(folder: Path, fmt: str) -> dict | None:

@@ -41,6 +41,7 @@ from .folder import (
     META,
     V1_FILES,
     _fail,
+    check_folder_path,
     check_save_target,
     config_checksum,
     folder_lock,
@@ -128,9 +129,8 @@ def replaced_folder(path: Path, fmt: str, own: Callable[[str], bool],
         own: whether a top-level name in such a folder is one the save writes.
         error: the error a refused folder raises, the one of the folder's kind.
     """
+    check_folder_path(Path(path), replaced=True)
     path = Path(os.path.realpath(path))  # through symbolic links: a link to a folder saves into that folder
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _dir_lock(path.parent):
         if path.is_dir() and any(path.iterdir()):
@@ -214,8 +214,7 @@ def save_bank(state: BankState, path: Path, fmt: str, version: int, lineage: lis
     (the save it was loaded from, then those it wrote); when it is not empty, a folder holding a save
     outside it is refused (a stale save) unless ``overwrite``; the new save's id is appended once committed.
     """
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
+    check_folder_path(path)
     path.mkdir(parents=True, exist_ok=True)
     check_save_target(path, fmt)  # before the lock file: a refused folder gets nothing
     with folder_lock(path):

@@ -137,6 +137,10 @@ class ExperienceManager:
         self.episodes_submitted = 0
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under stats_lock)
         self._closed = False
+        #: how many wrappers use this manager (each from its construction to its ``close()``), and whether the
+        #: last one's close() closes it: a manager that :func:`~.sharing.manager_for_bank` built for them
+        self.holders = 0
+        self.closes_with_wrappers = False
         #: the ``learn`` call a CRLCallback trains this manager in, and that callback (its check
         #: that one ``learn`` has one CRLCallback; see ``integrations.sb3.guards``)
         self.learn_claim: tuple[Any, Any] | None = None
@@ -300,6 +304,15 @@ class ExperienceManager:
         if self._closed:
             raise RuntimeError(f"this manager is closed: it cannot {what} (its worker has stopped); build a new "
                                "manager on a bank loaded from a save (ExperienceBank.load) to go on")
+
+    def let_go(self) -> None:
+        """A wrapper that used this manager closed (:attr:`holders` counts them). A manager the wrappers
+        built on their bank is closed with the last of them (its learner process stops; the bank's
+        entries stay, and a wrapper built on the bank later gets a new manager); a manager of the
+        user's is left to the user."""
+        self.holders = max(0, self.holders - 1)
+        if self.holders == 0 and self.closes_with_wrappers and not self._closed:
+            self.close()
 
     def close(self) -> None:
         """Process what is queued, then stop the worker; later submissions, ingests and merges raise RuntimeError.

@@ -35,6 +35,7 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
         # the wrappers' bank takes the manager's widths now: a user's add of other widths is refused
         # where it is made, not at the next query inside SB3
         bank.fix_dims(**mgr.bank_dims)
+        mgr.closes_with_wrappers = True  # built for the wrappers: the last one's close() closes it
         return mgr
     if not same_layout(mgr.observation_space, observation_space) or not same_layout(mgr.action_space, action_space):
         raise ValueError(

@@ -118,6 +118,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
 
     #: this wrapper's scope
     scope: ClassVar[str] = "task"
+    #: the manager this wrapper holds until close() (set by task scope's __init__; run scope's memory holds none)
+    _held: ExperienceManager | None = None
     #: the class of each scope but ``"task"`` (registered by ``class RunScopeWrapper(ExperienceWrapper, scope="run")``)
     scopes: ClassVar[dict[str, type[ExperienceWrapper]]] = {}
 
@@ -173,10 +175,23 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self._last_obs: Any = None
         self._ended = True
         self._warned_cut = False  # a reset cut an episode short (warned once)
+        self._held = self.manager if isinstance(self.manager, ExperienceManager) else None
+        if self._held is not None:
+            self._held.holders += 1
 
     @property
     def bank(self) -> ExperienceBank:
         return self.manager.bank
+
+    def close(self) -> None:
+        """Close the env; the last wrapper on a bank whose manager the wrappers built closes that manager
+        too (:meth:`~experience_wrappers.manager.ExperienceManager.let_go`: its learner process stops)."""
+        try:
+            held, self._held = self._held, None
+            if held is not None:
+                held.let_go()
+        finally:
+            super().close()
 
     def set_force_guided(self, value: bool | None) -> None:
         """Force every episode guided (True) or free (False); None restores the schedule."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -104,8 +105,12 @@ def check_savable(demos: list[Demonstration]) -> None:
         rows = [len(v) for v in d.observations.values()] if isinstance(d.observations, dict) else [len(d.observations)]
         if any(r not in (n, n + 1) for r in rows):
             raise ValueError(f"demonstration {i}: {rows} observations for {n} actions; expected {n} or {n + 1}")
+        if n == 0:
+            raise ValueError(f"demonstration {i} has no step (no action): nothing to show or imitate")
         if np.shape(d.rewards) != (n,):
             raise ValueError(f"demonstration {i}: rewards of shape {np.shape(d.rewards)} for {n} actions")
+        if not np.all(np.isfinite(np.asarray(d.rewards, dtype=np.float64))):
+            raise ValueError(f"demonstration {i}: a reward is NaN or inf")
         if np.shape(d.actions)[1:] != np.shape(first.actions)[1:]:
             raise ValueError(f"demonstration {i}'s actions have shape {np.shape(d.actions)[1:]} per step, "
                              f"demonstration 0's {np.shape(first.actions)[1:]}")
@@ -113,8 +118,17 @@ def check_savable(demos: list[Demonstration]) -> None:
 
 def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
     """Write demonstrations to one ``.npz`` (concatenated arrays plus offsets; no pickle); returns
-    the file written (``.npz`` is added to a path without it, as numpy does)."""
+    the file written (``.npz`` is added to a path without it, as numpy does). The file is written
+    whole and then put in place, so a failed save leaves an earlier file of that name as it was.
+
+    Raises:
+        ValueError: ``path`` is a folder, or a demonstration cannot be saved (:func:`check_savable`:
+            one without a step, a NaN reward, a layout the file's offsets would misplace).
+    """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"demonstrations are saved as one .npz file, and {str(path)!r} is a folder; give a file "
+                         f"path, e.g. {str(path / 'demonstrations.npz')!r}")
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
     if not demos:
@@ -133,8 +147,13 @@ def save_demonstrations(path: str | Path, demos: list[Demonstration]) -> Path:
         arrays["obs"] = np.concatenate([np.asarray(d.observations)[: len(d.actions)] for d in demos])
     arrays["meta"] = np.frombuffer(json.dumps({"format": FORMAT, "version": VERSION}).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:  # (a file object: numpy adds nothing to its name)
-        np.savez_compressed(f, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:  # (a file object: numpy adds nothing to its name)
+            np.savez_compressed(f, **arrays)  # type: ignore[arg-type]  # numpy stub: **arrays matched to allow_pickle: bool
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -164,6 +164,21 @@ class MiniHackKeyEncoder(KeyEncoder):
         """The observation keys that enter the key (all others are ignored)."""
         return tuple(p.key for p in self.parts)
 
+    def check_space(self, observation_space: spaces.Space) -> None:
+        """Refuse an env's observation space that lacks a key this encoder reads, or holds it in another
+        shape: an encoder built for another env's observation (its keys failed at the first episode, in the
+        learner process, or not at all where no episode was guided)."""
+        sub = observation_space.spaces if isinstance(observation_space, spaces.Dict) else {}
+        mine = self.observation_space.spaces
+        for key in self.used_keys:
+            theirs = sub.get(key)
+            if theirs is None or theirs.shape != mine[key].shape:
+                got = "lacks it" if theirs is None else f"holds it with shape {theirs.shape}"
+                raise ValueError(f"this MiniHackKeyEncoder reads {key!r} of shape {mine[key].shape} (built on an "
+                                 f"observation of {sorted(mine)}), and this env's observation {got} (it has "
+                                 f"{sorted(sub)}): build the encoder on this env's observation space "
+                                 "(MiniHackKeyEncoder(env.observation_space))")
+
     def _task(self, task_ids: np.ndarray) -> np.ndarray:
         out = np.empty((len(task_ids), self.key_dim), dtype=np.float32)
         for i, t in enumerate(task_ids):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,8 +30,18 @@ def default_policy(algorithm: type[BaseAlgorithm], family: Family, experience: b
     policy: Any
     if experience:
         base_cls, base_kwargs = family.base_extractor or (None, None)
-        kwargs = {**crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs),
-                  **dict(policy_kwargs or {})}
+        ours = crl_policy_kwargs(base_extractor_class=base_cls, base_extractor_kwargs=base_kwargs)
+        user = dict(policy_kwargs or {})
+        theirs = user.get("features_extractor_class")
+        if theirs is not None:  # the user's extractor in place of the reader: the reader's kwargs go
+            ours.pop("features_extractor_kwargs")
+            if theirs is not ours["features_extractor_class"]:
+                warnings.warn(f"policy_kwargs' features_extractor_class {getattr(theirs, '__name__', theirs)} "
+                              "replaces the experience reader (ExperienceFeaturesExtractor) and reads the experience "
+                              "keys of the Dict observation itself; to keep the reader on your network, pass "
+                              "policy_kwargs={'features_extractor_kwargs': {'base_extractor_class': YourExtractor}}",
+                              UserWarning, stacklevel=3)
+        kwargs = {**ours, **user}
         policy = "MultiInputPolicy"
         if issubclass(aliases.get(policy, object), MultiInputActorCriticPolicy):
             policy = ExperiencePolicy

@@ -306,14 +306,19 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
 
 
 def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | None = None, n_episodes: int = 20,
-                                         deterministic: bool = True, seed: int | None = None) -> dict[str, Any]:
+                                         deterministic: bool = True, seed: int | None = None, *,
+                                         resume: bool = True) -> dict[str, Any]:
     """Evaluate twice on ``env`` (default: the model's env): every episode guided, then every one free
     (with ``seed``, both from the same seeded starts: :func:`run_episodes`).
 
     During evaluation nothing is learned (:func:`no_learning`: episodes are not handed to the
     manager, retrieval counters are left alone, a roll-in env is off, a ``VecNormalize`` keeps its
     statistics). Afterwards the schedule is restored and the env is
-    reset (so no evaluation episode reaches the manager); when ``env`` is the model's own,
+    reset (so no evaluation episode reaches the manager): with ``resume`` (the default) it starts the
+    training episodes that ``learn(..., reset_num_timesteps=False)`` goes on from, and their
+    retrievals count as training's; ``resume=False`` counts none (for a caller that starts its envs
+    again itself, as :meth:`ComplementaryRL.evaluate <integrations.sb3.ComplementaryRL.evaluate>` does,
+    so that an evaluation leaves the bank's counters as they were); when ``env`` is the model's own,
     the model's last observation is updated, so training can continue. A separate
     evaluation env on the same bank avoids touching the training env at all.
 
@@ -322,6 +327,7 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
     """
     n_episodes, seed = check_episodes(n_episodes, seed)  # (before the injectors and the env are touched)
     deterministic = check_deterministic(deterministic)
+    resume = check_bool("resume", resume, numpy=True)
     env = env or model.get_env()
     if env is None:
         raise ValueError("no env: pass one or give the model an env")
@@ -349,9 +355,17 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
         out = {name: _summarize(eps, reports) for name, eps in episodes.items()}
     finally:
         # start fresh episodes under the training settings (the evaluation episodes in flight
-        # are dropped, never handed to the manager) and keep the model's view of the env current
-        with statistics_kept(env):
-            obs = env.reset()
+        # are dropped, never handed to the manager) and keep the model's view of the env current;
+        # the reset's retrievals count as training's where training goes on from them (resume)
+        learn = [inj.learn for inj in injectors]
+        for inj in injectors:
+            inj.learn = inj.learn if resume else False
+        try:
+            with statistics_kept(env):
+                obs = env.reset()
+        finally:
+            for inj, was in zip(injectors, learn, strict=True):
+                inj.learn = was
         if env is model.get_env():
             model._last_obs = obs  # type: ignore[assignment]  # SB3's VecEnvObs includes tuples, _last_obs's annotation does not
             model._last_episode_starts = np.ones((env.num_envs,), dtype=bool)

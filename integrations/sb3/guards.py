@@ -49,7 +49,11 @@ def check_callback(callback: Any, managers: list[ExperienceSource]) -> None:
         claim = getattr(manager, "learn_claim", None)
         if claim is not None and session is not None and claim[0] == session:
             other = claim[1]()
-            if other is not None and other is not callback:
+            if other is callback:
+                raise ValueError(
+                    "the same CRLCallback is given twice in one learn() call (a CallbackList holding it twice?): each "
+                    "of its hooks would run twice, counting every rollout and recording every step twice; list it once")
+            if other is not None:
                 raise ValueError(
                     "two CRLCallbacks run in one learn() call (e.g. in one CallbackList): each would count every "
                     "rollout and regroup the advantages again; pass a single CRLCallback")

@@ -115,6 +115,11 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
     save_id = uuid.uuid4().hex[:16]
     with replaced_folder(path, RUN_FORMAT, own.__contains__, RunFileError) as tmp:
         _check_not_stale(path, lineage, overwrite)  # under the folder's lock: no save can commit in between
+        if METHOD_FILE not in own and (path / METHOD_FILE).is_file():
+            raise RunFileError(f"refusing to save into {str(path)!r}: it holds a ComplementaryRL run (its "
+                               f"{METHOD_FILE}), which this save would leave with another run's files, so that it "
+                               "no longer loads; save that run with its own run.save, or save this one into "
+                               "another folder")
         if manager is not None:
             manager.save(tmp / "experience")
         if replay is not None:

@@ -341,7 +341,7 @@ class TaskScopeRL:
             self.rollin_env.enabled = False
         try:
             if self.experience:
-                return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic, seed)
+                return evaluate_with_and_without_experience(self.model, self.env, n_episodes, deterministic, seed, resume=False)
             return {"without_experience": run_episodes(self.model, self.env, n_episodes, deterministic, seed,
                                                        success.known_reports(self.model, self.env, self._reported))}
         finally:

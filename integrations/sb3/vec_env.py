@@ -10,7 +10,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize, unwrap_vec_wrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
 from experience_wrappers.manager.sharing import same_layout
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
@@ -113,6 +113,10 @@ class ExperienceVecEnv(VecEnvWrapper):
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
         self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
         super().__init__(venv, observation_space=self.injector.retriever.observation_space(venv.observation_space))
+        #: the manager this wrapper holds until close() (the last wrapper closes a manager built for them)
+        self._held = self.manager if isinstance(self.manager, ExperienceManager) else None
+        if self._held is not None:
+            self._held.holders += 1
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
 
@@ -130,6 +134,16 @@ class ExperienceVecEnv(VecEnvWrapper):
     def set_force_guided(self, value: bool | None) -> None:
         """Force every episode guided (True) or free (False); None restores the schedule."""
         self.injector.force_guided = value
+
+    def close(self) -> None:
+        """Close the envs; the last wrapper on a bank whose manager the wrappers built closes that manager
+        too (:meth:`~experience_wrappers.manager.ExperienceManager.let_go`: its learner process stops)."""
+        try:
+            held, self._held = self._held, None
+            if held is not None:
+                held.let_go()
+        finally:
+            self.venv.close()
 
     def seed(self, seed: int | None = None) -> Any:
         """Seed the envs below and this wrapper's guided / free draws.
@@ -150,7 +164,11 @@ class ExperienceVecEnv(VecEnvWrapper):
         return self.injector.retriever.observation(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
+        """Step the envs below with one action per env (refused before any env steps otherwise)."""
         self._actions = np.asarray(actions)
+        if self._actions.shape[:1] != (self.num_envs,):
+            raise ValueError(f"step_async takes one action per env: {self.num_envs} envs, got actions of shape "
+                             f"{self._actions.shape}; no env was stepped")
         self.venv.step_async(actions)
 
     def step_wait(self) -> VecEnvStepReturn:
