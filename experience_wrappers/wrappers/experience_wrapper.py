@@ -76,7 +76,8 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
     :class:`~experience_wrappers.wrappers.retrieval.Retriever` on the key encoder and the
     bank). Every wrapper on one bank shares one :class:`ExperienceManager`, :attr:`manager`,
     which receives the finished episodes (created on first use; pass ``manager`` or
-    ``key_encoder`` / ``manager_kwargs`` to choose).
+    ``key_encoder`` / ``manager_kwargs`` to choose). A manager created this way is closed by
+    the last of its wrappers' ``close()`` (its learner process stops; the bank keeps its entries).
 
     Args:
         env: the env to wrap.
