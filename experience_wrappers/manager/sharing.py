@@ -18,7 +18,7 @@ from .layout import layout_of, same_layout
 from .manager import ExperienceManager
 from .protocol import ExperienceSource
 
-__all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of"]
+__all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of", "hold", "let_go"]
 
 
 def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
@@ -82,3 +82,19 @@ def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, actio
         raise ValueError(f"the manager given serves observation {obs_space}, action {act_space}; this env has "
                          f"observation {observation_space}, action {action_space}: build its manager for these spaces")
     return manager
+
+
+def hold(manager: ExperienceSource) -> ExperienceManager | None:
+    """Count a wrapper among ``manager``'s holders (:attr:`ExperienceManager.holders`); returns what
+    the wrapper gives :func:`let_go` at its ``close()`` (None: a service's manager, not counted here)."""
+    if not isinstance(manager, ExperienceManager):
+        return None
+    manager.holders += 1
+    return manager
+
+
+def let_go(held: ExperienceManager | None) -> None:
+    """A wrapper that :func:`hold` counted closed: the last one closes a manager built for the wrappers
+    (:meth:`ExperienceManager.let_go`)."""
+    if held is not None:
+        held.let_go()

@@ -13,6 +13,7 @@ from gymnasium.utils import RecordConstructorArgs
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
 from ..manager import ExperienceManager
+from ..manager.sharing import hold, let_go
 from ..validators import check_int
 from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
@@ -176,21 +177,17 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         self._last_obs: Any = None
         self._ended = True
         self._warned_cut = False  # a reset cut an episode short (warned once)
-        self._held = self.manager if isinstance(self.manager, ExperienceManager) else None
-        if self._held is not None:
-            self._held.holders += 1
+        self._held = hold(self.manager)
 
     @property
     def bank(self) -> ExperienceBank:
         return self.manager.bank
 
     def close(self) -> None:
-        """Close the env; the last wrapper on a bank whose manager the wrappers built closes that manager
-        too (:meth:`~experience_wrappers.manager.ExperienceManager.let_go`: its learner process stops)."""
+        """Close the env, and the manager the wrappers built where this is its last wrapper (:func:`.let_go`)."""
+        held, self._held = self._held, None
         try:
-            held, self._held = self._held, None
-            if held is not None:
-                held.let_go()
+            let_go(held)
         finally:
             super().close()
 

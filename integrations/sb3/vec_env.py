@@ -10,8 +10,8 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize, unwrap_vec_wrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from experience_wrappers import ExperienceBank, ExperienceManager, ExperienceWrapper
-from experience_wrappers.manager.sharing import same_layout
+from experience_wrappers import ExperienceBank, ExperienceWrapper
+from experience_wrappers.manager.sharing import hold, let_go, same_layout
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.env_checks import check_finite_observation
@@ -113,10 +113,7 @@ class ExperienceVecEnv(VecEnvWrapper):
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
         self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
         super().__init__(venv, observation_space=self.injector.retriever.observation_space(venv.observation_space))
-        #: the manager this wrapper holds until close() (the last wrapper closes a manager built for them)
-        self._held = self.manager if isinstance(self.manager, ExperienceManager) else None
-        if self._held is not None:
-            self._held.holders += 1
+        self._held = hold(self.manager)  # until close(): the last wrapper closes a manager built for them
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
 
@@ -136,12 +133,11 @@ class ExperienceVecEnv(VecEnvWrapper):
         self.injector.force_guided = value
 
     def close(self) -> None:
-        """Close the envs; the last wrapper on a bank whose manager the wrappers built closes that manager
-        too (:meth:`~experience_wrappers.manager.ExperienceManager.let_go`: its learner process stops)."""
+        """Close the envs below; as the last wrapper on a bank whose manager the wrappers built, that
+        manager too (:func:`~experience_wrappers.manager.sharing.let_go`: its learner process stops)."""
+        held, self._held = self._held, None
         try:
-            held, self._held = self._held, None
-            if held is not None:
-                held.let_go()
+            let_go(held)
         finally:
             self.venv.close()
 
