@@ -98,7 +98,9 @@ def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP, reward_obse
 
     It gives ``(observations, actions, rewards)`` of the scripted demonstration, or None where the
     scripted policy did not succeed within the cap (no such reach goal: 50 of 50 held-out goals
-    succeed in 33-72 steps). ``reward_observed``: the observations carry the last rewards, as an
+    succeed in 33-72 steps). The observations are the hidden-goal env's (the goal zeroed), for
+    ``ML1Trials`` with the goal hidden: an ``ML1Trials(goal_visible=True)`` env shows the goal they
+    lack. ``reward_observed``: the observations carry the last rewards, as an
     ``ML1Trials(reward_observed=True)`` env's do. ``settle``: steps recorded past the success
     (:func:`scripted_demonstration`).
 
