@@ -35,7 +35,9 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--out {args.out} holds the checkpoints of an earlier run: give a folder of its own")
 
     model = PPO("MultiInputPolicy", make_env(ExperienceBank()), n_steps=256, seed=0)
-    every = max(args.steps // 4 // model.n_envs, 1)  # CheckpointCallback counts calls, one per n_envs steps
+    # CheckpointCallback counts calls, one per n_envs steps; PPO runs whole rollouts (n_steps calls), so a
+    # checkpoint at most once a rollout (a few --steps gave one per call: 256 checkpoints)
+    every = max(args.steps // 4 // model.n_envs, model.n_steps)
     checkpoints = CRLCheckpointCallback(save_freq=every, save_path=str(args.out), name_prefix="cartpole")
     model.learn(args.steps, callback=CallbackList([CRLCallback(), checkpoints]))
     last = max(args.out.glob("cartpole_*_steps.zip"), key=lambda z: int(z.stem.split("_")[-2]))

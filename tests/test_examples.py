@@ -37,6 +37,8 @@ def test_resume_from_checkpoint(tmp_path):
     out = run("resume_from_checkpoint.py", "--steps", "2048", "--out", "ck", cwd=tmp_path)
     assert "resuming from cartpole_2048_steps.zip" in out and "resumed to" in out
     assert (tmp_path / "ck" / "cartpole_2048_steps_experience").is_dir()
+    run("resume_from_checkpoint.py", "--steps", "16", "--out", "few", cwd=tmp_path)  # one rollout: 256 zips before
+    assert len(list((tmp_path / "few").glob("cartpole_*_steps.zip"))) == 1
 
 
 @pytest.mark.slow

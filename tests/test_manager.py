@@ -868,3 +868,47 @@ def test_a_key_too_wide_for_the_banks_context_column_is_refused_when_the_manager
     with pytest.raises(ValueError, match="past the 65,536 the bank stores: key by a narrower encoder"):
         ExperienceManager(ExperienceBank(), space, spaces.Discrete(2), key_encoder=FlatKeyEncoder(space),
                           config=ManagerConfig(mode="sync", extractor={"max_len": 16}))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_closed_manager_refuses_a_restore_into_the_bank_another_manager_now_serves(tmp_path, mode) -> None:
+    """``restore`` was taken after ``close()`` in sync and async mode, and replaced the content of the bank that a
+    newer manager served (69 entries to 9 in the report); process mode refused."""
+    rng = np.random.default_rng(0)
+    old = make_manager(mode=mode)
+    seeded_bank(old, rng)
+    old.save(tmp_path / "saved")
+    bank = old.bank
+    old.close()
+    new = make_manager(bank, mode=mode)
+    seeded_bank(new, rng, n_segments=8)
+    size = len(bank)
+    with pytest.raises(RuntimeError, match="this manager is closed: it cannot restore"):
+        old.restore(tmp_path / "saved")
+    assert len(bank) == size and bank.manager is new
+    new.close()
+
+
+def test_an_episode_submitted_while_another_thread_closes_is_processed_or_refused_never_dropped() -> None:
+    """A submit that raced close() was taken after close had drained the queue: accepted, never processed."""
+    for attempt in range(20):
+        mgr = make_manager(mode="async")
+        rng = np.random.default_rng(attempt)
+        episodes = [make_episode(rng) for _ in range(200)]
+        taken = 0
+
+        def submit_all() -> None:
+            nonlocal taken
+            for ep in episodes:
+                try:
+                    mgr.submit(ep)
+                except RuntimeError:
+                    return
+                taken += 1
+
+        worker = threading.Thread(target=submit_all)
+        worker.start()
+        time.sleep(0.001 * (attempt % 5))
+        mgr.close()
+        worker.join()
+        assert mgr.episodes_processed == taken and mgr.pending == 0

@@ -156,3 +156,40 @@ def test_episodes_queued_in_a_task_that_ends_without_close_still_reach_the_learn
         assert service.call("learner_stats")["episodes_processed"] == 5
     finally:
         service.shutdown()
+
+
+def test_closing_a_services_env_hands_its_episodes_over_without_waiting_for_the_services_backlog(monkeypatch):
+    """``env.close()`` flushed: it waited, inside the one-call-at-a-time actor, until the learner had processed every
+    client's episodes, so a second client's calls timed out meanwhile (14 s for a backlog of 3,650 episodes)."""
+    from experience_wrappers import ExperienceManager
+
+    service = start_service(name="closing", num_cpus=0)
+    env = service.wrap(gym.make("CartPole-v1"), manager_kwargs={"segment_every": 4})
+    _episodes(env, 10)
+    manager = env.manager
+    assert manager.pending > 0
+    flushed = []
+    monkeypatch.setattr(service, "flush", lambda *a, **k: flushed.append(a))  # the service-wide wait
+    env.close()
+    assert manager.pending == 0 and flushed == []  # sent and answered, the backlog not waited for
+    monkeypatch.undo()
+    service.flush()
+    assert len(service) > 0  # the episodes reached the learner
+    with pytest.raises(ValueError, match="an experience service's.*service.wrap"):
+        ExperienceManager(service.bank, env.observation_space, env.action_space)  # raw AttributeError before
+    service.shutdown()
+
+
+def test_after_ray_shutdown_closing_a_services_env_that_holds_episodes_says_so_and_starts_no_cluster():
+    service = start_service(name="gone", num_cpus=0)
+    env = service.wrap(gym.make("CartPole-v1"), manager_kwargs={"segment_every": 4})
+    _episodes(env, 5)
+    env.manager.poll()  # sent, their answers not read yet
+    assert env.manager.pending > 0
+    ray.shutdown()
+    try:
+        with pytest.raises(ServiceError, match=r"Ray was shut down in this process"):
+            env.close()  # before: ray.get started a new local cluster and raised its own error
+        assert not ray.is_initialized()
+    finally:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="crl-boundary")

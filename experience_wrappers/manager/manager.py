@@ -92,6 +92,7 @@ class ExperienceManager:
                  *, key_encoder: KeyEncoder | type[KeyEncoder] | None = None, config: ManagerConfig | None = None) -> None:
         if not isinstance(bank, ExperienceBank):
             raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+        refuse_service_bank(bank)
         if bank.manager is not None:
             raise ValueError("this bank already has a manager; use manager_for_bank(bank, ...) to share it")
         if config is not None and not isinstance(config, ManagerConfig):
@@ -137,8 +138,8 @@ class ExperienceManager:
         self.episodes_submitted = 0
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under stats_lock)
         self._closed = False
-        #: how many wrappers use this manager (each from its construction to its ``close()``), and whether the
-        #: last one's close() closes it: a manager that :func:`~.sharing.manager_for_bank` built for them
+        self._open_lock = threading.Lock()  # submit and close: no episode taken after close drained the queue
+        #: the wrappers using it (each until its ``close()``), and whether the last closes it (built for them)
         self.holders = 0
         self.closes_with_wrappers = False
         #: the ``learn`` call a CRLCallback trains this manager in, and that callback (its check
@@ -280,9 +281,10 @@ class ExperienceManager:
                 here, in the caller's thread, before its credit reaches the baseline or the bank.
         """
         self.backend.check()
-        self._check_open("submit")
         check_episode(episode, self.observation_space, self.action_coder)
-        self.backend.episode(episode)
+        with self._open_lock:  # (a close() in another thread waits: an episode taken is one it processes)
+            self._check_open("submit")
+            self.backend.episode(episode)
         with self.stats_lock:  # (counted once taken: an episode the backend refused is not submitted)
             self.episodes_submitted += 1
 
@@ -306,10 +308,8 @@ class ExperienceManager:
                                "manager on a bank loaded from a save (ExperienceBank.load) to go on")
 
     def let_go(self) -> None:
-        """A wrapper that used this manager closed (:attr:`holders` counts them). A manager the wrappers
-        built on their bank is closed with the last of them (its learner process stops; the bank's
-        entries stay, and a wrapper built on the bank later gets a new manager); a manager of the
-        user's is left to the user."""
+        """A wrapper that used this manager closed (:attr:`holders` counts them); a manager the wrappers built is
+        closed with the last (its learner stops; the bank keeps its entries); a user's is left to the user."""
         self.holders = max(0, self.holders - 1)
         if self.holders == 0 and self.closes_with_wrappers and not self._closed:
             self.close()
@@ -319,7 +319,8 @@ class ExperienceManager:
 
         The bank is let go: a manager (or a wrapper) built on it after this serves it afresh.
         """
-        self._closed = True
+        with self._open_lock:
+            self._closed = True
         try:
             self.backend.close()
         finally:
@@ -417,8 +418,17 @@ class ExperienceManager:
         holding the saved entries and config), so the user's own ``bank.save(...)`` saves
         what was restored. Wrappers keep working: they reach the bank through the manager.
         Everything is read and checked first: a bad folder raises and changes nothing.
+        A closed manager refuses (RuntimeError): the bank may be another manager's by then.
         """
+        self._check_open("restore")
         restore_manager(self, path)
+
+
+def refuse_service_bank(bank: ExperienceBank) -> None:
+    """Refuse an experience service's bank (``integrations.ray``), whose learner runs in the service."""
+    if getattr(bank, "served_remotely", False):
+        raise ValueError("this bank is an experience service's (integrations.ray): its learner runs in the service; "
+                         "wrap with service.wrap(env), or pass manager=service.manager(observation_space, action_space)")
 
 
 #: the learner backend of each ``ManagerConfig.mode``

@@ -15,7 +15,7 @@ from ..bank import ExperienceBank
 from ..keys import KeyEncoder
 from .config import ManagerConfig, move_deprecated
 from .layout import layout_of, same_layout
-from .manager import ExperienceManager
+from .manager import ExperienceManager, refuse_service_bank
 from .protocol import ExperienceSource
 
 __all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of", "hold", "let_go"]
@@ -68,10 +68,7 @@ def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, actio
     if not isinstance(bank, ExperienceBank):
         raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
     if manager is None:
-        if getattr(bank, "served_remotely", False):
-            raise ValueError("this bank is an experience service's (integrations.ray): its learner runs in the "
-                             "service; wrap with service.wrap(env), or pass manager=service.manager(observation_space, "
-                             "action_space)")
+        refuse_service_bank(bank)  # (before its manager is asked for: a service's bank has none here)
         return manager_for_bank(bank, observation_space, action_space, key_encoder=key_encoder,
                                 **(manager_kwargs or {}))
     if manager.bank is not bank:

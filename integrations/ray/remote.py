@@ -306,18 +306,25 @@ class RemoteManager:
     def flush(self, timeout: float | None = None) -> None:
         """Send the queued episodes (and the retrievals counted on the replica), then wait until
         everything sent from here is processed."""
+        self._hand_over(timeout)
+        self.service.flush(timeout)
+
+    def close(self) -> None:
+        """Send what is queued here and wait until the service has it, within the handle's timeout: its
+        calls answered, not the learner's backlog (other clients' episodes too) processed, which
+        :meth:`flush` waits for and which would hold every client of the service meanwhile."""
+        self._hand_over(self.service.timeout)
+
+    def _hand_over(self, timeout: float | None) -> None:
+        """Send the queued episodes and the replica's retrieval counts; wait for the calls sent from here."""
         self._raise_late_error()
         self._send_outbox()
         if self.replicas is not None:
             self._send_hits(self.replicas.current.take_hits())
         with self._lock:
             pending, self._pending = self._pending, []
-        self.service.wait(pending, timeout=timeout)
-        self.service.flush(timeout)
-
-    def close(self) -> None:
-        """Send what is queued here and wait until the learner has it, within the handle's timeout."""
-        self.flush(self.service.timeout)
+        if pending:  # (nothing sent: nothing to wait for, even with the service gone)
+            self.service.wait(pending, timeout=timeout)
 
     @property
     def pending(self) -> int:

@@ -98,10 +98,7 @@ class ExperienceService:
             raise ServiceError(f"the handle on the experience service {self.name!r} is used in a process forked from "
                                "one connected to Ray, whose connection it cannot use: start subprocesses with "
                                "'spawn' or 'forkserver' (SB3's SubprocVecEnv default), or pickle the handle over")
-        if self._actor is not None and not ray.is_initialized():
-            raise ServiceError(f"Ray was shut down in this process (ray.shutdown()): the experience service "
-                               f"{self.name!r} went with its cluster unless it was detached on another; start a new "
-                               "one (start_service) or connect(name, address=...) to the cluster that runs it")
+        self._check_ray_up(ray)
         if self._actor is None or self._pid != os.getpid():
             ray = ensure_connected(self.address, namespace=self.namespace)
             try:
@@ -112,6 +109,14 @@ class ExperienceService:
                                    "with integrations.ray.start_service(name=...)") from exc
             self._pid = os.getpid()
         return self._actor
+
+    def _check_ray_up(self, ray: Any) -> None:
+        """Refuse a handle that was connected once, after ``ray.shutdown()`` in this process (``ray.get`` would
+        start a new local cluster, which runs no service)."""
+        if self._actor is not None and not ray.is_initialized():
+            raise ServiceError(f"Ray was shut down in this process (ray.shutdown()): the experience service "
+                               f"{self.name!r} went with its cluster unless it was detached on another; start a new "
+                               "one (start_service) or connect(name, address=...) to the cluster that runs it")
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Call a :class:`ServiceActor` method and wait for its answer."""
@@ -127,6 +132,7 @@ class ExperienceService:
     def wait(self, ref: Any, timeout: float | None | str = "default") -> Any:
         """The value of an ObjectRef from :meth:`send` (a list of refs gives a list of values)."""
         ray = require_ray()
+        self._check_ray_up(ray)
         limit = self.timeout if timeout == "default" else timeout
         try:
             return ray.get(ref, timeout=limit)

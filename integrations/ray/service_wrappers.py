@@ -13,7 +13,7 @@ __all__ = ["ServiceExperienceWrapper", "service_vec_env"]
 
 
 class ServiceExperienceWrapper(ExperienceWrapper):
-    """An :class:`~experience_wrappers.ExperienceWrapper` whose ``close()`` flushes its learner.
+    """An :class:`~experience_wrappers.ExperienceWrapper` whose ``close()`` hands its episodes to the service.
 
     Episodes go to the service without waiting; closing waits until the service has them,
     so an env in a subprocess loses none when its process exits.
@@ -23,23 +23,23 @@ class ServiceExperienceWrapper(ExperienceWrapper):
         manager = self.manager
         try:
             if isinstance(manager, RemoteManager):
-                manager.flush()
+                manager.close()  # (handed over, not waited for the service's whole backlog)
         finally:
             super().close()
 
 
 def service_vec_env(venv: Any, bank: RemoteBank, manager: RemoteManager, **kwargs: Any) -> Any:
-    """``ExperienceVecEnv(venv, bank, manager=manager, ...)`` whose ``close()`` flushes its learner."""
+    """``ExperienceVecEnv(venv, bank, manager=manager, ...)`` whose ``close()`` hands its episodes to the service."""
     from integrations.sb3 import ExperienceVecEnv
 
     wrapped = ExperienceVecEnv(venv, bank, manager=manager, **kwargs)
     close = wrapped.close
 
-    def close_and_flush() -> None:
+    def close_and_hand_over() -> None:
         try:
-            manager.flush()
+            manager.close()
         finally:
             close()
 
-    wrapped.close = close_and_flush  # type: ignore[method-assign]
+    wrapped.close = close_and_hand_over  # type: ignore[method-assign]
     return wrapped
