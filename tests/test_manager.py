@@ -895,20 +895,19 @@ def test_an_episode_submitted_while_another_thread_closes_is_processed_or_refuse
         mgr = make_manager(mode="async")
         rng = np.random.default_rng(attempt)
         episodes = [make_episode(rng) for _ in range(200)]
-        taken = 0
-
-        def submit_all() -> None:
-            nonlocal taken
-            for ep in episodes:
-                try:
-                    mgr.submit(ep)
-                except RuntimeError:
-                    return
-                taken += 1
-
-        worker = threading.Thread(target=submit_all)
+        taken: list[Episode] = []
+        worker = threading.Thread(target=_submit_until_refused, args=(mgr, episodes, taken))
         worker.start()
         time.sleep(0.001 * (attempt % 5))
         mgr.close()
         worker.join()
-        assert mgr.episodes_processed == taken and mgr.pending == 0
+        assert mgr.episodes_processed == len(taken) and mgr.pending == 0
+
+
+def _submit_until_refused(mgr: ExperienceManager, episodes: list[Episode], taken: list[Episode]) -> None:
+    for ep in episodes:
+        try:
+            mgr.submit(ep)
+        except RuntimeError:
+            return
+        taken.append(ep)

@@ -193,3 +193,16 @@ def test_after_ray_shutdown_closing_a_services_env_that_holds_episodes_says_so_a
         assert not ray.is_initialized()
     finally:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="crl-boundary")
+
+
+def test_wrap_takes_local_reads_and_a_later_call_with_other_spaces_is_refused_by_the_handle():
+    """``service.wrap(env, local_reads=False)`` failed in the wrapper's options after the handle's stand-in was made
+    with local reads, so the right retry was refused; and after a restart, re-attaching with the wrapped env's spaces
+    (the error's own hint, misread) was taken by the new learner while the handle kept its old stand-in."""
+    service = start_service(name="reads", num_cpus=0)
+    env = service.wrap(gym.make("CartPole-v1"), local_reads=False)
+    assert env.manager.local_reads is False
+    with pytest.raises(ValueError, match=r"this handle's learner stand-in serves observation Box.*env.unwrapped"):
+        service.manager(env.observation_space, env.action_space)  # the wrapped env's Dict space
+    env.close()
+    service.shutdown()

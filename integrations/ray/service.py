@@ -16,6 +16,7 @@ from experience_wrappers import BankConfig, KeyEncoder
 from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.manager import Episode
+from experience_wrappers.manager.sharing import same_layout
 
 from ._require import ensure_connected, require_ray
 
@@ -277,6 +278,14 @@ class ExperienceService:
 
         if local_reads is not None and not isinstance(local_reads, bool):
             raise TypeError(f"local_reads must be a bool or None, got {local_reads!r}")
+        held = self._manager
+        if held is not None and not (same_layout(held.observation_space, observation_space)
+                                     and same_layout(held.action_space, action_space)):
+            # (checked here too: a restarted service has no learner yet to check them against)
+            raise ValueError(f"this handle's learner stand-in serves observation {held.observation_space}, action "
+                             f"{held.action_space}; got spaces of another layout: observation {observation_space}, "
+                             f"action {action_space} (give the env's own spaces, below its experience wrapper: "
+                             "env.unwrapped's)")
         # the service creates the learner, or checks these spaces and kwargs against it (ValueError)
         info = self.call("attach", observation_space, action_space, key_encoder, manager_kwargs)
         if self._manager is None:  # one stand-in per handle: every wrapper here shares it
@@ -318,24 +327,28 @@ class ExperienceService:
             self._bank = RemoteBank(self)
         return self._bank
 
-    def wrap(self, env: gym.Env, *, key_encoder: KeyEncoder | None = None,
+    def wrap(self, env: gym.Env, *, key_encoder: KeyEncoder | None = None, local_reads: bool | None = None,
              manager_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any) -> ServiceExperienceWrapper:
-        """``ExperienceWrapper(env, ...)`` on the service's bank and learner (for any process).
+        """``ExperienceWrapper(env, ...)`` on the service's bank and learner (for any process);
+        ``local_reads`` as in :meth:`manager`.
 
-        Its ``close()`` sends the episodes still in flight and waits until the learner has
+        Its ``close()`` sends the episodes still in flight and waits until the service has
         them, so a ``SubprocVecEnv`` worker loses nothing when it exits.
         """
         from .service_wrappers import ServiceExperienceWrapper
 
-        manager = self.manager(env.observation_space, env.action_space, key_encoder, **(manager_kwargs or {}))
+        manager = self.manager(env.observation_space, env.action_space, key_encoder, local_reads=local_reads,
+                               **(manager_kwargs or {}))
         return ServiceExperienceWrapper(env, self.bank, manager=manager, **wrapper_kwargs)
 
-    def vec_env(self, venv: Any, *, key_encoder: KeyEncoder | None = None,
+    def vec_env(self, venv: Any, *, key_encoder: KeyEncoder | None = None, local_reads: bool | None = None,
                 manager_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any) -> Any:
-        """``integrations.sb3.ExperienceVecEnv(venv, ...)`` on the service: one query per vector step."""
+        """``integrations.sb3.ExperienceVecEnv(venv, ...)`` on the service: one query per vector step;
+        ``local_reads`` as in :meth:`manager`."""
         from .service_wrappers import service_vec_env
 
-        manager = self.manager(venv.observation_space, venv.action_space, key_encoder, **(manager_kwargs or {}))
+        manager = self.manager(venv.observation_space, venv.action_space, key_encoder, local_reads=local_reads,
+                               **(manager_kwargs or {}))
         return service_vec_env(venv, self.bank, manager, **wrapper_kwargs)
 
     def shutdown(self) -> None:
