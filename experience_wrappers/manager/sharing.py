@@ -18,7 +18,7 @@ from .layout import layout_of, same_layout
 from .manager import ExperienceManager, refuse_service_bank
 from .protocol import ExperienceSource
 
-__all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of", "hold", "let_go"]
+__all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of", "serves", "hold", "let_go"]
 
 
 def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
@@ -37,7 +37,7 @@ def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, acti
         bank.fix_dims(**mgr.bank_dims)
         mgr.closes_with_wrappers = True  # built for the wrappers: the last one's close() closes it
         return mgr
-    if not same_layout(mgr.observation_space, observation_space) or not same_layout(mgr.action_space, action_space):
+    if not serves(mgr, observation_space, action_space):
         raise ValueError(
             "this bank is already served by a manager for spaces of another layout (kind, keys, shapes "
             "or dtypes; Box bounds may differ) "
@@ -73,12 +73,19 @@ def resolve_manager(bank: ExperienceBank, observation_space: spaces.Space, actio
                                 **(manager_kwargs or {}))
     if manager.bank is not bank:
         raise ValueError("manager serves another bank than the one given")
-    obs_space, act_space = getattr(manager, "observation_space", None), getattr(manager, "action_space", None)
-    if obs_space is not None and act_space is not None and not (
-            same_layout(obs_space, observation_space) and same_layout(act_space, action_space)):
-        raise ValueError(f"the manager given serves observation {obs_space}, action {act_space}; this env has "
-                         f"observation {observation_space}, action {action_space}: build its manager for these spaces")
+    if not serves(manager, observation_space, action_space):
+        raise ValueError(f"the manager given serves observation {manager.observation_space}, action "
+                         f"{manager.action_space}; this env has observation {observation_space}, action "
+                         f"{action_space}: build its manager for these spaces")
     return manager
+
+
+def serves(manager: Any, observation_space: spaces.Space, action_space: spaces.Space) -> bool:
+    """Whether ``manager`` serves spaces of the layout of these (:func:`same_layout`; a manager that
+    names no spaces serves any): the rule every wrapper, and a service handle, shares a manager by."""
+    obs_space, act_space = getattr(manager, "observation_space", None), getattr(manager, "action_space", None)
+    return obs_space is None or act_space is None or (
+        same_layout(obs_space, observation_space) and same_layout(act_space, action_space))
 
 
 def hold(manager: ExperienceSource) -> ExperienceManager | None:

@@ -16,7 +16,7 @@ from experience_wrappers import BankConfig, KeyEncoder
 from experience_wrappers.bank import BankReplica
 from experience_wrappers.bank.results import AddResult, MergeResult, QueryResult
 from experience_wrappers.manager import Episode
-from experience_wrappers.manager.sharing import same_layout
+from experience_wrappers.manager.sharing import serves
 
 from ._require import ensure_connected, require_ray
 
@@ -279,8 +279,7 @@ class ExperienceService:
         if local_reads is not None and not isinstance(local_reads, bool):
             raise TypeError(f"local_reads must be a bool or None, got {local_reads!r}")
         held = self._manager
-        if held is not None and not (same_layout(held.observation_space, observation_space)
-                                     and same_layout(held.action_space, action_space)):
+        if held is not None and not serves(held, observation_space, action_space):
             # (checked here too: a restarted service has no learner yet to check them against)
             raise ValueError(f"this handle's learner stand-in serves observation {held.observation_space}, action "
                              f"{held.action_space}; got spaces of another layout: observation {observation_space}, "
