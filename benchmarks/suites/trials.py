@@ -209,6 +209,15 @@ ARMS: dict[str, dict[str, Any]] = {
         # their approach (TrialMemory(success_ahead=8), heldout_ahead): does a deeper own mark get followed?
         "eval_ahead": 8,
         "no_entries": True, "keys": "metaworld-object", "steps": 1_000_000, "env_kwargs": {"success_bonus": "infinite"}},
+    # and with the run's own successes shown in training: the arm above gives every guided training run a
+    # demonstration, kept as its mark (first_success), so the policy never trained on a mark its own success left,
+    # and after a first success on held-out goals it follows one at 0.02. Here half of the guided runs get a
+    # demonstration and half read their own trials, whose successes are marked 8 steps on along their approach
+    # (success_ahead=8, in training and evaluation alike). Is an own success's mark followed once it is trained on?
+    "crl-trials-objbest-settled-ahead-halfdemos-noentries-noimitate-bonus-inf-1m": {
+        **METHOD, "train_demo_ratio": 0.5, "settle_demos": 20, "first_success": True, "run_best": "reached",
+        "success_ahead": 8, "no_entries": True, "keys": "metaworld-object", "steps": 1_000_000,
+        "env_kwargs": {"success_bonus": "infinite"}},
     # and (a diagnosis, not a method) with each demonstration ending in its goal: one step appended whose object sits
     # on the hidden goal itself (a copy of the demonstration's last state with the object's place set to the goal;
     # its action the last one repeated), so that the mark a demonstration leaves is the goal, not a point on the
