@@ -268,6 +268,21 @@ def test_a_killed_learner_process_leaves_the_bank_usable(managers, tmp_path):
     assert len(ExperienceBank.load(tmp_path / "bank")) == n
 
 
+def test_a_learner_killed_while_flush_waits_is_said_with_its_exit_code_and_close_then_returns(managers):
+    """Probe 17: a learner seen dead through a broken pipe, before it was reaped, was reported as
+    "exit code None", and close() then asked the dead learner for a flush and raised again."""
+    mgr = managers("process")
+    run(mgr, episodes(4, 2), flush_each=False)
+    mgr.backend.process.process.kill()  # not joined: the error is built before the process is reaped
+    err = mgr.backend.process.died()
+    assert "exit code -9" in str(err)
+    with pytest.raises(LearnerProcessError, match="exit code -9"):
+        mgr.flush(timeout=10)
+    mgr.close()  # the death was said: close stops what is left, without raising it again
+    with pytest.raises(RuntimeError, match="closed"):
+        mgr.submit(episodes(5, 1)[0])
+
+
 def test_an_error_in_the_learner_process_surfaces_at_the_next_call(managers):
     mgr = managers("process", key_encoder=CallableKeyEncoder(poisoned_keys, key_dim=4))
     bad = Episode(observations=np.full((5, 4), 0.5, np.float32), actions=np.zeros(5, np.int64), rewards=np.zeros(5),

@@ -174,10 +174,16 @@ class LearnerProcess:
         return self.process.is_alive()
 
     def died(self) -> LearnerProcessError:
-        """The error of a learner process that ended without being stopped, with what can still be done."""
+        """The error of a learner process that ended without being stopped, with what can still be done.
+
+        A broken pipe can be seen before the process is reaped: it is joined first (at most a few
+        seconds), so that its exit code is known and ``alive`` is False from here on (``close()``
+        then stops without asking the dead learner for a flush)."""
+        self.process.join(timeout=5.0)
+        code = self.process.exitcode
         return LearnerProcessError(
-            f"the learner process died (exit code {self.process.exitcode}); the bank is intact (it lives in this "
-            "process), but its manager cannot go on nor be replaced: save the bank (bank.save(folder)) and go on "
+            f"the learner process died (exit code {'unknown' if code is None else code}); the bank is intact "
+            "(it lives in this process), but its manager cannot go on nor be replaced: save the bank (bank.save(folder)) and go on "
             "with ExperienceBank.load(folder) and new wrappers")
 
     @property
