@@ -42,6 +42,10 @@ def test_a_named_service_outlives_the_handles_dropped_in_this_process():
     gc.collect()
     time.sleep(0.5)
     assert service.ping()["size"] == 0
+    # probe 17: a second service of the same name got Ray's own error, which does not say what to do
+    with pytest.raises(ValueError, match=r"'kept' already runs in Ray namespace .*connect\('kept'\)"):
+        start_service(name="kept", num_cpus=0)
+    assert service.ping()["size"] == 0  # the running one is untouched
     service.shutdown()
 
 

@@ -121,7 +121,7 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
 
     Raises:
         ImportError: Ray is not installed (it names the ``[ray]`` extra).
-        ValueError / TypeError: a bad argument, before any actor is started.
+        ValueError / TypeError: a bad argument, before any actor is started (a ``name`` in use included).
         ServiceError: the service failed to start (its own error in the message); it is killed.
         TimeoutError: it did not answer within the start's time; it is killed.
     """
@@ -139,6 +139,9 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
     if num_cpus > cpus:
         raise ValueError(f"num_cpus={num_cpus} is more than the Ray cluster has ({cpus:g} CPUs): the service would "
                          "wait for them for ever")
+    if name is not None and _running(ray, name, namespace):
+        raise ValueError(f"an actor named {name!r} already runs in Ray namespace {namespace!r}: connect({name!r}) "
+                         "gives a handle on it (if it is a service), or shut it down or choose another name")
     name = name or f"experience-service-{uuid.uuid4().hex[:12]}"
     options: dict[str, Any] = {"name": name, "namespace": namespace, "num_cpus": num_cpus,
                                "max_restarts": max_restarts, "max_concurrency": 1}
@@ -160,6 +163,15 @@ def start_service(config: BankConfig | None = None, *, name: str | None = None, 
         log.warning("restore=%r does not exist on the service's machine: the service starts with an empty bank "
                     "(it checkpoints there when saved)", str(restore))
     return service
+
+
+def _running(ray: Any, name: str, namespace: str) -> bool:
+    """Whether a live actor holds ``name`` in ``namespace`` (Ray would refuse the name with its own error)."""
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:  # Ray's, when no actor has the name
+        return False
+    return True
 
 
 def _say_restored_differences(service: ExperienceService, requested: BankConfig, dims: dict[str, int] | None,
