@@ -527,3 +527,11 @@ def test_a_key_of_the_last_action_alone_is_said() -> None:
     space = spaces.Dict({"tty_chars": spaces.Box(0, 255, (24, 80), np.uint8), "last_action": spaces.Discrete(9)})
     with pytest.warns(UserWarning, match="reads only last_action"):
         MiniHackKeyEncoder(space)
+
+
+def test_minihack_policy_kwargs_refuses_an_argument_its_extractor_does_not_take():
+    """Probe 16: a misspelt extractor argument passed through and failed as a TypeError inside SB3."""
+    with pytest.raises(ValueError, match=r"unknown argument\(s\) \['embed_dims'\].*'embed_dim'"):
+        minihack_policy_kwargs(features_extractor_kwargs={"embed_dims": 8})
+    kw = minihack_policy_kwargs(net_arch=[32], features_extractor_kwargs={"embed_dim": 8})  # the policy's own: kept
+    assert kw["net_arch"] == [32] and kw["features_extractor_kwargs"] == {"features_dim": 128, "embed_dim": 8}

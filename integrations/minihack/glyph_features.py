@@ -10,6 +10,7 @@ for observations that also carry ``"experience"`` entries.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -287,7 +288,10 @@ def minihack_policy_kwargs(**overrides: Any) -> dict[str, Any]:
 
     Uses :class:`GlyphCNNExtractor` (``features_dim=128``) shared by actor and critic, and
     SB3's default heads. ``overrides`` replace entries, except
-    ``features_extractor_kwargs``, which is merged into the default one.
+    ``features_extractor_kwargs``, which is merged into the default one; an argument
+    :class:`GlyphCNNExtractor` does not take is refused here, naming the ones it does. (The policy's
+    own arguments are the policy's to check: this works for SB3's ``MultiInputPolicy`` as for
+    sb3-contrib's recurrent one.)
 
     >>> kw = minihack_policy_kwargs(features_extractor_kwargs={"embed_dim": 8})
     >>> kw["features_extractor_class"].__name__, kw["features_extractor_kwargs"]
@@ -301,6 +305,17 @@ def minihack_policy_kwargs(**overrides: Any) -> dict[str, Any]:
     if extra is not None:
         if not isinstance(extra, dict):
             raise ValueError(f"features_extractor_kwargs must be a dict, got {extra!r}")
+        if overrides.get("features_extractor_class", GlyphCNNExtractor) is GlyphCNNExtractor:
+            _refuse_unknown("features_extractor_kwargs", extra, GlyphCNNExtractor.__init__, given=("observation_space",))
         kwargs["features_extractor_kwargs"] = {**kwargs["features_extractor_kwargs"], **extra}
     kwargs.update(overrides)
     return kwargs
+
+
+def _refuse_unknown(what: str, given_kwargs: dict[str, Any], function: Any, given: Sequence[str]) -> None:
+    """Refuse keys ``function`` does not take (or that its caller gives itself), naming them, here rather than
+    as a ``TypeError`` deep in SB3's policy construction, at the first ``learn``'s model."""
+    accepted = set(inspect.signature(function).parameters) - {"self", *given}
+    unknown = sorted(set(given_kwargs) - accepted)
+    if unknown:
+        raise ValueError(f"{what}: unknown argument(s) {unknown}; it takes {sorted(accepted)}")
