@@ -203,7 +203,7 @@ def test_a_checkpoint_zip_is_never_there_without_its_experience(tmp_path) -> Non
     venv = wrapped_vec(2)
     model = PPO("MultiInputPolicy", venv, **PPO_KW)
     (tmp_path / "rl_model_128_steps_experience").write_text("in the way")  # the experience save will fail
-    with pytest.raises(ValueError, match="must be a folder"):
+    with pytest.raises(ValueError, match="is a file; give a folder path"):
         model.learn(256, callback=[CRLCallback(), CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
     assert not (tmp_path / "rl_model_128_steps.zip").exists()  # before: the zip, without its experience
 
@@ -222,7 +222,7 @@ def test_a_checkpoint_over_another_runs_is_said_and_a_failed_one_leaves_no_zip_b
     second = PPO("MultiInputPolicy", wrapped_vec(2), **{**PPO_KW, "seed": 1})
     (tmp_path / "rl_model_256_steps.zip").write_bytes(b"an earlier run's zip")
     with pytest.warns(UserWarning, match="replaces .*rl_model_128_steps.zip.* which it did not write"):
-        with pytest.raises(ValueError, match="must be a folder"):
+        with pytest.raises(ValueError, match="is a file; give a folder path"):
             second.learn(256, callback=[CRLCallback(), CRLCheckpointCallback(save_freq=64, save_path=str(tmp_path))])
     assert not (tmp_path / "rl_model_256_steps.zip").exists()
     load_crl(tmp_path / "rl_model_128_steps.zip", wrapped_vec(2))  # the second run's whole checkpoint

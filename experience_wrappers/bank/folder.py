@@ -90,7 +90,7 @@ def check_folder_path(path: Path, *, replaced: bool = False) -> None:
         ValueError: naming the file, or the working directory.
     """
     if path.exists() and not path.is_dir():
-        raise ValueError(f"path must be a folder (or not exist), got the file {str(path)!r}")
+        raise ValueError(f"a save is a folder, and {str(path)!r} is a file; give a folder path")
     for above in path.parents:
         if above.exists():
             if not above.is_dir():

@@ -18,7 +18,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
-from experience_wrappers.bank.folder import META, READ_ATTEMPTS
+from experience_wrappers.bank.folder import META, READ_ATTEMPTS, check_folder_path
 from experience_wrappers.bank.save_load import replaced_folder
 from experience_wrappers.errors import RunFileError
 from experience_wrappers.manager import ExperienceManager, ExperienceSource
@@ -109,8 +109,7 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
     (``None``: :func:`save_crl` called without one) any run folder may be replaced.
     """
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"a run is saved as a folder, and {str(path)!r} is a file; give a folder path")
+    check_folder_path(path, replaced=True)  # before the earlier layout is adopted into it
     _adopt_earlier_run_folder(path)
     save_id = uuid.uuid4().hex[:16]
     with replaced_folder(path, RUN_FORMAT, own.__contains__, RunFileError) as tmp:
