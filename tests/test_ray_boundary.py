@@ -95,6 +95,13 @@ def test_a_save_and_a_shutdown_take_the_episodes_this_handle_still_holds(tmp_pat
     service.shutdown()
     assert manager.pending == 0
     start_service(name="held", num_cpus=0).shutdown()  # shutdown returned once the name was free
+    # probe 17: an env stepped on after its service's shutdown queued its episodes for a timer that failed out
+    # of sight, and its close() then raised Ray's "actor died unexpectedly"
+    with pytest.raises(ServiceError, match="'held' was shut down"):
+        _episodes(env, 1)
+    with pytest.raises(ServiceError, match="was shut down"):
+        len(service)
+    env.close()  # nothing to send to: it returns
 
 
 def test_a_services_bank_needs_its_learner_and_a_learner_needs_its_spaces():

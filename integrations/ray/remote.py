@@ -24,6 +24,7 @@ from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int
 
 from ._require import require_ray
+from .errors import ServiceError
 from .replica_holder import ReplicaHolder
 
 log = logging.getLogger(__name__)
@@ -211,6 +212,10 @@ class RemoteManager:
         timer, also where no call follows (a Ray task that ends without ``close()``).
         """
         self._raise_late_error()
+        if self.service.shut_down:  # (sent later from a timer, it would fail there, out of the caller's sight)
+            raise ServiceError(f"the experience service {self.service.name!r} was shut down (service.shutdown()): "
+                               "this env's episodes have nowhere to go; close the env, or wrap a new one on a new "
+                               "service")
         with self._lock:
             if not self._outbox:
                 self._outbox_since = time.monotonic()
@@ -312,7 +317,14 @@ class RemoteManager:
     def close(self) -> None:
         """Send what is queued here and wait until the service has it, within the handle's timeout: its
         calls answered, not the learner's backlog (other clients' episodes too) processed, which
-        :meth:`flush` waits for and which would hold every client of the service meanwhile."""
+        :meth:`flush` waits for and which would hold every client of the service meanwhile.
+
+        After the service's :meth:`~integrations.ray.ExperienceService.shutdown` (which took what was
+        queued then) there is nothing to send to: close returns."""
+        if self.service.shut_down:
+            with self._lock:
+                self._outbox, self._pending = [], []
+            return
         self._hand_over(self.service.timeout)
 
     def _hand_over(self, timeout: float | None) -> None:

@@ -19,6 +19,7 @@ from experience_wrappers.manager import Episode
 from experience_wrappers.manager.sharing import serves
 
 from ._require import ensure_connected, require_ray
+from .errors import ServiceError
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -39,10 +40,6 @@ OWNED: dict[tuple[str, str], Any] = {}
 SHUTDOWN_WAIT = 10.0
 #: seconds a handle reuses the bank's config and dims it read (another handle may replace the bank)
 DESCRIBE_TTL = 1.0
-
-
-class ServiceError(RuntimeError):
-    """The experience service cannot be reached: it was never started, was killed, or its node died."""
 
 
 class ExperienceService:
@@ -83,6 +80,7 @@ class ExperienceService:
         self._described_at = 0.0
         self._bank: RemoteBank | None = None
         self._manager: RemoteManager | None = None
+        self._shut_down = False
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (_reconnect, (self.name, self.namespace, self.address, self.timeout))
@@ -111,9 +109,17 @@ class ExperienceService:
             self._pid = os.getpid()
         return self._actor
 
+    @property
+    def shut_down(self) -> bool:
+        """Whether :meth:`shutdown` was called on this handle (a pickled copy does not know)."""
+        return self._shut_down
+
     def _check_ray_up(self, ray: Any) -> None:
         """Refuse a handle that was connected once, after ``ray.shutdown()`` in this process (``ray.get`` would
-        start a new local cluster, which runs no service)."""
+        start a new local cluster, which runs no service), or whose service it shut down."""
+        if self._shut_down:
+            raise ServiceError(f"the experience service {self.name!r} was shut down (service.shutdown()): start a "
+                               "new one (start_service) and wrap new envs on it")
         if self._actor is not None and not ray.is_initialized():
             raise ServiceError(f"Ray was shut down in this process (ray.shutdown()): the experience service "
                                f"{self.name!r} went with its cluster unless it was detached on another; start a new "
@@ -360,6 +366,7 @@ class ExperienceService:
         except ServiceError:
             pass
         ray.kill(self.actor, no_restart=True)
+        self._shut_down = True
         OWNED.pop((self.namespace, self.name), None)
         deadline = time.monotonic() + SHUTDOWN_WAIT
         while time.monotonic() < deadline:  # ray.kill returns at once; the name is freed when the actor is gone
