@@ -281,3 +281,26 @@ def test_run_scope_warns_where_success_is_guessed_from_the_rewards() -> None:
             if terminated or truncated:
                 break
     assert info["trial_success"] is True  # (the rule, as documented: said, not silent)
+
+
+def test_envs_built_by_hand_as_one_member_of_one_group_are_warned_and_so_is_a_group_never_paired():
+    """Probe 18: four run-scope wrappers built by hand with the defaults (group 0, member 0) replayed the same
+    instances, all guided, and no guided trial met a free one: nothing was credited, and nothing said so."""
+    memory = TrialMemory(Grid().observation_space, Grid().action_space, horizon=6, k=2, exp_dim=2, seed=0)
+    first = ExperienceWrapper(Grid(), memory, scope="run", instances=range(1, 20), trials=2)
+    with pytest.warns(UserWarning, match="already plays member 0 of group 0"):
+        ExperienceWrapper(Grid(), memory, scope="run", instances=range(1, 20), trials=2)
+    with warnings.catch_warnings():  # its own member, or one that does not learn: nothing to say
+        warnings.simplefilter("error")
+        ExperienceWrapper(Grid(), memory, scope="run", instances=range(1, 20), trials=2, member=1).close()
+        ExperienceWrapper(Grid(), memory, scope="run", instances=range(1, 20), trials=2, learn=False)
+    # the guided member alone: its trials wait for a free trial that never comes, and are dropped unpaired
+    first.reset(seed=0)
+    with pytest.warns(UserWarning, match="256 guided episodes and none credited: none met a free episode"):
+        for _ in range(260):
+            done = False
+            while not done:
+                *_, terminated, truncated, _ = first.step(0)
+                done = terminated or truncated
+            first.reset()
+    assert memory.manager.stats()["paired_credited"] == 0

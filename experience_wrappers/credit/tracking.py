@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Hashable
 from typing import Any
@@ -20,7 +21,12 @@ from .rules import finite_number, outcome_delta, paired_delta
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult"]
+__all__ = ["FreeBaseline", "OutcomeTracker", "PairedCredit", "PairedResult", "UNPAIRED_SAID"]
+
+#: guided episodes, none credited, after which :class:`PairedCredit` warns (once) that the free members of
+#: the groups do not step alongside the guided ones (in a working setup the first free episodes of the groups
+#: in flight credit theirs: fewer guided episodes than the envs)
+UNPAIRED_SAID = 256
 
 
 class FreeBaseline:
@@ -206,6 +212,7 @@ class PairedCredit:
         self.dropped = 0
         #: instances dropped incomplete (with or without a guided episode waiting)
         self.dropped_instances = 0
+        self._guided_seen, self._unpaired_said = 0, False
 
     @property
     def pending(self) -> int:
@@ -258,6 +265,13 @@ class PairedCredit:
             self.dropped += len(rec.waiting)
             self.dropped_instances += bool(rec.waiting)
         self._drop_stale()
+        self._guided_seen += bool(guided)
+        if self._guided_seen >= UNPAIRED_SAID and not self.credited and not self._unpaired_said:
+            self._unpaired_said = True
+            warnings.warn(f"{self._guided_seen} guided episodes and none credited: none met a free episode of its "
+                          f"instance ({self.pending} waiting, {self.dropped} dropped). A group's free members (member "
+                          ">= group_size - free_members) must step alongside its guided ones, on the same bank or "
+                          "memory, each env with its own member index", UserWarning, stacklevel=2)
         return out
 
     def _drop_stale(self) -> None:

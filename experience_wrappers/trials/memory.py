@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections import deque
 from collections.abc import Hashable
 from pathlib import Path
@@ -200,6 +201,7 @@ class TrialMemory:
         self._live: set[int] = set()  # ids of the entries in the bank (a shown entry may have left it)
         self.stats: dict[str, float] = {"trials_written": 0.0, "entries_written": 0.0, "extractor_updates": 0.0,
                                         "credited_entries": 0.0, "mean_delta": 0.0}
+        self.wrappers: weakref.WeakSet[Any] = weakref.WeakSet()  # its open run-scope wrappers (members checked)
 
     @property
     def config(self) -> ManagerConfig:

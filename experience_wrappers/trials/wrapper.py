@@ -195,6 +195,8 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         #: trial_env puts them there); the first reset says which of the memory's keys none adds
         self.stacked: set[str] = set()
         self._lack_said = False
+        _check_member_free(memory, self)
+        memory.wrappers.add(self)
 
     # (gymnasium's Env declares spec an attribute, its Wrapper a property)
     @property
@@ -246,6 +248,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self.run_scope = self._donor = 0
 
     def close(self) -> None:
+        self.memory.wrappers.discard(self)
         if self.run_scope:
             self.memory.forget(self.run_scope)
         self.run_scope = self._donor = 0
@@ -424,3 +427,18 @@ def trials_env_fns(make_env: Callable[[], gym.Env], memory: TrialMemory, n_envs:
         return make
 
     return [fn(i) for i in range(n_envs)]
+
+
+def _check_member_free(memory: TrialMemory, wrapper: RunScopeWrapper) -> None:
+    """Warn where another open learning wrapper on ``memory`` plays the same member of the same group (envs
+    built by hand with the defaults, ``group=0, member=0``): they replay the same instances, every run is
+    guided, and no guided trial ever meets its group's free one, so nothing is credited."""
+    if not wrapper.learn:
+        return
+    me = (wrapper.base_seed, wrapper.group, wrapper.member)
+    if any(w.learn and (w.base_seed, w.group, w.member) == me for w in memory.wrappers):
+        warnings.warn(f"another wrapper on this memory already plays member {wrapper.member} of group "
+                      f"{wrapper.group} (seed {wrapper.base_seed}): the two replay the same instances as one member, "
+                      f"and a group's guided trials are credited against its free member (member >= group_size - "
+                      "free_members) stepping alongside them; give each env its own group and member "
+                      "(ComplementaryRL(scope='run') builds the groups)", UserWarning, stacklevel=3)
