@@ -6,6 +6,8 @@ is refused when it is asked."""
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -482,3 +484,23 @@ def test_resets_of_one_instance_that_differ_are_said_in_the_log(caplog) -> None:
         caplog.clear()
         assert env_facts(Line(), [0, 1], 5)["first_observation"] is not None
         assert "different observations" not in caplog.text
+
+
+def test_the_baseline_says_which_parts_of_the_method_it_was_asked_for_and_does_not_use(tmp_path):
+    """Probe 18: experience=False with self_imitation=True and novelty_bonus=0.5 gave plain PPO, and its save
+    recorded both off, with nothing said."""
+    make = lambda: gym.wrappers.TimeLimit(Line(), 8)  # noqa: E731
+    with pytest.warns(UserWarning, match=r"experience=False is the baseline.*self_imitation=True, "
+                                         r"novelty_bonus=0.5 not used"):
+        run = ComplementaryRL(make, scope="run", instances=range(4), trials=2, experience=False,
+                              self_imitation=True, novelty_bonus=0.5, **SMALL)
+    assert run.replay is None and run._settings["novelty_bonus"] == 0.0
+    run.save(tmp_path / "run")
+    run.close()
+    with warnings.catch_warnings():  # the defaults, and the saved baseline loaded again: nothing to say
+        warnings.simplefilter("error", UserWarning)
+        ComplementaryRL(make, scope="run", instances=range(4), trials=2, experience=False, **SMALL).close()
+        ComplementaryRL.load(tmp_path / "run", env=make).close()
+    on = ComplementaryRL(make, scope="run", instances=range(4), trials=2, **SMALL)  # None: the parts on
+    assert on._settings["self_imitation"] is True and on._settings["novelty_bonus"] == 0.02
+    on.close()

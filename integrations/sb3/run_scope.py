@@ -11,12 +11,13 @@ it learns to read it are
 :func:`~integrations.sb3.trials_method.build_trials_method`); this class gives them the task
 scope's surface: ``learn``, ``evaluate``, ``save`` and ``ComplementaryRL.load``::
 
-    from integrations.minihack.hidden_goal import HiddenGoalRoom
+    from integrations.minihack.hidden_goal import HiddenGoalRoom, split_goals
     from integrations.sb3 import ComplementaryRL
 
-    run = ComplementaryRL(HiddenGoalRoom, scope="run", instances=range(200), trials=4)
+    train, held_out = split_goals()                    # the room's goal cells: 79 to train on, 20 held out
+    run = ComplementaryRL(HiddenGoalRoom, scope="run", instances=train, trials=4)
     run.learn(300_000, progress_bar=True)
-    print(run.evaluate(instances=range(1000, 1050)))   # held-out rooms, frozen weights
+    print(run.evaluate(instances=held_out))            # held-out goals, frozen weights
     run.save("runs/rooms")                             # ComplementaryRL.load("runs/rooms", env=HiddenGoalRoom)
 """
 
@@ -71,7 +72,7 @@ from .self_imitation import SelfImitationCallback
 from .success_record import SUCCESS_REPORTED, restore_success, success_record
 from .trials_evaluation import evaluate_trials, frozen_predict
 from .trials_logging import TrialsLogCallback
-from .trials_method import build_trials_method
+from .trials_method import build_trials_method, check_groups, method_parts
 
 __all__ = ["RunScopeRL", "VEC_NORMALIZE_FILE"]
 
@@ -100,10 +101,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             replay one instance, ``free_members`` of each group shown nothing (paired credit's baseline).
         seed: an int in ``[0, 2**31)``, or None for one drawn at random (``run.seed``).
         experience: False: the baseline: the same network and PPO with nothing shown, no
-            self-imitation, no entry imitation, no novelty bonus.
+            self-imitation, no entry imitation, no novelty bonus (any of them asked for is warned of).
         self_imitation, imitate, novelty_bonus, novelty_until_success, demo_ratio: as
             :func:`~integrations.sb3.trials_method.build_trials_method` (whose docstring gives what each was
-            measured to earn); its defaults. ``imitate`` may be the imitation callback's arguments: for
+            measured to earn); None: on (:func:`~integrations.sb3.trials_method.method_parts`), off with
+            ``experience=False``. ``imitate`` may be the imitation callback's arguments: for
             continuous states, which never repeat exactly, copy the nearest shown success at any distance
             (``{"max_distance": None}``; on Meta-World reach with 16 batches per update,
             ``{"max_distance": None, "n_batches": 16}``, one demonstration was followed at 0.61 from the first
@@ -129,10 +131,10 @@ class RunScopeRL(ComplementaryRL, scope="run"):
 
     def __init__(self, env: str | Callable[[], gym.Env], *, scope: str = "run", instances: Sequence[int],
                  trials: int = 4, demonstrations: DemoSource | None = None, n_envs: int = 8, group_size: int = 4,
-                 free_members: int = 1, seed: int | None = 0, experience: bool = True, self_imitation: bool = True,
-                 imitate: bool | Mapping[str, Any] = True, novelty_bonus: float = 0.02,
+                 free_members: int = 1, seed: int | None = 0, experience: bool = True, self_imitation: bool | None = None,
+                 imitate: bool | Mapping[str, Any] | None = None, novelty_bonus: float | None = None,
                  novelty_until_success: bool = True,
-                 demo_ratio: float = 0.25, memory_kwargs: Mapping[str, Any] | None = None,
+                 demo_ratio: float | None = None, memory_kwargs: Mapping[str, Any] | None = None,
                  algorithm_kwargs: Mapping[str, Any] | None = None, policy_kwargs: Mapping[str, Any] | None = None,
                  features_kwargs: Mapping[str, Any] | None = None, vec_normalize: Mapping[str, Any] | None = None,
                  verbose: int = 0, tensorboard_log: str | None = None) -> None:
@@ -143,6 +145,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if demonstrations is not None and not callable(demonstrations):
             raise TypeError("in run scope, demonstrations must be a function instance -> (observations, actions) of "
                             f"one demonstration of that instance, got {type(demonstrations).__name__}")
+        self_imitation, imitate, novelty_bonus, demo_ratio = method_parts(experience, self_imitation, imitate,
+                                                                         novelty_bonus, demo_ratio)
         for name, flag in (("experience", experience), ("self_imitation", self_imitation),
                            ("novelty_until_success", novelty_until_success)):
             if not isinstance(flag, bool):
@@ -160,7 +164,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         n_envs = check_int("n_envs", n_envs, minimum=1)
         group_size = check_int("group_size", group_size, minimum=1)
         free_members = check_int("free_members", free_members, minimum=0)
-        _check_groups(experience, group_size, free_members, self.trials, demonstrations)
+        check_groups(experience, group_size, free_members, self.trials, demonstrations)
         self.seed = check_seed(seed)
         self.experience = experience
         self.env_id = env
@@ -169,7 +173,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         mem_kwargs = dict(memory_kwargs or {})
         if not experience:
             mem_kwargs["scope"] = "none"
-            self_imitation, imitate, novelty_bonus, demo_ratio = False, False, 0.0, 0.0
         self._settings: dict[str, Any] = {
             "scope": "run", "env": env if isinstance(env, str) else None, "algorithm": "PPO",
             "instances": self.instances, "trials": self.trials, "demonstrations": demonstrations is not None,
@@ -422,23 +425,6 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         if not self._closed:
             self._closed = True
             self.env.close()
-
-
-def _check_groups(experience: bool, group_size: int, free_members: int, trials: int, demonstrations: Any) -> None:
-    """Refuse groups with no guided member (nothing would be shown), and warn where the method learns nothing
-    from its own runs: no free member (no paired credit: the extractor is never trained), one trial and no
-    demonstrations (a run has no earlier trial to read)."""
-    if not experience:
-        return
-    if free_members >= group_size:
-        raise ValueError(f"free_members={free_members} of groups of {group_size}: no member is guided, so no run "
-                         "reads experience; keep free_members < group_size (or experience=False for the baseline)")
-    if free_members == 0:
-        warnings.warn("free_members=0: a guided trial has no free trial to be judged against, so the extractor is "
-                      "never trained (its entries are written and read as they are)", UserWarning, stacklevel=3)
-    if trials == 1 and demonstrations is None:
-        warnings.warn("trials=1 without demonstrations: a run has no earlier trial to read, so experience never "
-                      "reaches the policy; use trials >= 2 or give demonstrations", UserWarning, stacklevel=3)
 
 
 def _read_settings(folder: Path) -> dict[str, Any]:

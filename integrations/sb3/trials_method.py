@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,11 +31,58 @@ from .self_imitation import SelfImitationCallback
 from .trials_features import TrialsFeaturesExtractor
 from .trials_imitation import EntryImitationCallback
 
-__all__ = ["TrialsRun", "build_trials_method", "TRIALS_PPO_KWARGS"]
+__all__ = ["TrialsRun", "build_trials_method", "method_parts", "check_groups", "TRIALS_PPO_KWARGS"]
 
 #: PPO's settings of the trials benchmarks (every arm, the recurrent peer included)
 TRIALS_PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "learning_rate": 3e-4,
                                      "gamma": 0.99, "gae_lambda": 0.95, "ent_coef": 0.01, "clip_range": 0.2}
+
+
+#: run scope's defaults of the novelty bonus and of the share of guided training runs given a demonstration
+DEFAULT_NOVELTY_BONUS, DEFAULT_DEMO_RATIO = 0.02, 0.25
+
+
+def method_parts(experience: bool, self_imitation: bool | None, imitate: bool | Mapping[str, Any] | None,
+                 novelty_bonus: float | None, demo_ratio: float | None,
+                 ) -> tuple[bool, bool | Mapping[str, Any], float, float]:
+    """``ComplementaryRL(scope="run")``'s parts of the method: each None is its default (self-imitation
+    and entry imitation on, :data:`DEFAULT_NOVELTY_BONUS`, :data:`DEFAULT_DEMO_RATIO`); with
+    ``experience=False`` (the baseline) all are off, and a part asked for by name is warned of, not dropped
+    in silence.
+
+    >>> method_parts(True, None, None, None, 0.5)
+    (True, True, 0.02, 0.5)
+    >>> method_parts(False, None, None, None, None)
+    (False, False, 0.0, 0.0)
+    """
+    if not experience:
+        asked = {name: value for name, value in (("self_imitation", self_imitation), ("imitate", imitate),
+                                                 ("novelty_bonus", novelty_bonus), ("demo_ratio", demo_ratio))
+                 if value is not None and value is not False and value != 0}
+        if asked:
+            warnings.warn("experience=False is the baseline, PPO with the same network and nothing shown: "
+                          f"{', '.join(f'{k}={v!r}' for k, v in asked.items())} not used", UserWarning, stacklevel=3)
+        return False, False, 0.0, 0.0
+    return (True if self_imitation is None else self_imitation, True if imitate is None else imitate,
+            DEFAULT_NOVELTY_BONUS if novelty_bonus is None else novelty_bonus,
+            DEFAULT_DEMO_RATIO if demo_ratio is None else demo_ratio)
+
+
+def check_groups(experience: bool, group_size: int, free_members: int, trials: int, demonstrations: Any) -> None:
+    """Refuse groups with no guided member (nothing would be shown), and warn where the method learns nothing
+    from its own runs: no free member (no paired credit: the extractor is never trained), one trial and no
+    demonstrations (a run has no earlier trial to read)."""
+    if not experience:
+        return
+    if free_members >= group_size:
+        raise ValueError(f"free_members={free_members} of groups of {group_size}: no member is guided, so no run "
+                         "reads experience; keep free_members < group_size (or experience=False for the baseline)")
+    if free_members == 0:
+        warnings.warn("free_members=0: a guided trial has no free trial to be judged against, so the extractor is "
+                      "never trained (its entries are written and read as they are)", UserWarning, stacklevel=3)
+    if trials == 1 and demonstrations is None:
+        warnings.warn("trials=1 without demonstrations: a run has no earlier trial to read, so experience never "
+                      "reaches the policy; use trials >= 2 or give demonstrations", UserWarning, stacklevel=3)
 
 
 @attrs.define
