@@ -304,3 +304,21 @@ def test_envs_built_by_hand_as_one_member_of_one_group_are_warned_and_so_is_a_gr
                 done = terminated or truncated
             first.reset()
     assert memory.manager.stats()["paired_credited"] == 0
+
+
+def test_a_dict_demonstration_with_keys_of_other_lengths_or_keys_the_env_lacks_and_flat_actions_are_named():
+    """Probe 18: a Dict demonstration whose keys held different numbers of steps failed inside learn(); a key
+    the env lacks was accepted; MultiDiscrete actions flattened to (8,) were reported as 4 observations for 8
+    actions."""
+    obs_space = spaces.Dict({"pos": spaces.Box(0, 4, (2,), np.float32), "t": spaces.Box(0, 10, (1,), np.float32)})
+    memory = TrialMemory(obs_space, spaces.MultiDiscrete([3, 3]), horizon=6, k=2, exp_dim=2, seed=0)
+    obs = {"pos": np.ones((4, 2), np.float32), "t": np.ones((4, 1), np.float32)}
+    actions = np.ones((4, 2), np.int64)
+    assert memory.check_demonstration(obs, actions, "demonstrations(3)") == 4
+    with pytest.raises(ValueError, match=r"demonstrations\(3\) gave observation keys holding different numbers "
+                                         r"of steps, \{'pos': 4, 't': 3\}"):
+        memory.check_demonstration({**obs, "t": obs["t"][:-1]}, actions, "demonstrations(3)")
+    with pytest.raises(ValueError, match=r"observation keys the env's observations lack: \['zz'\]"):
+        memory.check_demonstration({**obs, "zz": np.ones((4, 1))}, actions, "demonstrations(3)")
+    with pytest.raises(ValueError, match=r"gave actions of shape \(\) per step \(\(8,\) in all\).*takes \(2,\)"):
+        memory.check_demonstration(obs, actions.reshape(-1), "demonstrations(3)")

@@ -67,12 +67,16 @@ def demonstration_parts(demo: Any, source: str) -> tuple[Any, Any, Any] | None:
 
 
 def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, observations: Any, actions: Any,
-                        source: str, rewards: Any | None = None) -> int:
+                        source: str, rewards: Any | None = None, *,
+                        observation_space: spaces.Space | None = None) -> int:
     """Check a demonstration placed in a run as the env's steps are checked; returns its steps.
 
     Its observations get :func:`checked_observations`; they must be one per action; its actions
     :func:`check_demonstration_actions`; a demonstration longer than the ``horizon`` warns
     (:func:`check_demonstration_length`).
+
+    With the env's Dict ``observation_space``, a key it lacks is refused, and every key must hold
+    as many steps as the others.
 
     Raises:
         ValueError: no actions (give None where there is none), observations as above, a count
@@ -82,7 +86,19 @@ def check_demonstration(check: Check, action_space: spaces.Space, horizon: int, 
     if n == 0:
         raise ValueError(f"{source} gave a demonstration without actions ({actions!r}); give None where an "
                          "instance has no demonstration")
+    if isinstance(observations, dict) and isinstance(observation_space, spaces.Dict):
+        extra = sorted(map(str, set(observations) - set(observation_space.spaces)))
+        if extra:
+            raise ValueError(f"{source} gave observation keys the env's observations lack: {extra} (the env's: "
+                             f"{sorted(observation_space.spaces)})")
     checked_observations(check, observations, "its steps", source)
+    if isinstance(observations, dict):
+        steps = {key: (np.shape(v) or (0,))[0] for key, v in observations.items()}
+        if len(set(steps.values())) > 1:
+            raise ValueError(f"{source} gave observation keys holding different numbers of steps, {steps}: every "
+                             "key holds one row per step, the observation each action was taken from")
+    if not isinstance(action_space, spaces.Discrete) and np.shape(actions)[1:] != getattr(action_space, "shape", ()):
+        check_demonstration_actions(action_space, actions, n, source)  # (its shape said before the count)
     m = len(next(iter(observations.values()))) if isinstance(observations, dict) else len(observations)
     if m != n:
         raise ValueError(f"{source} gave {m} observations for {n} actions: a demonstration holds the observation "

@@ -336,7 +336,7 @@ class TrialMemory:
         See :func:`~experience_wrappers.trials.checks.check_demonstration`; ``rewards`` (None: a
         success, 1 on its last step) must be one finite number per step."""
         return check_demonstration(self._check_demo, self.action_space, self.layout.horizon, observations, actions,
-                                   source, rewards)
+                                   source, rewards, observation_space=self.observation_space)
 
     def add_demonstration(self, scope: int, observations: Any, actions: Any, rewards: Any | None = None, *,
                           source: str = "a demonstration") -> np.ndarray:
