@@ -322,3 +322,26 @@ def test_a_dict_demonstration_with_keys_of_other_lengths_or_keys_the_env_lacks_a
         memory.check_demonstration({**obs, "zz": np.ones((4, 1))}, actions, "demonstrations(3)")
     with pytest.raises(ValueError, match=r"gave actions of shape \(\) per step \(\(8,\) in all\).*takes \(2,\)"):
         memory.check_demonstration(obs, actions.reshape(-1), "demonstrations(3)")
+
+
+def test_a_memory_save_keeps_the_folder_rules_of_the_other_saves(tmp_path, monkeypatch):
+    """Probe 18: TrialMemory.save replaced a user's extractor.pt in a folder of their own, wrote into the working
+    directory, and gave a raw FileExistsError on a file path."""
+    from experience_wrappers.errors import ExperienceFileError
+
+    memory = TrialMemory(Grid().observation_space, Grid().action_space, horizon=6, k=2, exp_dim=2, seed=0)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "extractor.pt").write_text("my own file")
+    with pytest.raises(ExperienceFileError, match="is not a saved folder of format 'complementary-rl.trial-memory'"):
+        memory.save(tmp_path / "mine")
+    assert (tmp_path / "mine" / "extractor.pt").read_text() == "my own file"
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="is a file; give a folder path"):
+        memory.save(tmp_path / "afile")
+    monkeypatch.chdir(tmp_path / "mine")
+    with pytest.raises(ValueError, match="it is the working directory"):
+        memory.save(".")
+    saved = memory.save(tmp_path / "m")
+    memory.save(saved)  # its own save is replaced
+    memory.load(saved)
+    assert sorted(p.name for p in saved.iterdir()) == ["extractor.pt", "meta.json"]

@@ -8,25 +8,43 @@ call these; a folder is loaded only into a memory built with the settings of tra
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..bank.folder import META
+from ..bank.save_load import replaced_folder
+from ..errors import ExperienceFileError
 from ..extractor import ExtractorTrainer
 
 if TYPE_CHECKING:
     from .memory import TrialMemory
 
-__all__ = ["check_extractor", "load_memory", "save_memory"]
+__all__ = ["check_extractor", "load_memory", "save_memory", "MEMORY_FORMAT"]
+
+#: the ``format`` of a memory save's ``meta.json``, and the names such a save writes
+MEMORY_FORMAT = "complementary-rl.trial-memory"
+OWN_FILES = frozenset({"extractor.pt", "locator.pt", META})
 
 
 def save_memory(memory: TrialMemory, folder: str | Path) -> Path:
-    """Save the extractor and the goal locator (the bank holds only live runs' entries and is not kept)."""
+    """Save the extractor and the goal locator (the bank holds only live runs' entries and is not kept).
+
+    The folder rules of the library's other saves (:func:`~experience_wrappers.bank.save_load.replaced_folder`):
+    the folder is swapped in whole, a folder holding anything but an earlier memory save is refused (the
+    user's files are never replaced), and so are a file, the working directory and a folder above it.
+
+    Raises:
+        ValueError: ``folder`` is a file, under one, or the working directory (or above it).
+        ExperienceFileError: ``folder`` holds files and is not a memory save.
+    """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if memory.trainer is not None:
-        memory.trainer.save(folder / "extractor.pt")
-    if memory.locator is not None:
-        memory.locator.save(folder / "locator.pt")
+    with replaced_folder(folder, MEMORY_FORMAT, OWN_FILES.__contains__, ExperienceFileError) as tmp:
+        if memory.trainer is not None:
+            memory.trainer.save(tmp / "extractor.pt")
+        if memory.locator is not None:
+            memory.locator.save(tmp / "locator.pt")
+        (tmp / META).write_text(json.dumps({"format": MEMORY_FORMAT, "version": 1}))
     return folder
 
 
