@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import reprlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import Literal, TypeGuard, overload
+from typing import Any, Literal, TypeGuard, overload
 
 import attrs
 import numpy as np
 
-__all__ = ["is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
+__all__ = ["check_keywords", "is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
            "at_least", "at_most", "integral", "to_int", "check_int", "check_real", "check_bool", "success_flag",
            "check_instances", "check_timesteps"]
 
@@ -326,3 +327,21 @@ def check_timesteps(value: object) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return check_int("total_timesteps", value, minimum=0, numpy=True)
+
+
+def check_keywords(what: str, given: Mapping[str, Any], function: Callable[..., Any],
+                   supplied: Iterable[str] = ()) -> None:
+    """Refuse keyword arguments ``function`` does not take (or that its caller supplies itself,
+    ``supplied``), naming them and the ones it takes: here rather than as a ``TypeError`` deep in
+    the library that calls ``function`` later (SB3 building a policy's features extractor).
+
+    >>> def f(self, observation_space, hidden=64): ...
+    >>> check_keywords("features_kwargs", {"hiden": 8}, f, supplied=("observation_space",))
+    Traceback (most recent call last):
+    ...
+    ValueError: features_kwargs: unknown argument(s) ['hiden']; it takes ['hidden']
+    """
+    accepted = set(inspect.signature(function).parameters) - {"self", *supplied}
+    unknown = sorted(set(given) - accepted)
+    if unknown:
+        raise ValueError(f"{what}: unknown argument(s) {unknown}; it takes {sorted(accepted)}")

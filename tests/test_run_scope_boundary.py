@@ -504,3 +504,24 @@ def test_the_baseline_says_which_parts_of_the_method_it_was_asked_for_and_does_n
     on = ComplementaryRL(make, scope="run", instances=range(4), trials=2, **SMALL)  # None: the parts on
     assert on._settings["self_imitation"] is True and on._settings["novelty_bonus"] == 0.02
     on.close()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"features_kwargs": {"max_pool": False}}, ValueError, r"features_kwargs: unknown argument\(s\) \['max_pool'\]"),
+    ({"imitate": {"max_dist": 1.0}}, ValueError, r"imitate: unknown argument\(s\) \['max_dist'\].*'max_distance'"),
+    ({"vec_normalize": True}, TypeError, r"vec_normalize must be VecNormalize's keyword arguments"),
+    ({"vec_normalize": {"fo": 1}}, ValueError, r"vec_normalize: unknown argument\(s\) \['fo'\]"),
+    ({"vec_normalize": {"norm_obs_keys": ["trial_entries"]}}, ValueError,
+     r"norm_obs_keys \['trial_entries'\]: not a float Box key of the env's own, or one the method keeps raw"),
+])
+def test_the_readers_imitations_and_normalisations_arguments_are_checked_where_the_run_is_built(kwargs, error, match):
+    """Probe 18: these failed as a TypeError or KeyError inside SB3, after the envs were built, or (the entries
+    named in norm_obs_keys) were taken, though the entries are never to be rescaled."""
+    with pytest.raises(error, match=match):
+        ComplementaryRL(lambda: gym.wrappers.TimeLimit(Line(), 8), scope="run", instances=range(4), trials=2,
+                        **SMALL, **kwargs)
+
+
+def test_run_scopes_arguments_given_to_the_task_scope_name_their_scope():
+    with pytest.raises(TypeError, match=r"instances, trials: argument\(s\) of scope='run'; pass scope='run'"):
+        ComplementaryRL("CartPole-v1", instances=[1, 2], trials=2)

@@ -10,7 +10,6 @@ for observations that also carry ``"experience"`` entries.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +19,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from experience_wrappers.validators import check_int, integral
+from experience_wrappers.validators import check_int, check_keywords, integral
 
 __all__ = [
     "BLSTATS_LOG_FIELDS",
@@ -306,16 +305,7 @@ def minihack_policy_kwargs(**overrides: Any) -> dict[str, Any]:
         if not isinstance(extra, dict):
             raise ValueError(f"features_extractor_kwargs must be a dict, got {extra!r}")
         if overrides.get("features_extractor_class", GlyphCNNExtractor) is GlyphCNNExtractor:
-            _refuse_unknown("features_extractor_kwargs", extra, GlyphCNNExtractor.__init__, given=("observation_space",))
+            check_keywords("features_extractor_kwargs", extra, GlyphCNNExtractor.__init__, ("observation_space",))
         kwargs["features_extractor_kwargs"] = {**kwargs["features_extractor_kwargs"], **extra}
     kwargs.update(overrides)
     return kwargs
-
-
-def _refuse_unknown(what: str, given_kwargs: dict[str, Any], function: Any, given: Sequence[str]) -> None:
-    """Refuse keys ``function`` does not take (or that its caller gives itself), naming them, here rather than
-    as a ``TypeError`` deep in SB3's policy construction, at the first ``learn``'s model."""
-    accepted = set(inspect.signature(function).parameters) - {"self", *given}
-    unknown = sorted(set(given_kwargs) - accepted)
-    if unknown:
-        raise ValueError(f"{what}: unknown argument(s) {unknown}; it takes {sorted(accepted)}")

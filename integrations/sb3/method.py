@@ -64,6 +64,13 @@ class ComplementaryRL(TaskScopeRL):
                 raise TypeError(f"ComplementaryRL(scope={scope!r}) takes no {', '.join(unknown)}{why}; "
                                 f"its arguments: {', '.join(k for k in takes if k not in ('self', 'env', 'scope'))}")
             return super().__new__(cls.scopes[scope])
+        if cls is ComplementaryRL:  # the task scope: an argument of another scope's is named with its scope
+            for other, scope_cls in cls.scopes.items():
+                theirs = sorted(set(kwargs) & set(inspect.signature(scope_cls.__init__).parameters)
+                                - set(inspect.signature(cls.__init__).parameters))
+                if theirs:
+                    raise TypeError(f"{', '.join(theirs)}: argument(s) of scope={other!r}; pass scope={other!r} "
+                                    "(the task scope, the default, does not take them)")
         return super().__new__(cls)
 
     @classmethod

@@ -72,7 +72,7 @@ from .self_imitation import SelfImitationCallback
 from .success_record import SUCCESS_REPORTED, restore_success, success_record
 from .trials_evaluation import evaluate_trials, frozen_predict
 from .trials_logging import TrialsLogCallback
-from .trials_method import build_trials_method, check_groups, method_parts
+from .trials_method import build_trials_method, check_groups, checked_vec_normalize, method_parts
 
 __all__ = ["RunScopeRL", "VEC_NORMALIZE_FILE"]
 
@@ -184,7 +184,7 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             "demo_ratio": float(demo_ratio), "memory_kwargs": checked_memory_kwargs(memory_kwargs),
             "algorithm_kwargs": dict(algorithm_kwargs or {}), "policy_kwargs": dict(policy_kwargs or {}),
             "features_kwargs": dict(features_kwargs or {}),
-            "vec_normalize": None if vec_normalize is None else dict(vec_normalize),
+            "vec_normalize": checked_vec_normalize(vec_normalize),
             "verbose": verbose, "tensorboard_log": tensorboard_log}
         warn_unsavable(self._settings)  # a setting a save could not write: said now, refused at save()
         #: what a save records of the env (:func:`~.run_env.env_facts`), compared on load

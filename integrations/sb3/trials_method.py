@@ -25,13 +25,15 @@ from experience_wrappers.trials.wrapper import (
     DemoSource,
     trials_env_fns,
 )
+from experience_wrappers.validators import check_keywords
 
 from .experience_policy import ExperiencePolicy
 from .self_imitation import SelfImitationCallback
 from .trials_features import TrialsFeaturesExtractor
 from .trials_imitation import EntryImitationCallback
 
-__all__ = ["TrialsRun", "build_trials_method", "method_parts", "check_groups", "TRIALS_PPO_KWARGS"]
+__all__ = ["TrialsRun", "build_trials_method", "method_parts", "check_groups", "checked_vec_normalize",
+           "TRIALS_PPO_KWARGS"]
 
 #: PPO's settings of the trials benchmarks (every arm, the recurrent peer included)
 TRIALS_PPO_KWARGS: dict[str, Any] = {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "learning_rate": 3e-4,
@@ -83,6 +85,22 @@ def check_groups(experience: bool, group_size: int, free_members: int, trials: i
     if trials == 1 and demonstrations is None:
         warnings.warn("trials=1 without demonstrations: a run has no earlier trial to read, so experience never "
                       "reaches the policy; use trials >= 2 or give demonstrations", UserWarning, stacklevel=3)
+
+
+def checked_vec_normalize(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``vec_normalize`` as ``VecNormalize``'s keyword arguments (a mapping of the ones it takes, or None).
+
+    Raises:
+        TypeError: not a mapping (``True``: give ``{}`` for VecNormalize's defaults).
+        ValueError: an argument ``VecNormalize`` does not take (or ``venv``, the method's own).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"vec_normalize must be VecNormalize's keyword arguments (a dict; {{}} for its defaults) "
+                        f"or None, got {value!r}")
+    check_keywords("vec_normalize", value, VecNormalize.__init__, ("venv",))
+    return dict(value)
 
 
 @attrs.define
@@ -156,6 +174,10 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
     """
     if not isinstance(memory, TrialMemory):
         raise TypeError(f"memory must be a TrialMemory, got {type(memory).__name__}")
+    check_keywords("features_kwargs", features_kwargs or {}, TrialsFeaturesExtractor.__init__, ("observation_space",))
+    if isinstance(imitate, Mapping):
+        check_keywords("imitate", imitate, EntryImitationCallback.__init__, ("layout",))
+    vec_normalize = checked_vec_normalize(vec_normalize)
     instances = check_instances(instances)
     fns = trials_env_fns(make_env, memory, n_envs, instances=instances, trials=trials, group_size=group_size,
                          free_members=free_members, seed=seed, wrapper=Monitor,
@@ -166,6 +188,10 @@ def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int
         own = [key for key, sub in venv.observation_space.spaces.items()  # type: ignore[attr-defined]
                if key not in (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY)
                and isinstance(sub, spaces.Box) and np.issubdtype(sub.dtype, np.floating)]  # (VecNormalize's: float Box)
+        kept = sorted(set(vec_normalize.get("norm_obs_keys") or ()) - set(own))
+        if kept:
+            raise ValueError(f"vec_normalize's norm_obs_keys {kept}: not a float Box key of the env's own, or one "
+                             f"the method keeps raw (the entries, their mask, the trial index); it may hold {own}")
         venv = VecNormalize(venv, **{"norm_obs_keys": own, **vec_normalize})
     kwargs = {**TRIALS_PPO_KWARGS, **(ppo_kwargs or {})}
     theirs = sorted({"features_extractor_class", "features_extractor_kwargs"} & set(kwargs.get("policy_kwargs", {})))
