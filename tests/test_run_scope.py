@@ -271,6 +271,12 @@ def test_learn_logs_success_by_trial_through_sb3s_logger() -> None:
         assert {"trials/guided", "trials/free"} & recorded
         values = [v for c in log.curve for v in (c["guided"], c["free"]) if v is not None]
         assert values and all(0.0 <= v <= 1.0 for v in values)
+        # probe 18: a callback new to a run that has stepped (a loaded run) recorded at every step until its
+        # own count caught up with the run's; it records on the same grid, once per `every` steps
+        late = TrialsLogCallback(trials=2, every=64)
+        run.learn(256, callback=late)
+        steps = [c["step"] for c in late.curve]
+        assert steps and steps[0] > 512 and len({step // 64 for step in steps}) == len(steps) <= 256 // 64 + 1
     finally:
         run.close()
 

@@ -49,7 +49,8 @@ class TrialsLogCallback(BaseCallback):
             if guided and int(trial["index"]) < self.trials:
                 self.by_trial[int(trial["index"])].append(float(info["trial_success"]))
         if self.num_timesteps >= self._next:
-            self._next += self.every
+            # the next multiple of ``every`` (a run loaded at any step count records on the same grid, once)
+            self._next = (self.num_timesteps // self.every + 1) * self.every
             self.curve.append({"step": int(self.num_timesteps), **self.snapshot()})
             snap = self.curve[-1]
             for kind in ("guided", "free"):
