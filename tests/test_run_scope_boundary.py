@@ -525,3 +525,21 @@ def test_the_readers_imitations_and_normalisations_arguments_are_checked_where_t
 def test_run_scopes_arguments_given_to_the_task_scope_name_their_scope():
     with pytest.raises(TypeError, match=r"instances, trials: argument\(s\) of scope='run'; pass scope='run'"):
         ComplementaryRL("CartPole-v1", instances=[1, 2], trials=2)
+
+
+def test_a_load_onto_another_env_says_so_before_its_demonstrations_and_the_baseline_needs_none(tmp_path):
+    """Probe 18: a run with demonstrations loaded onto an env of another class was refused for its demonstrations'
+    observations, not for the env; a baseline built with demonstrations (which it never reads) could not be loaded
+    without them."""
+    make = lambda: gym.wrappers.TimeLimit(Line(), 8)  # noqa: E731
+    demo = lambda i: (np.zeros((2, 1), np.float32), np.zeros((2, 1), np.float32))  # noqa: E731
+    run = ComplementaryRL(make, scope="run", instances=range(4), trials=2, demonstrations=demo, **SMALL)
+    run.save(tmp_path / "r")
+    run.close()
+    with pytest.raises(ValueError, match="trained on .*:Line and the env given makes .*:Mixed"):
+        ComplementaryRL.load(tmp_path / "r", env=lambda: gym.wrappers.TimeLimit(Mixed(), 8), demonstrations=demo)
+    base = ComplementaryRL(make, scope="run", instances=range(4), trials=2, demonstrations=demo, experience=False,
+                           **SMALL)
+    base.save(tmp_path / "b")
+    base.close()
+    ComplementaryRL.load(tmp_path / "b", env=make).close()

@@ -78,13 +78,13 @@ def env_facts(env: gym.Env, instances: Sequence[int], horizon: int) -> dict[str,
     first = [observation_digest(env.observation_space, _reset(env, instances[0])) for _ in range(2)]
     for instance in sorted({min(instances), max(instances)} - {instances[0]}):
         _reset(env, instance)
-    cls = type(env.unwrapped)
+    cls = env_class(env)
     if first[0] != first[1]:
         logging.getLogger(__name__).info(
             "%s: two reset(seed=%d) gave different observations. A run's trials are one instance only where the reset "
             "seed fixes what they share (a hidden goal, a map); a start that varies on purpose (random moves) is fine, "
-            "a goal drawn from the env's own generator is not", cls.__name__, instances[0])
-    return {"env_class": f"{cls.__module__}:{cls.__qualname__}", "horizon": int(horizon),
+            "a goal drawn from the env's own generator is not", cls, instances[0])
+    return {"env_class": cls, "horizon": int(horizon),
             "first_observation": first[0] if first[0] == first[1] else None}
 
 
@@ -141,3 +141,27 @@ def check_env_facts(saved: Mapping[str, Any] | None, given: Mapping[str, Any] | 
                       "saved on (its first observation differs): if it is another task or another version of the "
                       "env, the loaded policy and memory do not hold there (an env whose reset also reads the wall "
                       "clock, as NetHack's does, may differ on the same task)", UserWarning, stacklevel=3)
+
+
+def env_class(env: gym.Env) -> str:
+    """``module:qualname`` of the env's unwrapped class, as a save records it (:func:`env_facts`)."""
+    cls = type(env.unwrapped)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def check_env_class(saved: Mapping[str, Any] | None, make_env: Callable[[], gym.Env]) -> None:
+    """The class part of :func:`check_env_facts`, before a loaded run is built (which checks its demonstrations
+    against the env given: the env's class is said first). Makes and closes one env.
+
+    Raises:
+        ValueError: the env ``make_env`` makes is of another class than the saved run's.
+    """
+    if not saved or not saved.get("env_class"):
+        return
+    proto = make_env()
+    try:
+        given = env_class(proto)
+    finally:
+        proto.close()
+    check_env_facts({"env_class": saved["env_class"]}, {"env_class": given, "horizon": None,
+                                                        "first_observation": None})

@@ -58,7 +58,15 @@ from .method_settings import (
     user_callbacks,
     warn_unsavable,
 )
-from .run_env import ENV_FACTS, capped, check_env_facts, checked_memory_kwargs, env_facts, step_cap
+from .run_env import (
+    ENV_FACTS,
+    capped,
+    check_env_class,
+    check_env_facts,
+    checked_memory_kwargs,
+    env_facts,
+    step_cap,
+)
 from .run_persistence import (
     METHOD_FILE,
     RUN_NAMES,
@@ -401,9 +409,11 @@ class RunScopeRL(ComplementaryRL, scope="run"):
         settings.pop("env", None)
         if env is None:
             raise ValueError("this run was built from an env factory: pass env=the same factory")
-        if had_demos and demonstrations is None:
+        if had_demos and demonstrations is None and settings.get("experience", True):  # (the baseline reads none)
             raise ValueError("this run was given demonstrations: pass demonstrations=the same function (they are "
                              "not saved)")
+        if demonstrations is not None:  # (its class said before the demonstrations are checked against the env)
+            check_env_class(saved_env, functools.partial(gym.make if isinstance(env, str) else made_env, env))
         run = cls(env, demonstrations=demonstrations, **settings)
         try:
             check_env_facts(saved_env, run.env_facts)
