@@ -413,7 +413,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
             raise ValueError("this run was given demonstrations: pass demonstrations=the same function (they are "
                              "not saved)")
         if demonstrations is not None:  # (its class said before the demonstrations are checked against the env)
-            check_env_class(saved_env, functools.partial(gym.make if isinstance(env, str) else made_env, env))
+            check_env_class(saved_env, functools.partial(gym.make, env) if isinstance(env, str)
+                            else functools.partial(made_env, env))
         run = cls(env, demonstrations=demonstrations, **settings)
         try:
             check_env_facts(saved_env, run.env_facts)
