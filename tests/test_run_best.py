@@ -222,6 +222,8 @@ def test_run_best_follows_the_memorys_scope_setting_and_refuses_an_env_that_is_n
         RunBest(env)  # type: ignore[arg-type]  (already shown: env is a RunBest)
     with pytest.raises(ValueError, match="run scope"):
         RunBest(ExperienceWrapper(HiddenGoalRoom(), plain, scope="run", instances=[57]).env)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="this memory has run_best off"):  # probe 18: a key of zeros at every step
+        RunBest(ExperienceWrapper(HiddenGoalRoom(), plain, scope="run", instances=[57]))
 
 
 @pytest.mark.parametrize("mode", [True, "located"])

@@ -345,3 +345,9 @@ def test_a_memory_save_keeps_the_folder_rules_of_the_other_saves(tmp_path, monke
     memory.save(saved)  # its own save is replaced
     memory.load(saved)
     assert sorted(p.name for p in saved.iterdir()) == ["extractor.pt", "meta.json"]
+
+
+def test_a_run_scope_wrappers_demo_ratio_is_checked_as_a_number():
+    memory = TrialMemory(Grid().observation_space, Grid().action_space, horizon=6, k=2, exp_dim=2, seed=0)
+    with pytest.raises(ValueError, match="demo_ratio must be a finite number in \\[0, 1\\], got 'x'"):
+        ExperienceWrapper(Grid(), memory, scope="run", instances=[1, 2], trials=2, demo_ratio="x")

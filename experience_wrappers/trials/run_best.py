@@ -258,6 +258,9 @@ class RunBest(gym.Wrapper):
             raise ValueError(f"RunBest adds {RUN_BEST_KEY!r} to run scope's ExperienceWrapper(env, memory, "
                              f"scope=\"run\", ...); got {type(env).__name__} with {base}")
         self.memory: TrialMemory = env.memory
+        if not self.memory.run_best:  # (its key would be zeros at every step)
+            raise ValueError("RunBest shows the run's best step that TrialMemory(run_best=...) marks, and this memory "
+                             "has run_best off: build it with run_best=True (\"taken\"), \"reached\" or \"located\"")
         env.stacked.add(RUN_BEST_KEY)  # (the memory's own wrapper is on it)
         own = self.memory.observation_space
         self._own = list(own.spaces) if isinstance(own, spaces.Dict) else None  # None: the env's is "observation"

@@ -164,9 +164,7 @@ class RunScopeWrapper(ExperienceWrapper, scope="run"):
         self._default_guided = (self.member < self.group_size - self.free_members) if guided is None else bool(guided)
         self.guided = self._guided_next = self._default_guided
         self.learn, self.demonstrations = check_bool("learn", learn), demonstrations
-        if not 0.0 <= float(demo_ratio) <= 1.0:
-            raise ValueError(f"demo_ratio must be in [0, 1], got {demo_ratio!r}")
-        self.demo_ratio = float(demo_ratio)
+        self.demo_ratio = check_real("demo_ratio", demo_ratio, minimum=0, maximum=1)
         self._demonstrated = False  # a demonstration was placed in this run
         self._demo_rng = np.random.default_rng([int(seed), self.group, self.member, 0xDE])
         self._donor_rng = np.random.default_rng([int(seed), self.group, self.member, 0xD0])
