@@ -351,3 +351,33 @@ def test_a_run_scope_wrappers_demo_ratio_is_checked_as_a_number():
     memory = TrialMemory(Grid().observation_space, Grid().action_space, horizon=6, k=2, exp_dim=2, seed=0)
     with pytest.raises(ValueError, match="demo_ratio must be a finite number in \\[0, 1\\], got 'x'"):
         ExperienceWrapper(Grid(), memory, scope="run", instances=[1, 2], trials=2, demo_ratio="x")
+
+
+def test_the_novelty_bonus_says_when_it_pays_nearly_every_step():
+    """Probe 18: on observations that never repeat exactly (continuous values), the bonus, on by default in run
+    scope, paid 94 % of the steps: a reward for steps, not for new places, with nothing said."""
+    from experience_wrappers.trials.novelty import NOVEL_SAID, NoveltyBonus
+
+    class Drifting(Grid):  # the room's cells with a small jitter (not reseeded by the run's resets): none repeats
+        jitter = np.random.default_rng(1)
+
+        def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+            obs, *rest = super().step(action)
+            return obs + self.jitter.uniform(0, 0.01, 2).astype(np.float32), *rest
+
+    def paid(env_cls: type[Grid]) -> list[warnings.WarningMessage]:
+        mem = memory(seed=0)
+        env = NoveltyBonus(ExperienceWrapper(env_cls(max_steps=40), mem, scope="run", instances=[24], trials=4,
+                                             guided=True), 0.02)
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(NOVEL_SAID + 200):
+                *_, terminated, truncated, _ = env.step(int(rng.integers(4)))
+                if terminated or truncated:
+                    env.reset()
+        return [w for w in caught if "novelty bonus paid" in str(w.message)]
+
+    assert len(paid(Drifting)) == 1
+    assert not paid(Grid)  # a room's cells repeat: it pays for new ones

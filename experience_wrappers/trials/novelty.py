@@ -11,6 +11,7 @@ Training only: wrap the training envs, never the evaluation ones.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -19,7 +20,10 @@ import numpy as np
 from ..validators import check_real
 from .checks import ENTRIES_KEY, MASK_KEY, RUN_BEST_KEY, TRIAL_INDEX_KEY, TRIAL_INFO_KEY
 
-__all__ = ["NoveltyBonus"]
+__all__ = ["NoveltyBonus", "NOVEL_SAID"]
+
+#: the bonus's first eligible steps, after which it warns (once) where it paid more than 9 in 10 of them
+NOVEL_SAID = 2000
 
 _SHOWN = (ENTRIES_KEY, MASK_KEY, TRIAL_INDEX_KEY, RUN_BEST_KEY)  # what run scope's wrapper adds: not part of where the agent is
 
@@ -37,8 +41,10 @@ class NoveltyBonus(gym.Wrapper):
             every guided run.
 
     "Seen" counts the run's earlier trials and this one, the reset observations included; an
-    observation is compared as the env shows it without the entries, the mask and the trial
-    index. Free runs (the baseline of paired credit) are never paid.
+    observation is compared as the env shows it, byte for byte, without the entries, the mask and the
+    trial index. Free runs (the baseline of paired credit) are never paid. Where observations seldom
+    repeat exactly (continuous ones), it would pay nearly every step: it warns where it paid more than
+    9 in 10 of its first :data:`NOVEL_SAID` eligible steps.
 
     Raises:
         ValueError: ``bonus`` is not a finite number > 0; at reset, an env without ``info["trial"]``.
@@ -55,6 +61,7 @@ class NoveltyBonus(gym.Wrapper):
         self._visited: set[bytes] = set()  # the observations this run has stood on
         self._found = False  # the run has a successful trial or a demonstration
         self._guided = False
+        self._eligible = self._paid = 0  # steps the bonus could pay, and paid (until NOVEL_SAID of them)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
@@ -75,9 +82,17 @@ class NoveltyBonus(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         if self._guided and not (self.until_success and self._found):
             key = _obs_key(obs)
-            if key not in self._visited:
+            new = key not in self._visited
+            if new:
                 self._visited.add(key)
                 reward = float(reward) + self.bonus
+            if self._eligible < NOVEL_SAID:
+                self._eligible, self._paid = self._eligible + 1, self._paid + new
+                if self._eligible == NOVEL_SAID and self._paid > 0.9 * NOVEL_SAID:
+                    warnings.warn(f"the novelty bonus paid {self._paid} of the first {NOVEL_SAID} steps it could pay: "
+                                  "this env's observations seldom repeat exactly (continuous values, a step counter), "
+                                  "so it pays for steps, not for new places; pass novelty_bonus=0 (or observations "
+                                  "that repeat where the agent returns)", UserWarning, stacklevel=2)
         self._found = self._found or bool(info.get("trial_success", False))
         return obs, reward, terminated, truncated, info
 
