@@ -266,7 +266,10 @@ def test_learn_logs_success_by_trial_through_sb3s_logger() -> None:
             return True
         run.learn(512, callback=[log, _Every(spy)])
         assert run.manager is run.memory.manager and run.manager.mode == "sync"  # one manager type, both scopes
-        assert run.manager.stats()["entries_added"] == run.memory.stats["entries_written"] > 0
+        st = run.manager.stats()
+        assert st["entries_added"] == run.memory.stats["entries_written"] > 0
+        # probe 18: run scope's manager reported the task scope's schedule (0.5, unused) and NaN outcomes
+        assert "guided_ratio" not in st and 0.0 <= st["guided_outcome"] <= 1.0 and 0.0 <= st["free_outcome"] <= 1.0
         assert log.curve and all(len(c["guided_by_trial"]) == 2 for c in log.curve)
         assert {"trials/guided", "trials/free"} & recorded
         values = [v for c in log.curve for v in (c["guided"], c["free"]) if v is not None]
@@ -371,6 +374,8 @@ def test_save_load_round_trips_the_model_the_extractor_the_replay_and_the_settin
             assert (run.replay is None) == (back.replay is None)
             if run.replay is not None:
                 assert len(back.replay) == len(run.replay)
+            # probe 18: the memory's figures restarted at 0 after a load (the locator's carried on)
+            assert back.memory.stats == run.memory.stats and run.memory.stats["trials_written"] > 0
             back.learn(128)
             back.save(folder)  # it loaded this save: not stale
         finally:

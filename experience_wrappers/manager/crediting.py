@@ -85,6 +85,8 @@ def credit_trial(mgr: ExperienceManager, key: Hashable, success: float, *, guide
             fields["value"] = mgr.layout.vectors(fields["value"])
         payload = (shown, fields)
     credits: list[Credit] = []
+    with mgr.stats_lock:
+        mgr.outcomes.add(float(success), guided=guided)
     for res in mgr.paired.add(key, float(success), guided=guided, members=members, free=free, payload=payload):
         if res.payload is not None:
             ids, fields = res.payload

@@ -11,7 +11,12 @@ __all__ = ["manager_stats"]
 
 
 def manager_stats(mgr: ExperienceManager) -> dict[str, float]:
-    """What :meth:`ExperienceManager.stats` returns (after a :meth:`~ExperienceManager.poll`)."""
+    """What :meth:`ExperienceManager.stats` returns (after a :meth:`~ExperienceManager.poll`).
+
+    Run scope's manager (an entry layout: :class:`~experience_wrappers.trials.TrialMemory`'s) is handed
+    trials' entries, not episodes: its ``episodes_*`` stay 0, its outcomes are the trials' successes as
+    they are credited (``guided_outcome``, ``free_outcome``), and it reports no ``guided_ratio`` (the
+    groups decide which trials are guided)."""
     mgr.poll()  # process mode: the waiting episodes go to the learner process
     fig = mgr.backend.figures()
     pending = mgr.pending
@@ -24,9 +29,10 @@ def manager_stats(mgr: ExperienceManager) -> dict[str, float]:
             "extractor_version": float(fig.extractor_version),
             "ssl_updates": float(fig.ssl_updates),
             "queue": float(pending),
-            "guided_ratio": float(mgr.guided_ratio),
             "busy_seconds": float(fig.busy_seconds),
         }
+        if mgr.layout is None:  # (run scope's layout: its groups decide which trials are guided, not this schedule)
+            out["guided_ratio"] = float(mgr.guided_ratio)
         for name, mean in mgr.outcomes.means().items():
             key = name if name == "delta" else f"{name}_outcome"
             out[key] = float("nan") if mean is None else mean

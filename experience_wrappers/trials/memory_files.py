@@ -44,7 +44,7 @@ def save_memory(memory: TrialMemory, folder: str | Path) -> Path:
             memory.trainer.save(tmp / "extractor.pt")
         if memory.locator is not None:
             memory.locator.save(tmp / "locator.pt")
-        (tmp / META).write_text(json.dumps({"format": MEMORY_FORMAT, "version": 1}))
+        (tmp / META).write_text(json.dumps({"format": MEMORY_FORMAT, "version": 1, "stats": memory.stats}))
     return folder
 
 
@@ -72,6 +72,18 @@ def load_memory(memory: TrialMemory, folder: str | Path) -> None:
         memory.locator.load(located)  # (its key width is the extractor's, checked above where there is one)
     if memory.learner is not None and trainer is not None:
         memory.learner.trainer = trainer
+    memory.stats.update(_saved_stats(Path(folder), memory.stats))
+
+
+def _saved_stats(folder: Path, like: dict[str, float]) -> dict[str, float]:
+    """The memory's figures a save recorded (its ``meta.json``), the ones ``like`` has; none from a save
+    written before they were recorded, or from an unreadable file (the figures are not the run's state)."""
+    try:
+        saved = json.loads((folder / META).read_bytes()).get("stats", {})
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return {}
+    return {k: float(v) for k, v in saved.items() if k in like and isinstance(v, int | float)
+            and not isinstance(v, bool)} if isinstance(saved, dict) else {}
 
 
 def check_extractor(memory: TrialMemory, saved: dict[str, Any], source: str) -> None:

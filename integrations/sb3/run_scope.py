@@ -134,7 +134,8 @@ class RunScopeRL(ComplementaryRL, scope="run"):
     Attributes:
         model, env, memory, callbacks, log_callback, seed, instances, trials, demonstration_source;
         ``bank`` and ``manager``: the memory's (an :class:`~experience_wrappers.manager.ExperienceManager`
-        in sync mode with run scope's layout: its ``stats()`` as in task scope).
+        in sync mode with run scope's layout: its ``stats()`` give the trials' credited outcomes and the
+        writes, :func:`~experience_wrappers.manager.stats.manager_stats`).
     """
 
     def __init__(self, env: str | Callable[[], gym.Env], *, scope: str = "run", instances: Sequence[int],
