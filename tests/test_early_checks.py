@@ -439,10 +439,20 @@ def test_strings_are_not_numbers_anywhere_in_the_bank_api():
         bank.query(np.eye(3)[0], k=1, record="no")
 
 
-def test_a_tuple_observation_is_refused_with_what_sb3_takes_and_the_fix():
+def test_a_tuple_observation_is_refused_with_what_sb3_takes_and_the_fix_works_on_the_same_bank():
+    """Probe 19: the refused wrapper had bound the bank to a manager for the Tuple space (its learner process
+    left running), so the message's own fix was then refused on the same bank."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from integrations.sb3 import ExperienceVecEnv
+
+    bank = ExperienceBank()
     with pytest.raises(ValueError, match=r"Tuple observations are not supported.*SB3 itself.*FlattenObservation"):
-        ExperienceWrapper(gym.make("Blackjack-v1"), ExperienceBank())
-    flat = ExperienceWrapper(gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), ExperienceBank(),
-                             manager_kwargs=FAST)
+        ExperienceWrapper(gym.make("Blackjack-v1"), bank, manager_kwargs={"mode": "process"})
+    assert bank.manager is None
+    with pytest.raises(ValueError, match=r"Tuple observations are not supported"):
+        ExperienceVecEnv(DummyVecEnv([lambda: gym.make("Blackjack-v1")]), bank)
+    assert bank.manager is None
+    flat = ExperienceWrapper(gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), bank, manager_kwargs=FAST)
     assert flat.observation_space["observation"].shape == (45,)
     flat.close()

@@ -102,3 +102,9 @@ def let_go(held: ExperienceManager | None) -> None:
     (:meth:`ExperienceManager.let_go`)."""
     if held is not None:
         held.let_go()
+
+
+def release_unheld(manager: ExperienceSource) -> None:
+    """A wrapper refused after its manager was resolved (its env's space, say): a manager built for the
+    wrappers that none holds is closed, so the bank is free for the next try (and no learner is left)."""
+    let_go(hold(manager))
