@@ -157,6 +157,9 @@ def test_item5_an_empty_bank_given_is_the_one_the_run_fills(tmp_path) -> None:
     # a second run on it would stop this one's manager at its close(): refused, this run untouched
     with pytest.raises(ValueError, match="already served by a manager"):
         _run(bank=bank)
+    # probe 19: bank_kwargs beside a bank were saved as the run's settings and never applied
+    with pytest.raises(ValueError, match=r"bank_kwargs \{'capacity': 7\} build the run's own bank, and a bank was given"):
+        _run(bank=ExperienceBank(), bank_kwargs={"capacity": 7})
     run.learn(64, reset_num_timesteps=False)
     run.close()
     again = _run(bank=bank)  # a closed run lets its bank go

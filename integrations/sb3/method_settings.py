@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-__all__ = ["resolve_algorithm", "check_open", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+from experience_wrappers import ExperienceBank
+
+__all__ = ["resolve_algorithm", "check_given_bank", "check_open", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -113,6 +115,19 @@ def check_run_arguments(algorithm_kwargs: Mapping[str, Any] | None, tensorboard_
                              f"argument: pass {', '.join(f'{k}=...' for k in clash)} to ComplementaryRL")
     if tensorboard_log is not None and not isinstance(tensorboard_log, str | os.PathLike):
         raise TypeError(f"tensorboard_log must be a folder's path or None, got {tensorboard_log!r}")
+
+
+def check_given_bank(bank: Any, experience: bool, bank_kwargs: Mapping[str, Any] | None) -> None:
+    """``ComplementaryRL(bank=...)``: an ExperienceBank no manager serves, experience on, no ``bank_kwargs`` (which
+    build the run's own bank: with one given they would be saved as its settings and never applied)."""
+    if bank is not None and not experience:
+        raise ValueError("a bank was given with experience=False: the run would never use it")
+    if bank is not None and not isinstance(bank, ExperienceBank):
+        raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
+    if bank is not None and (bank_kwargs or bank.manager is not None):  # (a closed manager lets its bank go)
+        raise ValueError(f"bank_kwargs {dict(bank_kwargs or {})} build the run's own bank, and a bank was given: build it "
+                         "with them" if bank_kwargs else "this bank is already served by a manager (another run's?): a run "
+                         "stops its bank's manager at close(); give each run a bank of its own (ExperienceBank() or .load(folder))")
 
 
 def check_seed(seed: Any) -> int:

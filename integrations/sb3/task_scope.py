@@ -53,6 +53,7 @@ from .method_rollin import (
 )
 from .method_settings import (
     check_demonstrations,
+    check_given_bank,
     check_open,
     check_run_arguments,
     check_seed,
@@ -149,13 +150,7 @@ class TaskScopeRL:
             raise TypeError(f"env must be a gymnasium env id or a factory () -> gym.Env, got {env!r}")
         check_bool("experience", experience)
         n_envs = check_int("n_envs", n_envs, minimum=1)
-        if bank is not None and not experience:
-            raise ValueError("a bank was given with experience=False: the run would never use it")
-        if bank is not None and not isinstance(bank, ExperienceBank):
-            raise TypeError(f"bank must be an ExperienceBank, got {type(bank).__name__}")
-        if bank is not None and bank.manager is not None:  # (a closed manager lets its bank go)
-            raise ValueError("this bank is already served by a manager (another run's?): a run stops its bank's "
-                             "manager at close(); give each run a bank of its own (ExperienceBank() or .load(folder))")
+        check_given_bank(bank, experience, bank_kwargs)
         algorithm = resolve_algorithm(algorithm)
         demonstrations = check_demonstrations(demonstrations)
         self.env_id = env
