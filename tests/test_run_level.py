@@ -122,7 +122,9 @@ def test_a_failed_load_leaves_the_live_bank_as_it_was(trained, tmp_path) -> None
     assert len(_bank(fresh)) == 0
     with pytest.raises(TypeError, match="DummyVecEnv"):
         load_crl(folder, ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank()))
-    model = load_crl(folder, fresh)  # the good folder still loads
+    with pytest.raises(ValueError, match="it was saved by PPO; pass its algorithm"):  # probe 19: a name was an
+        load_crl(folder, fresh, "A2C")  # AttributeError ('str' object has no attribute '__name__')
+    model = load_crl(folder, fresh, "PPO")  # the good folder still loads, its algorithm given by name
     assert len(_bank(fresh)) == size and model.n_envs == 2
 
 

@@ -33,6 +33,7 @@ from .checkpoint_files import (
 from .discovery import one_manager
 from .guards import check_vec_env
 from .lifecycle import advantage_normalisation_as_configured, take_statistics
+from .method_settings import resolve_algorithm
 
 __all__ = ["save_crl", "load_crl", "save_experience", "save_run", "load_run", "REPLAY_FILE", "VEC_NORMALIZE_FILE",
            "RUN_FORMAT", "METHOD_FILE", "SavesExperience", "read_method_file", "check_same_save"]
@@ -192,7 +193,7 @@ def _check_not_stale(path: Path, lineage: list[str] | None, overwrite: bool = Fa
         "folder, or pass overwrite=True to replace it")
 
 
-def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO, *,
+def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] | str = PPO, *,
              lineage: list[str] | None = None, replace_experience: bool = False, **kwargs: Any) -> BaseAlgorithm:
     """Load the model onto ``env`` and restore the env's manager (bank, extractor, schedules).
 
@@ -215,6 +216,7 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] = PPO
     first). Other keyword arguments go to the algorithm's ``load``.
     """
     check_vec_env(env, "load_crl")
+    algorithm = resolve_algorithm(algorithm)  # (a class, or its name: "PPO", "sb3_contrib.RecurrentPPO")
     if not isinstance(replace_experience, bool):
         raise TypeError(f"replace_experience must be a bool, got {replace_experience!r}")
     path = Path(path)
