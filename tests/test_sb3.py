@@ -483,3 +483,29 @@ def test_a_training_env_whose_wrappers_never_learn_is_said():
     with pytest.warns(UserWarning, match="built with learn=False"):
         model.learn(64, callback=CRLCallback(self_imitation=False))
     venv.close()
+
+
+class _SuccessReported(gym.Wrapper):
+    """CartPole that reports every episode's end as a success (``info["is_success"]``)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info["is_success"] = True
+        return obs, reward, terminated, truncated, info
+
+
+def test_a_crl_callback_reused_on_another_model_logs_that_models_figures():
+    """Probe 19: a callback used on a model whose env reports success, then on one whose env does not, logged the
+    second model's returns as "crl/guided_success", mixed with the first model's successes."""
+    cb = CRLCallback()
+    succeeding = make_vec_env(lambda: _SuccessReported(gym.make("CartPole-v1")), n_envs=2, seed=0,
+                              wrapper_class=ExperienceWrapper,
+                              wrapper_kwargs={"bank": ExperienceBank(), "manager_kwargs": FAST})
+    PPO("MultiInputPolicy", succeeding, **PPO_KW).learn(256, callback=cb)
+    assert cb.outcome_kind == "success"
+    logs = RecordLogs()
+    PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW).learn(256, callback=CallbackList([cb, logs]))
+    assert cb.outcome_kind == "return"
+    assert not any(key.endswith("_success") for r in logs.records for key in r if key.startswith("crl/"))
+    assert any(r.get("crl/free_return", 0) > 1 for r in logs.records)

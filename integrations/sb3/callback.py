@@ -124,6 +124,7 @@ class CRLCallback(BaseCallback):
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, unscaled deltas (for the logs)
         self._reports = SuccessReports()  # whether the env reports success: the outcomes logged as successes
         self._warned_degenerate = False
+        self._trained: Any = None  # the model of the last learn() (the figures above are its own)
 
     @property
     def outcome_kind(self) -> str:
@@ -139,6 +140,9 @@ class CRLCallback(BaseCallback):
 
     # ------------------------------------------------------------------ setup
     def _init_callback(self) -> None:
+        if self._trained is not None and self._trained is not self.model:  # reused on another model: its own figures
+            self.outcomes, self._reports = OutcomeTracker(100), SuccessReports()
+        self._trained = self.model
         self.managers, self.injectors = find_experience(self.training_env)
         check_callback(self, self.managers)  # on-policy, and one CRLCallback per learn()
         if self.subgroup_advantages:
