@@ -352,3 +352,13 @@ def test_closing_the_envs_stops_the_learner_process_their_wrappers_built_and_lea
     given.close()
     assert bank.manager is mine  # the user's: left to the user
     mine.close()
+
+
+def test_a_learn_given_no_crl_callback_after_one_that_had_it_is_said():
+    """Probe 19: the warning said "outside model.learn()" for episodes of a learn() given no CRLCallback."""
+    venv = wrapped_vec(2)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    model.learn(128, callback=CRLCallback())
+    with pytest.warns(UserWarning, match=r"or in a learn\(\) given no CRLCallback \(give callback=CRLCallback\(\)"):
+        model.learn(256, reset_num_timesteps=False)
+    venv.close()

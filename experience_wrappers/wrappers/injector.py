@@ -250,8 +250,10 @@ class ExperienceInjector:
         if self.learning:
             if self.in_learn is False and not self._warned_outside:
                 self._warned_outside = True
-                warnings.warn("an episode finished on the training env outside model.learn() (SB3's "
-                              "evaluate_policy on it?) and goes into the bank like a training episode; evaluate "
+                warnings.warn("an episode finished on the training env after CRLCallback's last learn() ended: "
+                              "outside model.learn() (SB3's evaluate_policy on it?), or in a learn() given no "
+                              "CRLCallback (give callback=CRLCallback() to every learn: it schedules the guided "
+                              "episodes and credits them). It goes into the bank like a training episode; evaluate "
                               "inside integrations.sb3.evaluation.no_learning(env), or on a separate env built on the same "
                               "bank, which learns nothing", UserWarning, stacklevel=2)
             self.manager.submit(ep)
