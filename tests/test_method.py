@@ -102,14 +102,14 @@ def test_crl_callback_self_imitation_can_be_turned_off_and_checks_its_arguments(
         CRLCallback(self_imitation="yes")  # type: ignore[arg-type]
 
 
-def test_crl_callback_leaves_self_imitation_off_on_another_algorithm(caplog) -> None:
+def test_crl_callback_leaves_self_imitation_off_on_another_algorithm() -> None:
     env = ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(seed=0), seed=0)
     model = A2C("MultiInputPolicy", env, seed=0, n_steps=8)
     cb = CRLCallback()
-    with caplog.at_level("INFO", logger="integrations.sb3.callback"):
+    # probe 19: said as a warning (a log line at INFO was unseen, and demonstrations given for it never trained on)
+    with pytest.warns(UserWarning, match="self-imitation is off: the callback's runs with PPO, and this model is A2C"):
         model.learn(32, callback=cb)
     assert cb.sil is None
-    assert "self-imitation is off" in caplog.text and "A2C" in caplog.text
 
 
 def test_the_object_holds_the_measured_defaults_and_round_trips(tmp_path) -> None:

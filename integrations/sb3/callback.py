@@ -177,9 +177,11 @@ class CRLCallback(BaseCallback):
         """The self-imitation child on the first manager's replay (None: off)."""
         if self.self_imitation is None:
             return None
-        if not isinstance(self.model, PPO):
-            log.info("CRLCallback: self-imitation is off: it updates a PPO policy, and this model is a %s "
-                     "(CRLCallback(self_imitation=False) says so and silences this line)", type(self.model).__name__)
+        if not isinstance(self.model, PPO):  # (a warning: demonstrations given for it would never be trained on)
+            _warn(f"CRLCallback: self-imitation is off: the callback's runs with PPO, and this model is "
+                  f"{type(self.model).__name__}; the demonstrations and successes in the replay are not trained on "
+                  "(integrations.sb3.SelfImitationCallback on its own takes other on-policy algorithms; "
+                  "CRLCallback(self_imitation=False) says so and silences this)")
             return None
         manager = self.managers[0]
         if manager.replay is None:
