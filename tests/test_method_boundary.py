@@ -650,3 +650,17 @@ def test_a_users_features_extractor_class_replaces_the_reader_with_a_warning_not
     assert type(run.model.policy.features_extractor) is CombinedExtractor
     run.learn(32)
     run.close()
+
+
+def test_the_readers_own_arguments_in_policy_kwargs_keep_the_familys_base_extractor() -> None:
+    """Probe 19: policy_kwargs={"features_extractor_kwargs": {"attn_dim": 32}} replaced the reader's arguments
+    whole, so MiniHack's glyph CNN gave way to SB3's CombinedExtractor, with nothing said."""
+    from integrations.minihack import GlyphCNNExtractor
+
+    run = ComplementaryRL("MiniHack-Room-5x5-v0", n_envs=1, policy_kwargs={"features_extractor_kwargs": {"attn_dim": 32}})
+    try:
+        reader = run.model.policy.features_extractor
+        assert isinstance(reader.base, GlyphCNNExtractor)
+        assert run.model.policy_kwargs["features_extractor_kwargs"]["attn_dim"] == 32
+    finally:
+        run.close()

@@ -19,7 +19,8 @@ __all__ = ["default_policy"]
 
 def default_policy(algorithm: type[BaseAlgorithm], family: Family, experience: bool, observation_space: gym.Space,
                    policy_kwargs: Mapping[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-    """``(policy, policy_kwargs)`` for ``algorithm`` on an env of ``family`` (the user's kwargs added last).
+    """``(policy, policy_kwargs)`` for ``algorithm`` on an env of ``family`` (the user's kwargs added last; their
+    ``features_extractor_kwargs`` added to the reader's, which keep the family's base extractor).
 
     With experience: SB3's ``MultiInputPolicy`` with the experience reader on the family's base
     extractor (:class:`ExperiencePolicy` where the algorithm's alias is an actor-critic: it says so
@@ -41,6 +42,9 @@ def default_policy(algorithm: type[BaseAlgorithm], family: Family, experience: b
                               "keys of the Dict observation itself; to keep the reader on your network, pass "
                               "policy_kwargs={'features_extractor_kwargs': {'base_extractor_class': YourExtractor}}",
                               UserWarning, stacklevel=3)
+        if theirs is None and "features_extractor_kwargs" in user:  # the reader's: added to ours (the family's base
+            user["features_extractor_kwargs"] = {**ours["features_extractor_kwargs"],  # extractor kept)
+                                                 **dict(user["features_extractor_kwargs"] or {})}
         kwargs = {**ours, **user}
         policy = "MultiInputPolicy"
         if issubclass(aliases.get(policy, object), MultiInputActorCriticPolicy):
