@@ -176,6 +176,19 @@ def test_an_evaluation_with_experience_on_an_empty_bank_is_said():
     bank.manager.close()
 
 
+def test_a_model_loaded_with_ppo_load_and_evaluated_on_an_empty_bank_is_said(tmp_path):
+    """Probe 19: PPO.load saves no bank; evaluated on its own fresh env, with and without experience agreed, with
+    nothing said (the warning was only for a separate eval env)."""
+    model = PPO("MultiInputPolicy", wrapped_vec(n_envs=1), **PPO_KW)
+    model.learn(128)
+    model.save(tmp_path / "m")
+    bank = ExperienceBank(seed=0)
+    loaded = PPO.load(tmp_path / "m", env=wrapped_vec(n_envs=1, bank=bank))
+    with pytest.warns(UserWarning, match=r"the env's bank is empty, though the model has trained 128 steps.*load_crl"):
+        evaluate_with_and_without_experience(loaded, n_episodes=1)
+    bank.manager.close()
+
+
 def test_an_evaluation_on_the_training_env_from_inside_learn_is_said():
     """SB3 puts its own last observation back after the callback: the next action came from a state the
     env had left, unremarked."""
