@@ -155,6 +155,14 @@ def test_an_env_is_experience_wrapped_once_in_one_scope() -> None:
         ExperienceWrapper(task, mem, scope="run", instances=[3])
     with pytest.raises(ValueError, match="wrapped in ExperienceWrapper already"):
         ExperienceVecEnv(DummyVecEnv([lambda: run_env(mem, group_size=1, free_members=0)]), ExperienceBank())
+    # probe 19: an ExperienceVecEnv over another said the observation's keys clash ("the ExperienceWrapper needs
+    # them"), and the refused one had bound its bank
+    bank = ExperienceBank()
+    once = ExperienceVecEnv(DummyVecEnv([lambda: HiddenGoalRoom(5, 6)]), ExperienceBank(), manager_kwargs={"mode": "sync"})
+    with pytest.raises(ValueError, match="is an ExperienceVecEnv already"):
+        ExperienceVecEnv(once, bank)
+    assert bank.manager is None
+    once.close()
 
 
 def test_the_spec_of_a_run_scope_env_rebuilds_one_instance_replay() -> None:

@@ -27,6 +27,9 @@ def _check_not_wrapped(venv: VecEnv) -> None:
     """Refuse a VecEnv whose envs are experience-wrapped already (either scope: a run scope's trials
     are not task scope's episodes, and two wrappers would record and credit every episode twice); warn
     of one that normalises what the experience records (a ``VecNormalize``: it goes on top)."""
+    if unwrap_vec_wrapper(venv, ExperienceVecEnv) is not None:
+        raise ValueError("ExperienceVecEnv: this VecEnv is an ExperienceVecEnv already (or wraps one); wrap the "
+                         "plain vector env once")
     try:
         wrapped = venv.env_is_wrapped(ExperienceWrapper)
     except (AttributeError, NotImplementedError, TypeError):
