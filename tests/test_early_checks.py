@@ -456,3 +456,10 @@ def test_a_tuple_observation_is_refused_with_what_sb3_takes_and_the_fix_works_on
     flat = ExperienceWrapper(gym.wrappers.FlattenObservation(gym.make("Blackjack-v1")), bank, manager_kwargs=FAST)
     assert flat.observation_space["observation"].shape == (45,)
     flat.close()
+
+
+def test_a_task_id_function_that_cannot_take_obs_and_info_is_refused_where_the_wrapper_is_built():
+    """Probe 19: task_id=lambda obs: 0 failed as a raw TypeError at the first reset."""
+    with pytest.raises(TypeError, match=r"task_id's function is called as fn\(obs, info\).*cannot take two arguments"):
+        ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), task_id=lambda obs: 0)
+    ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), task_id=lambda obs, info: 0, manager_kwargs=FAST).close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +80,13 @@ def check_task_id(value: object, source: str = "task_id") -> int:
 
 def _task_id(instance: object, attribute: attrs.Attribute, value: object) -> None:
     if callable(value):
+        try:  # (one that cannot take (obs, info) is said here, not as a TypeError at the first reset)
+            inspect.signature(value).bind(None, None)
+        except TypeError as exc:
+            raise TypeError(f"task_id's function is called as fn(obs, info) at each reset; {value!r} cannot take "
+                            f"two arguments ({exc})") from None
+        except ValueError:  # (no signature to read: a builtin; called as given)
+            pass
         return
     if not integral(value, numpy=True):
         raise ValueError(f"task_id must be an int or a callable (obs, info) -> int, got {value!r}")
