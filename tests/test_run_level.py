@@ -47,6 +47,9 @@ def test_save_crl_refuses_a_folder_with_an_unrelated_model_zip(trained, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.zip"]
     with pytest.raises(ValueError, match="is a file"):
         save_crl(tmp_path / "model.zip", model, venv)
+    with pytest.warns(UserWarning, match="'.*run.zip' will be a folder named so"):  # probe 19: said, not silent
+        save_crl(tmp_path / "new" / "run.zip", model, venv)
+    assert (tmp_path / "new" / "run.zip" / "model.zip").is_file()
 
 
 def test_a_run_is_refused_the_working_directory_and_a_path_under_a_file(trained, tmp_path, monkeypatch) -> None:

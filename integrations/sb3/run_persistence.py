@@ -111,6 +111,9 @@ def save_run(path: str | Path, model: BaseAlgorithm, manager: SavesExperience | 
     """
     path = Path(path)
     check_folder_path(path, replaced=True)  # before the earlier layout is adopted into it
+    if path.suffix == ".zip" and not path.exists():  # (SB3's model.save writes a file there)
+        warnings.warn(f"a run is saved as a folder: {str(path)!r} will be a folder named so, holding model.zip and "
+                      "the experience; load it with load_crl or ComplementaryRL.load", UserWarning, stacklevel=3)
     _adopt_earlier_run_folder(path)
     save_id = uuid.uuid4().hex[:16]
     with replaced_folder(path, RUN_FORMAT, own.__contains__, RunFileError) as tmp:
