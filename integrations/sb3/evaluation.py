@@ -338,10 +338,14 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
                       "evaluation after the callback returns, and the next action is taken from a state the env is "
                       "no longer in; evaluate on a separate env on the same bank (ExperienceEvalCallback)",
                       UserWarning, stacklevel=2)
-    if all(_empty_bank(m) for m in managers) and (model.num_timesteps > 0 or not set(map(id, managers))
+    # (a trained model on envs that never stepped, whose bank no episode reached: loaded with PPO.load onto fresh
+    # envs; early in training, or a learner process that has not written yet, the envs have stepped)
+    loaded = model.num_timesteps > 0 and not any(getattr(m, "episodes_submitted", 1) for m in managers) and \
+        not any(inj.env_steps for inj in injectors)
+    if all(_empty_bank(m) for m in managers) and (loaded or not set(map(id, managers))
                                                   & set(map(id, _managers_of(model)))):
         warnings.warn("the env's bank is empty" + (f", though the model has trained {model.num_timesteps} steps"
-                      if model.num_timesteps > 0 else ", and it is not the training env's") + ": with_experience shows "
+                      if loaded else ", and it is not the training env's") + ": with_experience shows "
                       "nothing and measures what without_experience does (an eval env built on a new ExperienceBank "
                       "instead of the training one? a model loaded with PPO.load, which saves no bank: "
                       "integrations.sb3.load_crl restores it)", UserWarning, stacklevel=2)
