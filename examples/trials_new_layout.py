@@ -2,7 +2,7 @@
 
 The hidden-goal room (MiniHack's level generator; the agent sees only its position): the
 policy is trained on 79 goals, then run on held-out goals with its weights frozen. Its
-runs of 4 trials read their own earlier trials; with ``--demo`` one scripted
+runs of 4 trials read their own earlier trials, and (the "with demonstration" condition) one scripted
 demonstration of the new layout is placed in the run's memory first. Nothing is retrained.
 
     python examples/trials_new_layout.py --steps 150000 --out runs/darkroom   # train, about 6 min on 2 cores
