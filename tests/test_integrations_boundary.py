@@ -249,3 +249,28 @@ def test_metaworld_names_tasks_that_are_not_tasks_and_a_prefix_that_is_no_str():
     for bad in (None, 3):
         with pytest.raises(TypeError, match="prefix must be a str"):
             PerTaskSuccessCallback(prefix=bad)
+
+
+def test_ml1_helpers_keep_held_out_goals_held_out_and_name_what_they_refuse():
+    """Probe 21: ml1_instances(10) gave ML1 training goals 10-19 as held out; a trial stepped past its end reached
+    Meta-World's own "reset the env manually" error; goal_visible="no" showed the goal; a task given as a list
+    failed in a cache; demonstrations' rewards could not follow the env's success bonus."""
+    from integrations.metaworld.ml1_demos import ml1_demonstrations
+    from integrations.metaworld.ml1_trials import ML1Trials, ml1_instances
+
+    assert ml1_instances(3) == ([0, 1, 2], [50, 51, 52])
+    env = ML1Trials("reach-v3", 2)
+    env.reset(seed=0)
+    env.step(np.zeros(4, np.float32))
+    assert env.step(np.zeros(4, np.float32))[3]  # truncated at the cap
+    with pytest.raises(RuntimeError, match=r"step\(\) after the trial ended"):
+        env.step(np.zeros(4, np.float32))
+    env.reset(seed=0)
+    env.step(np.zeros(4, np.float32))  # a new trial steps again
+    env.close()
+    with pytest.raises(TypeError, match="goal_visible must be a bool"):
+        ML1Trials("reach-v3", goal_visible="no")
+    with pytest.raises(TypeError, match="task must be an ML1 task name"):
+        ML1Trials(["reach-v3"])
+    rewards = ml1_demonstrations("reach-v3", success_bonus="infinite")(50)[2]
+    assert rewards[-1] == pytest.approx(100.0)  # a success's reward as that env pays it (0.1 x 10 / (1 - 0.99))

@@ -88,12 +88,14 @@ def scripted_demonstration(env: ML1Trials, instance: int, max_steps: int | None 
 
 
 @functools.lru_cache(maxsize=4)
-def _demo_env(task: str, cap: int, reward_observed: bool = False) -> ML1Trials:
-    return ML1Trials(task, cap, reward_observed=reward_observed)
+def _demo_env(task: str, cap: int, reward_observed: bool = False, reward_scale: float = 0.1,
+              success_bonus: bool | str = True) -> ML1Trials:
+    return ML1Trials(task, cap, reward_observed=reward_observed, reward_scale=reward_scale,
+                     success_bonus=success_bonus)
 
 
 def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP, reward_observed: bool = False,
-                       settle: int = 0) -> Any:
+                       settle: int = 0, *, reward_scale: float = 0.1, success_bonus: bool | str = True) -> Any:
     """A ``demonstrations(instance)`` function for ``task``'s ML1 instances (cached per instance).
 
     It gives ``(observations, actions, rewards)`` of the scripted demonstration, or None where the
@@ -102,7 +104,11 @@ def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP, reward_obse
     ``ML1Trials`` with the goal hidden: an ``ML1Trials(goal_visible=True)`` env shows the goal they
     lack. ``reward_observed``: the observations carry the last rewards, as an
     ``ML1Trials(reward_observed=True)`` env's do. ``settle``: steps recorded past the success
-    (:func:`scripted_demonstration`).
+    (:func:`scripted_demonstration`). ``reward_scale`` and ``success_bonus``: the rewards recorded, as
+    :class:`ML1Trials` computes them; give the trial env's own where the rewards are read (``dense_rewards``,
+    a goal locator). The defaults are ``ML1Trials``' defaults, which the measured ML1 arms' demonstrations
+    used also where their envs paid ``success_bonus="infinite"`` (a success's last reward 65.5 against 100
+    on reach; kept so that those arms reproduce).
 
     >>> demo = ml1_demonstrations()(50)
     >>> len(demo), demo[0].shape[1], float(abs(demo[0][:, 36:]).max())
@@ -112,12 +118,13 @@ def ml1_demonstrations(task: str = "reach-v3", cap: int = TRIAL_CAP, reward_obse
     check_task_name(task)
     cap = check_int("cap", cap, minimum=1, numpy=True)
     settle = check_int("settle", settle, minimum=0, numpy=True)
+    _demo_env(task, cap, reward_observed, reward_scale, success_bonus)  # (checked now; the env is kept, cached)
 
     @functools.lru_cache(maxsize=256)
     def demonstrations(instance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         instance = check_int("instance", instance, minimum=0, numpy=True, type_error=TypeError)
-        obs, actions, rewards, success = scripted_demonstration(_demo_env(task, cap, reward_observed), instance,
-                                                                settle=settle)
+        env = _demo_env(task, cap, reward_observed, reward_scale, success_bonus)
+        obs, actions, rewards, success = scripted_demonstration(env, instance, settle=settle)
         return (obs, actions, rewards) if success else None
 
     return demonstrations

@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from experience_wrappers.validators import check_int, check_real
+from experience_wrappers.validators import check_bool, check_int, check_real
 from integrations.metaworld.checks import arm_action, check_seed, check_task_name
 from integrations.metaworld.constants import NUM_GOALS, REWARD_FUNCTION_VERSION
 from integrations.metaworld.goals import build_benchmark
@@ -56,14 +56,15 @@ BENCHMARK_SEED = 0
 
 
 def ml1_instances(goals: int = NUM_GOALS) -> tuple[list[int], list[int]]:
-    """The training and held-out instances: ``(list(range(50)), list(range(50, 100)))``.
+    """The training and held-out instances: ``(list(range(50)), list(range(50, 100)))``; with ``goals=n``, the
+    first ``n`` of each (ML1's training goals, then its test goals: never the one among the other).
 
     >>> train, held_out = ml1_instances()
     >>> len(train), len(held_out), set(train) & set(held_out)
     (50, 50, set())
     """
     goals = check_int("goals", goals, minimum=1, maximum=NUM_GOALS, numpy=True)  # ML1 draws 50 of each
-    return list(range(goals)), list(range(goals, 2 * goals))
+    return list(range(goals)), list(range(NUM_GOALS, NUM_GOALS + goals))  # (held out: ML1's test goals)
 
 
 @functools.lru_cache(maxsize=8)
@@ -159,9 +160,11 @@ class ML1Trials(gym.Env):
     def __init__(self, task: str = "reach-v3", cap: int = TRIAL_CAP, *, goal_visible: bool = False,
                  reward_scale: float = 0.1, success_bonus: bool | str = True, gamma: float = 0.99,
                  start_moves: int = 0, start_seed: int = 0, reward_observed: bool = False) -> None:
+        if not isinstance(task, str):  # (a list failed as "unhashable" in the task table's cache)
+            raise TypeError(f"task must be an ML1 task name (a str, e.g. 'reach-v3'), got {task!r}")
         self.task_name = task
         self.cap = check_int("cap", cap, minimum=1)
-        self.goal_visible = bool(goal_visible)
+        self.goal_visible = check_bool("goal_visible", goal_visible)
         reward_scale = check_real("reward_scale", reward_scale)
         if not reward_scale > 0:
             raise ValueError(f"reward_scale must be a finite number > 0, got {reward_scale!r}")
@@ -198,6 +201,7 @@ class ML1Trials(gym.Env):
         self.instance = 0
         self._t = 0
         self._ready = False  # reset() has run (Meta-World's own check of a step before it is a bare assert)
+        self._over = False  # the trial ended (a success or the cap): step() needs a reset
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -220,13 +224,16 @@ class ML1Trials(gym.Env):
         for _ in range(self.start_moves):
             obs, *_ = self.raw.step(self._moves.uniform(-1.0, 1.0, 4).astype(np.float32))
         self._t = 0
-        self._ready = True
+        self._ready, self._over = True, False
         self._rewards[:] = 0.0
         return self._observe(obs), {"instance": self.instance, "success": False, "is_success": False}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         if not self._ready:
             raise RuntimeError("step() before reset(): reset the env first")
+        if self._over:  # (Meta-World's own env would raise its "reset the env manually" at its path length)
+            raise RuntimeError("step() after the trial ended (a success or its cap): reset the env for the next "
+                               "trial (step_on() goes on past a success without a trial)")
         obs, reward, _, _, info = self.raw.step(arm_action(action))
         self._t += 1
         success = bool(float(info.get("success", 0.0)) >= 1.0)
@@ -238,7 +245,9 @@ class ML1Trials(gym.Env):
         elif success and self.success_bonus == "infinite":
             r += r * self.gamma / (1.0 - self.gamma)
         out = {**info, "success": success, "is_success": success, "instance": self.instance}
-        return self._observe(obs), r, success, (not success) and self._t >= self.cap, out
+        truncated = (not success) and self._t >= self.cap
+        self._over = success or truncated
+        return self._observe(obs), r, success, truncated, out
 
     def step_on(self, action: Any) -> tuple[np.ndarray, float]:
         """A step of Meta-World's own env after the trial ended (a demonstration going on past its success, to
