@@ -107,7 +107,7 @@ def test_crl_callback_leaves_self_imitation_off_on_another_algorithm() -> None:
     model = A2C("MultiInputPolicy", env, seed=0, n_steps=8)
     cb = CRLCallback()
     # probe 19: said as a warning (a log line at INFO was unseen, and demonstrations given for it never trained on)
-    with pytest.warns(UserWarning, match="self-imitation is off: the callback's runs with PPO, and this model is A2C"):
+    with pytest.warns(UserWarning, match="self-imitation is off: the callback's self-imitation updates a PPO policy, and this model is A2C"):
         model.learn(32, callback=cb)
     assert cb.sil is None
 

@@ -178,8 +178,9 @@ class CRLCallback(BaseCallback):
         if self.self_imitation is None:
             return None
         if not isinstance(self.model, PPO):  # (a warning: demonstrations given for it would never be trained on)
-            _warn(f"CRLCallback: self-imitation is off: the callback's runs with PPO, and this model is "
-                  f"{type(self.model).__name__}; the demonstrations and successes in the replay are not trained on "
+            _warn(f"CRLCallback: self-imitation is off: the callback's self-imitation updates a PPO policy, and "
+                  f"this model is {type(self.model).__name__}; the demonstrations and successes in the replay are not "
+                  "trained on "
                   "(integrations.sb3.SelfImitationCallback on its own takes other on-policy algorithms; "
                   "CRLCallback(self_imitation=False) says so and silences this)")
             return None

@@ -219,7 +219,7 @@ def load_crl(path: str | Path, env: VecEnv, algorithm: type[BaseAlgorithm] | str
     first). Other keyword arguments go to the algorithm's ``load``.
     """
     check_vec_env(env, "load_crl")
-    algorithm = resolve_algorithm(algorithm)  # (a class, or its name: "PPO", "sb3_contrib.RecurrentPPO")
+    algorithm = resolve_algorithm(algorithm)  # (a class, or its name in SB3 or sb3-contrib: "PPO", "RecurrentPPO")
     if not isinstance(replace_experience, bool):
         raise TypeError(f"replace_experience must be a bool, got {replace_experience!r}")
     path = Path(path)
