@@ -7,6 +7,8 @@ lay observations out alike (what sharing one manager needs).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from gymnasium import spaces
@@ -18,7 +20,8 @@ from .layout import layout_of, same_layout
 from .manager import ExperienceManager, refuse_service_bank
 from .protocol import ExperienceSource
 
-__all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of", "serves", "hold", "let_go"]
+__all__ = ["manager_for_bank", "resolve_manager", "same_layout", "layout_of", "serves", "hold", "let_go",
+           "released_if_refused"]
 
 
 def manager_for_bank(bank: ExperienceBank, observation_space: spaces.Space, action_space: spaces.Space,
@@ -104,7 +107,13 @@ def let_go(held: ExperienceManager | None) -> None:
         held.let_go()
 
 
-def release_unheld(manager: ExperienceSource) -> None:
-    """A wrapper refused after its manager was resolved (its env's space, say): a manager built for the
-    wrappers that none holds is closed, so the bank is free for the next try (and no learner is left)."""
-    let_go(hold(manager))
+@contextlib.contextmanager
+def released_if_refused(manager: ExperienceSource) -> Iterator[None]:
+    """The rest of a wrapper's construction after its manager was resolved: where it raises (the env's
+    space refused, say), a manager built for the wrappers that none holds is closed, so the bank is free
+    for the next try (and no learner is left)."""
+    try:
+        yield
+    except BaseException:
+        let_go(hold(manager))
+        raise

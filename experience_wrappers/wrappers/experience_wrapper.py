@@ -13,7 +13,7 @@ from gymnasium.utils import RecordConstructorArgs
 from ..bank import ExperienceBank
 from ..keys.base import add_batch_axis
 from ..manager import ExperienceManager
-from ..manager.sharing import hold, let_go, release_unheld
+from ..manager.sharing import hold, let_go, released_if_refused
 from ..validators import check_int
 from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
@@ -169,15 +169,12 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
         gym.Wrapper.__init__(self, env)
         self.options = opts
         self.manager = opts.resolve_manager(bank, env.observation_space, env.action_space)
-        try:
+        with released_if_refused(self.manager):  # refused: the bank is left free for the next try
             if isinstance(self.manager, ExperienceManager):  # a bank of this process (not a service's), in a worker:
                 check_not_in_vector_worker(type(self).__name__)  # a copy that the main process never sees
             self._source = f"{env_name(env)}'s step()"
             self.injector = ExperienceInjector(self.manager, 1, env.observation_space, opts)
             self.observation_space = self.injector.retriever.observation_space(env.observation_space)
-        except BaseException:  # refused: the bank is left free for the next try
-            release_unheld(self.manager)
-            raise
         self._last_obs: Any = None
         self._ended = True
         self._warned_cut = False  # a reset cut an episode short (warned once)

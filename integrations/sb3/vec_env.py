@@ -11,7 +11,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper
-from experience_wrappers.manager.sharing import hold, let_go, release_unheld, same_layout
+from experience_wrappers.manager.sharing import hold, let_go, released_if_refused, same_layout
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
 from experience_wrappers.wrappers.env_checks import check_finite_observation
@@ -114,12 +114,9 @@ class ExperienceVecEnv(VecEnvWrapper):
         _check_not_wrapped(venv)
         self.options = opts
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
-        try:
+        with released_if_refused(self.manager):  # refused: the bank is left free for the next try
             self.injector = ExperienceInjector(self.manager, venv.num_envs, venv.observation_space, opts)
             super().__init__(venv, observation_space=self.injector.retriever.observation_space(venv.observation_space))
-        except BaseException:  # refused: the bank is left free for the next try
-            release_unheld(self.manager)
-            raise
         self._held = hold(self.manager)  # until close(): the last wrapper closes a manager built for them
         self._last_obs: Any = None
         self._actions: np.ndarray | None = None
