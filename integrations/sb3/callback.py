@@ -21,7 +21,7 @@ from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers import ExperienceInjector
 
 from .bank_logging import log_bank_distributions
-from .discovery import find_experience
+from .discovery import find_experience, never_fed
 from .guards import check_callback, check_rollin_order, on_policy
 from .lifecycle import (
     after_learn,
@@ -151,9 +151,7 @@ class CRLCallback(BaseCallback):
             m.schedule.configure(guided=self._spec.guided)
         start_training(self.model, self.training_env, self.managers, self.injectors)
         m = self.managers[0]
-        # (wrappers that stepped already are this model's own env, its episodes still unfinished: not a reload)
-        if self.model.num_timesteps > 0 and m.episodes_submitted == 0 and len(m.bank) == 0 and \
-                not any(inj.env_steps for inj in self.injectors):
+        if never_fed(self.model, self.managers, self.injectors):
             msg = (f"CRLCallback: this model has trained {self.model.num_timesteps} steps but its env's bank is "
                    "empty: was it loaded with PPO.load, or resumed from SB3's CheckpointCallback? Those save the "
                    "model only; integrations.sb3.load_crl(path, env) restores the bank, extractor and replay, "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper
 
@@ -73,3 +75,19 @@ def one_manager(venv: VecEnv | None, caller: str) -> ExperienceSource:
     if len(managers) != 1:
         raise ValueError(f"{caller} supports one manager per env, found {len(managers)}")
     return managers[0]
+
+
+def empty_bank(manager: ExperienceSource) -> bool:
+    """Whether ``manager``'s bank is known to hold no entry (a bank that cannot say counts as not empty)."""
+    try:
+        return len(manager.bank) == 0
+    except (AttributeError, TypeError):
+        return False
+
+
+def never_fed(model: Any, managers: list[ExperienceSource], injectors: list[ExperienceInjector]) -> bool:
+    """Whether ``model`` has trained steps while its envs never stepped and no episode reached their banks: a
+    model loaded with ``PPO.load`` (or resumed from SB3's ``CheckpointCallback``) onto fresh envs, which saves
+    the model only (early in training, or while a learner process has not written yet, the envs have stepped)."""
+    return (model.num_timesteps > 0 and not any(inj.env_steps for inj in injectors)
+            and all(getattr(m, "episodes_submitted", 1) == 0 and empty_bank(m) for m in managers))

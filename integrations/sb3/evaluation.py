@@ -27,7 +27,7 @@ from experience_wrappers.validators import check_bool, check_int
 from experience_wrappers.wrappers.injector import LONG_EPISODE
 from experience_wrappers.wrappers.instances import ReplayInstances
 
-from .discovery import find_experience
+from .discovery import empty_bank, find_experience, never_fed
 from .rollin_env import GuidedRollInVecEnv
 from .success_record import known_reports
 
@@ -93,14 +93,6 @@ def _managers_of(model: BaseAlgorithm) -> list[Any]:
         return [] if env is None else list(find_experience(env)[0])
     except ValueError:
         return []
-
-
-def _empty_bank(manager: Any) -> bool:
-    """Whether ``manager``'s bank is known to hold no entry (a bank that cannot say counts as not empty)."""
-    try:
-        return len(manager.bank) == 0
-    except (AttributeError, TypeError):
-        return False
 
 
 def _instance_replays(env: VecEnv) -> list[ReplayInstances]:
@@ -338,11 +330,8 @@ def evaluate_with_and_without_experience(model: BaseAlgorithm, env: VecEnv | Non
                       "evaluation after the callback returns, and the next action is taken from a state the env is "
                       "no longer in; evaluate on a separate env on the same bank (ExperienceEvalCallback)",
                       UserWarning, stacklevel=2)
-    # (a trained model on envs that never stepped, whose bank no episode reached: loaded with PPO.load onto fresh
-    # envs; early in training, or a learner process that has not written yet, the envs have stepped)
-    loaded = model.num_timesteps > 0 and not any(getattr(m, "episodes_submitted", 1) for m in managers) and \
-        not any(inj.env_steps for inj in injectors)
-    if all(_empty_bank(m) for m in managers) and (loaded or not set(map(id, managers))
+    loaded = never_fed(model, managers, injectors)
+    if all(empty_bank(m) for m in managers) and (loaded or not set(map(id, managers))
                                                   & set(map(id, _managers_of(model)))):
         warnings.warn("the env's bank is empty" + (f", though the model has trained {model.num_timesteps} steps"
                       if loaded else ", and it is not the training env's") + ": with_experience shows "
