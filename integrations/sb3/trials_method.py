@@ -123,8 +123,8 @@ class TrialsRun:
 
 def build_trials_method(make_env: Callable[[], gym.Env], instances: Sequence[int], *, memory: TrialMemory,
                         n_envs: int = 8, group_size: int = 4, free_members: int = 1, trials: int = 4,
-                        sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = 0.25,
-                        imitate: bool | Mapping[str, Any] = True, novelty_bonus: float = 0.02,
+                        sil: bool = True, demonstrations: DemoSource | None = None, demo_ratio: float = DEFAULT_DEMO_RATIO,
+                        imitate: bool | Mapping[str, Any] = True, novelty_bonus: float = DEFAULT_NOVELTY_BONUS,
                         novelty_until_success: bool = True,
                         ppo_kwargs: dict[str, Any] | None = None,
                         features_kwargs: dict[str, Any] | None = None,
