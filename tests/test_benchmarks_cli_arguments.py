@@ -57,3 +57,15 @@ def test_compare_with_a_method_the_suite_does_not_have(capsys, tmp_path: Path) -
                                     "final_success": 0.5, "curve": []}))
     assert "--method 'bogus' has no results in suite 'S'" in _refused(
         main, ["--suite", "S", "--results", str(tmp_path), "--method", "bogus"], capsys)
+
+
+def test_blas_threads_refuses_a_batch_of_none_and_times_both_settings(capsys, tmp_path: Path) -> None:
+    from benchmarks.perf.blas_threads import main
+    from experience_wrappers.manager.threads import blas_threads
+
+    assert "--batch, --calls and --rounds must be positive" in _refused(main, ["--batch", "0"], capsys)
+    if blas_threads() is None:
+        pytest.skip("numpy's BLAS has no thread pool here")
+    out = main(["--calls", "3", "--rounds", "2", "--pause-ms", "0", "--out", str(tmp_path / "b.json")])
+    assert len(out["summary"]) == 2 and all(row["calls"] == 6 for row in out["summary"].values())
+    assert json.loads((tmp_path / "b.json").read_text())["summary"] == out["summary"]

@@ -19,13 +19,14 @@ import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv
+from threadpoolctl import ThreadpoolController
 
 from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
 from experience_wrappers.extractor import ExtractorTrainer
 from experience_wrappers.keys import CallableKeyEncoder
 from experience_wrappers.manager import Episode
 from experience_wrappers.manager.process import LEARNER_TORCH_THREADS, LearnerProcessError
-from experience_wrappers.manager.threads import available_cores
+from experience_wrappers.manager.threads import available_cores, blas_threads
 from integrations.sb3 import CRLCallback, ExperienceVecEnv
 
 OBS = spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -101,6 +102,21 @@ def test_the_learner_runs_in_a_process_of_its_own(managers):
     assert managers("sync").learner_pid is None
     with pytest.raises(RuntimeError, match="mode='process'"):
         _ = mgr.extractor
+
+
+@pytest.mark.skipif(available_cores() < 2 or blas_threads() is None, reason="needs 2 cores and numpy's BLAS pool")
+def test_a_learner_process_leaves_the_actors_blas_threads_the_cores_it_does_not_use(managers):
+    """Numpy's BLAS pool is lowered with torch's while a learner process runs, and restored after."""
+    cores = available_cores()
+    with ThreadpoolController().limit(limits=cores, user_api="blas"):  # numpy's default: a thread per core
+        assert blas_threads() == cores
+        first = managers("process")
+        assert blas_threads() == max(1, cores - LEARNER_TORCH_THREADS)
+        first.close()
+        assert blas_threads() == cores  # restored when the last one stops
+        managers("process", limit_actor_threads=False)
+        assert blas_threads() == cores
+        managers.close_all()
 
 
 def test_a_learner_process_leaves_the_actors_torch_threads_the_cores_it_does_not_use(managers):

@@ -169,10 +169,10 @@ class ManagerConfig:
             ``discrete_actions``) come from the spaces. ``config.exp_dim``, ``.hidden``,
             ``.max_len``, ``.lr`` and ``.seed`` read the value in effect.
         limit_actor_threads: ``process`` mode: while the learner process runs, this process's
-            torch threads are lowered, where they and the learner's would outnumber the cores, to
-            the cores left (2 cores: 1 thread), and restored when it stops
+            torch threads and numpy's BLAS threads are lowered, where they and the learner's would
+            outnumber the cores, to the cores left (2 cores: 1 thread), and restored when it stops
             (:mod:`~experience_wrappers.manager.threads`: on 2 cores the two-line form ran 1.5x
-            faster so). False leaves torch's setting alone.
+            faster so). False leaves both settings alone.
         layout: what an entry's value holds. None (the default): the extractor's vector alone
             (task scope). ``{"horizon": H, "step_reward": bool}``: run scope's entries, one per
             step (``segment_every`` must be 1), each holding its key, action, trial return, steps

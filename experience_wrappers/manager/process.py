@@ -55,12 +55,13 @@ from .config import ManagerConfig
 from .episode_entries import Distiller, Proposal
 from .learner import ExtractorLearner
 from .spawn import refers_to_main, start_without_main
+from .threads import limit_blas
 
 __all__ = ["LearnerProcess", "LearnerProcessError"]
 
 log = logging.getLogger(__name__)
 
-#: torch threads in the learner process (one: it shares the machine with the actor)
+#: torch (and numpy BLAS) threads in the learner process (one: it shares the machine with the actor)
 LEARNER_TORCH_THREADS = 1
 #: seconds between the learner process's checks that the actor's process still lives (when idle, and while it
 #: works through a backlog of queued messages)
@@ -222,6 +223,7 @@ class _Learner:
 
     def __init__(self, init: dict[str, Any], outbox: Any) -> None:
         torch.set_num_threads(LEARNER_TORCH_THREADS)
+        limit_blas(LEARNER_TORCH_THREADS)  # numpy's BLAS too: its idle threads would spin on the actor's core
         self.outbox = outbox
         self.config: ManagerConfig = init["config"]
         self.lock = threading.Lock()
