@@ -4,6 +4,7 @@ merge across curated and agent entries (DESIGN.md, bank maintenance)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from experience_wrappers import ExperienceBank
 from experience_wrappers.bank.provenance import Provenance
@@ -49,3 +50,23 @@ def test_merge_never_mixes_demonstrations_with_agent_entries() -> None:
     prov = dict(zip(bank.entries()["id"].tolist(), bank.entries()["provenance"].tolist(), strict=True))
     lead_demo = next(iter(g for g in groups if g & set(map(int, d))))
     assert any(prov.get(i) == Provenance.DEMO for i in lead_demo)  # merged demonstrations stay demonstrations
+
+
+@pytest.mark.parametrize("space", ["l2", "cosine", "ip"])
+def test_an_agent_item_at_a_demonstrations_key_refreshes_the_agents_own_entry_there(space: str) -> None:
+    """A demonstration at the same key as the agent's entry must not hide it from dedup: the bank
+    held one entry per repeat before (6 after 5 adds of one key, probe 22)."""
+    bank = _bank(capacity=50, dedup_threshold=0.01, space=space)
+    key = np.array([[1.0, 0.0, 0.0, 0.0]])
+    demo_id = int(bank.add(key, np.ones((1, 2)), provenance=Provenance.DEMO).ids[0])
+    first = bank.add(key, np.zeros((1, 2)))
+    assert first.added.all()
+    for i in range(5):
+        res = bank.add(key, np.full((1, 2), float(i)))
+        assert not res.added.any() and int(res.ids[0]) == int(first.ids[0])
+    assert len(bank) == 2
+    np.testing.assert_array_equal(bank.get([int(first.ids[0])])["value"][0], [4.0, 4.0])
+    np.testing.assert_array_equal(bank.get([demo_id])["value"][0], [1.0, 1.0])  # the demonstration untouched
+    # a batch of copies of the key folds into that one entry too
+    res = bank.add(np.repeat(key, 4, axis=0), np.ones((4, 2)))
+    assert not res.added.any() and len(bank) == 2

@@ -152,15 +152,20 @@ def fold_samples(samples: dict[int, Any], merged: Mapping[int, list[int]]) -> No
 
 Nearest = Callable[[np.ndarray, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 KeysOf = Callable[[np.ndarray], np.ndarray]
+MayRefresh = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def dedup_targets(keys: np.ndarray, tasks: np.ndarray, threshold: float, space: str,
-                  nearest: Nearest | None, keys_of: KeysOf | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  nearest: Nearest | None, keys_of: KeysOf | None = None,
+                  may_refresh: MayRefresh | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per item: the existing id it refreshes (or -1) and the earlier batch item it folds into (or -1).
 
-    An item refreshes its nearest entry of the same task when closer than ``threshold``;
-    it folds into the nearest earlier, not yet folded, batch item of its task when that
-    one is closer still.
+    An item refreshes its nearest entry of the same task that it may refresh (``may_refresh``:
+    one of its own kind, :func:`same_kind`) when closer than ``threshold``; it folds into the
+    nearest earlier, not yet folded, batch item of its task when that one is closer still. An
+    entry of the other kind nearer still (a demonstration's at the same key as the agent's
+    entries) does not stop it: the nearest of its own kind is looked for among the
+    ``IP_CANDIDATES`` nearest.
 
     The dedup rule: "closer" is :func:`.search.near_duplicate_distances`. In ``"l2"`` and
     ``"cosine"`` space that is the index's own distance (squared Euclidean, ``1 - cos``).
@@ -177,6 +182,8 @@ def dedup_targets(keys: np.ndarray, tasks: np.ndarray, threshold: float, space: 
         nearest: ``nearest(keys, m, tasks)`` over the bank's entries (ids -1 padded), None for an empty bank.
         keys_of: ``(*ids.shape, key_dim)`` stored keys of entry ids (any key where an id is -1);
             needed in ``"ip"`` space.
+        may_refresh: ``(rows, candidate ids) -> mask`` of the same shape as the ids: whether
+            each row's item may refresh that entry (None: every entry found).
 
     >>> keys = np.array([[0.0, 0.0], [0.01, 0.0], [5.0, 0.0]])
     >>> [t.tolist() for t in dedup_targets(keys, np.zeros(3, np.int64), 0.1, "l2", None)]
@@ -189,18 +196,20 @@ def dedup_targets(keys: np.ndarray, tasks: np.ndarray, threshold: float, space: 
         return target, source
     best = np.full(n, np.inf)
     if nearest is not None:
+        if space == "ip" and keys_of is None:
+            raise ValueError("dedup in 'ip' space needs keys_of (the stored keys of entry ids)")
+        rows = np.arange(n)
         if space == "ip":
-            if keys_of is None:
-                raise ValueError("dedup in 'ip' space needs keys_of (the stored keys of entry ids)")
-            cand, _ = nearest(keys, IP_CANDIDATES, tasks)
-            found = cand >= 0
-            stored = keys_of(cand)
-            d_all = ((stored.astype(np.float64) - keys.astype(np.float64)[:, None, :]) ** 2).sum(-1)
-            d_all[~found] = np.inf
-            pick = np.argmin(d_all, axis=1)[:, None]
-            ids, dists = np.take_along_axis(cand, pick, 1), np.take_along_axis(d_all, pick, 1)
+            ids, dists = _nearest_eligible(keys, tasks, rows, IP_CANDIDATES, nearest, keys_of, may_refresh)
         else:
             ids, dists = nearest(keys, 1, tasks)
+            if may_refresh is not None:  # the nearest may be of the other kind: look further for those rows
+                other = np.flatnonzero((ids[:, 0] >= 0) & (dists[:, 0] < threshold)
+                                       & ~may_refresh(rows[:, None], ids)[:, 0])
+                ids[other, 0], dists[other, 0] = -1, np.inf
+                if other.size:
+                    found, d = _nearest_eligible(keys, tasks, other, IP_CANDIDATES, nearest, None, may_refresh)
+                    ids[other, 0], dists[other, 0] = found[:, 0], d[:, 0]
         close = (ids[:, 0] >= 0) & (dists[:, 0] < threshold)
         target[close] = ids[close, 0]
         best[close] = dists[close, 0]
@@ -219,6 +228,25 @@ def dedup_targets(keys: np.ndarray, tasks: np.ndarray, threshold: float, space: 
                     if d[r, j] < best[i]:
                         source[i], target[i] = j, -1
     return target, source
+
+
+def _nearest_eligible(keys: np.ndarray, tasks: np.ndarray, rows: np.ndarray, m: int, nearest: Nearest,
+                      keys_of: KeysOf | None, may_refresh: MayRefresh | None) -> tuple[np.ndarray, np.ndarray]:
+    """``rows``' nearest entry that each may refresh among the index's ``m`` nearest, ``(len(rows), 1)``
+    ids (-1: none) and distances; with ``keys_of`` measured again as squared Euclidean distances (``"ip"``)."""
+    cand, d_all = nearest(keys[rows], m, tasks[rows])
+    d_all = np.array(d_all, dtype=np.float64)
+    if keys_of is not None:
+        stored = keys_of(cand)
+        d_all = ((stored.astype(np.float64) - keys[rows].astype(np.float64)[:, None, :]) ** 2).sum(-1)
+    usable = cand >= 0
+    if may_refresh is not None:
+        usable &= may_refresh(rows[:, None], cand)
+    d_all[~usable] = np.inf
+    pick = np.argmin(d_all, axis=1)[:, None]
+    ids, dists = np.take_along_axis(cand, pick, 1), np.take_along_axis(d_all, pick, 1)
+    ids[~np.isfinite(dists)] = -1
+    return ids, dists
 
 
 def plan_new_items(target: np.ndarray, source: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray]:

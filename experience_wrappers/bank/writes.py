@@ -37,12 +37,15 @@ def add_locked(core: BankCore, items: dict[str, Any], txn: Transaction) -> AddRe
         core.init_dims({f"{name}_dim": items[name].shape[1] for name in ("key", "value", "context")})
     store, index = core.store, core.index
     assert store is not None and index is not None
+
+    def may_refresh(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """A refresh never crosses between demonstrations and the agent's entries."""
+        slots = store.find(ids)
+        return (slots >= 0) & same_kind(store.cols["provenance"][np.maximum(slots, 0)],
+                                        np.asarray(prov)[rows] if np.ndim(prov) else prov)
+
     target, source = dedup_targets(keys_arr, tasks, core.config.dedup_threshold, core.config.space,
-                                   core.nearest if core.store is not None and core.store.size > 0 else None, core.keys_of)
-    crossing = np.flatnonzero(target >= 0)
-    if crossing.size:  # a refresh never crosses between demonstrations and the agent's entries
-        their = store.cols["provenance"][store.slots_of(target[crossing])]
-        target[crossing[~same_kind(their, prov)]] = -1
+                                   core.nearest if store.size > 0 else None, core.keys_of, may_refresh)
     result_ids = np.full(n, -1, dtype=np.int64)
 
     # refresh existing entries, in item order (a later item wins)
