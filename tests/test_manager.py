@@ -6,6 +6,7 @@ import copy
 import json
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from experience_wrappers import ExperienceBank, ExperienceManager, ManagerConfig
 from experience_wrappers.bank import Provenance
 from experience_wrappers.errors import BankFileError, ManagerFileError
 from experience_wrappers.extractor import ExtractorTrainer
-from experience_wrappers.keys import CallableKeyEncoder
+from experience_wrappers.keys import CallableKeyEncoder, RandomProjectionKeyEncoder
 from experience_wrappers.manager import Episode, FreeBaseline, manager_for_bank, utility_decay
 from experience_wrappers.rollin import first_actions
 
@@ -686,8 +687,32 @@ def test_restore_rejects_a_state_saved_for_another_observation_layout(rng, tmp_p
     assert len(other.bank) == 0
     wider = ExperienceManager(ExperienceBank(dedup_threshold=0.0), spaces.Box(-5.0, 5.0, (4,), np.float32), ACT,
                               config=ManagerConfig(mode="sync", segment_every=4, extractor={"seed": 3}))
-    wider.restore(tmp_path / "run")  # Box bounds may differ (MT10's tasks), as a shared bank allows
+    # Box bounds may differ (MT10's tasks), as a shared bank allows; the default key encoder scales by the bounds,
+    # so the same observation has another key there, and that is said
+    with pytest.warns(UserWarning, match="keys observations otherwise than this manager's"):
+        wider.restore(tmp_path / "run")
     assert len(wider.bank) == len(mgr.bank)
+
+
+def test_a_restore_through_a_key_encoder_that_keys_otherwise_is_warned_of(rng, tmp_path):
+    """Same class, same key width, another seed: every entry restored, none found where it was written."""
+    space = spaces.Box(-1.0, 1.0, (64,), np.float32)
+
+    def manager(seed: int) -> ExperienceManager:
+        return ExperienceManager(ExperienceBank(dedup_threshold=0.0), space, ACT,
+                                 key_encoder=RandomProjectionKeyEncoder(space, seed=seed),
+                                 config=ManagerConfig(mode="sync", segment_every=4))
+    saved = manager(7)
+    saved.submit(Episode(observations=rng.uniform(-1, 1, (12, 64)).astype(np.float32), actions=np.zeros(12, int),
+                         rewards=np.zeros(12), success=False, guided=False))
+    saved.save(tmp_path / "run")
+    with pytest.warns(UserWarning, match=r"saved: RandomProjectionKeyEncoder, this one: RandomProjectionKeyEncoder"):
+        manager(0).restore(tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = manager(7)
+        same.restore(tmp_path / "run")  # the encoder it was saved with: nothing said
+    assert len(same.bank) == len(saved.bank) > 0
 
 
 def test_restore_from_a_missing_folder_raises(tmp_path):

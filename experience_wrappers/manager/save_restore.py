@@ -19,6 +19,7 @@ from ..bank.folder import READ_ATTEMPTS, read_consistent
 from ..bank.save_load import replaced_folder, sha256_file
 from ..credit import FreeBaseline
 from ..errors import ManagerFileError
+from ..keys.fingerprint import key_fingerprint, same_keys
 from ..schedule import Schedule
 from .layout import layout_of, saved_layout_matches
 
@@ -55,6 +56,7 @@ def write_state(mgr: ExperienceManager, tmp: Path) -> None:
         "format": mgr.STATE_FORMAT, "version": mgr.STATE_VERSION,
         "config": mgr.config.to_dict(), "extractor_config": mgr.extractor_config.to_dict(),
         "key_dim": mgr.key_encoder.key_dim, "key_encoder": type(mgr.key_encoder).__name__,
+        "key_fingerprint": key_fingerprint(mgr.key_encoder, mgr.observation_space),
         "observation_layout": layout_of(mgr.observation_space),  # (its keys are keys of this layout)
         **mgr.schedule.state_dict(),  # guided_ratio, progress, rollouts
         "episodes_submitted": mgr.episodes_submitted, "episodes_processed": fig.episodes_processed,
@@ -110,6 +112,15 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
                                f"{saved_layout}, this manager's are {layout_of(mgr.observation_space)}: its entries "
                                "are keyed by another observation")
     mgr.check_bank_dims(bank)
+    if not same_keys(state.get("key_fingerprint"), mgr.key_encoder, mgr.observation_space):
+        # (a warning, not a refusal: a shared bank may be read by envs whose Box bounds differ, MT10's)
+        warnings.warn(
+            f"the manager state at {str(path)!r} was saved with a key encoder that keys observations otherwise "
+            f"than this manager's (saved: {state.get('key_encoder')}, this one: {type(mgr.key_encoder).__name__}; "
+            "their keys of the same observations differ): its entries will not be found where they were written. "
+            "Build the manager, or the wrappers, with the key encoder it was saved with (the same class and "
+            "settings, such as a RandomProjectionKeyEncoder's seed, and the same observation bounds)",
+            UserWarning, stacklevel=3)
     # the learner's part (in process mode the learner process parses it, last, before anything changes)
     apply_learner = mgr.backend.prepare_restore(blobs, state, path)
     # read and check everything before touching this manager: a bad file changes nothing
