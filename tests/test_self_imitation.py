@@ -154,3 +154,24 @@ def test_save_crl_keeps_the_replay_beside_the_bank(tmp_path) -> None:
     assert back.counts() == {"demo": 8, "own": 0}
     np.testing.assert_array_equal(back.batch(back.indices())[2], replay.batch(replay.indices())[2])
     assert (path / "model.zip").exists() and (path / "experience").is_dir()
+
+
+@pytest.mark.parametrize("obs, actions, match", [
+    ({"obs": "states"}, np.ones(8, np.int64), r"unknown: \['obs'\]\) \(missing: \['observation'\]\)"),
+    ({"observation": "narrow"}, np.ones(8, np.int64), r"observation 'observation' has shape \(3,\) per step"),
+    ({"observation": "nan"}, np.ones(8, np.int64), "holds NaN or inf"),
+    ({"observation": "states"}, np.full(8, 0.9), "is not a whole number"),
+    ({"observation": "states"}, np.full(8, 5), r"action 5 is not one of Discrete\(2\)"),
+])
+def test_pinned_demonstrations_that_do_not_fit_the_model_are_refused_when_training_starts(obs, actions, match) -> None:
+    """Probe 22: a misnamed key trained the policy on zeros (the free view fills a missing key); the
+    others failed as torch's errors in the first update."""
+    states = _states(8, seed=5)
+    made = {"states": states, "narrow": states[:, :3], "nan": np.where(np.arange(4) == 2, np.nan, states)}
+    replay = SuccessReplay(64)
+    replay.add_episode({k: made[v] for k, v in obs.items()}, actions, np.ones(8), gamma=0.9, source=SOURCE_DEMO)
+    model = _model(2)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    with pytest.raises(ValueError, match=match):
+        model.learn(64, callback=SelfImitationCallback(replay, pretrain_steps=10, batch_size=8, seed=0))
+    assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))  # nothing trained

@@ -34,14 +34,16 @@ from experience_wrappers.manager import SuccessReports
 from experience_wrappers.manager.episode import NO_REPORT_EPISODES
 from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
 from experience_wrappers.schedule import linear
+from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
+from experience_wrappers.wrappers.env_checks import observation_checker
 from experience_wrappers.wrappers.recorder import EpisodeRecorder
 
 from .guards import on_policy
 from .schedules import training_progress
 
-__all__ = ["SELF_IMITATION_DEFAULTS", "SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations"]
+__all__ = ["SELF_IMITATION_DEFAULTS", "SelfImitationCallback", "sil_weights", "self_imitation_step", "free_view", "demonstration_replay", "add_demonstrations", "check_pinned_states"]
 
 log = logging.getLogger(__name__)
 
@@ -204,8 +206,11 @@ def policy_view(observations: Any, observation_space: spaces.Space | None) -> An
     return out if isinstance(observations, dict) else out[BASE_KEY]
 
 
-def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_000) -> SuccessReplay:
-    """A :class:`SuccessReplay` with ``demonstrations`` pinned, ready for :class:`SelfImitationCallback`.
+def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_000,
+                         observation_space: spaces.Space | None = None) -> SuccessReplay:
+    """A :class:`SuccessReplay` with ``demonstrations`` pinned, ready for :class:`SelfImitationCallback`
+    (``observation_space``: the model's, as :func:`add_demonstrations` takes it; the callback checks the
+    pinned states against the model's spaces when training starts).
 
     >>> import numpy as np
     >>> r = demonstration_replay([{"obs": np.zeros((3, 2)), "acts": np.array([0, 1, 1]),
@@ -214,8 +219,63 @@ def demonstration_replay(demonstrations: Any, gamma: float, capacity: int = 50_0
     ({'demo': 3, 'own': 0}, [0.81, 0.9, 1.0])
     """
     replay = SuccessReplay(capacity)
-    add_demonstrations(replay, demonstrations, gamma)
+    add_demonstrations(replay, demonstrations, gamma, observation_space)
     return replay
+
+
+def check_pinned_states(replay: SuccessReplay, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    """Refuse (``ValueError``) demonstrations pinned in ``replay`` that the model cannot be trained on: an
+    observation key the model's space lacks or one of its own keys missing (the free view would show zeros
+    there), another shape (a channel-last image where the model's is channel-first), a value outside the
+    space or not finite, an action not in ``action_space``. Before this, a misnamed key trained the policy on
+    zeros, and the rest failed as torch's errors in the first update.
+    """
+    from integrations.demos.trajectories import check_action_values
+
+    idx = replay.indices()
+    idx = idx[replay.source[idx] == SOURCE_DEMO]
+    if idx.size == 0:
+        return
+    obs, actions, _ = replay.batch(idx)
+    where = "self-imitation's demonstrations"
+    if isinstance(observation_space, spaces.Dict):
+        subs = {k: v for k, v in observation_space.spaces.items() if k not in EXPERIENCE_KEYS}
+        optional = {ENTRIES_KEY, MASK_KEY}  # (a run's earlier trials: zero in a demonstration's view)
+    else:
+        subs, optional = {BASE_KEY: observation_space}, set()
+    unknown, missing = sorted(set(obs) - set(subs)), sorted(set(subs) - set(obs) - optional)
+    if unknown or missing:
+        raise ValueError(f"{where} hold observation keys {sorted(obs)}, the model's observations {sorted(subs)}"
+                         f"{f' (unknown: {unknown})' if unknown else ''}{f' (missing: {missing})' if missing else ''}; "
+                         "record them with the env's own keys (a Box env's observations under "
+                         f"{BASE_KEY!r})")
+    for key, x in obs.items():
+        sub = subs[key]
+        if sub.shape is not None and x.shape[1:] != sub.shape:
+            hint = (" (channel-last: give add_demonstrations / demonstration_replay observation_space="
+                    "model.observation_space, which stores images as the policy reads them)"
+                    if len(sub.shape) == 3 and x.shape[1:] == (*sub.shape[1:], sub.shape[0]) else "")
+            raise ValueError(f"{where}: observation {key!r} has shape {x.shape[1:]} per step, the model's "
+                             f"{sub.shape}{hint}")
+        if x.dtype.kind == "f" and not np.isfinite(x).all():
+            raise ValueError(f"{where}: observation {key!r} holds NaN or inf")
+        try:
+            observation_checker(sub)(x, "a demonstration")
+        except ValueError as exc:
+            raise ValueError(f"{where} do not fit the model's observations: {exc}") from None
+    check_action_values(np.asarray(actions), action_space, where)
+    a = np.asarray(actions)
+    if isinstance(action_space, spaces.Discrete):
+        bad = (a < action_space.start) | (a >= action_space.start + action_space.n)
+    elif isinstance(action_space, spaces.MultiDiscrete):
+        bad = (a < action_space.start) | (a >= action_space.start + action_space.nvec)
+    elif isinstance(action_space, spaces.MultiBinary):
+        bad = (a != 0) & (a != 1)
+    else:
+        bad = ~np.isfinite(a.astype(np.float64))
+    if bad.any():
+        row = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0])
+        raise ValueError(f"{where}: action {a[row].tolist()!r} is not one of {action_space}")
 
 
 class SelfImitationCallback(BaseCallback):
@@ -304,6 +364,7 @@ class SelfImitationCallback(BaseCallback):
         self._recorder = EpisodeRecorder(self.training_env.num_envs)
 
     def _on_training_start(self) -> None:
+        check_pinned_states(self.replay, self.model.observation_space, self.model.action_space)
         if self.pretrain_steps and self.replay.counts()["demo"]:
             out = self.pretrain(self.pretrain_steps)
             log.info("self-imitation: %d behaviour-cloning steps on %d demonstrated states, loss %.3f",
