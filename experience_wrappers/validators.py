@@ -14,7 +14,7 @@ import numpy as np
 
 __all__ = ["check_keywords", "is_int", "positive", "non_negative", "finite", "is_bool", "is_real", "to_float",
            "at_least", "at_most", "integral", "to_int", "check_int", "check_real", "check_bool", "success_flag",
-           "check_instances", "check_timesteps"]
+           "check_instances", "check_timesteps", "MAX_ABS_REWARD"]
 
 
 def is_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
@@ -66,6 +66,11 @@ def check_bool(name: str, value: object, *, hint: str = "", numpy: bool = False)
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool{hint}, got {value!r}")
     return value
+
+
+#: the largest reward magnitude taken (by the wrappers' checks and the manager's): the extractor computes
+#: in float32 (max 3.4e38), and returns of up to 10**8 steps of such rewards still fit there
+MAX_ABS_REWARD = 1e30
 
 
 def success_flag(name: str, value: object) -> bool:

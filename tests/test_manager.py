@@ -481,6 +481,15 @@ _BAD_EPISODES = {
     "a NaN observation": (dict(observations=np.full((_T, 4), np.nan, np.float32)), "NaN or inf at step 0"),
     "string observations": (dict(observations=np.array([["a"] * 4] * _T)), "not numbers"),
     "2-D rewards": (dict(rewards=np.zeros((_T, 1))), "1-D array"),
+    # probe 22: these reached the worker (async: "the worker failed", blamed on a later call) or nothing at all
+    "a reward of 1e300": (dict(rewards=np.full(_T, 1e300)), "at most 1e"),
+    "success 'yes'": (dict(success="yes"), "success must be a bool"),
+    "success NaN": (dict(success=np.nan), "success must be a bool"),
+    "guided None": (dict(guided=None), "guided must be a bool"),
+    "task_id 'a'": (dict(task_id="a"), "task_id must be an integer"),
+    "a fractional injected id": (dict(injected_ids=np.array([0.5])), "injected_ids must be"),
+    "shown_steps of another length": (dict(injected_ids=np.array([1, 2]), shown_steps=np.array([1])),
+                                      "one non-negative count per injected id"),
 }
 
 
@@ -505,6 +514,14 @@ def test_an_episode_the_manager_cannot_distil_is_refused_at_submit_and_moves_not
         assert mgr.free_baseline() == 1.0 and mgr.episodes_processed == 1
     finally:
         mgr.close()
+
+
+def test_a_discrete_observation_outside_its_space_is_refused_at_submit():
+    mgr = ExperienceManager(ExperienceBank(), spaces.Discrete(4), ACT, config=ManagerConfig(mode="sync"))
+    with pytest.raises(ValueError, match=r"outside Discrete\(4\) at step 3: 9"):
+        mgr.submit(Episode(observations=np.array([0, 1, 2, 9]), actions=np.zeros(4, np.int64), rewards=np.zeros(4),
+                           success=None, guided=False))
+    assert mgr.episodes_submitted == 0
 
 
 def test_closed_manager_refuses_episodes(rng):

@@ -9,7 +9,8 @@ import attrs
 import numpy as np
 from gymnasium import spaces
 
-from ..validators import success_flag
+from ..validators import MAX_ABS_REWARD, success_flag
+from ..whole_numbers import whole
 
 if TYPE_CHECKING:
     from ..extractor import ActionCoder
@@ -171,16 +172,25 @@ def check_episode(ep: Episode, observation_space: spaces.Space, action_coder: Ac
     whose step counts differ from the rewards', actions outside the space (the coder's rule), and
     observations whose shape is not the space's or that hold non-numbers, NaN or inf.
 
+    Also its flags and ids: ``success`` None or a bool (0/1), ``guided`` a bool, ``task_id`` an
+    integer, ``injected_ids`` integers, ``shown_steps`` None or one non-negative count per injected id;
+    rewards within :data:`~experience_wrappers.validators.MAX_ABS_REWARD`, discrete observations in
+    their space's range.
+
     Raises:
         ValueError: naming what is wrong (and the first bad step where there is one).
     """
+    _check_flags(ep)
     rewards = np.asarray(ep.rewards)
     if rewards.ndim != 1 or rewards.dtype.kind not in "biuf":
         raise ValueError(f"the episode's rewards must be a 1-D array of numbers, one per step; got "
                          f"dtype {rewards.dtype}, shape {rewards.shape}")
-    if not np.all(np.isfinite(rewards)):
-        bad = int(np.flatnonzero(~np.isfinite(rewards))[0])
-        raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite")
+    with np.errstate(invalid="ignore"):
+        ok = np.abs(rewards.astype(np.float64)) <= MAX_ABS_REWARD  # (NaN fails it too)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"the episode has reward {float(rewards[bad])!r} at step {bad}: rewards must be finite "
+                         f"and at most {MAX_ABS_REWARD:g} in magnitude")
     n = len(rewards)
     if np.ndim(ep.actions) == 0 or len(ep.actions) != n:
         raise ValueError(f"the episode has {_count(ep.actions)} actions for {n} rewards: one of each per step")
@@ -190,6 +200,26 @@ def check_episode(ep: Episode, observation_space: spaces.Space, action_coder: Ac
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the episode's actions do not fit the manager's action space: {exc}") from None
     _check_observations(ep.observations, observation_space, n, "the episode's observations")
+
+
+def _check_flags(ep: Episode) -> None:
+    if ep.success is not None:
+        try:
+            success_flag("the episode's success", ep.success)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+    if not isinstance(ep.guided, bool | np.bool_):
+        raise ValueError(f"the episode's guided must be a bool, got {ep.guided!r}")
+    if isinstance(ep.task_id, bool | np.bool_) or not isinstance(ep.task_id, int | np.integer):
+        raise ValueError(f"the episode's task_id must be an integer, got {ep.task_id!r}")
+    ids = np.asarray(ep.injected_ids)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise ValueError(f"the episode's injected_ids must be a 1-D array of entry ids (integers), got {ep.injected_ids!r}")
+    if ep.shown_steps is not None:
+        shown = np.asarray(ep.shown_steps)
+        if shown.shape != ids.shape or (shown.size and (shown.dtype.kind not in "iu" or shown.min() < 0)):
+            raise ValueError(f"the episode's shown_steps must hold one non-negative count per injected id "
+                             f"({ids.size}), got {ep.shown_steps!r}")
 
 
 def _count(x: Any) -> str:
@@ -217,3 +247,14 @@ def _check_observations(batch: Any, space: spaces.Space, n: int, where: str) -> 
     if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
         step = int(np.argmax(~np.isfinite(x).reshape(n, -1).all(axis=1)))
         raise ValueError(f"{where} hold NaN or inf at step {step}")
+    if isinstance(space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary) and x.size:
+        if isinstance(space, spaces.MultiBinary):
+            low, high = 0, 1
+        else:
+            low = space.start
+            high = space.start + (space.n if isinstance(space, spaces.Discrete) else space.nvec) - 1
+        ok = whole(x) & (x >= low) & (x <= high)
+        if not ok.all():
+            step = int(np.argmax(~ok.reshape(n, -1).all(axis=1)))
+            raise ValueError(f"{where} hold a value outside {space} at step {step}: "
+                             f"{np.asarray(x[step]).tolist()!r}")

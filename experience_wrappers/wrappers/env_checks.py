@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from ..validators import MAX_ABS_REWARD
 from ..whole_numbers import whole
 
 __all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD",
@@ -70,9 +71,6 @@ def _bad_values(arr: np.ndarray, key: Any) -> str:
     return f"{named}{arr[index]} at index {index} of its shape {arr.shape} ({int(bad.sum())} of its values)"
 
 
-#: the largest reward magnitude taken: the extractor computes in float32 (max 3.4e38), and
-#: returns of up to 10**8 steps of such rewards still fit there
-MAX_ABS_REWARD = 1e30
 
 
 def check_rewards(rewards: Any, steps: Any, source: str = "the env") -> np.ndarray:
