@@ -6,7 +6,8 @@ SB3's default policy; ``ppo-default``: PPO with the same policy), alternating ov
 with a timer around each part of a step: the env (SB3's ``Monitor`` and below), SB3's vector env,
 the policy's forward passes in the rollouts, PPO's update, and each part of this library (the
 wrapper, recording, retrieval's key encoding and bank query, the episode's hand-over with its
-credit, the learner process's messages and the entries they write, the callback,
+credit, the learner process's messages and the entries they write (the bank's writes, their
+dedup and index included, on their own), the callback,
 self-imitation's recording and updates). Each part's *own* time is counted (the time of the
 timed parts it calls is subtracted), so the parts add up to the run's wall-clock; what no timer
 covers is SB3's own loop (``rest``). Figures are µs per env step, the median over rounds.
@@ -60,6 +61,7 @@ PARTS: tuple[tuple[str, str, str, str], ...] = (
     ("experience_wrappers.wrappers.injector", "ExperienceInjector", "finish", "episode hand-over (credit)"),
     ("experience_wrappers.manager.process", "LearnerProcess", "send", "learner process: messages, entry writes"),
     ("experience_wrappers.manager.process", "LearnerProcess", "drain", "learner process: messages, entry writes"),
+    ("experience_wrappers.bank.bank", "ExperienceBank", "add", "bank writes (dedup, eviction, index)"),
     ("integrations.sb3.callback", "CRLCallback", "_on_step", "CRL callback"),
     ("integrations.sb3.callback", "CRLCallback", "_on_rollout_start", "CRL callback"),
     ("integrations.sb3.callback", "CRLCallback", "_on_rollout_end", "CRL callback"),

@@ -248,9 +248,9 @@ def _check_observations(batch: Any, space: spaces.Space, n: int, where: str) -> 
         step = int(np.argmax(~np.isfinite(x).reshape(n, -1).all(axis=1)))
         raise ValueError(f"{where} hold NaN or inf at step {step}")
     if isinstance(space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary) and x.size:
-        if isinstance(space, spaces.MultiBinary):
-            low, high = 0, 1
-        else:
+        low: Any = 0
+        high: Any = 1
+        if not isinstance(space, spaces.MultiBinary):
             low = space.start
             high = space.start + (space.n if isinstance(space, spaces.Discrete) else space.nvec) - 1
         ok = whole(x) & (x >= low) & (x <= high)

@@ -9,10 +9,10 @@ other at every parallel operation: on 2 cores, the README's two-line form on Min
 with torch's 2 threads, and at 1,315 and 1,378 with them lowered to 1
 (``benchmarks/results/overhead-threads-{before,after}{1,2}.json``; ``python -m
 benchmarks.perf.overhead --torch-threads 0`` leaves torch's setting as it is). Numpy's BLAS waits
-the same way: the bank's within-batch dedup (a product of about 150 x 64 keys) took 0.15 ms
-with the other core idle and 11-20 ms in 10 of a run's 18 writes with the learner on it, and
-the two-line form ran 0.62, 0.68 and 0.74x PPO's steps/s with BLAS at 1 thread against 0.60,
-0.63 and 0.70x at 2, alternated (``benchmarks/results/overhead-blas.json``).
+the same way: the bank's within-batch dedup (a product of about 150 x 64 keys, made at every write
+of the learner's proposals) took 0.15 ms with the other core idle and 11-20 ms in 10 of a
+16k-step run's 18 writes with the learner process on it (``python -m benchmarks.perf.blas_threads``
+times it beside a busy core, BLAS's own threads against the cores left).
 
 :func:`leave_cores` lowers this process's torch and BLAS threads to the cores the learner
 processes leave (at least 1) while they run; :func:`release` restores each setting when the last
