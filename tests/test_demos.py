@@ -248,3 +248,15 @@ def test_discrete_actions_given_one_per_row_are_taken_as_the_env_takes_them_and_
     run.learn(64)
     assert run.replay.counts()["own"] > 0  # the own successes were added beside the demonstration
     run.close()
+
+
+def test_a_demonstration_recorded_as_per_step_dicts_saves_and_loads(tmp_path) -> None:
+    """Probe 22: the list of per-step dicts was saved as object arrays, which the load refuses (no pickle)."""
+    steps = [{"a": np.full(2, t, np.float32), "b": t} for t in range(4)]
+    demo = Demonstration(observations=steps, actions=np.ones(4, np.int64), rewards=np.zeros(4))
+    assert demo.observations["a"].shape == (4, 2)  # stacked when made
+    back = load_demonstrations(save_demonstrations(tmp_path / "d", [demo]))[0]
+    np.testing.assert_array_equal(back.observations["a"], np.repeat(np.arange(4.0)[:, None], 2, axis=1))
+    assert back.observations["b"].tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="dicts of other keys at step 1"):
+        Demonstration(observations=[{"a": 1}, {"c": 2}], actions=np.ones(2, np.int64), rewards=np.zeros(2))

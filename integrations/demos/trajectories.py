@@ -19,6 +19,21 @@ from experience_wrappers.wrappers.options import check_task_id
 __all__ = ["Demonstration", "as_demonstration", "validate_demonstration"]
 
 
+def _stacked(obs: Any) -> Any:
+    """Observations recorded step by step from a Dict env (a list of dicts) as one dict of arrays."""
+    if not isinstance(obs, list | tuple) or not obs or not all(isinstance(o, dict) for o in obs):
+        return obs
+    keys = list(obs[0])
+    for t, o in enumerate(obs):
+        if sorted(o) != sorted(keys):
+            raise ValueError(f"a demonstration's observations are dicts of other keys at step {t} ({sorted(o)}) than at "
+                             f"step 0 ({sorted(keys)})")
+    try:
+        return stack_observations(obs)
+    except ValueError as exc:  # a key whose shape changes between steps
+        raise ValueError(f"a demonstration's observation keys do not stack over the steps: {exc}") from None
+
+
 @attrs.define(kw_only=True)
 class Demonstration:
     """One demonstrated episode.
@@ -26,14 +41,15 @@ class Demonstration:
     Attributes:
         observations: the observations the actions were taken from, ``T`` of them (an
             array with a leading time axis or a dict of such arrays). ``T + 1`` are also
-            accepted (the final observation, as ``imitation`` stores it, is dropped).
+            accepted (the final observation, as ``imitation`` stores it, is dropped). A list of
+            per-step dicts (as recorded from a Dict env's steps) is stacked into a dict of arrays.
         actions: ``(T, ...)`` actions.
         rewards: ``(T,)`` rewards (zeros when unknown).
         success: whether the episode succeeded (read from the last info when not given).
         task_id: the task id of the episode.
     """
 
-    observations: Any
+    observations: Any = attrs.field(converter=_stacked)  # (a list of per-step dicts, as recorded, stacked)
     actions: np.ndarray
     rewards: np.ndarray
     success: bool | None = None
@@ -47,21 +63,6 @@ def _length(obs: Any) -> int:
             raise ValueError(f"observation keys have different lengths: {lengths}")
         return next(iter(lengths.values()))
     return len(obs)
-
-
-def _stacked(obs: Any) -> Any:
-    """Observations recorded step by step from a Dict env (a list of dicts) as one dict of arrays."""
-    if not isinstance(obs, list | tuple) or not obs or not all(isinstance(o, dict) for o in obs):
-        return obs
-    keys = list(obs[0])
-    for t, o in enumerate(obs):
-        if sorted(o) != sorted(keys):
-            raise ValueError(f"its observations are dicts of other keys at step {t} ({sorted(o)}) than at "
-                             f"step 0 ({sorted(keys)})")
-    try:
-        return stack_observations(obs)
-    except ValueError as exc:  # a key whose shape changes between steps
-        raise ValueError(f"its observations' keys do not stack over the steps: {exc}") from None
 
 
 def _trim(obs: Any, n: int) -> Any:
@@ -96,7 +97,6 @@ def as_demonstration(item: Any, task_id: int = 0) -> Demonstration:
             if isinstance(item, np.ndarray | tuple | list) else ""
         raise ValueError(f"a demonstration needs observations and actions, got {type(item).__name__} "
                          f"with {sorted(item) if isinstance(item, dict) else 'neither'}{pair}")
-    obs = _stacked(obs)  # a list of per-step dicts, as recorded from a Dict env's steps
     acts = np.asarray(acts)
     rews = get("rewards", None)
     rews = get("rews", None) if rews is None else rews
