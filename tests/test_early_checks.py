@@ -167,6 +167,22 @@ def test_the_vector_wrapper_checks_the_same_way():
         venv.step(np.zeros(2, dtype=np.int64))
 
 
+@pytest.mark.parametrize("space, match", [
+    (spaces.Graph(spaces.Box(0, 1, (3,)), spaces.Discrete(2)), "Graph observations are not supported"),
+    (spaces.Text(5), "Text observations are not supported"),
+    (spaces.Dict({"a": spaces.Dict({"b": spaces.Discrete(2)})}), "nested observation spaces are not supported"),
+])
+def test_a_space_sb3_cannot_read_is_refused_by_name_by_the_wrapper_and_the_one_object(space, match):
+    """Probe 22: the wrapper's key encoder failed on a Graph inside gymnasium ("dynamic size"), and
+    ComplementaryRL's probe DummyVecEnv failed on each inside SB3, before the wrapper's check."""
+    from integrations.sb3 import ComplementaryRL
+
+    with pytest.raises(ValueError, match=match):
+        ExperienceWrapper(ScriptedEnv(space, [space.sample()] * 3), ExperienceBank())
+    with pytest.raises(ValueError, match=match):
+        ComplementaryRL(lambda: ScriptedEnv(space, [space.sample()] * 3))
+
+
 def test_nested_dict_observations_are_refused_at_construction():
     space = spaces.Dict({"agent": spaces.Dict({"x": spaces.Discrete(3)}), "y": spaces.Discrete(2)})
     with pytest.raises(ValueError, match=r"nested observation spaces are not supported: the key\(s\) \['agent'\]"):

@@ -18,6 +18,7 @@ from ..validators import check_int
 from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
 from .injector import ExperienceInjector
 from .options import ExperienceOptions
+from .spaces import EXPERIENCE_KEYS, base_parts
 
 if TYPE_CHECKING:  # run scope's wrapper subclasses this one: names for the type checker only
     from ..trials.memory import TrialMemory
@@ -159,6 +160,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             raise ValueError(f"{type(self).__name__} is task scope's wrapper, got scope={scope!r}; "
                              "use ExperienceWrapper(env, memory, scope=\"run\", ...) for run scope")
         check_not_wrapped(env, type(self).__name__)
+        base_parts(env.observation_space, EXPERIENCE_KEYS, type(self).__name__)  # (before a key encoder reads it)
         if isinstance(bank, TrialMemory):
             raise TypeError("ExperienceWrapper: a TrialMemory is run scope's memory; pass scope=\"run\" "
                             "(ExperienceWrapper(env, memory, scope=\"run\", instances=..., trials=...))")

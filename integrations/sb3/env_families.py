@@ -14,6 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from experience_wrappers import ExperienceBank, ExperienceWrapper, KeyEncoder
 from experience_wrappers.wrappers import paired_env_fns
+from experience_wrappers.wrappers.spaces import EXPERIENCE_KEYS, base_parts
 
 __all__ = ["Family", "family_of", "build_env", "checked_factory", "made_env"]
 
@@ -147,6 +148,16 @@ def _seeded(manager_kwargs: dict[str, Any] | None, seed: int) -> dict[str, Any]:
     return {**kwargs, "extractor": {"seed": seed, **kwargs.get("extractor", {})}}
 
 
+class _ReadableSpace(gym.Wrapper):
+    """The env unchanged, its observation space checked as the experience wrapper checks it
+    (:func:`~experience_wrappers.wrappers.spaces.base_parts`): a Text, Graph or nested Dict space is
+    refused by name before SB3's ``DummyVecEnv`` fails on it."""
+
+    def __init__(self, env: gym.Env) -> None:
+        base_parts(env.observation_space, EXPERIENCE_KEYS, "ExperienceWrapper")
+        super().__init__(env)
+
+
 def build_env(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, bank: ExperienceBank | None,
               wrapper_kwargs: dict[str, Any] | None = None, manager_kwargs: dict[str, Any] | None = None,
               family: Family | None = None, vec_wrapper: bool = False, group_size: int | None = None) -> VecEnv:
@@ -172,7 +183,7 @@ def build_env(env_id: str | Callable[[], gym.Env], n_envs: int, seed: int, bank:
 
     if bank is None:
         return make_vec(n_envs)
-    probe = fam.make_vec(env_id, 1, seed)
+    probe = fam.make_vec(env_id, 1, seed, _ReadableSpace)  # (a space SB3 cannot buffer: refused by name first)
     key_encoder = fam.key_encoder(probe.observation_space) if fam.key_encoder else None
     probe.close()
     kwargs = {"bank": bank, "key_encoder": key_encoder, "task_id": fam.task_id, "seed": seed,
