@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -175,3 +177,38 @@ def test_pinned_demonstrations_that_do_not_fit_the_model_are_refused_when_traini
     with pytest.raises(ValueError, match=match):
         model.learn(64, callback=SelfImitationCallback(replay, pretrain_steps=10, batch_size=8, seed=0))
     assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))  # nothing trained
+
+
+def test_a_users_self_imitation_beside_crlcallbacks_own_is_warned_of() -> None:
+    """Probe 22: two replays trained beside each other, and save_crl saved CRLCallback's (empty) one."""
+    from stable_baselines3.common.callbacks import CallbackList
+
+    from integrations.sb3 import CRLCallback
+
+    replay = SuccessReplay(64)
+    replay.add_episode({"observation": _states(4)}, np.ones(4, np.int64), np.ones(4), gamma=0.9, source=SOURCE_DEMO)
+    with pytest.warns(UserWarning, match="a SelfImitationCallback of yours runs beside it"):
+        _model(3).learn(64, callback=CallbackList([CRLCallback(), SelfImitationCallback(replay)]))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*SelfImitationCallback of yours.*")
+        _model(3).learn(64, callback=CallbackList([CRLCallback(self_imitation=False), SelfImitationCallback(replay)]))
+
+
+def test_with_demonstrations_pinned_an_env_without_success_reports_stops_only_the_recording() -> None:
+    """Probe 22: on such an env self-imitation switched itself off whole (said in an INFO line), and the
+    user's demonstrations were no longer trained on."""
+    env = ExperienceWrapper(gym.make("CartPole-v1", max_episode_steps=8), ExperienceBank(seed=4), seed=4)
+    model = PPO(ExperiencePolicy, env, n_steps=64, batch_size=64, seed=4, policy_kwargs={"net_arch": [16]},
+                learning_rate=1e-2)
+    states = _states(16, seed=50)
+    replay = SuccessReplay(256)
+    replay.add_episode({"observation": states}, np.ones(16, np.int64), np.ones(16), gamma=0.0, source=SOURCE_DEMO)
+    cb = SelfImitationCallback(replay, only_with_success=True, n_batches=20, batch_size=16, seed=0)
+    before = _own_prob(model, states, 1)
+    with pytest.warns(UserWarning, match="stops recording the agent's episodes"):
+        model.learn(2048, callback=cb)  # CartPole reports no success: its 100 episodes of 8 steps end before
+    assert cb.active and not cb.recording and replay.counts() == {"demo": 16, "own": 0}
+    spent = cb.seconds["update"]
+    model.learn(640, callback=cb, reset_num_timesteps=False)
+    assert cb.seconds["update"] > spent and cb.stats["states"] == 16  # the updates go on, on the demonstrations
+    assert _own_prob(model, states, 1) > max(0.9, before + 0.3)

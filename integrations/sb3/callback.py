@@ -202,6 +202,7 @@ class CRLCallback(BaseCallback):
         for inj in self.injectors:
             inj.in_learn = True
         if self.sil is not None:
+            self._warn_of_another_self_imitation(self.locals.get("callback"))
             self.sil.on_training_start(self.locals, self.globals)
         self._advance_schedules()  # the schedule's values before any episode is drawn
         # SB3 resets the env before callbacks start, so the episodes now in flight were drawn
@@ -210,6 +211,24 @@ class CRLCallback(BaseCallback):
         if self.injectors and all(int(inj.steps.max(initial=0)) == 0 for inj in self.injectors):
             self.model._last_obs = self.training_env.reset()  # type: ignore[assignment]  # SB3: VecEnvObs includes tuples, _last_obs does not
             self.model._last_episode_starts = np.ones((self.training_env.num_envs,), dtype=bool)
+
+    def _warn_of_another_self_imitation(self, callback: Any) -> None:
+        """Warn where a SelfImitationCallback of the user's runs in the same learn beside this one's own."""
+        stack, found = [callback], []
+        while stack:
+            cb = stack.pop()
+            stack.extend(getattr(cb, "callbacks", []))  # (a CallbackList's)
+            if isinstance(cb, SelfImitationCallback) and cb is not self.sil:
+                found.append(cb)
+        if found:
+            warnings.warn("CRLCallback runs self-imitation of its own (with its replay, the one save_crl saves), and "
+                          "a SelfImitationCallback of yours runs beside it in this learn: two replays, two updates "
+                          "after each PPO update, and save_crl(path, model) saves CRLCallback's replay, not yours. Give "
+                          "CRLCallback(self_imitation=False) to keep only yours (and save_crl(path, model, replay="
+                          "your_replay)), or give your demonstrations to CRLCallback's own: "
+                          "ComplementaryRL(demonstrations=...), or its manager's replay, set before learn: "
+                          "manager.replay = demonstration_replay(...)",
+                          UserWarning, stacklevel=2)
 
     def _advance_schedules(self) -> None:
         p = self._progress()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -308,7 +309,8 @@ class SelfImitationCallback(BaseCallback):
             and stop (no more recording, no more updates; said once in the log) when
             :data:`~experience_wrappers.manager.episode.NO_REPORT_EPISODES` (100) episodes have
             ended with no key: where ``keep="successful"`` would fall back to a positive return,
-            which on a dense-reward task keeps every episode.
+            which on a dense-reward task keeps every episode. With demonstrations pinned in the
+            replay only the recording stops (a warning says so): the updates go on, on them.
         seed: sampling seed.
 
     >>> SelfImitationCallback(SuccessReplay(100), keep="some")
@@ -348,8 +350,11 @@ class SelfImitationCallback(BaseCallback):
         if not isinstance(only_with_success, bool):
             raise ValueError(f"only_with_success must be a bool, got {only_with_success!r}")
         self.only_with_success = only_with_success
-        #: False once ``only_with_success`` found an env that reports no success
+        #: False once ``only_with_success`` found an env that reports no success (with no demonstration pinned)
         self.active = True
+        #: False once it found one with demonstrations pinned: the agent's episodes are no longer recorded, and
+        #: the updates go on, on the demonstrations
+        self.recording = True
         #: how an episode's success is read (a missing key is a failure once the env reported success); a
         #: ``CRLCallback`` starts it from its wrappers' readings at every ``learn``, a loaded run from its record
         self.reports = SuccessReports()
@@ -382,7 +387,7 @@ class SelfImitationCallback(BaseCallback):
 
     # ---------------------------------------------------------------- record
     def _on_step(self) -> bool:
-        if self.keep == "none" or not self.active:
+        if self.keep == "none" or not self.active or not self.recording:
             return True
         t0 = time.perf_counter()
         obs = _base_keys(self.model._last_obs)  # the observations the actions were taken from
@@ -399,7 +404,15 @@ class SelfImitationCallback(BaseCallback):
         # a run-scope trial's success is its wrapper's judgement (the env's report, without the novelty bonus's rewards)
         success = bool(info["trial_success"]) if "trial_success" in info else self.reports(info)
         if success is None and self.only_with_success:  # kept only once the env has reported success
-            if self.reports.reports_none and self.active:
+            demos = self.replay.counts()["demo"]
+            if self.reports.reports_none and self.active and demos:  # the user's demonstrations are still trained on
+                self.recording = False
+                warnings.warn(f"self-imitation stops recording the agent's episodes: this env reported no success "
+                              f"(info['is_success'] or info['success']) in {NO_REPORT_EPISODES} episodes, where a "
+                              "positive return would count as one (on CartPole every episode); its updates go on, on "
+                              f"the {demos} demonstrated states pinned in its replay. self_imitation="
+                              "{'only_with_success': False} records them too", UserWarning, stacklevel=2)
+            elif self.reports.reports_none and self.active:
                 self.active = False
                 log.info("self-imitation is off: this env reported no success (info['is_success'] or info['success']) "
                          "in %d episodes, and on such envs it was measured to hurt (CartPole: docs/what_to_use.md); "
