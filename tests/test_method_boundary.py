@@ -15,7 +15,7 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.utils import LinearSchedule
 
-from experience_wrappers import ExperienceBank
+from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.errors import RunFileError
 from integrations.sb3 import ComplementaryRL, save_crl
 from integrations.sb3.method import METHOD_FILE
@@ -664,3 +664,16 @@ def test_the_readers_own_arguments_in_policy_kwargs_keep_the_familys_base_extrac
         assert run.model.policy_kwargs["features_extractor_kwargs"]["attn_dim"] == 32
     finally:
         run.close()
+
+
+def test_experience_policy_refuses_a_small_image_by_name_as_the_reader_does() -> None:
+    """Probe 22: PPO(ExperiencePolicy, ...) on 16x16 images failed in torch's first convolution."""
+    from stable_baselines3 import PPO
+
+    from integrations.sb3 import ExperiencePolicy
+
+    env = ExperienceWrapper(Grid(), ExperienceBank())
+    with pytest.raises(ValueError, match=r"needs sides of at least 36; give policy_kwargs=\{'features_extractor_class'"):
+        PPO(ExperiencePolicy, env)
+    PPO(ExperiencePolicy, env, policy_kwargs={"features_extractor_class": FlatExtractor})  # the remedy builds
+    env.close()

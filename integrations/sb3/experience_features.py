@@ -12,7 +12,7 @@ from torch import nn
 
 from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
 
-__all__ = ["ExperienceFeaturesExtractor", "crl_policy_kwargs", "ENTRY_LAYOUTS"]
+__all__ = ["refuse_small_images", "ExperienceFeaturesExtractor", "crl_policy_kwargs", "ENTRY_LAYOUTS"]
 
 #: the entry keys each scope's wrapper adds: (entries, mask, the entries' utility or None)
 ENTRY_LAYOUTS: dict[str, tuple[str, str, str | None]] = {
@@ -85,7 +85,7 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
         keys = [key for key in observation_space.spaces if key not in ENTRY_LAYOUTS[self.scope]]
         sub = gym.spaces.Dict({key: observation_space[key] for key in keys})
         if base_extractor_class is None:
-            _refuse_small_images(sub)
+            refuse_small_images(sub)
         try:
             base = (base_extractor_class or CombinedExtractor)(sub, **(base_extractor_kwargs or {}))
         except (TypeError, AttributeError, IndexError, KeyError) as exc:  # (one written for a Box: shape is None)
@@ -132,20 +132,21 @@ class ExperienceFeaturesExtractor(BaseFeaturesExtractor):
 NATURE_CNN_MIN_SIDE = 36
 
 
-def _refuse_small_images(space: gym.spaces.Dict) -> None:
+def refuse_small_images(space: gym.spaces.Dict, remedy: str | None = None) -> None:
     """Refuse, naming the key and the remedy, an image SB3's ``CombinedExtractor`` would give a
-    ``NatureCNN`` too small for it (a raw torch error at the first convolution otherwise)."""
+    ``NatureCNN`` too small for it (a raw torch error at the first convolution otherwise).
+    ``remedy``: what to give instead (None: the reader's ``base_extractor_class``)."""
     for key, sub in space.spaces.items():
         if isinstance(sub, gym.spaces.Box) and is_image_space(sub, check_channels=False):
             assert sub.shape is not None
             side = min(sub.shape[1:] if is_image_space_channels_first(sub) else sub.shape[:2])
             if side < NATURE_CNN_MIN_SIDE:
                 raise ValueError(f"observation key {key!r} is an image of shape {sub.shape}: SB3's NatureCNN, which "
-                                 f"reads images by default, needs sides of at least {NATURE_CNN_MIN_SIDE}; give a "
-                                 "features extractor for small images as base_extractor_class (crl_policy_kwargs("
-                                 "MyCNN), or features_kwargs={'base_extractor_class': MyCNN} in run scope); it is "
-                                 f"given a Dict of the env's own keys ({list(space.spaces)}), as SB3's "
-                                 "MultiInputPolicy gives its extractor")
+                                 f"reads images by default, needs sides of at least {NATURE_CNN_MIN_SIDE}; " + (
+                                     remedy or "give a features extractor for small images as base_extractor_class "
+                                     "(crl_policy_kwargs(MyCNN), or features_kwargs={'base_extractor_class': MyCNN} "
+                                     f"in run scope); it is given a Dict of the env's own keys ({list(space.spaces)}), "
+                                     "as SB3's MultiInputPolicy gives its extractor"))
 
 
 def crl_policy_kwargs(base_extractor_class: type[BaseFeaturesExtractor] | None = None,

@@ -9,6 +9,9 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+from stable_baselines3.common.torch_layers import CombinedExtractor
+
+from .experience_features import refuse_small_images
 
 __all__ = ["ExperiencePolicy", "check_wrapped_observation"]
 
@@ -52,6 +55,14 @@ class ExperiencePolicy(MultiInputActorCriticPolicy):
     on a model loaded without its env), raises a ``ValueError`` that says how to restore the
     experience, instead of SB3's ``IndexError``. :class:`~integrations.sb3.ComplementaryRL`
     builds its models with it; ``PPO(ExperiencePolicy, env)`` does the same by hand."""
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Any,
+                 *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("features_extractor_class", CombinedExtractor) is CombinedExtractor and isinstance(
+                observation_space, spaces.Dict):  # (SB3's default reader: a NatureCNN for each image key)
+            refuse_small_images(observation_space, "give policy_kwargs={'features_extractor_class': ...} an extractor "
+                                "for small images, or crl_policy_kwargs(MyCNN) (the reader with your CNN)")
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
     def obs_to_tensor(self, observation: Any) -> tuple[th.Tensor | dict[str, th.Tensor], bool]:
         check_wrapped_observation(observation, self.observation_space)
