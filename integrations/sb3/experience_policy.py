@@ -56,7 +56,7 @@ class ExperiencePolicy(MultiInputActorCriticPolicy):
     experience, instead of SB3's ``IndexError``. :class:`~integrations.sb3.ComplementaryRL`
     builds its models with it; ``PPO(ExperiencePolicy, env)`` does the same by hand."""
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Any,
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Space, lr_schedule: Any,
                  *args: Any, **kwargs: Any) -> None:
         if kwargs.get("features_extractor_class", CombinedExtractor) is CombinedExtractor and isinstance(
                 observation_space, spaces.Dict):  # (SB3's default reader: a NatureCNN for each image key)
