@@ -3,6 +3,7 @@ when it is given an observation without its experience."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,9 @@ class ExperiencePolicy(MultiInputActorCriticPolicy):
             refuse_small_images(observation_space, "give policy_kwargs={'features_extractor_class': ...} an extractor "
                                 "for small images, or crl_policy_kwargs(MyCNN) (the reader with your CNN)")
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    # (SB3's arguments, as the docs and help() show them)
+    __init__.__signature__ = inspect.signature(MultiInputActorCriticPolicy.__init__)  # type: ignore[attr-defined]
 
     def obs_to_tensor(self, observation: Any) -> tuple[th.Tensor | dict[str, th.Tensor], bool]:
         check_wrapped_observation(observation, self.observation_space)
