@@ -10,9 +10,9 @@ with torch's 2 threads, and at 1,315 and 1,378 with them lowered to 1
 (``benchmarks/results/overhead-threads-{before,after}{1,2}.json``; ``python -m
 benchmarks.perf.overhead --torch-threads 0`` leaves torch's setting as it is). Numpy's BLAS waits
 the same way: the bank's within-batch dedup (a product of about 150 x 64 keys, made at every write
-of the learner's proposals) took 0.15 ms with the other core idle and 11-20 ms in 10 of a
-16k-step run's 18 writes with the learner process on it (``python -m benchmarks.perf.blas_threads``
-times it beside a busy core, BLAS's own threads against the cores left).
+of the learner's proposals), timed beside a process that keeps the other core busy, took over 1 ms
+in 92 of 900 calls with BLAS's own 2 threads (99th percentile 26 ms) and in 1 of 900 at one thread
+(``python -m benchmarks.perf.blas_threads``: ``benchmarks/results/blas-threads.json``).
 
 :func:`leave_cores` lowers this process's torch and BLAS threads to the cores the learner
 processes leave (at least 1) while they run; :func:`release` restores each setting when the last
