@@ -404,8 +404,8 @@ class SelfImitationCallback(BaseCallback):
         # a run-scope trial's success is its wrapper's judgement (the env's report, without the novelty bonus's rewards)
         success = bool(info["trial_success"]) if "trial_success" in info else self.reports(info)
         if success is None and self.only_with_success:  # kept only once the env has reported success
-            demos = self.replay.counts()["demo"]
-            if self.reports.reports_none and self.active and demos:  # the user's demonstrations are still trained on
+            demos = self.replay.counts()["demo"] if self.reports.reports_none and self.active else 0
+            if demos:  # the user's demonstrations are still trained on
                 self.recording = False
                 warnings.warn(f"self-imitation stops recording the agent's episodes: this env reported no success "
                               f"(info['is_success'] or info['success']) in {NO_REPORT_EPISODES} episodes, where a "
