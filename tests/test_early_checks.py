@@ -479,3 +479,14 @@ def test_a_task_id_function_that_cannot_take_obs_and_info_is_refused_where_the_w
     with pytest.raises(TypeError, match=r"task_id's function is called as fn\(obs, info\).*cannot take two arguments"):
         ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), task_id=lambda obs: 0)
     ExperienceWrapper(gym.make("CartPole-v1"), ExperienceBank(), task_id=lambda obs, info: 0, manager_kwargs=FAST).close()
+
+
+def test_evaluate_frozen_on_a_gymnasium_vector_env_says_so():
+    """Probe 22: it said "Observation spaces do not match" (the VectorEnv's batched space)."""
+    from stable_baselines3 import PPO
+
+    from integrations.sb3.evaluation import evaluate_frozen
+
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32)
+    with pytest.raises(TypeError, match="evaluate_frozen takes a stable_baselines3 VecEnv, got SyncVectorEnv, a gymnasium"):
+        evaluate_frozen(model, gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]))

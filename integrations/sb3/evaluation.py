@@ -28,6 +28,7 @@ from experience_wrappers.wrappers.injector import LONG_EPISODE
 from experience_wrappers.wrappers.instances import ReplayInstances
 
 from .discovery import empty_bank, find_experience, never_fed
+from .guards import check_vec_env
 from .rollin_env import GuidedRollInVecEnv
 from .success_record import known_reports
 
@@ -145,14 +146,16 @@ def as_model_sees(space: spaces.Space) -> spaces.Space:
     return space
 
 
-def check_spaces(model: BaseAlgorithm, env: VecEnv) -> None:
+def check_spaces(model: BaseAlgorithm, env: VecEnv, caller: str = "the evaluation") -> None:
     """Refuse an env whose spaces are not of the model's layout (:func:`~experience_wrappers.manager.sharing.same_layout`:
     Box bounds may differ, as between MT10's tasks), before a step is taken. A channel-last image
     is compared as the model sees it (:func:`as_model_sees`).
 
     Raises:
+        TypeError: ``env`` is not an SB3 VecEnv (a gymnasium VectorEnv, a single env: :func:`.guards.check_vec_env`).
         ValueError: naming both spaces.
     """
+    check_vec_env(env, caller)
     for what, theirs, ours in (("Observation", model.observation_space, as_model_sees(env.observation_space)),
                                ("Action", model.action_space, env.action_space)):
         if not same_layout(theirs, ours):
@@ -174,7 +177,7 @@ def evaluate_frozen(model: BaseAlgorithm, env: VecEnv, n_eval_episodes: int = 10
     """
     n_eval_episodes = check_int("n_eval_episodes", n_eval_episodes, minimum=1, numpy=True)
     deterministic = check_deterministic(deterministic)
-    check_spaces(model, env)
+    check_spaces(model, env, "evaluate_frozen")
     evaluate: Any
     if _masked(model, env):
         from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate
