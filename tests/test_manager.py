@@ -670,6 +670,16 @@ def test_restore_rejects_another_extractor_config(rng, tmp_path):
         other.restore(tmp_path / "run")
 
 
+def test_restore_into_other_action_space_names_the_spaces_as_the_remedy(rng, tmp_path):
+    """Probe 22: the message suggested extractor={'exp_dim': ...}, which cannot fix an action space."""
+    mgr = _trained_manager(rng)
+    mgr.save(tmp_path / "run")
+    other = ExperienceManager(ExperienceBank(dedup_threshold=0.0), mgr.observation_space, spaces.Discrete(7),
+                              config=ManagerConfig(mode="sync", segment_every=4, extractor={"seed": 3}))
+    with pytest.raises(ManagerFileError, match=r"action_dim .*build the manager on the observation and action spaces"):
+        other.restore(tmp_path / "run")
+
+
 @pytest.mark.parametrize("mode", ["sync", "process"])
 def test_restore_takes_the_saved_network_under_this_managers_knobs(rng, tmp_path, mode):
     """The extractor's seed only draws initial weights, which a restore replaces, and its learning rate and

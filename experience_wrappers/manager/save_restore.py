@@ -104,8 +104,11 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
     differ = mgr.extractor_config.shape_differences(saved_config)
     if differ:  # (training knobs and the seed may differ: this manager's own are taken)
         said = ", ".join(f"{k} {saved!r} (this manager's {mine!r})" for k, (saved, mine) in differ.items())
-        raise ManagerFileError(f"the extractor saved at {str(path)!r} has another shape: {said}; build the "
-                               "manager with the saved settings (e.g. extractor={'exp_dim': ...}) to restore it")
+        spaces_differ = set(differ) & {"state_dim", "action_dim", "discrete_actions"}  # (made from the spaces)
+        remedy = ("build the manager on the observation and action spaces it was saved with" if spaces_differ else
+                  "build the manager with the saved settings (e.g. extractor={'exp_dim': ...})")
+        raise ManagerFileError(f"the extractor saved at {str(path)!r} has another shape: {said}; {remedy} "
+                               "to restore it")
     saved_layout = state.get("observation_layout")  # (saves before it was written have none)
     if saved_layout is not None and not saved_layout_matches(saved_layout, mgr.observation_space):
         raise ManagerFileError(f"the manager state at {str(path)!r} was saved for observations laid out as "
