@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..validators import MAX_ABS_REWARD, success_flag
-from ..whole_numbers import whole
+from ..whole_numbers import inside
 
 if TYPE_CHECKING:
     from ..extractor import ActionCoder
@@ -248,12 +248,7 @@ def _check_observations(batch: Any, space: spaces.Space, n: int, where: str) -> 
         step = int(np.argmax(~np.isfinite(x).reshape(n, -1).all(axis=1)))
         raise ValueError(f"{where} hold NaN or inf at step {step}")
     if isinstance(space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary) and x.size:
-        low: Any = 0
-        high: Any = 1
-        if not isinstance(space, spaces.MultiBinary):
-            low = space.start
-            high = space.start + (space.n if isinstance(space, spaces.Discrete) else space.nvec) - 1
-        ok = whole(x) & (x >= low) & (x <= high)
+        ok = inside(space, x)
         if not ok.all():
             step = int(np.argmax(~ok.reshape(n, -1).all(axis=1)))
             raise ValueError(f"{where} hold a value outside {space} at step {step}: "

@@ -35,7 +35,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..validators import MAX_ABS_REWARD
-from ..whole_numbers import whole
+from ..whole_numbers import inside, whole
 
 __all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD",
            "observation_checker", "first_row_outside", "inside", "check_not_in_vector_worker", "vector_worker"]
@@ -206,30 +206,6 @@ Check = Callable[[Any, str], None]
 
 #: the spaces whose membership :func:`inside` decides element by element, over a whole batch at once
 LEAF_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-
-
-def inside(space: spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
-           x: np.ndarray) -> np.ndarray:
-    """Whether each element of ``x`` (numbers, any leading axes) is a value ``space`` allows: the
-    one home of the membership rule of both checks of this module and of demonstrations.
-
-    Box: within the bounds, compared in the space's float dtype as its ``contains()`` does (NaN is
-    outside); Discrete / MultiDiscrete: a whole number in ``start`` .. ``start + n - 1``;
-    MultiBinary: 0 or 1.
-
-    >>> inside(spaces.Discrete(3, start=1), np.array([0, 1, 3, 1.5])).tolist()
-    [False, True, True, False]
-    >>> inside(spaces.Box(-1, 1, (2,)), np.array([[0.0, np.nan], [1.0, -1.0]])).tolist()
-    [[True, False], [True, True]]
-    """
-    if isinstance(space, spaces.Box):
-        if space.dtype is not None and space.dtype.kind == "f":
-            x = x.astype(space.dtype, copy=False)
-        return (x >= space.low) & (x <= space.high)
-    if isinstance(space, spaces.MultiBinary):
-        return (x == 0) | (x == 1)
-    start, n = (space.start, space.n) if isinstance(space, spaces.Discrete) else (space.start, space.nvec)
-    return (whole(x) if x.dtype.kind == "f" else True) & (x >= start) & (x < start + n)
 
 
 def first_row_outside(batch: Any, space: spaces.Space, n: int) -> int | None:

@@ -37,6 +37,7 @@ from experience_wrappers.replay import SOURCE_DEMO, SOURCE_OWN, SuccessReplay
 from experience_wrappers.schedule import linear
 from experience_wrappers.trials.checks import ENTRIES_KEY, MASK_KEY
 from experience_wrappers.validators import check_int
+from experience_wrappers.whole_numbers import inside
 from experience_wrappers.wrappers import BASE_KEY, EXPERIENCE_KEYS
 from experience_wrappers.wrappers.env_checks import observation_checker
 from experience_wrappers.wrappers.recorder import EpisodeRecorder
@@ -266,13 +267,9 @@ def check_pinned_states(replay: SuccessReplay, observation_space: spaces.Space, 
             raise ValueError(f"{where} do not fit the model's observations: {exc}") from None
     check_action_values(np.asarray(actions), action_space, where)
     a = np.asarray(actions)
-    if isinstance(action_space, spaces.Discrete):
-        bad = (a < action_space.start) | (a >= action_space.start + action_space.n)
-    elif isinstance(action_space, spaces.MultiDiscrete):
-        bad = (a < action_space.start) | (a >= action_space.start + action_space.nvec)
-    elif isinstance(action_space, spaces.MultiBinary):
-        bad = (a != 0) & (a != 1)
-    else:
+    if isinstance(action_space, spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary):
+        bad = ~inside(action_space, a)
+    else:  # (a Box's actions: finite; SB3 clips them to the bounds when it steps)
         bad = ~np.isfinite(a.astype(np.float64))
     if bad.any():
         row = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0])
