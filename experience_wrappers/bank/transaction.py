@@ -18,6 +18,7 @@ either happened completely or not at all.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal's C functions: signal.signal and getsignal convert to and from enums, a few µs per call
 import signal
 import threading
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["RWLock", "Journal", "Transaction", "transaction", "writing", "interrupts_deferred", "rebuild_index"]
 
 _ABSENT = -1
+_SIGINT = int(signal.SIGINT)
 
 
 class RWLock:
@@ -224,16 +226,16 @@ def interrupts_deferred() -> Iterator[None]:
     caller's own business, so both are left alone.
     """
     if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            or _signal.getsignal(_SIGINT) is not signal.default_int_handler):
         yield
         return
     received: list[int] = []
-    previous = signal.getsignal(signal.SIGINT)
+    previous = _signal.getsignal(_SIGINT)
     try:  # installed inside the try: an exception right after it still restores the handler
-        signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+        _signal.signal(_SIGINT, lambda signum, frame: received.append(signum))
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        _signal.signal(_SIGINT, previous)
         if received:
             raise KeyboardInterrupt
 
