@@ -39,7 +39,7 @@ def manager():
 def test_the_protocol_names_what_the_wrappers_and_the_callback_use():
     assert PROPERTIES == ["action_space", "bank", "episodes_submitted", "exp_dim", "guided_ratio",
                           "key_encoder", "observation_space", "reader", "schedule"]
-    assert SETTABLE == ["learn_claim", "replay", "training_injectors"]
+    assert SETTABLE == ["learn_claim", "replay", "success_reports", "training_injectors"]
     assert METHODS == ["close", "encode_keys", "flush", "free_baseline", "poll", "request_merge",
                        "restore", "save", "stats", "submit"]
     assert protocol.__all__ == ["ExperienceSource"]

@@ -677,3 +677,21 @@ def test_experience_policy_refuses_a_small_image_by_name_as_the_reader_does() ->
         PPO(ExperiencePolicy, env)
     PPO(ExperiencePolicy, env, policy_kwargs={"features_extractor_class": FlatExtractor})  # the remedy builds
     env.close()
+
+
+@pytest.mark.parametrize("scope", ["task", "run"])
+def test_fresh_runs_log_to_tensorboard_folders_of_their_own_and_a_run_goes_on_in_its_own(tmp_path, scope) -> None:
+    """Probe 23: run.learn passed reset_num_timesteps=False on a fresh run's first call too, so two runs given one
+    tensorboard_log wrote into one PPO_1 folder (plain SB3 gives each its own); a run's later calls stay in its folder."""
+    tb = tmp_path / "tb"
+    kw: dict[str, Any] = {"instances": [0, 1], "n_envs": 2, "group_size": 2, "trials": 1,
+                          "algorithm_kwargs": {"n_steps": 16, "batch_size": 32, "n_epochs": 1}, "policy_kwargs": TINY,
+                          "self_imitation": False, "imitate": False} if scope == "run" else {}
+    for seed in (0, 1):
+        run = (ComplementaryRL(_PairActions, scope="run", seed=seed, tensorboard_log=str(tb), **kw)
+               if scope == "run" else _run(seed=seed, tensorboard_log=str(tb)))
+        run.learn(32)
+        run.learn(32)  # (goes on in the run's own folder)
+        run.close()
+    assert sorted(p.name for p in tb.iterdir()) == ["PPO_1", "PPO_2"]
+    assert [len(list((tb / f).iterdir())) for f in ("PPO_1", "PPO_2")] == [2, 2]  # each run's two calls in its own

@@ -134,16 +134,25 @@ def test_a_loaded_run_goes_on_from_its_steps_and_schedules(tmp_path) -> None:
     from integrations.sb3 import ComplementaryRL
 
     run = ComplementaryRL("CartPole-v1", n_envs=1, seed=0, algorithm_kwargs={"n_steps": 64, "batch_size": 32})
-    run.learn(256)
-    run.save(tmp_path / "run")
-    progress = run.manager.schedule.state_dict()["progress"]
-    back = ComplementaryRL.load(tmp_path / "run").learn(128)
-    assert back.model.num_timesteps == 256 + 128  # before: 128, the schedules started again
-    assert back.manager.schedule.state_dict()["progress"] > progress
-    run.evaluate(2, seed=0)
-    run.learn(64)  # after an evaluation on its envs, the run starts them again and goes on counting
-    assert run.model.num_timesteps == 256 + 64
-    assert ComplementaryRL.load(tmp_path / "run").learn(64, reset_num_timesteps=True).model.num_timesteps == 64
+    runs = [run]  # (each closed at the end: a run left open keeps its learner process until it is collected)
+    try:
+        run.learn(256)
+        run.save(tmp_path / "run")
+        progress = run.manager.schedule.state_dict()["progress"]
+        back = ComplementaryRL.load(tmp_path / "run")
+        runs.append(back)
+        back.learn(128)
+        assert back.model.num_timesteps == 256 + 128  # before: 128, the schedules started again
+        assert back.manager.schedule.state_dict()["progress"] > progress
+        run.evaluate(2, seed=0)
+        run.learn(64)  # after an evaluation on its envs, the run starts them again and goes on counting
+        assert run.model.num_timesteps == 256 + 64
+        again = ComplementaryRL.load(tmp_path / "run")
+        runs.append(again)
+        assert again.learn(64, reset_num_timesteps=True).model.num_timesteps == 64
+    finally:
+        for r in runs:
+            r.close()
 
 
 def test_task_scope_says_before_training_that_a_setting_cannot_be_saved() -> None:
@@ -219,3 +228,63 @@ def test_a_degenerate_bank_is_warned_at_the_end_of_training_in_process_mode() ->
     with pytest.warns(UserWarning, match="the bank holds .* entries after .* episodes"):  # one rollout: said at the end
         model.learn(1024, callback=CRLCallback())
     assert len(bank) < 8
+    venv.close()  # (its learner process stops now, not when it is collected)
+
+
+class _Rung(gym.Env):
+    """Two steps; the action at the second decides it, and only a success carries the key (SB3's Monitor style)."""
+
+    observation_space = gym.spaces.Box(0, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        won = self.t == 2 and int(action) == 1
+        return np.full(2, self.t / 2, np.float32), float(won) - 1.0, self.t == 2, False, ({"is_success": True} if won
+                                                                                         else {})
+
+
+def _rung_vec(bank=None):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from experience_wrappers import ExperienceBank, ExperienceWrapper
+
+    return make_vec_env(_Rung, n_envs=2, seed=0, wrapper_class=ExperienceWrapper,
+                        wrapper_kwargs={"bank": bank or ExperienceBank(), "manager_kwargs": {"mode": "sync"}})
+
+
+def _outcome_of_a_failure(venv, env: int) -> float:
+    """The outcome the wrapper of ``env`` gives an episode that ends without the success key."""
+    wrapper = venv.envs[env]
+    wrapper.reset(seed=3)
+    wrapper.step(0)
+    return wrapper.step(0)[4]["experience_outcome"]
+
+
+def test_one_envs_success_report_tells_the_other_wrappers_and_a_loaded_run_that_a_missing_key_is_a_failure(tmp_path):
+    """Probe 23: success was read per wrapper, and a loaded run's wrappers started knowing nothing. An episode
+    that ended without the key on a wrapper that had not itself seen one (another env of the VecEnv, or any env
+    after ``load_crl``) was credited by its return (-2 here), beside the 0/1 successes in the free baseline."""
+    venv = _rung_vec()
+    assert _outcome_of_a_failure(venv, 1) == -2.0  # nothing reported yet: the outcome is the return
+    win = venv.envs[0]
+    win.reset(seed=1)
+    win.step(0)
+    assert win.step(1)[4]["experience_outcome"] == 1.0  # env 0 reports a success
+    assert _outcome_of_a_failure(venv, 1) == 0.0  # env 1's failure is a failure now (it was -2: its own reading)
+    model = PPO("MultiInputPolicy", venv, **PPO_KW)
+    save_crl(tmp_path / "run", model)
+    model_zip = tmp_path / "rl_model_4_steps.zip"
+    save_checkpoint(model_zip, model)
+    model.save(model_zip)
+    for saved in (tmp_path / "run", model_zip):
+        fresh = _rung_vec()
+        load_crl(saved, fresh)
+        assert _outcome_of_a_failure(fresh, 0) == 0.0, saved  # it was -2: the loaded run had forgotten
+        fresh.close()
+    venv.close()

@@ -31,7 +31,7 @@ from ..validators import check_int, check_real
 from .backend import LearnerBackend, resolve_mode
 from .config import ManagerConfig
 from .crediting import attribute
-from .episode import Episode, check_episode
+from .episode import Episode, SuccessReports, check_episode
 from .episode_entries import Distiller, EntryWriter
 from .inline_backend import InlineBackend
 from .learner import ExtractorLearner
@@ -134,6 +134,9 @@ class ExperienceManager:
         #: the successful states kept beside the bank for self-imitation (set by the SB3
         #: integration's CRLCallback or ComplementaryRL; None: no self-imitation)
         self.replay: SuccessReplay | None = None
+        #: whether its wrappers' envs report success, read by all of them (an env that reports a success but
+        #: not a failure: once any has reported, a missing key is a failure in each); saved and restored with it
+        self.success_reports = SuccessReports()
         # statistics
         self.episodes_submitted = 0
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under stats_lock)

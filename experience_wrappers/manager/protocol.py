@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..keys import KeyEncoder
     from ..replay import SuccessReplay
     from ..schedule import Schedule
-    from .episode import Episode
+    from .episode import Episode, SuccessReports
 
 __all__ = ["ExperienceSource"]
 
@@ -55,8 +55,13 @@ class ExperienceSource(Protocol):
     """A manager as the wrappers and the callback see it (see the module doc).
 
     Read-only members are properties, so that a plain attribute and a property both serve;
-    ``replay``, ``training_injectors`` and ``learn_claim`` are set from outside.
+    ``replay``, ``training_injectors`` and ``learn_claim`` are set from outside; ``success_reports`` is
+    one object that the wrappers on the manager share.
     """
+
+    #: whether the envs of its wrappers report success: one reading, shared by every wrapper on it (once any
+    #: episode reported success, an episode that ends without the key is a failure; saved with the manager)
+    success_reports: SuccessReports
 
     #: the successful-state replay that self-imitation learns from (set by CRLCallback, saved by save_crl)
     replay: SuccessReplay | None

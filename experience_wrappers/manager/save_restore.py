@@ -63,6 +63,7 @@ def write_state(mgr: ExperienceManager, tmp: Path) -> None:
         "entries_added": mgr.writer.entries_added, "ssl_updates": fig.ssl_updates,
         "extractor_version": fig.extractor_version, "task_extractors": task_files,
         "baseline": mgr.baseline.state_dict(),
+        "success_reported": mgr.success_reports.seen,  # (a loaded run's failures are failures, not returns)
         "bank_save_id": bank_save_id,  # a restore checks that the bank it read is this save's
         "files": {n: sha256_file(tmp / n) for n in ("extractor.pt", "samples.npz", *task_files.values())},
     }
@@ -136,6 +137,9 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
                              f"{mgr.key_encoder.key_dim}")
         baseline = FreeBaseline(mgr.config.baseline_window)
         baseline.load_state_dict(state["baseline"])
+        reported = state.get("success_reported", False)  # (saves before it was recorded have none)
+        if not isinstance(reported, bool):
+            raise ValueError(f"success_reported is {reported!r}, expected true or false")
     except (OSError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
         raise ManagerFileError(f"manager state at {str(path)!r} is invalid ({type(exc).__name__}: {exc})") from exc
     mgr.flush()
@@ -145,6 +149,8 @@ def restore_manager(mgr: ExperienceManager, path: str | Path) -> None:
     mgr.writer.entries_added = scalars["entries_added"]
     mgr.schedule.load_state_dict(schedule)
     mgr.baseline = baseline
+    # whether the env reports success is the env's, not the run's: what either the save or this manager knows
+    mgr.success_reports.seen = mgr.success_reports.seen or reported
 
 
 def _count(state: dict[str, Any], name: str) -> int:

@@ -110,7 +110,8 @@ class ExperienceInjector:
         self._next_check = FULL_CHECKS + 1
         self._check_rng = np.random.default_rng([0 if options.seed is None else int(options.seed), 0xC4EC])
         self.recorder = EpisodeRecorder(n_envs)  # the episodes in flight
-        self.reports = SuccessReports()  # an episode's success from its last info (a missing key, once seen: False)
+        # an episode's success from its last info (a missing key, once any env on the manager reported: False)
+        self.reports: SuccessReports = manager.success_reports
         self._injected: list[set[int]] = [set() for _ in range(n_envs)]
         # paired credit: each env's replayed instance and the steps each entry was shown
         self.instances: list[Instance | None] = [None] * n_envs

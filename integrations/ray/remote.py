@@ -19,7 +19,7 @@ import numpy as np
 
 from experience_wrappers import SuccessReplay
 from experience_wrappers.keys.base import checked_keys
-from experience_wrappers.manager import Episode
+from experience_wrappers.manager import Episode, SuccessReports
 from experience_wrappers.schedule import Schedule
 from experience_wrappers.validators import check_int
 
@@ -131,6 +131,8 @@ class RemoteManager:
         #: this worker's successful-state replay for self-imitation (kept here, not in the service;
         #: set by CRLCallback)
         self.replay: SuccessReplay | None = None
+        #: whether this worker's envs report success, read by all of its wrappers
+        self.success_reports = SuccessReports()
         self.episodes_sent = 0
         self._guided_ratio = 0.5
         self._progress = 0.0

@@ -53,6 +53,7 @@ from .method_settings import (
     check_open,
     check_run_arguments,
     check_seed,
+    first_learn,
     load_arguments,
     settings_to_json,
     user_callbacks,
@@ -280,11 +281,12 @@ class RunScopeRL(ComplementaryRL, scope="run"):
               **learn_kwargs: Any) -> RunScopeRL:
         """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours;
         ``progress_bar=True`` and the other ``learn`` arguments as in SB3). The run goes on from its
-        steps so far (a loaded run's too: ``reset_num_timesteps=False`` unless you pass it)."""
+        steps so far (a loaded run's too: ``reset_num_timesteps=False`` unless you pass it; a fresh run's first call
+        opens a TensorBoard folder of its own, as SB3's)."""
         check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
-        learn_kwargs.setdefault("reset_num_timesteps", False)
+        learn_kwargs.setdefault("reset_num_timesteps", first_learn(self.model))
         self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         return self
 

@@ -57,6 +57,7 @@ from .method_settings import (
     check_open,
     check_run_arguments,
     check_seed,
+    first_learn,
     load_arguments,
     options,
     resolve_algorithm,
@@ -304,13 +305,13 @@ class TaskScopeRL:
         """Train for ``total_timesteps`` more (``model.learn`` with the method's callbacks after yours).
 
         The run goes on from its steps so far (a loaded run's too): its step count and logs continue
-        (SB3's ``reset_num_timesteps=False``). Its schedules (learning rate, guided ratio, self-imitation)
-        follow SB3's progress, measured within each call: four calls of 128 steps do not anneal as one
-        of 512. Under roll-in your callbacks see the policy's actions; :class:`RollInView` shows the executed ones."""
+        (SB3's ``reset_num_timesteps=False``; a fresh run's first call opens a TensorBoard folder of its
+        own, as SB3's). Its schedules (learning rate, guided ratio, self-imitation) follow SB3's progress,
+        measured within each call: four calls of 128 steps do not anneal as one of 512. Under roll-in your callbacks see the policy's actions; :class:`RollInView` shows the executed ones."""
         check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
-        learn_kwargs.setdefault("reset_num_timesteps", False)
+        learn_kwargs.setdefault("reset_num_timesteps", first_learn(self.model))
         try:
             self.model.learn(total_timesteps, callback=CallbackList(user + self.callbacks), **learn_kwargs)
         finally:  # (also after a learn() that raised: a later save or plain use sees the model as configured)
