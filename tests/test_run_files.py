@@ -288,3 +288,13 @@ def test_one_envs_success_report_tells_the_other_wrappers_and_a_loaded_run_that_
         assert _outcome_of_a_failure(fresh, 0) == 0.0, saved  # it was -2: the loaded run had forgotten
         fresh.close()
     venv.close()
+
+
+def test_a_folder_name_too_long_for_the_saves_new_folder_beside_it_is_refused_by_name(tmp_path) -> None:
+    """Probe 23: a legal 250-byte folder name failed as OSError 'File name too long' on '.NAME.tmp-...', a name the
+    user never gave; the longest name that leaves room for it still saves."""
+    model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
+    with pytest.raises(ValueError, match=r"its name is 250 bytes, .* give the folder a name of at most 241 bytes"):
+        save_crl(tmp_path / ("r" * 250), model)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    assert (save_crl(tmp_path / ("r" * 241), model) / "model.zip").is_file()

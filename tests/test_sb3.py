@@ -139,6 +139,38 @@ def test_one_rollout_turns_off_ppo_normalisation_and_regroups_the_buffer(vec_env
     assert np.all(obs_mask[~guided] == 0)
 
 
+def test_ppo_normalisation_is_off_for_its_updates_only_so_an_interrupted_learn_and_a_checkpoint_keep_the_users(
+        tmp_path, monkeypatch):
+    """Probe 23: CRLCallback turned PPO's normalize_advantage off for the whole learn(): a learn() interrupted while
+    the envs stepped (Ctrl-C, an env's error) left the model with False (SB3's model.save then wrote it, and a later
+    plain learn trained without it), and SB3's CheckpointCallback beside it wrote zips with False."""
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    model = PPO("MultiInputPolicy", wrapped_vec(2), **PPO_KW)
+    seen_by_update: list[bool] = []
+    train = PPO.train
+
+    def recorded_train(self: PPO) -> None:  # (SB3's own update, with the setting it reads recorded)
+        seen_by_update.append(self.normalize_advantage)
+        train(self)
+
+    monkeypatch.setattr(PPO, "train", recorded_train)
+
+    class Stop(BaseCallback):
+        def _on_step(self) -> bool:
+            assert self.model.normalize_advantage is True  # the user's, while the envs step
+            if self.num_timesteps >= 64 * 2 * 2 + 10:
+                raise KeyboardInterrupt
+            return True
+
+    with pytest.raises(KeyboardInterrupt):
+        model.learn(64 * 2 * 4, callback=[CRLCallback(), CheckpointCallback(64, str(tmp_path)), Stop()])
+    assert seen_by_update == [False, False]  # PPO's two updates still normalised nothing (done per subgroup)
+    assert model.normalize_advantage is True and not hasattr(model, "_crl_user_normalize_advantage")
+    zips = sorted(tmp_path.glob("*.zip"))
+    assert len(zips) == 2 and all(PPO.load(z).normalize_advantage is True for z in zips)
+
+
 def test_subgroup_advantages_off_keeps_ppo_normalisation():
     venv = wrapped_vec(2)
     model = PPO("MultiInputPolicy", venv, **PPO_KW)

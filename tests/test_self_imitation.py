@@ -210,3 +210,52 @@ def test_with_demonstrations_pinned_an_env_without_success_reports_stops_only_th
     spent = cb.seconds["update"]
     model.learn(640, callback=cb, reset_num_timesteps=False)
     assert cb.seconds["update"] > spent and cb.stats["states"] == 16  # the updates go on, on the demonstrations
+
+
+class _Walk(gym.Env):
+    """Four cells; stepping right from the third is a success (reported on successes only)."""
+
+    observation_space = gym.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos, self.t = 0, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.pos = max(0, min(3, self.pos + (1 if int(action) else -1)))
+        won = self.pos == 3
+        return np.array([self.pos / 3], np.float32), float(won), won, self.t >= 12, ({"is_success": True} if won else {})
+
+
+@pytest.mark.parametrize("chunks", [(512,), (128,) * 4])
+def test_a_run_trained_in_chunks_gets_a_self_imitation_update_after_every_ppo_update_and_clones_once(
+        monkeypatch, chunks) -> None:
+    """Probe 23: CRLCallback builds its self-imitation part at every learn(), and that part skipped its first rollout
+    start as if no PPO update had run: a run trained in one-rollout chunks (to save or evaluate between them) got
+    no self-imitation update at all (0 for 4 PPO updates), and its behaviour cloning ran again at every learn()."""
+    import integrations.sb3.self_imitation as sil_module
+    from integrations.demos import Demonstration
+    from integrations.sb3 import ComplementaryRL
+
+    counts = {"sil": 0, "bc": 0}
+    real = sil_module.self_imitation_step
+
+    def counted(*args, **kwargs):
+        counts["bc" if kwargs.get("weight") == "bc" else "sil"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sil_module, "self_imitation_step", counted)  # (the real step, counted)
+    demo = Demonstration(observations=np.array([[0.0], [1 / 3], [2 / 3]], np.float32), actions=np.ones(3, np.int64),
+                         rewards=np.array([0.0, 0.0, 1.0]), success=True)
+    run = ComplementaryRL(_Walk, n_envs=2, seed=0, manager_kwargs={"mode": "sync"}, policy_kwargs={"net_arch": [8]},
+                          demonstrations=[demo], self_imitation={"pretrain_steps": 5},
+                          algorithm_kwargs={"n_steps": 64, "batch_size": 64, "n_epochs": 1})  # a rollout: 128 steps
+    try:
+        for n in chunks:
+            run.learn(n)
+        assert counts == {"sil": 3, "bc": 1}  # 4 PPO updates: the last is followed by the next learn's (none here)
+    finally:
+        run.close()

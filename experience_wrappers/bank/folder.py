@@ -30,7 +30,8 @@ from pathlib import Path
 
 from ..errors import BankFileError, ExperienceFileError
 
-__all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "check_folder_path", "read_consistent",
+__all__ = ["META", "LOCK", "is_own_name", "folder_lock", "check_save_target", "check_folder_path", "check_scratch_name",
+           "SCRATCH_EXTRA", "read_consistent",
            "fsync_dir", "remove_quietly", "remove_or_warn", "config_checksum", "CHECKSUMMED", "warn_and_log"]
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,35 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
+#: what a whole-folder save adds to the folder's name for the new folder it builds beside it (``.NAME.tmp-1234abcd``)
+SCRATCH_EXTRA = len(".") + len(".tmp-") + 8
+
+
+def check_scratch_name(path: Path) -> None:
+    """Refuse a folder name too long for the new folder a whole-folder save builds beside it
+    (``.NAME.tmp-1234abcd``, :data:`SCRATCH_EXTRA` bytes more than the name) on its file system.
+
+    >>> check_scratch_name(Path("runs") / ("r" * 250))
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot save into 'runs/rrrrrrrrrr...': its name is 250 bytes, and the save builds the new folder beside it as '.NAME.tmp-1234abcd', 14 bytes more, past the file system's limit of 255; give the folder a name of at most 241 bytes
+    """
+    limit = 255  # (NAME_MAX of ext4, xfs, tmpfs, APFS, NTFS)
+    for above in path.absolute().parents:
+        if above.exists():
+            try:
+                limit = os.pathconf(above, "PC_NAME_MAX")
+            except (OSError, ValueError, AttributeError):  # (no pathconf: Windows; a limit it does not report)
+                pass
+            break
+    size = len(os.fsencode(path.name))
+    if size + SCRATCH_EXTRA > limit:
+        shown = str(path) if len(str(path)) <= 60 else str(path)[: str(path).index(path.name) + 10] + "..."
+        raise ValueError(f"cannot save into {shown!r}: its name is {size} bytes, and the save builds the new folder "
+                         f"beside it as '.NAME.tmp-1234abcd', {SCRATCH_EXTRA} bytes more, past the file system's "
+                         f"limit of {limit}; give the folder a name of at most {limit - SCRATCH_EXTRA} bytes")
+
+
 def check_folder_path(path: Path, *, replaced: bool = False) -> None:
     """Refuse a save's folder path that cannot be a folder: a file, or a path under a file.
 
@@ -98,6 +128,7 @@ def check_folder_path(path: Path, *, replaced: bool = False) -> None:
                                  "made under it; give a folder path")
             break
     if replaced:
+        check_scratch_name(path)
         where, cwd = Path(os.path.realpath(path)), Path(os.path.realpath(os.getcwd()))
         if where == cwd or where in cwd.parents:
             what = "the working directory" if where == cwd else "a folder above the working directory"

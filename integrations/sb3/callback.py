@@ -25,6 +25,7 @@ from .discovery import find_experience, never_fed
 from .guards import check_callback, check_rollin_order, on_policy
 from .lifecycle import (
     after_learn,
+    restore_advantage_normalisation,
     start_training,
     turn_off_advantage_normalisation,
 )
@@ -124,6 +125,7 @@ class CRLCallback(BaseCallback):
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, unscaled deltas (for the logs)
         self._reports = SuccessReports()  # whether the env reports success: the outcomes logged as successes
         self._warned_degenerate = False
+        self._normalises = False  # it turned PPO's per-minibatch advantage normalisation off for this learn()
         self._trained: Any = None  # the model of the last learn() (the figures above are its own)
 
     @property
@@ -161,7 +163,10 @@ class CRLCallback(BaseCallback):
             _warn("CRLCallback: every experience wrapper of the training env was built with learn=False (an "
                   "evaluation env's setting) and the bank is empty: no episode will reach it; build the training "
                   "env's wrappers with the default learn=None (learn=False over a filled bank keeps it fixed)")
-        if self.subgroup_advantages and turn_off_advantage_normalisation(self.model):
+        # PPO's own normalisation is off for its updates only: the envs step with the user's value (what a
+        # checkpoint saves, and what an interrupted learn() leaves)
+        self._normalises = bool(self.subgroup_advantages and turn_off_advantage_normalisation(self.model))
+        if self._normalises:
             msg = ("CRLCallback: PPO's per-minibatch advantage normalisation is off; advantages are "
                    "normalised per subgroup (guided / free) at each rollout's end")
             log.info(msg)
@@ -236,6 +241,8 @@ class CRLCallback(BaseCallback):
             m.schedule.advance(p)  # guided ratio and utility decay follow
 
     def _on_rollout_start(self) -> None:
+        if self._normalises:  # (after the update: the user's own setting while the envs step)
+            restore_advantage_normalisation(self.model)
         self._advance_schedules()
         if self.sil is not None:
             self.sil.on_rollout_start()  # its update, after the PPO update that just ran
@@ -281,6 +288,8 @@ class CRLCallback(BaseCallback):
         self._check_degenerate()
         if self.log_bank_every and self.manager.schedule.rollouts % self.log_bank_every == 0:
             log_bank_distributions(self.logger, self.managers[0].bank)  # TensorBoard only
+        if self._normalises:  # off for PPO's update, which follows: the advantages are normalised per subgroup above
+            turn_off_advantage_normalisation(self.model)
 
     def _log(self) -> None:
         rec = self.logger.record

@@ -78,6 +78,8 @@ class RollInCallback(BaseCallback):
         restore_advantage_normalisation(self.model)
 
     def _on_rollout_start(self) -> None:
+        if self._normalise:  # (after the update: the user's own setting while the envs step, as CRLCallback)
+            restore_advantage_normalisation(self.model)
         self._mask[:] = False
 
     def _on_step(self) -> bool:
@@ -92,6 +94,8 @@ class RollInCallback(BaseCallback):
         buf = on_policy(self.model).rollout_buffer
         mask = self._mask[: buf.buffer_size, : buf.n_envs]
         buf.advantages[:] = drop_guide_steps(buf.advantages, mask, self._normalise)
+        if self._normalise:  # off for PPO's update, which follows (normalised above)
+            turn_off_advantage_normalisation(self.model)
         finished = self.env.pop_finished()
         cur = self.env.curriculum
         for ep in finished:

@@ -299,7 +299,8 @@ class SelfImitationCallback(BaseCallback):
             weight filters), or ``"none"``.
         sources: provenances to train on (None: all).
         n_batches, batch_size, value_coef, max_weight: see :func:`self_imitation_step`.
-        pretrain_steps: behaviour-cloning steps on the demonstrations before training.
+        pretrain_steps: behaviour-cloning steps on the demonstrations before the model's first rollout
+            (once: not again in a later ``learn`` or a loaded run's).
         only_with_success: keep an episode only where the env has reported success
             (``info["is_success"]`` or ``info["success"]``; once it has, an episode that ends
             without the key is a failure: :class:`~experience_wrappers.manager.SuccessReports`),
@@ -355,7 +356,8 @@ class SelfImitationCallback(BaseCallback):
         #: how an episode's success is read (a missing key is a failure once the env reported success); a
         #: ``CRLCallback`` starts it from its wrappers' readings at every ``learn``, a loaded run from its record
         self.reports = SuccessReports()
-        self._updated = False
+        # whether a PPO update ran since the last rollout start (SB3 updates after every rollout it completes)
+        self._update_due = False
         self.stats: dict[str, float] = {}
         #: seconds spent so far recording episodes (each step) and in the updates (each rollout's
         #: start): what self-imitation costs on top of PPO (``sil/update_seconds`` in the log)
@@ -367,7 +369,10 @@ class SelfImitationCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         check_pinned_states(self.replay, self.model.observation_space, self.model.action_space)
-        if self.pretrain_steps and self.replay.counts()["demo"]:
+        # a model that has trained ended its last learn() with a PPO update, which this learn's first rollout
+        # start follows (a run trained in chunks, or loaded, has as many updates as one trained in one call)
+        self._update_due = self.model.num_timesteps > 0
+        if self.pretrain_steps and self.replay.counts()["demo"] and not self.model.num_timesteps:  # (once: first rollout)
             out = self.pretrain(self.pretrain_steps)
             log.info("self-imitation: %d behaviour-cloning steps on %d demonstrated states, loss %.3f",
                      self.pretrain_steps, out.get("states", 0), out.get("loss", float("nan")))
@@ -426,8 +431,8 @@ class SelfImitationCallback(BaseCallback):
     def _on_rollout_start(self) -> None:
         if not self.active:
             return
-        if not self._updated:  # no PPO update yet
-            self._updated = True
+        due, self._update_due = self._update_due, True  # (the next rollout start follows this rollout's update)
+        if not due:  # no PPO update yet
             return
         coef = linear(self.coef, training_progress(self.model, self.num_timesteps))
         t0 = time.perf_counter()

@@ -306,8 +306,9 @@ class TaskScopeRL:
 
         The run goes on from its steps so far (a loaded run's too): its step count and logs continue
         (SB3's ``reset_num_timesteps=False``; a fresh run's first call opens a TensorBoard folder of its
-        own, as SB3's). Its schedules (learning rate, guided ratio, self-imitation) follow SB3's progress,
-        measured within each call: four calls of 128 steps do not anneal as one of 512. Under roll-in your callbacks see the policy's actions; :class:`RollInView` shows the executed ones."""
+        own, as SB3's). Its schedules (learning rate, guided ratio, self-imitation) follow SB3's progress: the
+        run's steps over its steps so far plus this call's, so each call takes them to their end, and four
+        calls of 128 steps do not anneal as one of 512 (the second call starts half-way, at 128 of 256). Under roll-in your callbacks see the policy's actions; :class:`RollInView` shows the executed ones."""
         check_open(self._closed, "learn")
         total_timesteps = check_timesteps(total_timesteps)
         user = user_callbacks(callback)
