@@ -252,6 +252,54 @@ def test_a_degenerate_bank_is_named_once_with_the_remedy():
     venv.close()
 
 
+class _Codes:
+    """MiniGrid's habit: a Box(0, 255) image holding small codes (0-10); the agent's cell moves along a row."""
+
+    def __new__(cls, high: int = 255):
+        import gymnasium as gym
+
+        class Codes(gym.Env):
+            observation_space = gym.spaces.Box(0, high, (3, 5), np.uint8)
+            action_space = gym.spaces.Discrete(2)
+
+            def reset(self, seed=None, options=None):
+                super().reset(seed=seed)
+                self.pos, self.t = 0, 0
+                return self._obs(), {}
+
+            def _obs(self):
+                grid = np.ones((3, 5), np.uint8)  # (walls and floor: codes 1, 2, ...)
+                grid[1, self.pos] = 10
+                return grid
+
+            def step(self, action):
+                self.t += 1
+                self.pos = min(4, self.pos + 1) if int(action) else max(0, self.pos - 1)
+                return self._obs(), 0.0, False, self.t >= 16, {}
+
+        return Codes()
+
+
+@pytest.mark.parametrize("high", [255, 10])
+def test_keys_that_cannot_tell_the_first_episodes_states_apart_are_named_at_once(high):
+    """Probe 24: on MiniGrid (codes 0-10 in a Box(0, 255)) the default keys of every state lay within 4e-4 of one
+    another, under the dedup threshold, so the bank held 1 entry after 21 episodes; the degenerate-bank warning
+    comes after 200 episodes. Bounds the values fill separate the states, and nothing is said."""
+    env = ExperienceWrapper(_Codes(high), ExperienceBank(seed=0), manager_kwargs=FAST)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        env.reset(seed=0)
+        for t in range(64):
+            if env.step(int(t % 3 != 0))[3]:  # (mostly right: 5 distinct states in an episode)
+                env.reset()
+    said = [str(w.message) for w in rec if "different observations of the first episode" in str(w.message)]
+    if high == 255:
+        assert len(said) == 1 and "declare the bounds the values take" in said[0]  # once, at the first episode
+    else:
+        assert said == [] and len(env.bank) > 1
+    env.close()
+
+
 def test_a_healthy_bank_is_not_called_degenerate():
     venv = wrapped_vec(4)
     model = PPO("MultiInputPolicy", venv, **PPO_KW)

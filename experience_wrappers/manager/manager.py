@@ -131,12 +131,9 @@ class ExperienceManager:
         # guided episodes of replayed instances waiting for their free episodes (worker only)
         self.paired = PairedCredit()
         self.schedule = Schedule()  # progress, guided ratio, rollouts: advanced by the callback
-        #: the successful states kept beside the bank for self-imitation (set by the SB3
-        #: integration's CRLCallback or ComplementaryRL; None: no self-imitation)
+        #: the successful states kept for self-imitation (set by CRLCallback or ComplementaryRL; None: none)
         self.replay: SuccessReplay | None = None
-        #: whether its wrappers' envs report success, read by all of them (an env that reports a success but
-        #: not a failure: once any has reported, a missing key is a failure in each); saved and restored with it
-        self.success_reports = SuccessReports()
+        self.success_reports = SuccessReports()  # its envs report success (one reading for all; saved)
         # statistics
         self.episodes_submitted = 0
         self.outcomes = OutcomeTracker(100)  # guided and free outcomes, deltas (under stats_lock)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from ..health import key_collapse
 from ..manager import Episode, ExperienceSource, Instance, SuccessReports
 from .env_checks import check_rewards, observation_checker
 from .instances import INSTANCE_INFO_KEY, guided_members
@@ -37,6 +38,8 @@ CHECK_EVERY = 16
 #: an episode this long without ending is said once (its steps are held in memory until it ends, and
 #: nothing reaches the bank before: an env without a time limit, say)
 LONG_EPISODE = 10_000
+#: the managers whose key encoder was checked on a first episode (:meth:`ExperienceInjector._check_keys`)
+_KEYS_CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _ROW_0 = np.zeros(1, dtype=np.int64)
 _NO_ROWS.setflags(write=False)
@@ -249,6 +252,8 @@ class ExperienceInjector:
                      task_id=int(self.task_ids[r]), env_steps=self.env_steps,
                      instance=self.instances[r], shown_steps=shown)
         if self.learning:
+            if self.manager not in _KEYS_CHECKED:
+                self._check_keys(ep)
             if self.in_learn is False and not self._warned_outside:
                 self._warned_outside = True
                 warnings.warn("an episode finished on the training env after CRLCallback's last learn() ended: "
@@ -259,6 +264,15 @@ class ExperienceInjector:
                               "bank, which learns nothing", UserWarning, stacklevel=2)
             self.manager.submit(ep)
         return ep
+
+    def _check_keys(self, ep: Episode) -> None:
+        """Once per manager (its first episode with a few distinct observations): warn where the key
+        encoder cannot tell them apart (:func:`~experience_wrappers.health.key_collapse`)."""
+        checked, collapsed = key_collapse(self.manager, ep.observations, ep.length, ep.task_id)
+        if checked:
+            _KEYS_CHECKED.add(self.manager)
+        if collapsed is not None:
+            warnings.warn(collapsed, UserWarning, stacklevel=4)
 
     def due(self) -> np.ndarray:
         """Envs in a guided episode whose step count calls for a new retrieval."""

@@ -24,7 +24,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from experience_wrappers import ExperienceBank
 
-__all__ = ["resolve_algorithm", "check_given_bank", "check_open", "check_seed", "check_run_arguments", "check_demonstrations", "first_learn", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
+__all__ = ["resolve_algorithm", "check_given_bank", "check_open", "check_seed", "check_run_arguments", "check_demonstrations", "user_callbacks", "settings_to_json", "settings_from_json", "warn_unsavable",
            "to_json", "from_json", "load_arguments", "ARGUMENTS_KEY", "saved_algorithm", "options", "OBJECT_KEY", "SEED_LIMIT", "RESTORED_ON_LOAD",
            "UPDATED_ON_LOAD"]
 
@@ -146,14 +146,6 @@ def check_seed(seed: Any) -> int:
     if not 0 <= int(seed) < SEED_LIMIT:
         raise ValueError(f"seed must be an int in [0, 2**31), got {seed!r}")
     return int(seed)
-
-
-def first_learn(model: BaseAlgorithm) -> bool:
-    """SB3's ``reset_num_timesteps`` for a run's ``learn``: False (the step count, schedules and TensorBoard
-    folder go on) once the model has trained; True for a fresh model's first steps, so that its TensorBoard
-    logs get a folder of their own (``PPO_<n+1>``), as plain SB3 gives a new run, rather than the latest one
-    there, another run's."""
-    return not model.num_timesteps
 
 
 def user_callbacks(callback: Any) -> list[Any]:

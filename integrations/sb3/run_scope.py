@@ -53,7 +53,6 @@ from .method_settings import (
     check_open,
     check_run_arguments,
     check_seed,
-    first_learn,
     load_arguments,
     settings_to_json,
     user_callbacks,
@@ -77,6 +76,7 @@ from .run_persistence import (
     read_method_file,
     save_run,
 )
+from .schedules import first_learn
 from .self_imitation import SelfImitationCallback
 from .success_record import SUCCESS_REPORTED, restore_success, success_record
 from .trials_evaluation import evaluate_trials, frozen_predict

@@ -356,8 +356,7 @@ class SelfImitationCallback(BaseCallback):
         #: how an episode's success is read (a missing key is a failure once the env reported success); a
         #: ``CRLCallback`` starts it from its wrappers' readings at every ``learn``, a loaded run from its record
         self.reports = SuccessReports()
-        # whether a PPO update ran since the last rollout start (SB3 updates after every rollout it completes)
-        self._update_due = False
+        self._update_due = False  # a PPO update ran since the last rollout start (SB3's after every rollout)
         self.stats: dict[str, float] = {}
         #: seconds spent so far recording episodes (each step) and in the updates (each rollout's
         #: start): what self-imitation costs on top of PPO (``sil/update_seconds`` in the log)
@@ -369,8 +368,7 @@ class SelfImitationCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         check_pinned_states(self.replay, self.model.observation_space, self.model.action_space)
-        # a model that has trained ended its last learn() with a PPO update, which this learn's first rollout
-        # start follows (a run trained in chunks, or loaded, has as many updates as one trained in one call)
+        # a model that has trained ended its last learn() with a PPO update (a run trained in chunks, or loaded)
         self._update_due = self.model.num_timesteps > 0
         if self.pretrain_steps and self.replay.counts()["demo"] and not self.model.num_timesteps:  # (once: first rollout)
             out = self.pretrain(self.pretrain_steps)

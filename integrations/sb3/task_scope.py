@@ -57,7 +57,6 @@ from .method_settings import (
     check_open,
     check_run_arguments,
     check_seed,
-    first_learn,
     load_arguments,
     options,
     resolve_algorithm,
@@ -77,6 +76,7 @@ from .run_persistence import (
     read_method_file,
     save_run,
 )
+from .schedules import first_learn
 from .self_imitation import SELF_IMITATION_DEFAULTS, SelfImitationCallback, add_demonstrations
 
 __all__ = ["TaskScopeRL", "DEMO_SEED_OFFSET", "ROLLIN_DEFAULTS", "METHOD_FILE", "read_method_file"]
