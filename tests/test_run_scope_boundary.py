@@ -525,6 +525,9 @@ def test_the_readers_imitations_and_normalisations_arguments_are_checked_where_t
 def test_run_scopes_arguments_given_to_the_task_scope_name_their_scope():
     with pytest.raises(TypeError, match=r"instances, trials: argument\(s\) of scope='run'; pass scope='run'"):
         ComplementaryRL("CartPole-v1", instances=[1, 2], trials=2)
+    # probe 24: one that is the algorithm's own is also said where the task scope takes it
+    with pytest.raises(TypeError, match=r"verbose: .* algorithm_kwargs here: algorithm_kwargs=\{'verbose': ...\}"):
+        ComplementaryRL("CartPole-v1", verbose=1)
 
 
 def test_a_load_onto_another_env_says_so_before_its_demonstrations_and_the_baseline_needs_none(tmp_path):

@@ -166,10 +166,12 @@ def test_frame_stacking_below_the_wrapper_works_and_above_it_is_refused():
         model.learn(128, callback=CRLCallback())
 
 
-@pytest.mark.parametrize("above, match", [("stack", r"'experience' with shape \(3, "), ("flatten", "folded")])
+@pytest.mark.parametrize("above, match", [("stack", r"'experience' with shape \(3, .*FrameStackObservation\(env, n\)"),
+                                          ("flatten", r"folded.*ExperienceWrapper\(FlattenObservation\(env\), bank\)")])
 def test_gymnasium_wrappers_above_the_wrapper_that_change_the_experience_are_refused(above, match):
     """FrameStackObservation above an ExperienceWrapper stacks the experience keys; FlattenObservation
-    folds them into the observation (self-imitation's experience-free view cannot blank them)."""
+    folds them into the observation (self-imitation's experience-free view cannot blank them). Each remedy names
+    the wrapper found (probe 24: a FlattenObservation was told to put a FrameStackObservation below)."""
     import gymnasium as gym
     from gymnasium.wrappers import FlattenObservation, FrameStackObservation
     from stable_baselines3.common.vec_env import DummyVecEnv

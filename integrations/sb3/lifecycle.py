@@ -71,7 +71,7 @@ def refuse_changed_experience(venv: VecEnv, injectors: list[ExperienceInjector])
     inj = injectors[0]
     made = inj.retriever.observation_space(inj.observation_space).spaces
     seen = venv.observation_space
-    problem = None
+    problem, example = None, "FlattenObservation"
     if not isinstance(seen, spaces.Dict):
         problem = f"observes {_described(seen)}: the experience keys were folded into it"
     else:
@@ -80,11 +80,13 @@ def refuse_changed_experience(venv: VecEnv, injectors: list[ExperienceInjector])
             if key in made and got is not None and got.shape != made[key].shape \
                     and tuple(got.shape or ())[1:] == made[key].shape:
                 problem = f"carries {key!r} with shape {got.shape} where the wrapper makes {made[key].shape}: stacked"
+                example = "FrameStackObservation"
                 break
     if problem is not None:
+        call = f"{example}(env, n)" if example == "FrameStackObservation" else f"{example}(env)"
         raise ValueError(
             f"the training env {problem} by a wrapper above ExperienceWrapper; put observation wrappers below "
-            "it (ExperienceWrapper(FrameStackObservation(env, n), bank)), or the policy's experience reader "
+            f"it (ExperienceWrapper({call}, bank)), or the policy's experience reader "
             "and self-imitation cannot read the experience")
 
 

@@ -69,8 +69,13 @@ class ComplementaryRL(TaskScopeRL):
                 theirs = sorted(set(kwargs) & set(inspect.signature(scope_cls.__init__).parameters)
                                 - set(inspect.signature(cls.__init__).parameters))
                 if theirs:
+                    from stable_baselines3 import PPO  # (the algorithm's own settings go to it, in either scope)
+
+                    ppo = sorted(set(theirs) & set(inspect.signature(PPO.__init__).parameters))
+                    hint = (f"; the algorithm's own ({', '.join(ppo)}) go in algorithm_kwargs here: "
+                            f"algorithm_kwargs={{{', '.join(f'{k!r}: ...' for k in ppo)}}}") if ppo else ""
                     raise TypeError(f"{', '.join(theirs)}: argument(s) of scope={other!r}; pass scope={other!r} "
-                                    "(the task scope, the default, does not take them)")
+                                    f"(the task scope, the default, does not take them){hint}")
         return super().__new__(cls)
 
     @classmethod
