@@ -69,9 +69,8 @@ class ComplementaryRL(TaskScopeRL):
                 theirs = sorted(set(kwargs) & set(inspect.signature(scope_cls.__init__).parameters)
                                 - set(inspect.signature(cls.__init__).parameters))
                 if theirs:
-                    from stable_baselines3 import (
-                        PPO,  # (the algorithm's own settings go to it, in either scope)
-                    )
+                    # (the algorithm's own settings go to it, in either scope)
+                    from stable_baselines3 import PPO
 
                     ppo = sorted(set(theirs) & set(inspect.signature(PPO.__init__).parameters))
                     hint = (f"; the algorithm's own ({', '.join(ppo)}) go in algorithm_kwargs here: "
