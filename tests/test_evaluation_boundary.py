@@ -458,3 +458,49 @@ def test_complementary_rl_evaluate_leaves_the_banks_retrieval_counters_as_they_w
     run.learn(128)  # training counts again
     assert counters() != before
     run.close()
+
+
+class _OwnReturns(gym.Wrapper):
+    """Records each episode's return as the env gave it (below gymnasium's NormalizeReward)."""
+
+    returns: list[float] = []
+
+    def reset(self, **kwargs):
+        self.total = 0.0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.total += float(reward)
+        if terminated or truncated:
+            type(self).returns.append(self.total)
+        return obs, reward, terminated, truncated, info
+
+
+def test_an_evaluation_reports_the_envs_own_returns_and_freezes_gymnasiums_normalisers():
+    """Probe 24: under gymnasium's NormalizeReward (above the wrapper) and NormalizeObservation (below it) the
+    evaluation reported normalised returns (-47.8 and -6.7 for two conditions that ran the same episodes) and
+    moved both wrappers' statistics, which SB3's VecNormalize keeps; and the keys' drift went unsaid."""
+    from gymnasium.wrappers import NormalizeObservation, NormalizeReward
+
+    from integrations.sb3 import evaluate_with_and_without_experience
+
+    _OwnReturns.returns = []
+    with pytest.warns(UserWarning, match="a NormalizeObservation below it keeps updating its statistics"):
+        env = NormalizeReward(_OwnReturns(ExperienceWrapper(
+            gym.wrappers.TimeLimit(NormalizeObservation(gym.make("Pendulum-v1").unwrapped), 50), ExperienceBank(seed=0),
+            learn=False, manager_kwargs={"mode": "sync"})))
+    venv = DummyVecEnv([lambda: env])
+    model = PPO("MultiInputPolicy", venv, n_steps=64, batch_size=64, seed=0, policy_kwargs={"net_arch": [8]})
+    model.learn(128)  # (the statistics move while training)
+    inner = env.env.env.env.env
+    assert isinstance(inner, NormalizeObservation)
+    before = (float(np.asarray(env.return_rms.var).ravel()[0]), float(inner.obs_rms.count))
+    _OwnReturns.returns = []
+    res = evaluate_with_and_without_experience(model, n_episodes=2, seed=0, resume=False)
+    assert (float(np.asarray(env.return_rms.var).ravel()[0]), float(inner.obs_rms.count)) == before
+    own = _OwnReturns.returns
+    assert len(own) == 4  # two with, two without: the same seeded episodes (an empty bank that learns nothing)
+    assert res["with_experience"]["return"] == pytest.approx(np.mean(own[:2]), rel=1e-5)
+    assert res["without_experience"]["return"] == pytest.approx(np.mean(own[2:]), rel=1e-5)
+    venv.close()

@@ -31,13 +31,14 @@ from numbers import Real
 from types import FrameType
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from ..validators import MAX_ABS_REWARD
 from ..whole_numbers import inside, whole
 
-__all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD",
+__all__ = ["check_finite_observation", "check_rewards", "reward_row", "env_name", "MAX_ABS_REWARD", "warn_drifting_keys",
            "observation_checker", "first_row_outside", "inside", "check_not_in_vector_worker", "vector_worker"]
 
 
@@ -166,6 +167,22 @@ _VECTOR_WORKERS: dict[tuple[object, str], str] = {
     ("stable_baselines3.common.vec_env.subproc_vec_env", "_worker"): "a SubprocVecEnv",
     ("gymnasium.vector.async_vector_env", "_async_worker"): "an AsyncVectorEnv",
 }
+
+
+def warn_drifting_keys(env: Any, what: str) -> None:
+    """Warn where gymnasium's ``NormalizeObservation`` (still updating its statistics) sits below the experience
+    wrapper: the observations it records, and so their keys, drift as the statistics move, and entries written
+    early are keyed otherwise than the same states later."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.NormalizeObservation) and env.update_running_mean:
+            warnings.warn(f"{what}: a NormalizeObservation below it keeps updating its statistics, so the observations "
+                          "the experience records, and their keys, drift during training (a state is keyed "
+                          "otherwise later than when its entry was written); normalise on top instead, where the "
+                          "policy reads it and the experience does not: SB3's VecNormalize(venv, "
+                          "norm_obs_keys=norm_obs_keys(venv)) over the VecEnv of experience-wrapped envs",
+                          UserWarning, stacklevel=3)
+            return
+        env = env.env
 
 
 def vector_worker() -> str | None:

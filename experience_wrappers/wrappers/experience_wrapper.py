@@ -15,7 +15,13 @@ from ..keys.base import add_batch_axis
 from ..manager import ExperienceManager
 from ..manager.sharing import hold, let_go, released_if_refused
 from ..validators import check_int
-from .env_checks import check_finite_observation, check_not_in_vector_worker, env_name, reward_row
+from .env_checks import (
+    check_finite_observation,
+    check_not_in_vector_worker,
+    env_name,
+    reward_row,
+    warn_drifting_keys,
+)
 from .injector import ExperienceInjector
 from .options import ExperienceOptions
 from .spaces import EXPERIENCE_KEYS, base_parts
@@ -160,6 +166,7 @@ class ExperienceWrapper(gym.Wrapper, RecordConstructorArgs):
             raise ValueError(f"{type(self).__name__} is task scope's wrapper, got scope={scope!r}; "
                              "use ExperienceWrapper(env, memory, scope=\"run\", ...) for run scope")
         check_not_wrapped(env, type(self).__name__)
+        warn_drifting_keys(env, type(self).__name__)
         base_parts(env.observation_space, EXPERIENCE_KEYS, type(self).__name__)  # (before a key encoder reads it)
         if isinstance(bank, TrialMemory):
             raise TypeError("ExperienceWrapper: a TrialMemory is run scope's memory; pass scope=\"run\" "

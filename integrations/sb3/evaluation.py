@@ -107,18 +107,49 @@ def _instance_replays(env: VecEnv) -> list[ReplayInstances]:
     return out
 
 
+#: gymnasium's wrappers that keep running statistics (``update_running_mean``), which an evaluation freezes
+_GYM_NORMALIZERS = (gym.wrappers.NormalizeObservation, gym.wrappers.NormalizeReward)
+
+
+def _gym_normalizers(env: VecEnv) -> list[list[gym.Wrapper]]:
+    """Per env of an in-process VecEnv, gymnasium's normalising wrappers in its chain (outermost first)."""
+    out = []
+    for e in getattr(env.unwrapped, "envs", []):
+        found = []
+        while isinstance(e, gym.Wrapper):
+            if isinstance(e, _GYM_NORMALIZERS):
+                found.append(e)
+            e = e.env
+        out.append(found)
+    return out
+
+
 @contextlib.contextmanager
 def statistics_kept(env: VecEnv) -> Iterator[None]:
-    """Within the block, a ``VecNormalize`` in ``env`` does not update its statistics (``training=False``)."""
+    """Within the block, a ``VecNormalize`` in ``env`` does not update its statistics (``training=False``),
+    nor do gymnasium's ``NormalizeObservation`` and ``NormalizeReward`` in its envs (``update_running_mean``)."""
     normalize = unwrap_vec_wrapper(env, VecNormalize)
     normalizing = normalize is not None and normalize.training  # type: ignore[attr-defined]
+    frozen = [w for ws in _gym_normalizers(env) for w in ws if w.update_running_mean]  # type: ignore[attr-defined]
     if normalizing:
         normalize.training = False  # type: ignore[union-attr]
+    for w in frozen:
+        w.update_running_mean = False  # type: ignore[attr-defined]
     try:
         yield
     finally:
         if normalizing:
             normalize.training = True  # type: ignore[union-attr]
+        for w in frozen:
+            w.update_running_mean = True  # type: ignore[attr-defined]
+
+
+def reward_scales(env: VecEnv) -> np.ndarray:
+    """Per env, what turns the reward a gymnasium ``NormalizeReward`` in its chain returns back into the env's own:
+    the product of their ``sqrt(var + epsilon)`` (1 where there is none; read with their statistics frozen)."""
+    scales = [float(np.prod([np.sqrt(float(np.asarray(w.return_rms.var).ravel()[0]) + w.epsilon)  # type: ignore[attr-defined]
+                             for w in ws if isinstance(w, gym.wrappers.NormalizeReward)])) for ws in _gym_normalizers(env)]
+    return np.asarray(scales, dtype=np.float64) if scales else np.ones(env.num_envs)
 
 
 def check_deterministic(deterministic: object) -> bool:
@@ -273,6 +304,7 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
     lengths: list[int] = []
     successes: list[bool | None] = []
     cur_ret, cur_len = np.zeros(n), np.zeros(n, dtype=int)
+    scales = reward_scales(env)  # (the returns are the env's own, also under gymnasium's NormalizeReward)
     obs = env.reset()
     starts = np.ones(n, dtype=bool)
     while (counts < targets).any():
@@ -283,7 +315,7 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
             actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=deterministic)  # type: ignore[arg-type]  # SB3's VecEnvObs includes tuples, predict's annotation does not
         obs, rewards, dones, infos = env.step(actions)
         starts = np.asarray(dones, dtype=bool)
-        cur_ret += rewards if normalize is None else normalize.get_original_reward()  # type: ignore[attr-defined]
+        cur_ret += scales * (rewards if normalize is None else normalize.get_original_reward())  # type: ignore[attr-defined]
         cur_len += 1
         if not said_long and cur_len.max() >= LONG_EPISODE:
             said_long = True

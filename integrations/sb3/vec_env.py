@@ -14,7 +14,7 @@ from experience_wrappers import ExperienceBank, ExperienceWrapper
 from experience_wrappers.manager.sharing import hold, let_go, released_if_refused, same_layout
 from experience_wrappers.validators import check_int
 from experience_wrappers.wrappers import EXPERIENCE_KEYS, ExperienceInjector, ExperienceOptions
-from experience_wrappers.wrappers.env_checks import check_finite_observation
+from experience_wrappers.wrappers.env_checks import check_finite_observation, warn_drifting_keys
 from experience_wrappers.wrappers.injector import subset_rows
 
 from .guards import check_vec_env
@@ -112,6 +112,8 @@ class ExperienceVecEnv(VecEnvWrapper):
         opts = ExperienceOptions.of(options, **kwargs)
         check_one_layout(venv)
         _check_not_wrapped(venv)
+        for e in getattr(venv.unwrapped, "envs", [])[:1]:  # (an in-process VecEnv's envs are built alike)
+            warn_drifting_keys(e, "ExperienceVecEnv")
         self.options = opts
         self.manager = opts.resolve_manager(bank, venv.observation_space, venv.action_space)
         with released_if_refused(self.manager):  # refused: the bank is left free for the next try
