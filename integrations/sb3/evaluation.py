@@ -113,9 +113,9 @@ _GYM_NORMALIZERS = (gym.wrappers.NormalizeObservation, gym.wrappers.NormalizeRew
 
 def _gym_normalizers(env: VecEnv) -> list[list[gym.Wrapper]]:
     """Per env of an in-process VecEnv, gymnasium's normalising wrappers in its chain (outermost first)."""
-    out = []
+    out: list[list[gym.Wrapper]] = []
     for e in getattr(env.unwrapped, "envs", []):
-        found = []
+        found: list[gym.Wrapper] = []
         while isinstance(e, gym.Wrapper):
             if isinstance(e, _GYM_NORMALIZERS):
                 found.append(e)
