@@ -38,8 +38,10 @@ CHECK_EVERY = 16
 #: an episode this long without ending is said once (its steps are held in memory until it ends, and
 #: nothing reaches the bank before: an env without a time limit, say)
 LONG_EPISODE = 10_000
-#: the managers whose key encoder was checked on a first episode (:meth:`ExperienceInjector._check_keys`)
-_KEYS_CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
+#: per manager, the episodes its key encoder's check (:meth:`ExperienceInjector._check_keys`) has still to look at
+#: for a few distinct observations (0: checked, or given up on an env whose episodes never hold them)
+_KEY_CHECKS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+KEY_CHECK_EPISODES = 100
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 _ROW_0 = np.zeros(1, dtype=np.int64)
 _NO_ROWS.setflags(write=False)
@@ -252,7 +254,7 @@ class ExperienceInjector:
                      task_id=int(self.task_ids[r]), env_steps=self.env_steps,
                      instance=self.instances[r], shown_steps=shown)
         if self.learning:
-            if self.manager not in _KEYS_CHECKED:
+            if _KEY_CHECKS.get(self.manager, KEY_CHECK_EPISODES):
                 self._check_keys(ep)
             if self.in_learn is False and not self._warned_outside:
                 self._warned_outside = True
@@ -269,8 +271,7 @@ class ExperienceInjector:
         """Once per manager (its first episode with a few distinct observations): warn where the key
         encoder cannot tell them apart (:func:`~experience_wrappers.health.key_collapse`)."""
         checked, collapsed = key_collapse(self.manager, ep.observations, ep.length, ep.task_id)
-        if checked:
-            _KEYS_CHECKED.add(self.manager)
+        _KEY_CHECKS[self.manager] = 0 if checked else _KEY_CHECKS.get(self.manager, KEY_CHECK_EPISODES) - 1
         if collapsed is not None:
             warnings.warn(collapsed, UserWarning, stacklevel=4)
 
