@@ -503,4 +503,10 @@ def test_an_evaluation_reports_the_envs_own_returns_and_freezes_gymnasiums_norma
     assert len(own) == 4  # two with, two without: the same seeded episodes (an empty bank that learns nothing)
     assert res["with_experience"]["return"] == pytest.approx(np.mean(own[:2]), rel=1e-5)
     assert res["without_experience"]["return"] == pytest.approx(np.mean(own[2:]), rel=1e-5)
+    # and the evaluations that step the env outside no_learning (run_episodes itself: ComplementaryRL.evaluate's
+    # experience-free one, the eval callback's), which the review found neither freezing nor rescaling
+    _OwnReturns.returns = []
+    alone = run_episodes(model, venv, 2, seed=0)
+    assert (float(np.asarray(env.return_rms.var).ravel()[0]), float(inner.obs_rms.count)) == before
+    assert alone["return"] == pytest.approx(np.mean(_OwnReturns.returns), rel=1e-5)
     venv.close()

@@ -298,3 +298,7 @@ def test_a_folder_name_too_long_for_the_saves_new_folder_beside_it_is_refused_by
         save_crl(tmp_path / ("r" * 250), model)
     assert list(tmp_path.iterdir()) == []  # nothing written
     assert (save_crl(tmp_path / ("r" * 241), model) / "model.zip").is_file()
+    (tmp_path / ("t" * 250)).mkdir()  # a short link to a long name: the folder swapped is the one it points to
+    (tmp_path / "short").symlink_to(tmp_path / ("t" * 250), target_is_directory=True)
+    with pytest.raises(ValueError, match=r"its name is 250 bytes"):
+        save_crl(tmp_path / "short", model)

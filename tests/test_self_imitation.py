@@ -259,3 +259,28 @@ def test_a_run_trained_in_chunks_gets_a_self_imitation_update_after_every_ppo_up
         assert counts == {"sil": 3, "bc": 1}  # 4 PPO updates: the last is followed by the next learn's (none here)
     finally:
         run.close()
+
+
+def test_plain_learn_calls_of_sb3_resetting_the_step_count_also_get_every_update_and_one_cloning(monkeypatch) -> None:
+    """Review of probe 23's fix: keyed on the step count, which SB3's learn() resets by default
+    (reset_num_timesteps=True), a plain model.learn in chunks still cloned at every call and skipped updates."""
+    import integrations.sb3.self_imitation as sil_module
+    from integrations.sb3 import SelfImitationCallback
+
+    counts = {"sil": 0, "bc": 0}
+    real = sil_module.self_imitation_step
+
+    def counted(*args, **kwargs):
+        counts["bc" if kwargs.get("weight") == "bc" else "sil"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sil_module, "self_imitation_step", counted)
+    replay = SuccessReplay(64)
+    replay.add_episode(np.array([[0.0], [1 / 3], [2 / 3]], np.float32),
+                       np.ones(3, np.int64), np.array([0.0, 0.0, 1.0]), gamma=0.9, source=SOURCE_DEMO)
+    model = PPO("MlpPolicy", gym.wrappers.TimeLimit(_Walk(), 12), n_steps=32, batch_size=32, n_epochs=1, seed=0,
+                policy_kwargs={"net_arch": [8]})
+    callback = SelfImitationCallback(replay, pretrain_steps=2)
+    for _ in range(4):
+        model.learn(32, callback=callback)  # (SB3's default: reset_num_timesteps=True)
+    assert counts == {"sil": 3, "bc": 1}

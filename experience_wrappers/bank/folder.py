@@ -128,7 +128,7 @@ def check_folder_path(path: Path, *, replaced: bool = False) -> None:
                                  "made under it; give a folder path")
             break
     if replaced:
-        check_scratch_name(path)
+        check_scratch_name(Path(os.path.realpath(path)))  # (the folder a link points to is the one swapped)
         where, cwd = Path(os.path.realpath(path)), Path(os.path.realpath(os.getcwd()))
         if where == cwd or where in cwd.parents:
             what = "the working directory" if where == cwd else "a folder above the working directory"

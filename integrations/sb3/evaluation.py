@@ -41,7 +41,8 @@ def no_learning(env: VecEnv, guided: bool | None = None) -> Iterator[VecEnv]:
     count no retrieval; ``guided`` True / False forces every episode guided / free. A
     :class:`~integrations.sb3.GuidedRollInVecEnv` in ``env`` is switched off (the policy acts
     from the first step, and no episode reaches the roll-in curriculum), and a ``VecNormalize``
-    stops updating its statistics (``training=False``); both are restored after the block.
+    stops updating its statistics (``training=False``), as do gymnasium's normalisers that have any
+    (:func:`statistics_kept`); all are restored after the block.
     Envs that replay one task instance per episode for paired credit
     (:class:`~experience_wrappers.wrappers.ReplayInstances`, ``group_size``) stop replaying in the
     block: an evaluation's resets take the seeds it gives and do not move the training's instances
@@ -127,10 +128,13 @@ def _gym_normalizers(env: VecEnv) -> list[list[gym.Wrapper]]:
 @contextlib.contextmanager
 def statistics_kept(env: VecEnv) -> Iterator[None]:
     """Within the block, a ``VecNormalize`` in ``env`` does not update its statistics (``training=False``),
-    nor do gymnasium's ``NormalizeObservation`` and ``NormalizeReward`` in its envs (``update_running_mean``)."""
+    nor do gymnasium's ``NormalizeObservation`` and ``NormalizeReward`` in its envs (``update_running_mean``)
+    once they have statistics: one that has seen nothing (an evaluation env built apart from training, into
+    which gymnasium has no way to copy them) adapts as gymnasium's do. Envs in worker processes
+    (``SubprocVecEnv``) cannot be reached: theirs are left as they are."""
     normalize = unwrap_vec_wrapper(env, VecNormalize)
     normalizing = normalize is not None and normalize.training  # type: ignore[attr-defined]
-    frozen = [w for ws in _gym_normalizers(env) for w in ws if w.update_running_mean]  # type: ignore[attr-defined]
+    frozen = [w for ws in _gym_normalizers(env) for w in ws if w.update_running_mean and _has_statistics(w)]  # type: ignore[attr-defined]
     if normalizing:
         normalize.training = False  # type: ignore[union-attr]
     for w in frozen:
@@ -144,9 +148,15 @@ def statistics_kept(env: VecEnv) -> Iterator[None]:
             w.update_running_mean = True  # type: ignore[attr-defined]
 
 
+def _has_statistics(w: gym.Wrapper) -> bool:
+    """Whether a gymnasium normaliser has seen data (its running statistics start at a count of 1e-4)."""
+    rms = w.obs_rms if isinstance(w, gym.wrappers.NormalizeObservation) else w.return_rms  # type: ignore[attr-defined]
+    return float(rms.count) > 1.0
+
+
 def reward_scales(env: VecEnv) -> np.ndarray:
     """Per env, what turns the reward a gymnasium ``NormalizeReward`` in its chain returns back into the env's own:
-    the product of their ``sqrt(var + epsilon)`` (1 where there is none; read with their statistics frozen)."""
+    the product of their ``sqrt(var + epsilon)`` (1 where there is none), read after the step they scaled."""
     scales = [float(np.prod([np.sqrt(float(np.asarray(w.return_rms.var).ravel()[0]) + w.epsilon)  # type: ignore[attr-defined]
                              for w in ws if isinstance(w, gym.wrappers.NormalizeReward)])) for ws in _gym_normalizers(env)]
     return np.asarray(scales, dtype=np.float64) if scales else np.ones(env.num_envs)
@@ -250,12 +260,13 @@ def _collect(model: BaseAlgorithm, env: VecEnv, n_episodes: object, deterministi
     n_episodes, seed = check_episodes(n_episodes, seed)
     deterministic = check_deterministic(deterministic)
     check_spaces(model, env)
-    if seed is None:
-        return _run_episodes(model, env, n_episodes, deterministic, reports)
-    env.seed(seed)
-    with th.random.fork_rng(devices=[]):
-        th.manual_seed(seed)
-        return _run_episodes(model, env, n_episodes, deterministic, reports)
+    with statistics_kept(env):  # (every path: ComplementaryRL.evaluate's experience-free one and the eval callback's)
+        if seed is None:
+            return _run_episodes(model, env, n_episodes, deterministic, reports)
+        env.seed(seed)
+        with th.random.fork_rng(devices=[]):
+            th.manual_seed(seed)
+            return _run_episodes(model, env, n_episodes, deterministic, reports)
 
 
 def check_episodes(n_episodes: object, seed: object = None) -> tuple[int, int | None]:
@@ -304,7 +315,7 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
     lengths: list[int] = []
     successes: list[bool | None] = []
     cur_ret, cur_len = np.zeros(n), np.zeros(n, dtype=int)
-    scales = reward_scales(env)  # (the returns are the env's own, also under gymnasium's NormalizeReward)
+    gym_scaled = any(isinstance(w, gym.wrappers.NormalizeReward) for ws in _gym_normalizers(env) for w in ws)
     obs = env.reset()
     starts = np.ones(n, dtype=bool)
     while (counts < targets).any():
@@ -315,7 +326,8 @@ def _run_episodes(model: BaseAlgorithm, env: VecEnv, n_episodes: int, determinis
             actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=deterministic)  # type: ignore[arg-type]  # SB3's VecEnvObs includes tuples, predict's annotation does not
         obs, rewards, dones, infos = env.step(actions)
         starts = np.asarray(dones, dtype=bool)
-        cur_ret += scales * (rewards if normalize is None else normalize.get_original_reward())  # type: ignore[attr-defined]
+        own = rewards if normalize is None else normalize.get_original_reward()  # type: ignore[attr-defined]
+        cur_ret += own * reward_scales(env) if gym_scaled else own  # (under gymnasium's NormalizeReward: the env's own)
         cur_len += 1
         if not said_long and cur_len.max() >= LONG_EPISODE:
             said_long = True

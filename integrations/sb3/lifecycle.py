@@ -4,7 +4,7 @@
   the 0.5 at which the attention extractor counts a slot);
 * evaluation envs on the training bank never learn (only the env being trained hands
   episodes to the manager, see :attr:`ExperienceInjector.learning`);
-* ``normalize_advantage``, which the callback turns off while it trains, is what a saved
+* ``normalize_advantage``, which the callback turns off for PPO's updates, is what a saved
   model carries and what the model has again after training.
 """
 
@@ -144,7 +144,8 @@ def remember_advantage_normalisation(model: BaseAlgorithm) -> None:
 
 
 def turn_off_advantage_normalisation(model: BaseAlgorithm) -> bool:
-    """Turn PPO's per-minibatch advantage normalisation off for this training, remembering the
+    """Turn PPO's per-minibatch advantage normalisation off (for PPO's update: the callbacks call it at a rollout's
+    end, and :func:`restore_advantage_normalisation` at the next rollout's start and at the end), remembering the
     user's value (given back by :func:`restore_advantage_normalisation`, and what a save
     writes). The one place that changes it: :class:`CRLCallback` (which normalises per
     subgroup) and :class:`RollInCallback` (which normalises the policy's own steps) both call
@@ -157,7 +158,7 @@ def turn_off_advantage_normalisation(model: BaseAlgorithm) -> bool:
 
 
 def restore_advantage_normalisation(model: BaseAlgorithm) -> None:
-    """Give ``model`` its own ``normalize_advantage`` back (at the end of training)."""
+    """Give ``model`` its own ``normalize_advantage`` back (at a rollout's start, and at the end of training)."""
     if hasattr(model, USER_SETTING):
         model.normalize_advantage = getattr(model, USER_SETTING)  # type: ignore[attr-defined]
         delattr(model, USER_SETTING)

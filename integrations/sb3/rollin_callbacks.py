@@ -38,8 +38,9 @@ class RollInCallback(BaseCallback):
 
     PPO normalises advantages per minibatch, which would turn the zeros into
     ``-mean / std``; so, where ``normalize_advantage`` is still on at training start, it is
-    switched off for the run (restored at its end) and the policy-acted advantages are
-    normalised over the rollout here instead, before the zeros are written. Where
+    switched off for PPO's updates (the user's value while the envs step, and at the run's end) and
+    the policy-acted advantages are normalised over the rollout here instead, before the zeros are
+    written. Where
     :class:`~integrations.sb3.CRLCallback` already normalises per subgroup, it must come
     *before* this callback in the ``CallbackList`` (its normalisation would undo the zeros).
 

@@ -299,8 +299,8 @@ class SelfImitationCallback(BaseCallback):
             weight filters), or ``"none"``.
         sources: provenances to train on (None: all).
         n_batches, batch_size, value_coef, max_weight: see :func:`self_imitation_step`.
-        pretrain_steps: behaviour-cloning steps on the demonstrations before the model's first rollout
-            (once: not again in a later ``learn`` or a loaded run's).
+        pretrain_steps: behaviour-cloning steps on the demonstrations before the model's first update
+            (once: not again in a later ``learn``, with ``reset_num_timesteps`` or not, or a loaded run's).
         only_with_success: keep an episode only where the env has reported success
             (``info["is_success"]`` or ``info["success"]``; once it has, an episode that ends
             without the key is a failure: :class:`~experience_wrappers.manager.SuccessReports`),
@@ -368,9 +368,9 @@ class SelfImitationCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         check_pinned_states(self.replay, self.model.observation_space, self.model.action_space)
-        # a model that has trained ended its last learn() with a PPO update (a run trained in chunks, or loaded)
-        self._update_due = self.model.num_timesteps > 0
-        if self.pretrain_steps and self.replay.counts()["demo"] and not self.model.num_timesteps:  # (once: first rollout)
+        # a model updated before ended its last learn() with an update (SB3's count: reset_num_timesteps leaves it)
+        self._update_due = updated = self.model._n_updates > 0
+        if self.pretrain_steps and self.replay.counts()["demo"] and not updated:  # (once: before the first update)
             out = self.pretrain(self.pretrain_steps)
             log.info("self-imitation: %d behaviour-cloning steps on %d demonstrated states, loss %.3f",
                      self.pretrain_steps, out.get("states", 0), out.get("loss", float("nan")))
